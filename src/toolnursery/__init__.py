@@ -1,0 +1,115 @@
+"""toolnursery: a trio-native tool-call pipeline for LLM agents.
+
+Define tools once (:func:`define_tool`, ``@tool``), register them on a
+:class:`ToolRegistry`, and run every call through one audited policy pipeline with
+:meth:`ToolRegistry.execute` — or a model's whole batch of calls with
+:func:`run_tool_calls`.
+"""
+
+from __future__ import annotations
+
+from ._content import ContentBlock as ContentBlock
+from ._content import HookContext as HookContext
+from ._content import ImageContent as ImageContent
+from ._content import TextContent as TextContent
+from ._content import ToolCall as ToolCall
+from ._content import ToolErrorInfo as ToolErrorInfo
+from ._content import ToolExecutionResult as ToolExecutionResult
+from ._content import ToolResult as ToolResult
+from ._content import ToolReturn as ToolReturn
+from ._content import ToolSchema as ToolSchema
+from ._decisions import EXCLUSIVE as EXCLUSIVE
+from ._decisions import PARALLEL as PARALLEL
+from ._decisions import Accept as Accept
+from ._decisions import Allow as Allow
+from ._decisions import Ask as Ask
+from ._decisions import Block as Block
+from ._decisions import Deny as Deny
+from ._decisions import PostToolDecision as PostToolDecision
+from ._decisions import PreToolDecision as PreToolDecision
+from ._decisions import ToolExecutionMode as ToolExecutionMode
+from ._decisions import ToolRestriction as ToolRestriction
+from ._definition import ToolDefinition as ToolDefinition
+from ._errors import TOOL_ABORTED as TOOL_ABORTED
+from ._errors import TOOL_ABORTED_BEFORE_DISPATCH as TOOL_ABORTED_BEFORE_DISPATCH
+from ._errors import TOOL_TIMEOUT as TOOL_TIMEOUT
+from ._errors import OutputSchemaError as OutputSchemaError
+from ._errors import RegistrationError as RegistrationError
+from ._errors import ToolArgsError as ToolArgsError
+from ._errors import ToolError as ToolError
+from ._errors import ToolNotFoundError as ToolNotFoundError
+from ._errors import ToolnurseryError as ToolnurseryError
+from ._errors import ToolTimeoutError as ToolTimeoutError
+from ._execution import ApprovalOutcome as ApprovalOutcome
+from ._execution import ApprovalRequest as ApprovalRequest
+from ._execution import ApprovalService as ApprovalService
+from ._execution import ToolDispatchExecution as ToolDispatchExecution
+from ._execution import ToolExecution as ToolExecution
+from ._execution import ToolExecutionInput as ToolExecutionInput
+from ._execution import ToolExecutionToken as ToolExecutionToken
+from ._execution import ToolRunContext as ToolRunContext
+from ._json import FrozenDict as FrozenDict
+from ._json import thaw as thaw
+from ._registry import Disposer as Disposer
+from ._registry import ExecuteWrapper as ExecuteWrapper
+from ._registry import PostExecuteListener as PostExecuteListener
+from ._registry import PreExecuteListener as PreExecuteListener
+from ._registry import ResultObserver as ResultObserver
+from ._registry import ToolGuard as ToolGuard
+from ._registry import ToolRegistry as ToolRegistry
+from ._registry import ToolScope as ToolScope
+from ._signal import CancelSignal as CancelSignal
+
+__all__ = [
+    "EXCLUSIVE",
+    "PARALLEL",
+    "TOOL_ABORTED",
+    "TOOL_ABORTED_BEFORE_DISPATCH",
+    "TOOL_TIMEOUT",
+    "Accept",
+    "Allow",
+    "ApprovalOutcome",
+    "ApprovalRequest",
+    "ApprovalService",
+    "Ask",
+    "Block",
+    "CancelSignal",
+    "ContentBlock",
+    "Deny",
+    "Disposer",
+    "ExecuteWrapper",
+    "FrozenDict",
+    "HookContext",
+    "ImageContent",
+    "OutputSchemaError",
+    "PostExecuteListener",
+    "PostToolDecision",
+    "PreExecuteListener",
+    "PreToolDecision",
+    "RegistrationError",
+    "ResultObserver",
+    "TextContent",
+    "ToolArgsError",
+    "ToolCall",
+    "ToolDefinition",
+    "ToolDispatchExecution",
+    "ToolError",
+    "ToolErrorInfo",
+    "ToolExecution",
+    "ToolExecutionInput",
+    "ToolExecutionMode",
+    "ToolExecutionResult",
+    "ToolExecutionToken",
+    "ToolGuard",
+    "ToolNotFoundError",
+    "ToolRegistry",
+    "ToolRestriction",
+    "ToolResult",
+    "ToolReturn",
+    "ToolRunContext",
+    "ToolSchema",
+    "ToolScope",
+    "ToolTimeoutError",
+    "ToolnurseryError",
+    "thaw",
+]

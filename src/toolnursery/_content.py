@@ -1,0 +1,119 @@
+"""The values that cross toolnursery's boundaries: content, results, calls, schemas.
+
+Every value is a frozen :class:`msgspec.Struct` whose JSON form uses camelCase field
+names (``isError``, ``additionalContexts``, ``mimeType``) and omits absent fields, so
+``msgspec.json.decode(msgspec.json.encode(v), type=type(v)) == v``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeAlias
+
+import msgspec
+
+__all__ = [
+    "ContentBlock",
+    "HookContext",
+    "ImageContent",
+    "TextContent",
+    "ToolCall",
+    "ToolErrorInfo",
+    "ToolExecutionResult",
+    "ToolResult",
+    "ToolReturn",
+    "ToolSchema",
+]
+
+
+class TextContent(msgspec.Struct, frozen=True, tag="text", tag_field="type", rename="camel"):
+    """A block of model-facing text."""
+
+    text: str
+
+
+class ImageContent(msgspec.Struct, frozen=True, tag="image", tag_field="type", rename="camel"):
+    """A base64-encoded image."""
+
+    data: str
+    mime_type: str
+
+
+ContentBlock: TypeAlias = TextContent | ImageContent
+"""One block of a result's content, tagged ``type: "text" | "image"``."""
+
+
+class ToolErrorInfo(msgspec.Struct, frozen=True, rename="camel"):
+    """Machine-routable identity of a failure: the error class name and its code."""
+
+    name: str
+    code: str
+
+
+class HookContext(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True):
+    """Model-facing context for the next request, kept apart from the tool result.
+
+    Attributes:
+        content: the blocks to show the model.
+        source: who produced it (a plugin or policy name), for audit.
+        meta: optional JSON metadata.
+    """
+
+    content: tuple[ContentBlock, ...]
+    source: str
+    meta: Any = None
+
+
+class ToolExecutionResult(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True):
+    """The outcome of one tool call.
+
+    Attributes:
+        content: the model-facing blocks; a failure's text is ``Error: <message>``.
+        is_error: whether the call failed.
+        error: ``{name, code}`` when the failure carries a code, else ``None``.
+        additional_contexts: contexts for the next request, in pipeline order.
+        meta: the tool's private presentation payload (successful calls only).
+    """
+
+    content: tuple[ContentBlock, ...]
+    is_error: bool
+    error: ToolErrorInfo | None = None
+    additional_contexts: tuple[HookContext, ...] = ()
+    meta: Any = None
+
+
+class ToolResult(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True):
+    """What a result presenter sees: the content, whether it failed, and ``meta``."""
+
+    content: tuple[ContentBlock, ...]
+    is_error: bool
+    meta: Any = None
+
+
+class ToolReturn(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True):
+    """The object form a tool body may return: content plus private ``meta``."""
+
+    content: tuple[ContentBlock, ...] | list[ContentBlock]
+    meta: Any = None
+
+
+class ToolSchema(msgspec.Struct, frozen=True, rename="camel"):
+    """The model-facing projection of a tool: name, description, JSON Schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class ToolCall(msgspec.Struct, frozen=True, rename="camel"):
+    """One tool call as a model emits it.
+
+    Attributes:
+        id: the model's call id.
+        name: the tool name.
+        arguments: the raw JSON text of the arguments (``""`` means ``{}``; text that
+            is not JSON is passed on to the tool as the string itself).
+    """
+
+    id: str
+    name: str
+    arguments: str = ""

@@ -1,0 +1,208 @@
+"""The views of one call that the pipeline hands to policy, wrappers and the body."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
+
+import msgspec
+
+from ._content import HookContext
+from ._signal import CancelSignal
+
+if TYPE_CHECKING:
+    from ._registry import ToolScope
+
+__all__ = [
+    "ApprovalOutcome",
+    "ApprovalRequest",
+    "ApprovalService",
+    "ToolDispatchExecution",
+    "ToolExecution",
+    "ToolExecutionInput",
+    "ToolExecutionToken",
+    "ToolRunContext",
+]
+
+
+class ToolExecutionToken:
+    """Opaque identity of one execution; compare with ``is`` only."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"<ToolExecutionToken {id(self):#x}>"
+
+
+class ToolExecutionInput(msgspec.Struct, frozen=True):
+    """What a caller hands to :meth:`ToolRegistry.execute`.
+
+    Attributes:
+        call_id: the model's call id.
+        name: the tool name.
+        arguments: parsed arguments; must be lossless JSON (they are snapshotted and
+            frozen once; the caller's objects are never modified).
+        signal: the caller-owned cancellation of this call (a fresh, never-fired
+            signal when omitted).
+        agent: the scope the call runs for (``None``: the global view).
+        parent: the token of an enclosing execution, for nested dispatches.
+    """
+
+    call_id: str
+    name: str
+    arguments: Any
+    signal: CancelSignal = msgspec.field(default_factory=CancelSignal)
+    agent: ToolScope | None = None
+    parent: ToolExecutionToken | None = None
+
+
+class ToolExecution(msgspec.Struct, frozen=True):
+    """One call inside the pipeline: the input's fields read once, plus a fresh token.
+
+    ``arguments`` is the frozen snapshot (``msgspec.UNSET`` when the input's arguments
+    were not lossless JSON); ``signal`` is always the caller's signal.
+    """
+
+    call_id: str
+    name: str
+    arguments: Any
+    signal: CancelSignal
+    agent: ToolScope | None
+    parent: ToolExecutionToken | None
+    token: ToolExecutionToken
+
+
+class ToolRunContext:
+    """What a tool body receives beside its arguments.
+
+    The execution's fields, the signal the body runs under (the caller's, or the
+    caller's fused with a wrapper's replacement), and :meth:`defer_context`.
+    """
+
+    __slots__ = ("_deferred", "execution", "signal")
+
+    def __init__(
+        self, execution: ToolExecution, signal: CancelSignal, deferred: list[HookContext]
+    ) -> None:
+        self.execution = execution
+        self.signal = signal
+        self._deferred = deferred
+
+    @property
+    def call_id(self) -> str:
+        """The model's call id."""
+        return self.execution.call_id
+
+    @property
+    def name(self) -> str:
+        """The tool name."""
+        return self.execution.name
+
+    @property
+    def arguments(self) -> Any:
+        """The frozen argument snapshot."""
+        return self.execution.arguments
+
+    @property
+    def agent(self) -> ToolScope | None:
+        """The scope the call runs for."""
+        return self.execution.agent
+
+    @property
+    def parent(self) -> ToolExecutionToken | None:
+        """The enclosing execution's token, if any."""
+        return self.execution.parent
+
+    @property
+    def token(self) -> ToolExecutionToken:
+        """This execution's token (pass it as ``parent`` to nested dispatches)."""
+        return self.execution.token
+
+    def defer_context(self, context: HookContext) -> None:
+        """Attach ``context`` to this call's result, after the result reaches the loop.
+
+        Contexts keep their order (deferred ones first, then a wrapper's, then
+        post-execute's) and reach the model only after the whole batch's results.
+        """
+        if not isinstance(context, HookContext):
+            raise TypeError(f"defer_context() takes a HookContext, not {type(context).__name__}")
+        self._deferred.append(context)
+
+
+class ToolDispatchExecution:
+    """The view a ``on_execute`` wrapper gets: like the execution, but ``signal`` is settable.
+
+    A wrapper may replace ``signal`` (e.g. with a deadline) for the duration of its
+    ``next()``; it cannot remove it. The registry fuses any replacement with the
+    caller's signal before the body runs.
+    """
+
+    __slots__ = ("_signal", "execution")
+
+    def __init__(self, execution: ToolExecution) -> None:
+        self.execution = execution
+        self._signal = execution.signal
+
+    @property
+    def signal(self) -> CancelSignal:
+        """The signal the next wrapper or the body will run under."""
+        return self._signal
+
+    @signal.setter
+    def signal(self, value: CancelSignal) -> None:
+        if not isinstance(value, CancelSignal):
+            raise TypeError(
+                "ToolDispatchExecution.signal must be a CancelSignal; it can be replaced, not removed"
+            )
+        self._signal = value
+
+    @property
+    def call_id(self) -> str:
+        """The model's call id."""
+        return self.execution.call_id
+
+    @property
+    def name(self) -> str:
+        """The tool name."""
+        return self.execution.name
+
+    @property
+    def arguments(self) -> Any:
+        """The frozen argument snapshot."""
+        return self.execution.arguments
+
+    @property
+    def agent(self) -> ToolScope | None:
+        """The scope the call runs for."""
+        return self.execution.agent
+
+    @property
+    def parent(self) -> ToolExecutionToken | None:
+        """The enclosing execution's token, if any."""
+        return self.execution.parent
+
+    @property
+    def token(self) -> ToolExecutionToken:
+        """This execution's token."""
+        return self.execution.token
+
+
+ApprovalOutcome: TypeAlias = Literal["allowed-once", "rejected", "cancelled", "unavailable"]
+"""An approval service's answer; only ``"allowed-once"`` lets the call run."""
+
+
+class ApprovalRequest(msgspec.Struct, frozen=True):
+    """What an :class:`ApprovalService` is asked: who wants to run what, and why."""
+
+    agent: ToolScope
+    tool_name: str
+    call_id: str
+    reason: str | None
+    signal: CancelSignal
+
+
+class ApprovalService(Protocol):
+    """Answers ``Ask`` decisions (a UI prompt, a policy engine, a test script)."""
+
+    async def request(self, request: ApprovalRequest, /) -> ApprovalOutcome:
+        """Return the outcome for one call."""
+        ...

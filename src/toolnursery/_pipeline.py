@@ -1,0 +1,649 @@
+"""The pipeline of one call, in three stages the scheduler can drive separately.
+
+``prepare``  materialize → pre-aborted check → pre-execute waterfall (+ approval) →
+             guards → cancellation re-check
+``dispatch`` execute wrappers around the base dispatch (fuse signals, resolve the
+             tool, run the body, normalize) → deferred contexts → cancellation check
+``finalize`` post-execute waterfall → cancellation check → materialize → observers
+
+A call leaves ``prepare`` in one of three states: PENDING (dispatch it), RESOLVED
+(a result exists and still passes post-execute: denials, pre-phase aborts) or FINAL
+(a result exists and skips post-execute: argument failures, pre-aborted entries,
+raising policy hooks).
+
+Cancellation: the body runs inline in the calling task. A cancel scope is opened only
+if the body suspends (see :func:`_drive`), and the call's signal is linked to it, so
+a body that never blocks costs no scope at all.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import types
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+import msgspec
+import trio
+
+from ._content import (
+    HookContext,
+    ImageContent,
+    TextContent,
+    ToolErrorInfo,
+    ToolExecutionResult,
+    ToolReturn,
+)
+from ._decisions import Accept, Allow, Ask, Block, Deny, PostToolDecision, PreToolDecision
+from ._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, ToolError, ToolNotFoundError
+from ._execution import (
+    ApprovalRequest,
+    ApprovalService,
+    ToolDispatchExecution,
+    ToolExecution,
+    ToolExecutionInput,
+    ToolExecutionToken,
+    ToolRunContext,
+)
+from ._json import NotJSONError, snapshot
+from ._signal import CancelSignal, fuse
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._registry import ToolRegistry
+
+logger = logging.getLogger("toolnursery")
+
+PENDING: Final = 0
+RESOLVED: Final = 1
+FINAL: Final = 2
+
+_ALLOW: Final = Allow()
+_ACCEPT: Final = Accept()
+_UNSET: Final = msgspec.UNSET
+
+
+def _text_result(text: str, error: ToolErrorInfo | None = None) -> ToolExecutionResult:
+    return ToolExecutionResult((TextContent(text),), True, error)
+
+
+ABORTED_RESULT: Final = _text_result(
+    "Error: tool call aborted", ToolErrorInfo("AbortError", TOOL_ABORTED)
+)
+ABORTED_BEFORE_DISPATCH_RESULT: Final = _text_result(
+    "Error: tool call aborted before dispatch",
+    ToolErrorInfo("AbortError", TOOL_ABORTED_BEFORE_DISPATCH),
+)
+_ARGS_NOT_JSON: Final = _text_result(
+    "Error: tool execution arguments must be losslessly JSON-serializable"
+)
+_RESULT_NOT_JSON: Final = _text_result("Error: tool result must be losslessly JSON-serializable")
+
+
+class _Hooks:
+    """The hook tuples one scope's calls see, captured when a stage starts."""
+
+    __slots__ = ("approval", "execute", "guards", "post", "pre", "result", "version")
+
+    def __init__(
+        self,
+        version: int,
+        pre: tuple[Any, ...],
+        execute: tuple[Any, ...],
+        post: tuple[Any, ...],
+        result: tuple[Any, ...],
+        guards: tuple[Any, ...],
+        approval: ApprovalService | None,
+    ) -> None:
+        self.version = version
+        self.pre = pre
+        self.execute = execute
+        self.post = post
+        self.result = result
+        self.guards = guards
+        self.approval = approval
+
+
+class Call:
+    """One call's state between the stages (internal; the scheduler holds these)."""
+
+    __slots__ = (
+        "deferred",
+        "execution",
+        "hooks",
+        "invoked",
+        "registry",
+        "result",
+        "signal",
+        "state",
+    )
+
+    def __init__(self, registry: ToolRegistry, hooks: _Hooks, signal: CancelSignal) -> None:
+        self.registry = registry
+        self.hooks = hooks
+        self.signal = signal
+        self.execution: ToolExecution
+        self.state = PENDING
+        self.result: ToolExecutionResult | None = None
+        self.invoked = False
+        self.deferred: list[HookContext] = []
+
+    def resolve(self, result: ToolExecutionResult, state: int) -> Call:
+        self.result = result
+        self.state = state
+        return self
+
+
+# -- stage 1: prepare ---------------------------------------------------------------
+
+
+def begin(registry: ToolRegistry, input: ToolExecutionInput) -> Call:
+    """Read the input once, snapshot the arguments, mint the token, check pre-abort."""
+    call_id, name, arguments, signal, agent, parent = (
+        input.call_id,
+        input.name,
+        input.arguments,
+        input.signal,
+        input.agent,
+        input.parent,
+    )
+    if type(signal) is not CancelSignal and not isinstance(signal, CancelSignal):
+        raise TypeError(
+            f"ToolExecutionInput.signal must be a CancelSignal, not {type(signal).__name__}"
+        )
+    call = Call(registry, registry._hooks_for(agent), signal)
+    try:
+        args = snapshot(arguments)
+    except NotJSONError:
+        failure: ToolExecutionResult | None = _ARGS_NOT_JSON
+    except Exception as exc:
+        failure = _failure(exc)
+    else:
+        failure = None
+    if failure is not None:
+        call.execution = ToolExecution(
+            call_id, name, _UNSET, signal, agent, parent, ToolExecutionToken()
+        )
+        return call.resolve(failure, FINAL)
+    call.execution = ToolExecution(call_id, name, args, signal, agent, parent, ToolExecutionToken())
+    if signal._cancelled:
+        return call.resolve(ABORTED_BEFORE_DISPATCH_RESULT, FINAL)
+    return call
+
+
+async def policy(call: Call) -> None:
+    """Pre-execute waterfall (with approval), guards, then the cancellation re-check."""
+    hooks = call.hooks
+    execution = call.execution
+    if hooks.pre:
+        try:
+            decision = await _run_pre(hooks.pre, execution)
+            if type(decision) is not Allow:
+                denial = await _resolve_decision(decision, execution, hooks.approval)
+                if denial is not None:
+                    call.resolve(denial, RESOLVED)
+                    return
+        except Exception as exc:
+            call.resolve(_failure(exc), FINAL)
+            return
+    for guard in hooks.guards:
+        try:
+            reason = guard(execution)
+        except Exception as exc:
+            call.resolve(_failure(exc), FINAL)
+            return
+        if reason is not None:
+            if isinstance(reason, str):
+                call.resolve(_text_result("Error: " + reason), RESOLVED)
+            else:
+                call.resolve(_unreachable("ToolGuard result", reason), FINAL)
+            return
+    if call.signal._cancelled:
+        call.resolve(ABORTED_BEFORE_DISPATCH_RESULT, RESOLVED)
+
+
+async def prepare(registry: ToolRegistry, input: ToolExecutionInput) -> Call:
+    """Stage 1: :func:`begin`, then :func:`policy` when the call is still pending."""
+    call = begin(registry, input)
+    if call.state == PENDING:
+        await policy(call)
+    return call
+
+
+async def _allow() -> PreToolDecision:
+    return _ALLOW
+
+
+async def _run_pre(listeners: tuple[Any, ...], execution: ToolExecution) -> PreToolDecision:
+    if len(listeners) == 1:
+        decision: PreToolDecision = await listeners[0](execution, _allow)
+        return decision
+    index = 0
+    count = len(listeners)
+
+    async def next_() -> PreToolDecision:
+        nonlocal index
+        if index < count:
+            listener = listeners[index]
+            index += 1
+            decision: PreToolDecision = await listener(execution, next_)
+            return decision
+        return _ALLOW
+
+    return await next_()
+
+
+async def _resolve_decision(
+    decision: object, execution: ToolExecution, approval: ApprovalService | None
+) -> ToolExecutionResult | None:
+    """Turn a non-Allow decision into a denial result, or ``None`` when the call proceeds."""
+    if type(decision) is Deny:
+        return _text_result("Error: " + str(decision.reason))
+    if type(decision) is not Ask:
+        return _unreachable("PreToolDecision", decision)
+    name = execution.name
+    if approval is None:
+        reason = (
+            decision.reason
+            if decision.reason is not None
+            else f'tool "{name}" requires approval (not yet supported)'
+        )
+        return _text_result("Error: " + reason)
+    agent = execution.agent
+    if agent is None:
+        return _text_result(
+            f'Error: tool "{name}" requires approval, but the call has no agent to route it through'
+        )
+    outcome = await approval.request(
+        ApprovalRequest(agent, name, execution.call_id, decision.reason, execution.signal)
+    )
+    if outcome == "allowed-once" or outcome == "cancelled":
+        if execution.signal._cancelled:
+            return ABORTED_BEFORE_DISPATCH_RESULT
+        if outcome == "allowed-once":
+            return None
+        return _text_result(f'Error: approval for tool "{name}" was cancelled')
+    if outcome == "rejected":
+        return _text_result(f'Error: the user rejected tool "{name}"')
+    if outcome == "unavailable":
+        return _text_result(
+            f'Error: tool "{name}" requires approval, but no approval channel is available'
+        )
+    raise _Unreachable("ApprovalOutcome", outcome)
+
+
+# -- stage 2: dispatch --------------------------------------------------------------
+
+
+async def dispatch(call: Call, *, carried: bool = False) -> None:
+    """Stage 2: run the execute wrappers around the body; leaves the call RESOLVED or FINAL.
+
+    Args:
+        call: a PENDING call.
+        carried: the caller's signal is already linked to a cancel scope enclosing
+            this task (the scheduler's pool). With no wrappers, the body then runs
+            without a scope of its own and a cancellation reaches the caller as
+            ``trio.Cancelled`` after :attr:`Call.invoked` was set.
+    """
+    wrappers = call.hooks.execute
+    if not wrappers:
+        result = await _base_dispatch(call, call.signal, carried)
+    else:
+        view = ToolDispatchExecution(call.execution)
+
+        async def base() -> ToolExecutionResult:
+            return await _base_dispatch(call, view._signal)
+
+        try:
+            result = await _run_execute(wrappers, view, base)
+        except Exception as exc:
+            call.resolve(_failure(exc), FINAL)
+            return
+        if type(result) is not ToolExecutionResult:
+            call.resolve(_unreachable("tools/execute result", result), FINAL)
+            return
+    deferred = call.deferred
+    if deferred:
+        result = msgspec.structs.replace(
+            result, additional_contexts=(*deferred, *result.additional_contexts)
+        )
+    if call.signal._cancelled and not result.is_error:
+        result = _aborted(call, result)
+    call.resolve(result, RESOLVED)
+
+
+async def _run_execute(
+    wrappers: tuple[Any, ...],
+    view: ToolDispatchExecution,
+    base: Callable[[], Awaitable[ToolExecutionResult]],
+) -> ToolExecutionResult:
+    index = 0
+    count = len(wrappers)
+
+    async def next_() -> ToolExecutionResult:
+        nonlocal index
+        if index < count:
+            wrapper = wrappers[index]
+            index += 1
+            result: ToolExecutionResult = await wrapper(view, next_)
+            return result
+        return await base()
+
+    return await next_()
+
+
+_CANCELLED: Final = object()
+
+
+async def _base_dispatch(
+    call: Call, signal: CancelSignal, carried: bool = False
+) -> ToolExecutionResult:
+    """Fuse signals, resolve the tool now, run the body; never raises an ``Exception``."""
+    caller = call.signal
+    fusion = None
+    if signal is not caller:
+        fusion = fuse(caller, signal)
+        signal = fusion.signal
+    try:
+        if signal._cancelled:
+            return ABORTED_BEFORE_DISPATCH_RESULT
+        execution = call.execution
+        definition = call.registry.get(execution.name, execution.agent)
+        if definition is None:
+            return _failure(ToolNotFoundError(execution.name))
+        body = definition.execute
+        call.invoked = True
+        context = ToolRunContext(execution, signal, call.deferred)
+        try:
+            if not _is_async(body):
+                value = await trio.to_thread.run_sync(body, execution.arguments, context)
+            elif carried:
+                value = await body(execution.arguments, context)
+            else:
+                value = await _run_in_scope(body(execution.arguments, context), signal)
+        except Exception as exc:
+            return _failure(exc)
+        if value is _CANCELLED:
+            return ABORTED_RESULT
+        result = _normalize(value, execution.name)
+        if signal._cancelled and not result.is_error:
+            return ABORTED_RESULT
+        return result
+    finally:
+        if fusion is not None:
+            fusion.close()
+
+
+async def _run_in_scope(coro: Awaitable[Any], signal: CancelSignal) -> Any:
+    """Await the body in a cancel scope that ``signal`` cancels.
+
+    The scope absorbs only its own ``Cancelled`` (reported as ``_CANCELLED``); a
+    ``Cancelled`` from an enclosing scope passes through untouched.
+    """
+    scope = trio.CancelScope()
+
+    def cancel(_: CancelSignal) -> None:
+        scope.cancel()
+
+    signal._link(cancel)
+    try:
+        with scope:
+            return await coro
+    finally:
+        signal._unlink(cancel)
+    return _CANCELLED
+
+
+_CO_COROUTINE: Final = inspect.CO_COROUTINE
+
+
+def _is_async(fn: Any) -> bool:
+    if type(fn) is types.FunctionType:
+        return bool(fn.__code__.co_flags & _CO_COROUTINE)
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
+
+
+def _normalize(value: Any, name: str) -> ToolExecutionResult:
+    t = type(value)
+    if t is str:
+        return ToolExecutionResult((TextContent(value),), False)
+    if t is tuple:
+        return ToolExecutionResult(value, False)
+    if t is list:
+        return ToolExecutionResult(tuple(value), False)
+    if t is ToolReturn:
+        content = value.content
+        return ToolExecutionResult(
+            tuple(content) if type(content) is not tuple else content, False, meta=value.meta
+        )
+    if t is TextContent or t is ImageContent:
+        return ToolExecutionResult((value,), False)
+    return _text_result(
+        f'Error: tool "{name}" returned {t.__name__}; a tool body returns a str, '
+        "a sequence of content blocks, or a ToolReturn"
+    )
+
+
+def _aborted(call: Call, result: ToolExecutionResult) -> ToolExecutionResult:
+    base = ABORTED_RESULT if call.invoked else ABORTED_BEFORE_DISPATCH_RESULT
+    contexts = result.additional_contexts
+    return msgspec.structs.replace(base, additional_contexts=contexts) if contexts else base
+
+
+# -- stage 3: finalize --------------------------------------------------------------
+
+
+async def _accept(*_: object) -> PostToolDecision:
+    return _ACCEPT
+
+
+async def finalize(call: Call) -> ToolExecutionResult:
+    """Run post-execute (when the call is RESOLVED), materialize, notify observers."""
+    result = call.result
+    assert result is not None
+    if call.state == RESOLVED:
+        post = call.hooks.post
+        if post:
+            try:
+                decision = await _run_post(post, call.execution, result)
+                result = _apply_post(decision, result)
+            except Exception as exc:
+                result = _failure(exc)
+            else:
+                if call.signal._cancelled and not result.is_error:
+                    result = _aborted(call, result)
+        elif call.signal._cancelled and not result.is_error:
+            result = _aborted(call, result)
+    result = _materialize(result)
+    call.result = result
+    call.state = FINAL
+    observers = call.hooks.result
+    if observers:
+        _notify(observers, call.execution, result)
+    return result
+
+
+async def _run_post(
+    listeners: tuple[Any, ...], execution: ToolExecution, result: ToolExecutionResult
+) -> PostToolDecision:
+    if len(listeners) == 1:
+        decision: PostToolDecision = await listeners[0](execution, result, _accept)
+        return decision
+    index = 0
+    count = len(listeners)
+
+    async def next_() -> PostToolDecision:
+        nonlocal index
+        if index < count:
+            listener = listeners[index]
+            index += 1
+            decision: PostToolDecision = await listener(execution, result, next_)
+            return decision
+        return _ACCEPT
+
+    return await next_()
+
+
+def _apply_post(decision: object, result: ToolExecutionResult) -> ToolExecutionResult:
+    t = type(decision)
+    if t is Accept:
+        content = decision.content  # type: ignore[attr-defined]
+        contexts = decision.additional_contexts  # type: ignore[attr-defined]
+        if content is None and not contexts:
+            return result
+        return msgspec.structs.replace(
+            result,
+            content=result.content if content is None else tuple(content),
+            additional_contexts=(*result.additional_contexts, *contexts),
+        )
+    if t is Block:
+        return ToolExecutionResult(
+            tuple(decision.feedback),  # type: ignore[attr-defined]
+            True,
+            additional_contexts=tuple(decision.additional_contexts),  # type: ignore[attr-defined]
+        )
+    raise _Unreachable("PostToolDecision", decision)
+
+
+def _materialize(result: ToolExecutionResult) -> ToolExecutionResult:
+    """Check the final result is lossless JSON and deep-frozen; else the B099 error."""
+    try:
+        content = result.content
+        for block in content:
+            if not _valid_block(block):
+                return _RESULT_NOT_JSON
+        error = result.error
+        if error is not None and not (
+            type(error) is ToolErrorInfo and type(error.name) is str and type(error.code) is str
+        ):
+            return _RESULT_NOT_JSON
+        contexts = result.additional_contexts
+        meta = result.meta
+        if (
+            type(content) is tuple
+            and not contexts
+            and meta is None
+            and type(result.is_error) is bool
+        ):
+            return result
+        frozen_contexts = tuple(_freeze_context(c) for c in contexts)
+        return ToolExecutionResult(
+            tuple(content),
+            bool(result.is_error) if type(result.is_error) is not bool else result.is_error,
+            error,
+            frozen_contexts,
+            None if meta is None else snapshot(meta),
+        )
+    except Exception:
+        return _RESULT_NOT_JSON
+
+
+def _valid_block(block: object) -> bool:
+    t = type(block)
+    if t is TextContent:
+        return type(block.text) is str  # type: ignore[attr-defined]
+    if t is ImageContent:
+        return type(block.data) is str and type(block.mime_type) is str  # type: ignore[attr-defined]
+    return False
+
+
+def _freeze_context(context: object) -> HookContext:
+    if type(context) is not HookContext:
+        raise NotJSONError("additional context is not a HookContext")
+    for block in context.content:
+        if not _valid_block(block):
+            raise NotJSONError("context content is not a content block")
+    if type(context.source) is not str:
+        raise NotJSONError("context source is not a string")
+    meta = context.meta
+    content = context.content if type(context.content) is tuple else tuple(context.content)
+    return HookContext(content, context.source, None if meta is None else snapshot(meta))
+
+
+def _notify(
+    observers: tuple[Any, ...], execution: ToolExecution, result: ToolExecutionResult
+) -> None:
+    for observer in observers:
+        try:
+            returned = observer(execution, result)
+        except Exception as exc:
+            _observer_failed(execution, _message(exc))
+            continue
+        if inspect.isawaitable(returned):
+            if inspect.iscoroutine(returned):
+                returned.close()
+            _observer_failed(
+                execution, "observer returned an awaitable; observers must be synchronous"
+            )
+
+
+def _observer_failed(execution: ToolExecution, message: str) -> None:
+    logger.warning(
+        'tool "%s" (%s): tools/result observer failed: %s',
+        execution.name,
+        execution.call_id,
+        message,
+    )
+
+
+# -- the whole pipeline ---------------------------------------------------------------
+
+
+async def execute(registry: ToolRegistry, input: ToolExecutionInput) -> ToolExecutionResult:
+    """Run one call through prepare, dispatch and finalize."""
+    call = begin(registry, input)
+    if call.state == PENDING:
+        hooks = call.hooks
+        if hooks.pre or hooks.guards:
+            await policy(call)
+        if call.state == PENDING:
+            await dispatch(call)
+    return await finalize(call)
+
+
+# -- failures -----------------------------------------------------------------------
+
+
+class _Unreachable(Exception):
+    def __init__(self, what: str, value: object) -> None:
+        super().__init__(f"unreachable variant in {what}: {_render(value)}")
+
+
+def _render(value: object) -> str:
+    try:
+        return msgspec.json.encode(value).decode()
+    except Exception:
+        try:
+            return repr(value)
+        except Exception:
+            return "<unprintable thrown value>"
+
+
+def _unreachable(what: str, value: object) -> ToolExecutionResult:
+    return _failure(_Unreachable(what, value))
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, ToolError):
+        message = exc.message
+        if isinstance(message, str):
+            return message
+    try:
+        text = str(exc)
+    except Exception:
+        return "<unprintable thrown value>"
+    if not isinstance(text, str):  # pragma: no cover - str() always returns str
+        return "<unprintable thrown value>"
+    return text or type(exc).__name__
+
+
+def _failure(exc: BaseException) -> ToolExecutionResult:
+    text = "Error: " + _message(exc)
+    if isinstance(exc, ToolError):
+        try:
+            info: ToolErrorInfo | None = ToolErrorInfo(str(exc.name), str(exc.code))
+        except Exception:
+            info = None
+        return _text_result(text, info)
+    return _text_result(text)
