@@ -50,6 +50,14 @@ from ._execution import ToolExecutionToken as ToolExecutionToken
 from ._execution import ToolRunContext as ToolRunContext
 from ._json import FrozenDict as FrozenDict
 from ._json import thaw as thaw
+from ._recorder import ContextEvent as ContextEvent
+from ._recorder import JsonlRecorder as JsonlRecorder
+from ._recorder import RecorderEvent as RecorderEvent
+from ._recorder import ToolCallEvent as ToolCallEvent
+from ._recorder import ToolCallRecorder as ToolCallRecorder
+from ._recorder import ToolResultEvent as ToolResultEvent
+from ._recorder import read_log as read_log
+from ._recorder import replay_log as replay_log
 from ._registry import Disposer as Disposer
 from ._registry import ExecuteWrapper as ExecuteWrapper
 from ._registry import PostExecuteListener as PostExecuteListener
@@ -58,6 +66,10 @@ from ._registry import ResultObserver as ResultObserver
 from ._registry import ToolGuard as ToolGuard
 from ._registry import ToolRegistry as ToolRegistry
 from ._registry import ToolScope as ToolScope
+from ._scheduler import ToolBatch as ToolBatch
+from ._scheduler import open_tool_batch as open_tool_batch
+from ._scheduler import parse_arguments as parse_arguments
+from ._scheduler import run_tool_calls as run_tool_calls
 from ._signal import CancelSignal as CancelSignal
 
 __all__ = [
@@ -75,22 +87,28 @@ __all__ = [
     "Block",
     "CancelSignal",
     "ContentBlock",
+    "ContextEvent",
     "Deny",
     "Disposer",
     "ExecuteWrapper",
     "FrozenDict",
     "HookContext",
     "ImageContent",
+    "JsonlRecorder",
     "OutputSchemaError",
     "PostExecuteListener",
     "PostToolDecision",
     "PreExecuteListener",
     "PreToolDecision",
+    "RecorderEvent",
     "RegistrationError",
     "ResultObserver",
     "TextContent",
     "ToolArgsError",
+    "ToolBatch",
     "ToolCall",
+    "ToolCallEvent",
+    "ToolCallRecorder",
     "ToolDefinition",
     "ToolDispatchExecution",
     "ToolError",
@@ -105,11 +123,17 @@ __all__ = [
     "ToolRegistry",
     "ToolRestriction",
     "ToolResult",
+    "ToolResultEvent",
     "ToolReturn",
     "ToolRunContext",
     "ToolSchema",
     "ToolScope",
     "ToolTimeoutError",
     "ToolnurseryError",
+    "open_tool_batch",
+    "parse_arguments",
+    "read_log",
+    "replay_log",
+    "run_tool_calls",
     "thaw",
 ]
