@@ -71,6 +71,7 @@ from ._scheduler import open_tool_batch as open_tool_batch
 from ._scheduler import parse_arguments as parse_arguments
 from ._scheduler import run_tool_calls as run_tool_calls
 from ._signal import CancelSignal as CancelSignal
+from ._timeout import install_timeout_policy as install_timeout_policy
 
 __all__ = [
     "EXCLUSIVE",
@@ -130,6 +131,7 @@ __all__ = [
     "ToolScope",
     "ToolTimeoutError",
     "ToolnurseryError",
+    "install_timeout_policy",
     "open_tool_batch",
     "parse_arguments",
     "read_log",
