@@ -40,6 +40,8 @@ class ToolDefinition(msgspec.Struct, frozen=True):
             lets the call overlap its siblings.
         present_call: optional ``args -> ToolCallView | None`` for UIs.
         present_result: optional ``(args, ToolResult) -> ToolResultView | None``.
+        idempotent: the tool may safely run again for the same arguments (a retry
+            policy refuses tools that do not declare it).
     """
 
     name: str
@@ -50,3 +52,4 @@ class ToolDefinition(msgspec.Struct, frozen=True):
     is_concurrency_safe: Callable[[Any], bool] | None = None
     present_call: Callable[[Any], ToolCallView | None] | None = None
     present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None
+    idempotent: bool = False
