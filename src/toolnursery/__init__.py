@@ -29,6 +29,8 @@ from ._decisions import PostToolDecision as PostToolDecision
 from ._decisions import PreToolDecision as PreToolDecision
 from ._decisions import ToolExecutionMode as ToolExecutionMode
 from ._decisions import ToolRestriction as ToolRestriction
+from ._define import define_tool as define_tool
+from ._define import tool as tool
 from ._definition import ToolDefinition as ToolDefinition
 from ._errors import TOOL_ABORTED as TOOL_ABORTED
 from ._errors import TOOL_ABORTED_BEFORE_DISPATCH as TOOL_ABORTED_BEFORE_DISPATCH
@@ -66,6 +68,11 @@ from ._registry import ResultObserver as ResultObserver
 from ._registry import ToolGuard as ToolGuard
 from ._registry import ToolRegistry as ToolRegistry
 from ._registry import ToolScope as ToolScope
+from ._schema import SchemaProp as SchemaProp
+from ._schema import SchemaSpec as SchemaSpec
+from ._schema import SchemaType as SchemaType
+from ._schema import schema_spec_to_json_schema as schema_spec_to_json_schema
+from ._schema import validate_args as validate_args
 from ._scheduler import ToolBatch as ToolBatch
 from ._scheduler import open_tool_batch as open_tool_batch
 from ._scheduler import parse_arguments as parse_arguments
@@ -104,6 +111,9 @@ __all__ = [
     "RecorderEvent",
     "RegistrationError",
     "ResultObserver",
+    "SchemaProp",
+    "SchemaSpec",
+    "SchemaType",
     "TextContent",
     "ToolArgsError",
     "ToolBatch",
@@ -131,11 +141,15 @@ __all__ = [
     "ToolScope",
     "ToolTimeoutError",
     "ToolnurseryError",
+    "define_tool",
     "install_timeout_policy",
     "open_tool_batch",
     "parse_arguments",
     "read_log",
     "replay_log",
     "run_tool_calls",
+    "schema_spec_to_json_schema",
     "thaw",
+    "tool",
+    "validate_args",
 ]

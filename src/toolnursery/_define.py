@@ -1,0 +1,556 @@
+"""define_tool and @tool: typed tool definitions that validate their arguments.
+
+:func:`define_tool` takes the parameters as a :data:`~toolnursery.SchemaSpec` (the body
+receives the validated, frozen argument mapping) or as a frozen :class:`msgspec.Struct`
+subclass (the body receives an instance of it). :func:`tool` derives the same from a
+typed function signature and its Google-style docstring.
+
+Either way the definition's ``execute`` validates before the body runs and raises
+:class:`~toolnursery.ToolArgsError` on violations; presenters and the concurrency
+classifier validate *softly* — invalid arguments make them answer ``None`` / ``False``
+without calling the author's function, because UIs call presenters on replayed logs
+and the scheduler must fail closed. All validation work that depends only on the
+schema is done here, once per definition.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any, TypeAlias, TypeVar, overload
+
+import msgspec
+
+from ._content import ToolResult
+from ._definition import ToolDefinition
+from ._errors import RegistrationError, ToolArgsError
+from ._execution import ToolRunContext
+from ._schema import (
+    SchemaProp,
+    StructSchemaError,
+    Validator,
+    compile_validator,
+    schema_spec_to_json_schema,
+    struct_schema,
+    validator_for,
+)
+
+if typing.TYPE_CHECKING:
+    from ._presentation import ToolCallView, ToolResultView
+
+__all__ = ["define_tool", "tool"]
+
+S = TypeVar("S", bound=msgspec.Struct)
+
+MAX_TIMEOUT_MS = 31_536_000_000
+"""The largest accepted ``timeout_ms``: one year."""
+
+_Parse: TypeAlias = Callable[[Any], Any]
+_Invoke: TypeAlias = Callable[[Any, ToolRunContext], Any]
+
+
+# --- define_tool ----------------------------------------------------------------------
+
+
+@overload
+def define_tool(
+    *,
+    name: str,
+    description: str,
+    parameters: type[S],
+    execute: Callable[[S, ToolRunContext], Any],
+    timeout_ms: float | None = None,
+    is_concurrency_safe: Callable[[S], object] | None = None,
+    present_call: Callable[[S], ToolCallView | None] | None = None,
+    present_result: Callable[[S, ToolResult], ToolResultView | None] | None = None,
+) -> ToolDefinition: ...
+
+
+@overload
+def define_tool(
+    *,
+    name: str,
+    description: str,
+    parameters: Mapping[str, SchemaProp],
+    execute: Callable[[Any, ToolRunContext], Any],
+    timeout_ms: float | None = None,
+    is_concurrency_safe: Callable[[Any], object] | None = None,
+    present_call: Callable[[Any], ToolCallView | None] | None = None,
+    present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
+) -> ToolDefinition: ...
+
+
+def define_tool(
+    *,
+    name: str,
+    description: str,
+    parameters: Mapping[str, SchemaProp] | type[msgspec.Struct],
+    execute: Callable[[Any, ToolRunContext], Any],
+    timeout_ms: float | None = None,
+    is_concurrency_safe: Callable[[Any], object] | None = None,
+    present_call: Callable[[Any], Any] | None = None,
+    present_result: Callable[[Any, ToolResult], Any] | None = None,
+) -> ToolDefinition:
+    """Define a tool whose arguments are validated before its body runs.
+
+    Example::
+
+        class ReadArgs(msgspec.Struct, frozen=True):
+            path: str
+            limit: int | None = None
+
+        async def read(args: ReadArgs, ctx: ToolRunContext) -> str:
+            return open(args.path).read()
+
+        read_tool = define_tool(
+            name="read", description="Read a file", parameters=ReadArgs, execute=read
+        )
+
+    Args:
+        name: the tool name the model calls.
+        description: the model-facing description.
+        parameters: a :data:`SchemaSpec` — the body then receives the frozen argument
+            mapping as given (defaults are not applied) — or a ``frozen=True``
+            :class:`msgspec.Struct` subclass — the body then receives an instance of it
+            (field defaults applied). Nested Structs are inlined into the JSON Schema.
+        execute: the body ``(args, ctx)``; an ``async def`` body stays async, a plain
+            ``def`` one stays sync (the registry runs it in a worker thread).
+        timeout_ms: cooperative time budget in milliseconds: positive, finite, at
+            most one year. Never sent to the model.
+        is_concurrency_safe: classifier ``args -> bool``; invalid arguments and a
+            classifier that raises count as ``False``.
+        present_call: ``args -> ToolCallView | None``; invalid arguments, or a
+            presenter that raises, give ``None``.
+        present_result: ``(args, ToolResult) -> ToolResultView | None``; likewise.
+
+    Returns:
+        A :class:`ToolDefinition` ready to register.
+
+    Raises:
+        RegistrationError: ``timeout_ms`` is not a positive finite number, the
+            parameters are neither a valid spec nor a frozen Struct subclass, or a
+            Struct field has a type the schema cannot express.
+    """
+    checked_timeout = _check_timeout(name, timeout_ms)
+    if not callable(execute):
+        raise RegistrationError(f"define_tool({name}): execute must be callable")
+    if (
+        isinstance(parameters, type)
+        and issubclass(parameters, msgspec.Struct)
+        and parameters is not msgspec.Struct
+    ):
+        schema, parse = _struct_plan(parameters, f"define_tool({name})", None, "field")
+    elif isinstance(parameters, Mapping):
+        try:
+            validate = compile_validator(parameters)
+            schema = schema_spec_to_json_schema(parameters)
+        except (TypeError, ValueError) as exc:
+            raise RegistrationError(f"define_tool({name}): {exc}") from exc
+        parse = _spec_parser(validate)
+    else:
+        raise RegistrationError(
+            f"define_tool({name}): parameters must be a SchemaSpec (a dict of SchemaProp) "
+            "or a frozen msgspec.Struct subclass"
+        )
+    return _definition(
+        name,
+        description,
+        schema,
+        parse,
+        execute,
+        _is_async(execute),
+        checked_timeout,
+        is_concurrency_safe,
+        present_call,
+        present_result,
+    )
+
+
+def _check_timeout(name: str, timeout_ms: object) -> float | None:
+    if timeout_ms is None:
+        return None
+    if (
+        isinstance(timeout_ms, bool)
+        or not isinstance(timeout_ms, int | float)
+        or not 0 < timeout_ms <= MAX_TIMEOUT_MS
+    ):
+        raise RegistrationError(f"define_tool({name}): timeout_ms must be a positive finite number")
+    return timeout_ms
+
+
+def _is_async(fn: object) -> bool:
+    # The same test the registry applies, so a wrapper is async exactly when its body is.
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
+
+
+def _spec_parser(validate: Validator) -> _Parse:
+    def parse(args: Any) -> Any:
+        violations = validate(args)
+        if violations:
+            raise ToolArgsError(violations)
+        return args
+
+    return parse
+
+
+def _definition(
+    name: str,
+    description: str,
+    schema: dict[str, Any],
+    parse: _Parse,
+    invoke: _Invoke,
+    is_async: bool,
+    timeout_ms: float | None,
+    classifier: Callable[[Any], object] | None,
+    present_call: Callable[[Any], Any] | None,
+    present_result: Callable[[Any, ToolResult], Any] | None,
+) -> ToolDefinition:
+    execute: Callable[[Any, ToolRunContext], Any]
+    if is_async:
+
+        async def execute_async(args: Any, ctx: ToolRunContext) -> Any:
+            return await invoke(parse(args), ctx)
+
+        execute = execute_async
+    else:
+
+        def execute_sync(args: Any, ctx: ToolRunContext) -> Any:
+            return invoke(parse(args), ctx)
+
+        execute = execute_sync
+    return ToolDefinition(
+        name=name,
+        description=description,
+        parameters=schema,
+        execute=execute,
+        timeout_ms=timeout_ms,
+        is_concurrency_safe=None if classifier is None else _soft_classifier(parse, classifier),
+        present_call=None if present_call is None else _soft_call(parse, present_call),
+        present_result=None if present_result is None else _soft_result(parse, present_result),
+    )
+
+
+_INVALID: Any = object()
+
+
+def _try_parse(parse: _Parse, args: Any) -> Any:
+    try:
+        return parse(args)
+    except Exception:
+        return _INVALID
+
+
+def _soft_classifier(parse: _Parse, classifier: Callable[[Any], object]) -> Callable[[Any], Any]:
+    def is_concurrency_safe(args: Any) -> Any:
+        typed = _try_parse(parse, args)
+        if typed is _INVALID:
+            return False
+        try:
+            return classifier(typed)
+        except Exception:
+            return False
+
+    return is_concurrency_safe
+
+
+def _soft_call(parse: _Parse, presenter: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def present_call(args: Any) -> Any:
+        typed = _try_parse(parse, args)
+        if typed is _INVALID:
+            return None
+        try:
+            return presenter(typed)
+        except Exception:
+            return None
+
+    return present_call
+
+
+def _soft_result(
+    parse: _Parse, presenter: Callable[[Any, ToolResult], Any]
+) -> Callable[[Any, ToolResult], Any]:
+    def present_result(args: Any, result: ToolResult) -> Any:
+        typed = _try_parse(parse, args)
+        if typed is _INVALID:
+            return None
+        try:
+            return presenter(typed, result)
+        except Exception:
+            return None
+
+    return present_result
+
+
+# --- Struct parameters --------------------------------------------------------------------
+
+
+def _struct_plan(
+    cls: type[msgspec.Struct],
+    owner: str,
+    descriptions: Mapping[str, str] | None,
+    noun: str,
+) -> tuple[dict[str, Any], _Parse]:
+    """Return the JSON Schema of ``cls`` and a parser ``args -> instance of cls``."""
+    if descriptions is None:
+        descriptions = _field_docs(cls)
+    try:
+        schema, props = struct_schema(cls, descriptions, noun, _field_docs)
+    except StructSchemaError as exc:
+        raise RegistrationError(f"{owner}: {exc}") from None
+    validate = validator_for(props)
+    convert = msgspec.convert
+
+    def parse(args: Any) -> Any:
+        violations = validate(args)
+        if violations:
+            raise ToolArgsError(violations)
+        try:
+            # Lax mode only widens integral floats to int: the validator has
+            # already rejected everything else lax mode would coerce.
+            return convert(args, cls, strict=False)
+        except msgspec.ValidationError as exc:
+            raise ToolArgsError([_readable(exc)]) from exc
+
+    return schema, parse
+
+
+_AT = re.compile(r"^(.*) - at `\$(.*)`$", re.DOTALL)
+
+
+def _readable(exc: msgspec.ValidationError) -> str:
+    text = str(exc)
+    match = _AT.match(text)
+    if match is None:
+        return f'"arguments" are invalid: {text}'
+    return f'"{match[2].removeprefix(".")}" is invalid: {match[1]}'
+
+
+# --- docstrings -----------------------------------------------------------------------------
+
+_SECTION = re.compile(
+    r"^(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments|Attributes|Returns?"
+    r"|Yields?|Raises|Examples?|Notes?|Warnings?|See Also|Todo|References|Methods)\s*:\s*$"
+)
+_ENTRY = re.compile(r"^\*{0,2}([A-Za-z_]\w*)\s*(?:\([^)]*\))?\s*:(.*)$")
+_ARG_SECTIONS = frozenset({"Args", "Arguments", "Parameters", "Params", "Keyword Args"})
+_FIELD_SECTIONS = frozenset({"Attributes", *_ARG_SECTIONS})
+
+
+def _field_docs(cls: type) -> Mapping[str, str]:
+    return parse_docstring(cls.__doc__, _FIELD_SECTIONS)[1]
+
+
+def parse_docstring(
+    doc: str | None, sections: frozenset[str] = _ARG_SECTIONS
+) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into its summary and per-name descriptions.
+
+    Args:
+        doc: the docstring (indentation is normalized here).
+        sections: the section names whose ``name (type): text`` entries are collected.
+
+    Returns:
+        ``(summary, descriptions)``: the text before the first section header, and the
+        entries of the wanted sections (continuation lines joined with spaces).
+    """
+    if not doc:
+        return "", {}
+    summary: list[str] = []
+    found: dict[str, str] = {}
+    section: str | None = None
+    entry_indent = -1
+    current: str | None = None
+    for line in inspect.cleandoc(doc).splitlines():
+        stripped = line.strip()
+        indent = len(line) - len(line.lstrip())
+        header = _SECTION.match(stripped) if indent == 0 else None
+        if header is not None:
+            section, current, entry_indent = header[1], None, -1
+            continue
+        if section is None:
+            summary.append(line)
+            continue
+        if not stripped or section not in sections:
+            continue
+        if indent == 0:
+            section = ""
+            continue
+        entry = _ENTRY.match(stripped) if entry_indent < 0 or indent <= entry_indent else None
+        if entry is not None:
+            entry_indent, current = indent, entry[1]
+            found[current] = entry[2].strip()
+        elif current is not None:
+            found[current] = f"{found[current]} {stripped}".strip()
+    return "\n".join(summary).strip(), found
+
+
+# --- @tool ------------------------------------------------------------------------------------
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> ToolDefinition: ...
+
+
+@overload
+def tool(
+    fn: None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout_ms: float | None = None,
+    is_concurrency_safe: Callable[[Any], object] | None = None,
+    present_call: Callable[[Any], ToolCallView | None] | None = None,
+    present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
+) -> Callable[[Callable[..., Any]], ToolDefinition]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout_ms: float | None = None,
+    is_concurrency_safe: Callable[[Any], object] | None = None,
+    present_call: Callable[[Any], Any] | None = None,
+    present_result: Callable[[Any, ToolResult], Any] | None = None,
+) -> ToolDefinition | Callable[[Callable[..., Any]], ToolDefinition]:
+    """Turn a typed function into a :class:`ToolDefinition` (use as ``@tool`` or ``@tool(...)``).
+
+    The decorated name is bound to the **definition**, not to the function: register
+    it, or call ``definition.execute(args, ctx)``. The tool's parameters are the
+    function's annotated parameters (a parameter with a default is optional); the
+    one annotated :class:`ToolRunContext`, if any, receives the run context instead.
+    The name defaults to the function's name, the description to the docstring text
+    before its first section (``Args:``, ``Returns:``, …), and each parameter's
+    description comes from the docstring's ``Args:`` entry (or ``Annotated[T,
+    msgspec.Meta(description=...)]``). Supported annotations: ``str``, ``int``,
+    ``float``, ``bool``, ``Literal``/``Enum`` of strings or of integers, ``list``,
+    ``tuple[T, ...]``, ``set``, ``dict[str, T]``, frozen Structs, ``T | None``,
+    ``Any``. Annotations must be resolvable at decoration time.
+
+    Example::
+
+        @tool(timeout_ms=5_000)
+        async def grep(pattern: str, path: str = ".", ctx: ToolRunContext) -> str:
+            \"\"\"Search files for a regular expression.
+
+            Args:
+                pattern: the regular expression.
+                path: the directory to search.
+            \"\"\"
+
+    The classifier and the presenters receive the validated arguments as a frozen
+    Struct whose attributes are the parameters (``lambda a: a.path.startswith("/")``).
+
+    Args:
+        fn: the function (when used as a bare ``@tool``).
+        name: the tool name; defaults to ``fn.__name__``.
+        description: the model-facing description; defaults to the docstring summary.
+        timeout_ms: as for :func:`define_tool`.
+        is_concurrency_safe: as for :func:`define_tool`.
+        present_call: as for :func:`define_tool`.
+        present_result: as for :func:`define_tool`.
+
+    Returns:
+        The definition, or (when called with options only) a decorator producing it.
+
+    Raises:
+        RegistrationError: a parameter is unannotated, variadic, or has an annotation
+            the schema cannot express (the message names the parameter), or
+            ``timeout_ms`` is invalid.
+    """
+
+    def decorate(function: Callable[..., Any]) -> ToolDefinition:
+        return _tool_from_function(
+            function,
+            name,
+            description,
+            timeout_ms,
+            is_concurrency_safe,
+            present_call,
+            present_result,
+        )
+
+    if fn is None:
+        return decorate
+    return decorate(fn)
+
+
+def _tool_from_function(
+    fn: Callable[..., Any],
+    name: str | None,
+    description: str | None,
+    timeout_ms: float | None,
+    classifier: Callable[[Any], object] | None,
+    present_call: Callable[[Any], Any] | None,
+    present_result: Callable[[Any, ToolResult], Any] | None,
+) -> ToolDefinition:
+    tool_name = name if name is not None else getattr(fn, "__name__", "tool")
+    owner = f"@tool {tool_name}"
+    checked_timeout = _check_timeout(tool_name, timeout_ms)
+    try:
+        signature = inspect.signature(fn)
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except (NameError, TypeError, ValueError) as exc:
+        raise RegistrationError(f"{owner}: cannot read the signature: {exc}") from exc
+    summary, arg_docs = parse_docstring(inspect.getdoc(fn))
+    fields: list[tuple[str, Any] | tuple[str, Any, Any]] = []
+    plan: list[tuple[str, bool, bool]] = []  # (name, is the context, positional-only)
+    for param in signature.parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise RegistrationError(
+                f'{owner}: parameter "{param.name}" is variadic; tool parameters must be named'
+            )
+        annotation = hints.get(param.name, param.empty)
+        if annotation is param.empty:
+            raise RegistrationError(f'{owner}: parameter "{param.name}" needs a type annotation')
+        is_context = annotation is ToolRunContext
+        plan.append((param.name, is_context, param.kind is param.POSITIONAL_ONLY))
+        if is_context:
+            continue
+        if param.default is param.empty:
+            fields.append((param.name, annotation))
+        else:
+            fields.append((param.name, annotation, param.default))
+    try:
+        args_type = msgspec.defstruct(
+            f"{tool_name}_args", fields, frozen=True, kw_only=True, module=fn.__module__
+        )
+    except (TypeError, ValueError) as exc:
+        raise RegistrationError(f"{owner}: {exc}") from exc
+    schema, parse = _struct_plan(args_type, owner, arg_docs, "parameter")
+    return _definition(
+        tool_name,
+        description if description is not None else summary,
+        schema,
+        parse,
+        _invoker(fn, plan),
+        _is_async(fn),
+        checked_timeout,
+        classifier,
+        present_call,
+        present_result,
+    )
+
+
+def _invoker(fn: Callable[..., Any], plan: list[tuple[str, bool, bool]]) -> _Invoke:
+    positional = tuple((n, c) for n, c, p in plan if p)
+    keyword = tuple((n, c) for n, c, p in plan if not p)
+    if not positional:
+
+        def invoke_keywords(typed: Any, ctx: ToolRunContext) -> Any:
+            return fn(**{n: ctx if c else getattr(typed, n) for n, c in keyword})
+
+        return invoke_keywords
+
+    def invoke(typed: Any, ctx: ToolRunContext) -> Any:
+        return fn(
+            *[ctx if c else getattr(typed, n) for n, c in positional],
+            **{n: ctx if c else getattr(typed, n) for n, c in keyword},
+        )
+
+    return invoke
