@@ -52,6 +52,19 @@ from ._execution import ToolExecutionToken as ToolExecutionToken
 from ._execution import ToolRunContext as ToolRunContext
 from ._json import FrozenDict as FrozenDict
 from ._json import thaw as thaw
+from ._presentation import DiffCallView as DiffCallView
+from ._presentation import DiffResultView as DiffResultView
+from ._presentation import FileDiff as FileDiff
+from ._presentation import FileLocation as FileLocation
+from ._presentation import GenericCallView as GenericCallView
+from ._presentation import GenericResultView as GenericResultView
+from ._presentation import TerminalCallView as TerminalCallView
+from ._presentation import TerminalResultView as TerminalResultView
+from ._presentation import ToolCallKind as ToolCallKind
+from ._presentation import ToolCallView as ToolCallView
+from ._presentation import ToolResultView as ToolResultView
+from ._presentation import call_view as call_view
+from ._presentation import result_view as result_view
 from ._recorder import ContextEvent as ContextEvent
 from ._recorder import JsonlRecorder as JsonlRecorder
 from ._recorder import RecorderEvent as RecorderEvent
@@ -73,11 +86,15 @@ from ._schema import SchemaSpec as SchemaSpec
 from ._schema import SchemaType as SchemaType
 from ._schema import schema_spec_to_json_schema as schema_spec_to_json_schema
 from ._schema import validate_args as validate_args
+from ._render import render_markdown as render_markdown
+from ._render import render_terminal as render_terminal
 from ._scheduler import ToolBatch as ToolBatch
 from ._scheduler import open_tool_batch as open_tool_batch
 from ._scheduler import parse_arguments as parse_arguments
 from ._scheduler import run_tool_calls as run_tool_calls
 from ._signal import CancelSignal as CancelSignal
+from ._structured import assert_supported_output_schema as assert_supported_output_schema
+from ._structured import validate_structured_value as validate_structured_value
 from ._timeout import install_timeout_policy as install_timeout_policy
 
 __all__ = [
@@ -97,9 +114,15 @@ __all__ = [
     "ContentBlock",
     "ContextEvent",
     "Deny",
+    "DiffCallView",
+    "DiffResultView",
     "Disposer",
     "ExecuteWrapper",
+    "FileDiff",
+    "FileLocation",
     "FrozenDict",
+    "GenericCallView",
+    "GenericResultView",
     "HookContext",
     "ImageContent",
     "JsonlRecorder",
@@ -114,12 +137,16 @@ __all__ = [
     "SchemaProp",
     "SchemaSpec",
     "SchemaType",
+    "TerminalCallView",
+    "TerminalResultView",
     "TextContent",
     "ToolArgsError",
     "ToolBatch",
     "ToolCall",
     "ToolCallEvent",
+    "ToolCallKind",
     "ToolCallRecorder",
+    "ToolCallView",
     "ToolDefinition",
     "ToolDispatchExecution",
     "ToolError",
@@ -135,21 +162,28 @@ __all__ = [
     "ToolRestriction",
     "ToolResult",
     "ToolResultEvent",
+    "ToolResultView",
     "ToolReturn",
     "ToolRunContext",
     "ToolSchema",
     "ToolScope",
     "ToolTimeoutError",
     "ToolnurseryError",
+    "assert_supported_output_schema",
+    "call_view",
     "define_tool",
     "install_timeout_policy",
     "open_tool_batch",
     "parse_arguments",
     "read_log",
+    "render_markdown",
+    "render_terminal",
     "replay_log",
+    "result_view",
     "run_tool_calls",
     "schema_spec_to_json_schema",
     "thaw",
     "tool",
     "validate_args",
+    "validate_structured_value",
 ]
