@@ -88,6 +88,7 @@ from ._schema import schema_spec_to_json_schema as schema_spec_to_json_schema
 from ._schema import validate_args as validate_args
 from ._render import render_markdown as render_markdown
 from ._render import render_terminal as render_terminal
+from ._retry import install_retry_policy as install_retry_policy
 from ._scheduler import ToolBatch as ToolBatch
 from ._scheduler import open_tool_batch as open_tool_batch
 from ._scheduler import parse_arguments as parse_arguments
@@ -172,6 +173,7 @@ __all__ = [
     "assert_supported_output_schema",
     "call_view",
     "define_tool",
+    "install_retry_policy",
     "install_timeout_policy",
     "open_tool_batch",
     "parse_arguments",
