@@ -910,3 +910,34 @@ def test_dict_with_non_string_keys_is_unsupported() -> None:
         RegistrationError, match=re.escape('field "table" has an unsupported type: dict[int, str]')
     ):
         define_tool(name="t", description="d", parameters=IntKeys, execute=shout)
+
+
+def test_idempotent_is_threaded_onto_the_definition() -> None:
+    from toolnursery import define_tool, tool
+
+    async def body(args: object, ctx: object) -> str:
+        return "ok"
+
+    assert define_tool(name="t", description="d", parameters={}, execute=body).idempotent is False
+    assert define_tool(
+        name="t", description="d", parameters={}, execute=body, idempotent=True
+    ).idempotent
+
+    @tool(idempotent=True)
+    async def lookup(key: str) -> str:
+        """Look a key up."""
+        return key
+
+    assert lookup.idempotent is True
+
+
+def test_idempotent_must_be_a_bool() -> None:
+    import pytest
+
+    from toolnursery import RegistrationError, define_tool
+
+    async def body(args: object, ctx: object) -> str:
+        return "ok"
+
+    with pytest.raises(RegistrationError, match="idempotent must be a bool"):
+        define_tool(name="t", description="d", parameters={}, execute=body, idempotent="yes")  # type: ignore[arg-type]

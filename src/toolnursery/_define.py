@@ -65,6 +65,7 @@ def define_tool(
     is_concurrency_safe: Callable[[S], object] | None = None,
     present_call: Callable[[S], ToolCallView | None] | None = None,
     present_result: Callable[[S, ToolResult], ToolResultView | None] | None = None,
+    idempotent: bool = False,
 ) -> ToolDefinition: ...
 
 
@@ -79,6 +80,7 @@ def define_tool(
     is_concurrency_safe: Callable[[Any], object] | None = None,
     present_call: Callable[[Any], ToolCallView | None] | None = None,
     present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
+    idempotent: bool = False,
 ) -> ToolDefinition: ...
 
 
@@ -92,6 +94,7 @@ def define_tool(
     is_concurrency_safe: Callable[[Any], object] | None = None,
     present_call: Callable[[Any], Any] | None = None,
     present_result: Callable[[Any, ToolResult], Any] | None = None,
+    idempotent: bool = False,
 ) -> ToolDefinition:
     """Define a tool whose arguments are validated before its body runs.
 
@@ -124,6 +127,8 @@ def define_tool(
         present_call: ``args -> ToolCallView | None``; invalid arguments, or a
             presenter that raises, give ``None``.
         present_result: ``(args, ToolResult) -> ToolResultView | None``; likewise.
+        idempotent: the tool may safely run again with the same arguments (required
+            by :func:`install_retry_policy`).
 
     Returns:
         A :class:`ToolDefinition` ready to register.
@@ -154,7 +159,7 @@ def define_tool(
             f"define_tool({name}): parameters must be a SchemaSpec (a dict of SchemaProp) "
             "or a frozen msgspec.Struct subclass"
         )
-    return _definition(
+    definition = _definition(
         name,
         description,
         schema,
@@ -166,6 +171,15 @@ def define_tool(
         present_call,
         present_result,
     )
+    return _with_options(definition, f"define_tool({name})", idempotent)
+
+
+def _with_options(definition: ToolDefinition, owner: str, idempotent: object) -> ToolDefinition:
+    if type(idempotent) is not bool:
+        raise RegistrationError(f"{owner}: idempotent must be a bool")
+    if idempotent:
+        return msgspec.structs.replace(definition, idempotent=True)
+    return definition
 
 
 def _check_timeout(name: str, timeout_ms: object) -> float | None:
@@ -404,6 +418,7 @@ def tool(
     is_concurrency_safe: Callable[[Any], object] | None = None,
     present_call: Callable[[Any], ToolCallView | None] | None = None,
     present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
+    idempotent: bool = False,
 ) -> Callable[[Callable[..., Any]], ToolDefinition]: ...
 
 
@@ -417,6 +432,7 @@ def tool(
     is_concurrency_safe: Callable[[Any], object] | None = None,
     present_call: Callable[[Any], Any] | None = None,
     present_result: Callable[[Any, ToolResult], Any] | None = None,
+    idempotent: bool = False,
 ) -> ToolDefinition | Callable[[Callable[..., Any]], ToolDefinition]:
     """Turn a typed function into a :class:`ToolDefinition` (use as ``@tool`` or ``@tool(...)``).
 
@@ -454,6 +470,7 @@ def tool(
         is_concurrency_safe: as for :func:`define_tool`.
         present_call: as for :func:`define_tool`.
         present_result: as for :func:`define_tool`.
+        idempotent: as for :func:`define_tool`.
 
     Returns:
         The definition, or (when called with options only) a decorator producing it.
@@ -465,7 +482,7 @@ def tool(
     """
 
     def decorate(function: Callable[..., Any]) -> ToolDefinition:
-        return _tool_from_function(
+        definition = _tool_from_function(
             function,
             name,
             description,
@@ -474,6 +491,7 @@ def tool(
             present_call,
             present_result,
         )
+        return _with_options(definition, f"@tool {definition.name}", idempotent)
 
     if fn is None:
         return decorate
