@@ -1,23 +1,37 @@
 """The batch scheduler: run one model response's tool calls, in model order.
 
-One driver task walks the calls in model order. It classifies the next call; an
+One driver walks the calls in model order (the caller's task for ``run_tool_calls``,
+a task of the batch for ``open_tool_batch``). It classifies the next call; an
 ``exclusive`` call is a barrier (everything in flight drains first, then it runs
 alone); consecutive ``parallel`` calls form a rolling pool capped at ``max_parallel``,
 each later call reclassified just before it starts. The driver alone runs *prepare*
 (pre-execute, approval, guards) and *finalize* (post-execute, observers, the durable
-result), so both happen strictly in model order; only *dispatch* runs in pool tasks.
+result), so both happen strictly in model order; only *dispatch* overlaps.
+
+Where dispatch runs: a call that runs alone — an ``exclusive`` barrier, or the last
+call of a closed batch with nothing in flight — is dispatched inline by the driver
+(no task; the pipeline gives its body a cancel scope linked to the batch signal).
+Other calls go to worker tasks. Workers take their call from a FIFO queue when they
+first run, not when they are spawned: trio may run tasks spawned in one scheduling
+batch in either order, and the queue keeps bodies starting in model order regardless.
 
 Cancellation: the batch signal is linked to the pool nursery's cancel scope, so one
-scope carries an abort to every in-flight body that runs without wrappers (a call
-with ``on_execute`` wrappers runs in the batch nursery under a scope of its own, so
-its wrappers see its result). Abort stops starting, drains and commits what started,
-then gives every unstarted call a synthetic ``ABORTED_BEFORE_DISPATCH`` result.
+scope carries an abort to every pooled body (no scope per call). A call with
+``on_execute`` wrappers runs in the batch nursery instead, its body under a scope of
+its own, so its wrappers see its result. The pool nursery is opened on first use.
+Abort stops starting, drains and commits what started, then gives every unstarted
+call a synthetic ``ABORTED_BEFORE_DISPATCH`` result.
+
+Internal failure (a recorder that raises, a stage that raises where it should not):
+nothing new starts, in-flight dispatches settle, and the first failure propagates
+unwrapped. No result is fabricated for a call that did not commit.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+from collections import deque
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import Any, Final
@@ -31,7 +45,6 @@ from ._execution import ToolExecutionInput
 from ._pipeline import (
     ABORTED_BEFORE_DISPATCH_RESULT,
     ABORTED_RESULT,
-    FINAL,
     PENDING,
     RESOLVED,
     Call,
@@ -67,14 +80,26 @@ def _check_max_parallel(value: object) -> int:
     return value
 
 
+class _Unparsed:
+    __slots__ = ()
+
+
+_UNPARSED: Final = _Unparsed()
+
+
 class _Slot:
-    __slots__ = ("args", "call", "index", "settled", "tool_call")
+    """One submitted call: its place in model order and how far it has got."""
+
+    __slots__ = ("args", "call", "fixed", "index", "settled", "tool_call")
 
     def __init__(self, index: int, tool_call: ToolCall) -> None:
         self.index = index
         self.tool_call = tool_call
         self.args: Any = _UNPARSED
         self.call: Call | None = None
+        # A result decided without the registry (a duplicate id): never dispatched,
+        # never passes policy or observers.
+        self.fixed: ToolExecutionResult | None = None
         self.settled = False
 
     def arguments(self) -> Any:
@@ -84,14 +109,12 @@ class _Slot:
         return args
 
 
-_UNPARSED: Final = object()
-
-
 class ToolBatch:
     """A batch being run; made by :func:`open_tool_batch`.
 
     Submit calls as the model streams them, :meth:`close` when the response is
-    complete, and iterate to receive ``(call, result)`` pairs in model order.
+    complete, and iterate (``async for call, result in batch``) to receive the pairs
+    in model order as they commit.
     """
 
     def __init__(
@@ -115,6 +138,11 @@ class ToolBatch:
         self._started = 0  # slots started, a model-order prefix
         self._cursor = 0  # slots committed, a model-order prefix
         self._results: list[ToolExecutionResult] = []
+        self._nursery: trio.Nursery | None = None  # the batch nursery, set by _run
+        self._pool: trio.Nursery | None = None  # opened on the first pooled dispatch
+        self._pool_requested = False
+        self._pooled: deque[_Slot] = deque()  # dispatches waiting for a pool worker
+        self._hosted: deque[_Slot] = deque()  # dispatches with wrappers, own scope each
         self._wake_driver = trio.Event()
         self._wake_reader = trio.Event()
         self._finished = False
@@ -126,17 +154,35 @@ class ToolBatch:
     def submit(self, call: ToolCall) -> int:
         """Add the next call (model order); returns its index in the batch.
 
+        A call whose id repeats an earlier call's id in this batch does not run: it
+        gets the result ``Error: duplicate tool call id "<id>" in this batch`` with
+        ``error={name: "DuplicateCallIdError", code: "DUPLICATE_CALL_ID"}``.
+
         Raises:
             TypeError: ``call`` is not a :class:`ToolCall`.
             RuntimeError: the batch is closed.
         """
-        if not isinstance(call, ToolCall):
-            raise TypeError(f"submit() takes a ToolCall, not {type(call).__name__}")
         if self._closed:
             raise RuntimeError("this batch is closed; submit() takes calls only before close()")
-        slot = _Slot(len(self._slots), call)
-        self._slots.append(slot)
+        index = self._add(call)
         self._wake_driver.set()
+        return index
+
+    def _add(self, call: ToolCall) -> int:
+        if type(call) is not ToolCall and not isinstance(call, ToolCall):
+            raise TypeError(f"a batch takes ToolCall values, not {type(call).__name__}")
+        slots = self._slots
+        slot = _Slot(len(slots), call)
+        ids = self._ids
+        if call.id in ids:
+            slot.fixed = ToolExecutionResult(
+                (TextContent(f'Error: duplicate tool call id "{call.id}" in this batch'),),
+                True,
+                _DUPLICATE,
+            )
+        else:
+            ids.add(call.id)
+        slots.append(slot)
         return slot.index
 
     def close(self) -> None:
@@ -165,9 +211,13 @@ class ToolBatch:
 
     # -- the driver -------------------------------------------------------------------
 
-    async def _run(self, batch_nursery: trio.Nursery, pool: trio.Nursery) -> None:
+    async def _run(self, nursery: trio.Nursery) -> None:
+        """Drive the batch to the end; worker tasks go into ``nursery``."""
+        self._nursery = nursery
+        # The batch signal is private to this batch, so the link dies with it.
+        self.signal._link(self._on_abort)
         try:
-            await self._schedule(batch_nursery, pool)
+            await self._schedule()
             await self._drain()
             while True:
                 self._finish_unstarted()
@@ -176,17 +226,26 @@ class ToolBatch:
                 await self._wait()
             self._record_contexts()
         except Exception as exc:
-            # Internal failure: start nothing new, let in-flight bodies settle, re-raise.
-            self._failure = exc
+            # Internal failure: start nothing new, let in-flight dispatches settle,
+            # re-raise the first failure.
+            failure = self._failure
+            if failure is None:
+                self._failure = failure = exc
             while self._in_flight:
-                await self._wait()
-            raise
+                await self._sleep()
+            if failure is exc:
+                raise
+            raise failure
         finally:
-            pool.cancel_scope.cancel()
+            if self._pool is not None:
+                self._pool.cancel_scope.cancel()
             self._finished = True
             self._wake_reader.set()
 
-    async def _schedule(self, batch_nursery: trio.Nursery, pool: trio.Nursery) -> None:
+    def _on_abort(self, _: CancelSignal) -> None:
+        self._wake_driver.set()
+
+    async def _schedule(self) -> None:
         slots = self._slots
         signal = self.signal
         i = 0
@@ -199,17 +258,17 @@ class ToolBatch:
             if signal._cancelled:
                 return
             if not self._classify(slots[i]):
-                await self._drain()
-                if signal._cancelled:
-                    return
-                await self._start(slots[i], batch_nursery, pool)
+                # Exclusive: a barrier. The previous group has drained already.
+                await self._start(slots[i], inline=True)
                 i += 1
                 await self._drain()
                 continue
-            await self._start(slots[i], batch_nursery, pool)
+            await self._start(slots[i], inline=self._closed and i == len(slots) - 1)
             i += 1
             while True:
-                await self._commit_ready()
+                cursor = self._cursor
+                if cursor < len(slots) and slots[cursor].settled:
+                    await self._commit_ready()
                 if i >= len(slots):
                     if self._closed:
                         return
@@ -222,35 +281,32 @@ class ToolBatch:
                     continue
                 if not self._classify(slots[i]):
                     break
-                await self._start(slots[i], batch_nursery, pool)
+                alone = self._closed and i == len(slots) - 1 and self._in_flight == 0
+                await self._start(slots[i], inline=alone)
                 i += 1
             await self._drain()
 
     def _classify(self, slot: _Slot) -> bool:
-        tool_call = slot.tool_call
-        definition = self.registry.get(tool_call.name, self.agent)
+        """Whether the call may join a parallel pool (now, with the current registry)."""
+        if slot.fixed is not None:
+            return True  # runs nothing, so it never needs to be a barrier
+        definition = self.registry.get(slot.tool_call.name, self.agent)
         if definition is None:
             return False
         return classify(definition, slot.arguments()) is PARALLEL
 
-    async def _start(self, slot: _Slot, batch_nursery: trio.Nursery, pool: trio.Nursery) -> None:
+    async def _start(self, slot: _Slot, *, inline: bool) -> None:
+        """Record the call, prepare it, and dispatch it (inline, or to a worker)."""
+        if self._failure is not None:
+            raise self._failure
         tool_call = slot.tool_call
         self._started += 1
-        self._record(ToolCallEvent(self.id, slot.index, tool_call))
-        if tool_call.id in self._ids:
-            call = Call(self.registry, self.registry._hooks_for(self.agent), self.signal)
-            call.resolve(
-                ToolExecutionResult(
-                    (TextContent(f'Error: duplicate tool call id "{tool_call.id}" in this batch'),),
-                    True,
-                    _DUPLICATE,
-                ),
-                FINAL,
-            )
-            slot.call = call
+        recorder = self.recorder
+        if recorder is not None:
+            recorder.record(ToolCallEvent(self.id, slot.index, tool_call))
+        if slot.fixed is not None:
             slot.settled = True
             return
-        self._ids.add(tool_call.id)
         call = begin(
             self.registry,
             ToolExecutionInput(
@@ -262,16 +318,46 @@ class ToolBatch:
             hooks = call.hooks
             if hooks.pre or hooks.guards:
                 await policy(call)
+                if self._failure is not None:
+                    raise self._failure
         if call.state != PENDING:
+            slot.settled = True
+            return
+        if inline:
+            # Runs alone: no task, and the body gets a scope linked to the signal.
+            await dispatch(call)
             slot.settled = True
             return
         self._in_flight += 1
         if call.hooks.execute:
-            batch_nursery.start_soon(self._dispatch, slot, False)
+            self._hosted.append(slot)
+            nursery = self._nursery
+            assert nursery is not None
+            nursery.start_soon(self._work, self._hosted, False)
         else:
-            pool.start_soon(self._dispatch, slot, True)
+            self._pooled.append(slot)
+            pool = self._pool
+            if pool is not None:
+                pool.start_soon(self._work, self._pooled, True)
+            elif not self._pool_requested:
+                # No waiting for the pool: it spawns the workers queued meanwhile.
+                self._pool_requested = True
+                nursery = self._nursery
+                assert nursery is not None
+                nursery.start_soon(self._host_pool)
 
-    async def _dispatch(self, slot: _Slot, carried: bool) -> None:
+    async def _host_pool(self) -> None:
+        """Own the pool nursery, whose cancel scope the batch signal cancels."""
+        async with trio.open_nursery() as pool:
+            self.signal._link(lambda _: pool.cancel_scope.cancel())
+            self._pool = pool
+            for _ in range(len(self._pooled)):
+                pool.start_soon(self._work, self._pooled, True)
+            await trio.sleep_forever()
+
+    async def _work(self, queue: deque[_Slot], carried: bool) -> None:
+        """A worker: dispatch the next queued call (the queue is in model order)."""
+        slot = queue.popleft()
         call = slot.call
         assert call is not None
         try:
@@ -284,30 +370,63 @@ class ToolBatch:
                 msgspec.structs.replace(base, additional_contexts=deferred) if deferred else base,
                 RESOLVED,
             )
+            slot.settled = True
             raise
+        except Exception as exc:
+            # Not a result: an internal failure. The driver re-raises the first one.
+            if self._failure is None:
+                self._failure = exc
+        else:
+            slot.settled = True
         finally:
             self._in_flight -= 1
-            slot.settled = True
             self._wake_driver.set()
 
-    async def _wait(self) -> None:
-        if self._wake_driver.is_set():
+    async def _sleep(self) -> None:
+        """Wait until a dispatch settles, a call is submitted, or the batch is closed.
+
+        If that happened since the last wait, return at once (the caller re-checks its
+        state and waits again if nothing changed), without a round through the
+        scheduler.
+        """
+        event = self._wake_driver
+        if event.is_set():
             self._wake_driver = trio.Event()
-            await trio.lowlevel.checkpoint()
-            return
-        await self._wake_driver.wait()
+        else:
+            await event.wait()
+
+    async def _wait(self) -> None:
+        """:meth:`_sleep`, then raise the first internal failure of a worker, if any."""
+        await self._sleep()
+        if self._failure is not None:
+            raise self._failure
 
     async def _commit_ready(self) -> None:
+        """Commit the settled model-order prefix: finalize, record, publish."""
         slots = self._slots
+        results = self._results
+        recorder = self.recorder
         while self._cursor < len(slots):
             slot = slots[self._cursor]
             if not slot.settled:
                 return
             call = slot.call
-            assert call is not None
-            result = await finalize(call)
-            self._record(ToolResultEvent(self.id, slot.index, slot.tool_call.id, result))
-            self._results.append(result)
+            if call is None:
+                result = slot.fixed
+                assert result is not None
+            else:
+                result = await finalize(call)
+                if self._failure is not None:
+                    raise self._failure
+            if recorder is not None:
+                # Contexts are recorded once, as context events after all results.
+                recorded = (
+                    msgspec.structs.replace(result, additional_contexts=())
+                    if result.additional_contexts
+                    else result
+                )
+                recorder.record(ToolResultEvent(self.id, slot.index, slot.tool_call.id, recorded))
+            results.append(result)
             self._cursor += 1
             self._wake_reader.set()
 
@@ -320,17 +439,22 @@ class ToolBatch:
             await self._wait()
 
     def _finish_unstarted(self) -> None:
-        """Synthesize results for calls that never started (abort), in model order."""
+        """Give every call that never started (abort) a synthetic result, in model order.
+
+        These bypass the registry entirely: no policy, no observers.
+        """
         slots = self._slots
+        recorder = self.recorder
         while self._cursor < len(slots):
             slot = slots[self._cursor]
             self._started += 1
-            self._record(ToolCallEvent(self.id, slot.index, slot.tool_call))
-            self._record(
-                ToolResultEvent(
-                    self.id, slot.index, slot.tool_call.id, ABORTED_BEFORE_DISPATCH_RESULT
+            if recorder is not None:
+                recorder.record(ToolCallEvent(self.id, slot.index, slot.tool_call))
+                recorder.record(
+                    ToolResultEvent(
+                        self.id, slot.index, slot.tool_call.id, ABORTED_BEFORE_DISPATCH_RESULT
+                    )
                 )
-            )
             self._results.append(ABORTED_BEFORE_DISPATCH_RESULT)
             self._cursor += 1
             self._wake_reader.set()
@@ -342,10 +466,6 @@ class ToolBatch:
         for slot, result in zip(self._slots, self._results, strict=True):
             for context in result.additional_contexts:
                 recorder.record(ContextEvent(self.id, slot.index, slot.tool_call.id, context))
-
-    def _record(self, event: ToolCallEvent | ToolResultEvent) -> None:
-        if self.recorder is not None:
-            self.recorder.record(event)
 
 
 @asynccontextmanager
@@ -362,16 +482,19 @@ async def open_tool_batch(
     Example::
 
         async with open_tool_batch(registry, max_parallel=4) as batch:
-            for call in calls_streaming_from_the_model():
+            async for call in calls_streaming_from_the_model():
                 batch.submit(call)
             batch.close()
             async for call, result in batch:
                 print(call.id, result.is_error)
 
-    Leaving the block closes submission and waits until every submitted call has
-    committed; nothing the batch started is running afterwards. If the block raises,
-    the batch is aborted (started calls drain, the rest get ``ABORTED_BEFORE_DISPATCH``)
-    before the exception propagates.
+    A submitted call starts as soon as its turn allows (the calls before it have
+    started and, for an ``exclusive`` call, drained), while the model may still be
+    streaming later calls. Leaving the block closes submission and waits until every
+    submitted call has committed; nothing the batch started is running afterwards.
+    If the block raises, the batch is aborted — started calls drain and commit, the
+    rest get ``ABORTED_BEFORE_DISPATCH`` — and then the exception propagates as
+    itself. A ``trio.Cancelled`` from an enclosing scope cancels everything at once.
 
     Args:
         registry: the registry whose pipeline every call passes.
@@ -382,54 +505,72 @@ async def open_tool_batch(
 
     Raises:
         ValueError: ``max_parallel`` is not a positive integer.
+        TypeError: ``signal`` is not a :class:`CancelSignal`.
+        Exception: the first internal failure (e.g. a recorder that raised), after the
+            calls in flight have settled.
     """
     _check_max_parallel(max_parallel)
     if signal is not None and not isinstance(signal, CancelSignal):
         raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")
+    # The calls run under a batch signal of our own, fused with the caller's: an
+    # exception in the block aborts this batch without firing the caller's signal.
     fusion = fuse(signal) if signal is not None else None
     own = fusion.signal if fusion is not None else CancelSignal()
     batch = ToolBatch(registry, own, agent, max_parallel, recorder)
+    raised: BaseException | None = None
     try:
         async with trio.open_nursery() as batch_nursery:
-            pool: trio.Nursery = await batch_nursery.start(_host_pool, own)
-            batch_nursery.start_soon(batch._run, batch_nursery, pool)
+            batch_nursery.start_soon(batch._run, batch_nursery)
             try:
                 yield batch
-            except BaseException:
+            except BaseException as exc:
+                if _is_cancellation(exc) or isinstance(exc, GeneratorExit):
+                    raise
+                # Abort, and let the driver finish the batch (drain, commit, synthesize)
+                # before the block's exception goes on.
+                raised = exc
                 own.cancel("the batch's block raised")
-                batch.close()
-                raise
             batch.close()
     except BaseExceptionGroup as group:
+        if raised is not None:
+            raise raised  # the block's exception came first
         raise _collapse(group) from None
     finally:
         if fusion is not None:
             fusion.close()
+    if raised is not None:
+        raise raised
+
+
+def _is_cancellation(exc: BaseException) -> bool:
+    if isinstance(exc, trio.Cancelled):
+        return True
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.split(trio.Cancelled)[1] is None
+    return False
 
 
 def _collapse(group: BaseExceptionGroup[BaseException]) -> BaseException:
     """The one exception inside a nursery's group, or the group when there are several.
 
     The batch's tasks are an implementation detail: a failure (the first internal
-    failure, or the exception the ``async with`` block raised) reaches the caller as
-    itself, not wrapped.
+    failure) reaches the caller as itself, not wrapped; a cancellation from an
+    enclosing scope reaches it as one ``trio.Cancelled``.
     """
     leaves: list[BaseException] = []
     stack: list[BaseException] = [group]
     while stack:
         exc = stack.pop()
         if isinstance(exc, BaseExceptionGroup):
-            stack.extend(exc.exceptions)
+            stack.extend(reversed(exc.exceptions))
         else:
             leaves.append(exc)
-    return leaves[0] if len(leaves) == 1 else group
-
-
-async def _host_pool(signal: CancelSignal, *, task_status: trio.TaskStatus[trio.Nursery]) -> None:
-    async with trio.open_nursery() as pool:
-        signal._link(lambda _: pool.cancel_scope.cancel())
-        task_status.started(pool)
-        await trio.sleep_forever()
+    if len(leaves) == 1:
+        return leaves[0]
+    failures = [leaf for leaf in leaves if not isinstance(leaf, trio.Cancelled)]
+    if not failures:
+        return leaves[0]
+    return failures[0] if len(failures) == 1 else group
 
 
 async def run_tool_calls(
@@ -448,15 +589,49 @@ async def run_tool_calls(
     Pre-execute and post-execute run in model order; only dispatch overlaps. When the
     call returns, nothing it started is still running.
 
+    The calls run under a batch signal fused with ``signal``: a body that cancels
+    ``ctx.signal`` aborts this batch without firing the caller's signal.
+
+    Args:
+        registry: the registry whose pipeline every call passes.
+        calls: the model's calls, in model order.
+        signal: aborts the batch: nothing new starts, started calls drain and
+            commit, unstarted calls get ``ABORTED_BEFORE_DISPATCH``.
+        agent: the scope the calls run for.
+        max_parallel: the most bodies in flight at once (a positive integer).
+        recorder: receives ``tool_call``/``tool_result``/``context`` events.
+
+    Returns:
+        One frozen result per call, in model order.
+
     Raises:
         ValueError: ``max_parallel`` is not a positive integer.
         Exception: the first internal failure (e.g. a recorder that raised), after the
             calls in flight have settled.
     """
-    async with open_tool_batch(
-        registry, signal=signal, agent=agent, max_parallel=max_parallel, recorder=recorder
-    ) as batch:
+    _check_max_parallel(max_parallel)
+    if signal is not None and not isinstance(signal, CancelSignal):
+        raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")
+    # The same batch signal as open_tool_batch's: a body cancelling ``ctx.signal``
+    # aborts this batch, not the caller's signal.
+    fusion = fuse(signal) if signal is not None else None
+    batch = ToolBatch(
+        registry,
+        fusion.signal if fusion is not None else CancelSignal(),
+        agent,
+        max_parallel,
+        recorder,
+    )
+    try:
         for call in calls:
-            batch.submit(call)
-        batch.close()
+            batch._add(call)
+        batch._closed = True
+        # The whole batch is known: drive it from this task (one task fewer).
+        async with trio.open_nursery() as nursery:
+            await batch._run(nursery)
+    except BaseExceptionGroup as group:
+        raise _collapse(group) from None
+    finally:
+        if fusion is not None:
+            fusion.close()
     return batch._results
