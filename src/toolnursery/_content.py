@@ -7,9 +7,11 @@ names (``isError``, ``additionalContexts``, ``mimeType``) and omits absent field
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, TypeAlias
 
 import msgspec
+from msgspec.structs import force_setattr
 
 __all__ = [
     "ContentBlock",
@@ -62,6 +64,11 @@ class HookContext(msgspec.Struct, frozen=True, rename="camel", omit_defaults=Tru
     source: str
     meta: Any = None
 
+    def __post_init__(self) -> None:
+        # Accept a list at run time (the common literal) and store the frozen form.
+        if type(self.content) is not tuple:
+            force_setattr(self, "content", tuple(self.content))
+
 
 class ToolExecutionResult(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True):
     """The outcome of one tool call.
@@ -90,10 +97,17 @@ class ToolResult(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True
 
 
 class ToolReturn(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True):
-    """The object form a tool body may return: content plus private ``meta``."""
+    """The object form a tool body may return: content plus private ``meta``.
 
-    content: tuple[ContentBlock, ...] | list[ContentBlock]
+    ``content`` may be given as any sequence; it is stored as a tuple.
+    """
+
+    content: Sequence[ContentBlock]
     meta: Any = None
+
+    def __post_init__(self) -> None:
+        if type(self.content) is not tuple:
+            force_setattr(self, "content", tuple(self.content))
 
 
 class ToolSchema(msgspec.Struct, frozen=True, rename="camel"):

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal, TypeAlias
 
 import msgspec
+from msgspec.structs import force_setattr
 
 from ._content import ContentBlock, HookContext
 
@@ -48,14 +50,24 @@ class Accept(
 ):
     """Post-execute decision: keep the result, optionally replacing its content.
 
+    Sequences are stored as tuples, so a decision built from lists is still frozen
+    and equal to its msgspec round trip.
+
     Attributes:
         content: replacement content (``None`` keeps the original; an empty
             sequence replaces it with nothing).
         additional_contexts: contexts appended after the result's own.
     """
 
-    content: tuple[ContentBlock, ...] | list[ContentBlock] | None = None
-    additional_contexts: tuple[HookContext, ...] | list[HookContext] = ()
+    content: Sequence[ContentBlock] | None = None
+    additional_contexts: Sequence[HookContext] = ()
+
+    def __post_init__(self) -> None:
+        content = self.content
+        if content is not None and type(content) is not tuple:
+            force_setattr(self, "content", tuple(content))
+        if type(self.additional_contexts) is not tuple:
+            force_setattr(self, "additional_contexts", tuple(self.additional_contexts))
 
 
 class Block(
@@ -67,8 +79,14 @@ class Block(
     context are dropped, only this decision's ``additional_contexts`` remain.
     """
 
-    feedback: tuple[ContentBlock, ...] | list[ContentBlock]
-    additional_contexts: tuple[HookContext, ...] | list[HookContext] = ()
+    feedback: Sequence[ContentBlock]
+    additional_contexts: Sequence[HookContext] = ()
+
+    def __post_init__(self) -> None:
+        if type(self.feedback) is not tuple:
+            force_setattr(self, "feedback", tuple(self.feedback))
+        if type(self.additional_contexts) is not tuple:
+            force_setattr(self, "additional_contexts", tuple(self.additional_contexts))
 
 
 PostToolDecision: TypeAlias = Accept | Block

@@ -78,44 +78,54 @@ class ToolRunContext:
     caller's fused with a wrapper's replacement), and :meth:`defer_context`.
     """
 
-    __slots__ = ("_deferred", "execution", "signal")
+    __slots__ = ("_deferred", "_execution", "_signal")
 
     def __init__(
         self, execution: ToolExecution, signal: CancelSignal, deferred: list[HookContext]
     ) -> None:
-        self.execution = execution
-        self.signal = signal
+        self._execution = execution
+        self._signal = signal
         self._deferred = deferred
+
+    @property
+    def execution(self) -> ToolExecution:
+        """The frozen execution this body runs for."""
+        return self._execution
+
+    @property
+    def signal(self) -> CancelSignal:
+        """The signal the body runs under (read-only; poll it from a sync body)."""
+        return self._signal
 
     @property
     def call_id(self) -> str:
         """The model's call id."""
-        return self.execution.call_id
+        return self._execution.call_id
 
     @property
     def name(self) -> str:
         """The tool name."""
-        return self.execution.name
+        return self._execution.name
 
     @property
     def arguments(self) -> Any:
         """The frozen argument snapshot."""
-        return self.execution.arguments
+        return self._execution.arguments
 
     @property
     def agent(self) -> ToolScope | None:
         """The scope the call runs for."""
-        return self.execution.agent
+        return self._execution.agent
 
     @property
     def parent(self) -> ToolExecutionToken | None:
         """The enclosing execution's token, if any."""
-        return self.execution.parent
+        return self._execution.parent
 
     @property
     def token(self) -> ToolExecutionToken:
         """This execution's token (pass it as ``parent`` to nested dispatches)."""
-        return self.execution.token
+        return self._execution.token
 
     def defer_context(self, context: HookContext) -> None:
         """Attach ``context`` to this call's result, after the result reaches the loop.

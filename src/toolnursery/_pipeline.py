@@ -11,9 +11,14 @@ A call leaves ``prepare`` in one of three states: PENDING (dispatch it), RESOLVE
 (a result exists and skips post-execute: argument failures, pre-aborted entries,
 raising policy hooks).
 
-Cancellation: the body runs inline in the calling task. A cancel scope is opened only
-if the body suspends (see :func:`_drive`), and the call's signal is linked to it, so
-a body that never blocks costs no scope at all.
+Cancellation: the body runs inline in the calling task, inside one cancel scope linked
+to its (fused) signal (:func:`_run_in_scope`); the scope absorbs only its own
+``Cancelled``. Under the scheduler's pool (``dispatch(call, carried=True)``) a call
+without wrappers runs with no scope of its own: the pool's scope carries the abort.
+
+Each phase reads the hook tuples when it starts (:func:`_current_hooks`, a version
+compare), so a listener registered during one phase joins the next phases of the same
+call, never the phase already running.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from __future__ import annotations
 import inspect
 import logging
 import types
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import Any, Final
 
 import msgspec
@@ -172,9 +177,21 @@ def begin(registry: ToolRegistry, input: ToolExecutionInput) -> Call:
     return call
 
 
+def _current_hooks(call: Call) -> _Hooks:
+    """The hooks a phase starting now sees (each waterfall captures its list as it starts).
+
+    A version compare on the hot path; the tuples are rebuilt only after a change.
+    """
+    hooks = call.hooks
+    registry = call.registry
+    if hooks.version != registry._version:
+        call.hooks = hooks = registry._hooks_for(call.execution.agent)
+    return hooks
+
+
 async def policy(call: Call) -> None:
     """Pre-execute waterfall (with approval), guards, then the cancellation re-check."""
-    hooks = call.hooks
+    hooks = _current_hooks(call)
     execution = call.execution
     if hooks.pre:
         try:
@@ -187,6 +204,7 @@ async def policy(call: Call) -> None:
         except Exception as exc:
             call.resolve(_failure(exc), FINAL)
             return
+        hooks = _current_hooks(call)
     for guard in hooks.guards:
         try:
             reason = guard(execution)
@@ -219,19 +237,32 @@ async def _run_pre(listeners: tuple[Any, ...], execution: ToolExecution) -> PreT
     if len(listeners) == 1:
         decision: PreToolDecision = await listeners[0](execution, _allow)
         return decision
-    index = 0
-    count = len(listeners)
+    return await _PreQueue(listeners, execution)()
 
-    async def next_() -> PreToolDecision:
-        nonlocal index
-        if index < count:
-            listener = listeners[index]
-            index += 1
-            decision: PreToolDecision = await listener(execution, next_)
+
+# The waterfall queues are small objects rather than recursive closures: a closure that
+# refers to itself is a reference cycle per call, left to the cyclic GC (measured: ~3 µs
+# per call of collector time on the hot path).
+
+
+class _PreQueue:
+    """``next()`` of a pre-execute waterfall: each call runs the next listener."""
+
+    __slots__ = ("execution", "index", "listeners")
+
+    def __init__(self, listeners: tuple[Any, ...], execution: ToolExecution) -> None:
+        self.listeners = listeners
+        self.execution = execution
+        self.index = 0
+
+    async def __call__(self) -> PreToolDecision:
+        index = self.index
+        listeners = self.listeners
+        if index < len(listeners):
+            self.index = index + 1
+            decision: PreToolDecision = await listeners[index](self.execution, self)
             return decision
         return _ALLOW
-
-    return await next_()
 
 
 async def _resolve_decision(
@@ -241,7 +272,7 @@ async def _resolve_decision(
     if type(decision) is Deny:
         return _text_result("Error: " + str(decision.reason))
     if type(decision) is not Ask:
-        return _unreachable("PreToolDecision", decision)
+        raise _Unreachable("PreToolDecision", decision)
     name = execution.name
     if approval is None:
         reason = (
@@ -286,17 +317,13 @@ async def dispatch(call: Call, *, carried: bool = False) -> None:
             without a scope of its own and a cancellation reaches the caller as
             ``trio.Cancelled`` after :attr:`Call.invoked` was set.
     """
-    wrappers = call.hooks.execute
+    wrappers = _current_hooks(call).execute
     if not wrappers:
         result = await _base_dispatch(call, call.signal, carried)
     else:
         view = ToolDispatchExecution(call.execution)
-
-        async def base() -> ToolExecutionResult:
-            return await _base_dispatch(call, view._signal)
-
         try:
-            result = await _run_execute(wrappers, view, base)
+            result = await _ExecuteQueue(wrappers, view, call)()
         except Exception as exc:
             call.resolve(_failure(exc), FINAL)
             return
@@ -313,24 +340,29 @@ async def dispatch(call: Call, *, carried: bool = False) -> None:
     call.resolve(result, RESOLVED)
 
 
-async def _run_execute(
-    wrappers: tuple[Any, ...],
-    view: ToolDispatchExecution,
-    base: Callable[[], Awaitable[ToolExecutionResult]],
-) -> ToolExecutionResult:
-    index = 0
-    count = len(wrappers)
+class _ExecuteQueue:
+    """``next()`` of the execute waterfall; past the last wrapper it is the base dispatch.
 
-    async def next_() -> ToolExecutionResult:
-        nonlocal index
-        if index < count:
-            wrapper = wrappers[index]
-            index += 1
-            result: ToolExecutionResult = await wrapper(view, next_)
+    The base dispatch reads ``view.signal`` when it runs, so it sees the replacement
+    of every wrapper outside it.
+    """
+
+    __slots__ = ("call", "index", "view", "wrappers")
+
+    def __init__(self, wrappers: tuple[Any, ...], view: ToolDispatchExecution, call: Call) -> None:
+        self.wrappers = wrappers
+        self.view = view
+        self.call = call
+        self.index = 0
+
+    async def __call__(self) -> ToolExecutionResult:
+        index = self.index
+        wrappers = self.wrappers
+        if index < len(wrappers):
+            self.index = index + 1
+            result: ToolExecutionResult = await wrappers[index](self.view, self)
             return result
-        return await base()
-
-    return await next_()
+        return await _base_dispatch(self.call, self.view._signal)
 
 
 _CANCELLED: Final = object()
@@ -442,8 +474,9 @@ async def finalize(call: Call) -> ToolExecutionResult:
     """Run post-execute (when the call is RESOLVED), materialize, notify observers."""
     result = call.result
     assert result is not None
+    hooks = _current_hooks(call)
     if call.state == RESOLVED:
-        post = call.hooks.post
+        post = hooks.post
         if post:
             try:
                 decision = await _run_post(post, call.execution, result)
@@ -453,12 +486,13 @@ async def finalize(call: Call) -> ToolExecutionResult:
             else:
                 if call.signal._cancelled and not result.is_error:
                     result = _aborted(call, result)
+            hooks = _current_hooks(call)
         elif call.signal._cancelled and not result.is_error:
             result = _aborted(call, result)
     result = _materialize(result)
     call.result = result
     call.state = FINAL
-    observers = call.hooks.result
+    observers = hooks.result
     if observers:
         _notify(observers, call.execution, result)
     return result
@@ -470,19 +504,30 @@ async def _run_post(
     if len(listeners) == 1:
         decision: PostToolDecision = await listeners[0](execution, result, _accept)
         return decision
-    index = 0
-    count = len(listeners)
+    return await _PostQueue(listeners, execution, result)()
 
-    async def next_() -> PostToolDecision:
-        nonlocal index
-        if index < count:
-            listener = listeners[index]
-            index += 1
-            decision: PostToolDecision = await listener(execution, result, next_)
+
+class _PostQueue:
+    """``next()`` of a post-execute waterfall: each call runs the next listener."""
+
+    __slots__ = ("execution", "index", "listeners", "result")
+
+    def __init__(
+        self, listeners: tuple[Any, ...], execution: ToolExecution, result: ToolExecutionResult
+    ) -> None:
+        self.listeners = listeners
+        self.execution = execution
+        self.result = result
+        self.index = 0
+
+    async def __call__(self) -> PostToolDecision:
+        index = self.index
+        listeners = self.listeners
+        if index < len(listeners):
+            self.index = index + 1
+            decision: PostToolDecision = await listeners[index](self.execution, self.result, self)
             return decision
         return _ACCEPT
-
-    return await next_()
 
 
 def _apply_post(decision: object, result: ToolExecutionResult) -> ToolExecutionResult:
@@ -523,6 +568,7 @@ def _materialize(result: ToolExecutionResult) -> ToolExecutionResult:
         if (
             type(content) is tuple
             and not contexts
+            and type(contexts) is tuple
             and meta is None
             and type(result.is_error) is bool
         ):

@@ -434,17 +434,32 @@ class ToolScope(_Owner):
         return disposer
 
     def close(self) -> None:
-        """Undo everything registered through this scope, last first; close nested scopes."""
+        """Undo everything registered through this scope, last first; close nested scopes.
+
+        Every registration is undone even if a change listener raises on the way.
+
+        Raises:
+            Exception: the first error a change listener raised while undoing.
+        """
         if self._closed:
             return
-        for child in reversed(self._children):
-            child.close()
+        errors: list[Exception] = []
+        for child in tuple(reversed(self._children)):
+            try:
+                child.close()
+            except Exception as exc:
+                errors.append(exc)
         self._closed = True
         owned, self._owned = self._owned, []
         for disposer in reversed(owned):
-            disposer()
+            try:
+                disposer()
+            except Exception as exc:
+                errors.append(exc)
         if self.parent is not None:
             _remove(self.parent._children, self)
+        if errors:
+            raise errors[0]
 
     def _check_open(self) -> None:
         if self._closed:
@@ -512,15 +527,18 @@ def _check_definition(definition: object) -> None:
     if not callable(definition.execute):
         raise RegistrationError(f'tool "{name}" execute must be callable')
     timeout = definition.timeout_ms
-    if timeout is not None and not (
-        isinstance(timeout, int | float)
-        and not isinstance(timeout, bool)
-        and math.isfinite(timeout)
-        and 0 < timeout <= _MAX_TIMEOUT_MS
-    ):
-        raise RegistrationError(
-            f'tool "{name}" timeout_ms must be a positive finite number (at most one year)'
-        )
+    if timeout is not None:
+        if not (
+            isinstance(timeout, int | float)
+            and not isinstance(timeout, bool)
+            and math.isfinite(timeout)
+            and timeout > 0
+        ):
+            raise RegistrationError(f'tool "{name}" timeout_ms must be a positive finite number')
+        if timeout > _MAX_TIMEOUT_MS:
+            raise RegistrationError(
+                f'tool "{name}" timeout_ms must be at most one year ({_MAX_TIMEOUT_MS} ms)'
+            )
 
 
 def _remove(items: list[Any], item: object) -> bool:

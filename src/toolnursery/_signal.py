@@ -104,17 +104,20 @@ class _Fusion:
             if source._cancelled:
                 self.signal.cancel(source._reason)
                 return
+        # The fusion itself is the callback: ``_unlink`` compares by identity (a
+        # ``self._fire`` bound method would be a new object on every access), and
+        # keeping a bound method on ``self`` would make a reference cycle per call.
         for source in sources:
-            source._link(self._fire)
+            source._link(self)
 
-    def _fire(self, source: CancelSignal) -> None:
+    def __call__(self, source: CancelSignal) -> None:
         self.signal.cancel(source._reason)
         self.close()
 
     def close(self) -> None:
         """Detach from the sources (no leak once the fused lifetime ends)."""
         for source in self.sources:
-            source._unlink(self._fire)
+            source._unlink(self)
 
 
 def fuse(*sources: CancelSignal) -> _Fusion:
