@@ -2241,8 +2241,10 @@ async def test_b207_calling_next_twice_advances_the_shared_queue() -> None:
     assert text(result) == "Error: c denies"
 
 
-async def test_b207_next_twice_in_wrappers_and_post_advances_too() -> None:
-    """B207: the execute and post waterfalls share one queue per dispatch as well."""
+async def test_b207_next_twice_in_wrappers_reruns_the_inner_chain_and_post_advances() -> None:
+    """B207, with a deliberate difference for execute wrappers: a wrapper's ``next`` is
+    bound to its position, so a second call re-runs the inner wrappers and a fresh body
+    (retry wrappers depend on it); the post waterfall keeps the shared queue."""
     registry = ToolRegistry()
     bodies: list[str] = []
 
@@ -2263,7 +2265,7 @@ async def test_b207_next_twice_in_wrappers_and_post_advances_too() -> None:
     registry.on_execute(retry)
     registry.on_execute(inner)
     result = await registry.execute(call())
-    assert bodies == ["inner", "body", "body"]
+    assert bodies == ["inner", "body", "inner", "body"]
     assert result == OK
 
     posts: list[str] = []

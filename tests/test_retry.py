@@ -642,3 +642,34 @@ async def test_a_wrapper_returning_a_non_result_is_passed_on_untouched() -> None
     )
     assert result.meta is None
     assert body.calls == 0
+
+
+async def test_retry_outside_timeout_gives_each_attempt_its_own_budget(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Retry installed before the timeout policy wraps it: every attempt gets a fresh
+    deadline, because a wrapper's ``next()`` re-runs the inner chain."""
+    from toolnursery import ToolDefinition, ToolExecutionInput, ToolRegistry, install_timeout_policy
+    from toolnursery._retry import install_retry_policy
+
+    durations = [1.0, 1.0, 0.01]
+    starts: list[float] = []
+
+    async def body(args: object, ctx: object) -> str:
+        starts.append(trio.current_time())
+        await trio.sleep(durations[len(starts) - 1])
+        return "finally fast"
+
+    registry = ToolRegistry()
+    registry.register(
+        ToolDefinition("flaky", "d", {"type": "object"}, body, timeout_ms=100, idempotent=True)
+    )
+    install_retry_policy(registry, codes=["TOOL_TIMEOUT"], attempts=3, backoff_ms=10, jitter=0)
+    install_timeout_policy(registry)
+    result = await registry.execute(ToolExecutionInput("c1", "flaky", {}))
+    assert result.is_error is False
+    assert result.meta == {"attempts": 3}
+    assert len(starts) == 3
+    # each attempt ran to its own 100 ms deadline, then a 10 ms / 20 ms backoff
+    assert starts[1] - starts[0] == pytest.approx(0.11)
+    assert starts[2] - starts[1] == pytest.approx(0.12)

@@ -323,7 +323,7 @@ async def dispatch(call: Call, *, carried: bool = False) -> None:
     else:
         view = ToolDispatchExecution(call.execution)
         try:
-            result = await _ExecuteQueue(wrappers, view, call)()
+            result = await _ExecuteNext(wrappers, view, call, 0)()
         except Exception as exc:
             call.resolve(_failure(exc), FINAL)
             return
@@ -340,27 +340,32 @@ async def dispatch(call: Call, *, carried: bool = False) -> None:
     call.resolve(result, RESOLVED)
 
 
-class _ExecuteQueue:
-    """``next()`` of the execute waterfall; past the last wrapper it is the base dispatch.
+class _ExecuteNext:
+    """``next()`` of one execute wrapper: runs the rest of the chain from its position.
 
-    The base dispatch reads ``view.signal`` when it runs, so it sees the replacement
+    Unlike the pre/post waterfalls (a shared queue, B207), each wrapper's ``next`` is
+    bound to its position, so calling it again re-runs every inner wrapper and a fresh
+    dispatch of the body — what a retry wrapper needs. Past the last wrapper it is the
+    base dispatch, which reads ``view.signal`` when it runs and so sees the replacement
     of every wrapper outside it.
     """
 
     __slots__ = ("call", "index", "view", "wrappers")
 
-    def __init__(self, wrappers: tuple[Any, ...], view: ToolDispatchExecution, call: Call) -> None:
+    def __init__(
+        self, wrappers: tuple[Any, ...], view: ToolDispatchExecution, call: Call, index: int
+    ) -> None:
         self.wrappers = wrappers
         self.view = view
         self.call = call
-        self.index = 0
+        self.index = index
 
     async def __call__(self) -> ToolExecutionResult:
         index = self.index
         wrappers = self.wrappers
         if index < len(wrappers):
-            self.index = index + 1
-            result: ToolExecutionResult = await wrappers[index](self.view, self)
+            inner = _ExecuteNext(wrappers, self.view, self.call, index + 1)
+            result: ToolExecutionResult = await wrappers[index](self.view, inner)
             return result
         return await _base_dispatch(self.call, self.view._signal)
 
