@@ -1,0 +1,256 @@
+"""``toolnursery demo``: one bundled batch on the example tools, and what ran when.
+
+The batch shows the scheduler's rules on real file work: parallel-safe reads overlap
+in one pool, an exclusive write is a barrier, a pre-execute policy denies a write
+outside ``notes/`` before it runs, a call with invalid arguments fails in the tool's
+own validation, and a path that escapes the sandbox is refused.
+
+The timeline is measured by an ``on_execute`` wrapper around each dispatch, so it
+shows when each tool body ran (a denied call never reaches dispatch).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import textwrap
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import PurePosixPath
+from typing import Final
+
+import msgspec
+import trio
+
+from ._content import TextContent, ToolCall, ToolExecutionResult
+from ._decisions import PARALLEL, Deny, PreToolDecision
+from ._execution import ToolDispatchExecution, ToolExecution, ToolExecutionInput
+from ._recorder import ToolCallRecorder
+from ._registry import ToolRegistry
+from ._scheduler import parse_arguments, run_tool_calls
+from .examples import example_registry
+
+__all__ = ["DEMO_CALLS", "DemoRun", "Span", "render_demo", "run_demo"]
+
+_SUMMARY: Final = "# Summary\n\nThe demo project greets; see TODO in src/app.py.\n"
+
+DEMO_CALLS: Final = (
+    ToolCall("c1", "read_file", '{"path": "README.md"}'),
+    ToolCall("c2", "list_dir", '{"path": "src"}'),
+    ToolCall("c3", "search_text", '{"pattern": "TODO"}'),
+    ToolCall("c4", "sleep", '{"seconds": 0.05}'),
+    ToolCall(
+        "c5",
+        "write_file",
+        msgspec.json.encode({"path": "notes/summary.md", "content": _SUMMARY}).decode(),
+    ),
+    ToolCall("c6", "read_file", '{"path": "notes/summary.md"}'),
+    ToolCall("c7", "write_file", '{"path": "src/app.py", "content": "print(\\"pwned\\")\\n"}'),
+    ToolCall("c8", "read_file", '{"file": "README.md"}'),
+    ToolCall("c9", "read_file", '{"path": "../../etc/passwd"}'),
+)
+"""The bundled batch, in model order."""
+
+_BAR: Final = 40
+
+
+class Span(msgspec.Struct, frozen=True):
+    """When one call's dispatch ran, in milliseconds since the batch started."""
+
+    start_ms: float
+    end_ms: float
+
+
+class DemoRun(msgspec.Struct, frozen=True):
+    """Everything the demo measured: the calls, their modes, spans and results."""
+
+    calls: tuple[ToolCall, ...]
+    modes: tuple[str, ...]
+    spans: tuple[Span | None, ...]
+    denied: frozenset[str]
+    results: tuple[ToolExecutionResult, ...]
+
+
+def _under(path: str, directory: str) -> bool:
+    """Whether ``path`` (relative, after normalizing ``..``) lies inside ``directory``."""
+    if os.path.isabs(path):
+        return False
+    parts = PurePosixPath(os.path.normpath(path).replace(os.sep, "/")).parts
+    return len(parts) > 1 and parts[0] == directory
+
+
+def notes_only_policy(
+    denied: set[str],
+) -> Callable[
+    [ToolExecution, Callable[[], Awaitable[PreToolDecision]]], Awaitable[PreToolDecision]
+]:
+    """A pre-execute listener that denies ``write_file`` outside ``notes/``."""
+
+    async def notes_only(
+        execution: ToolExecution, next_: Callable[[], Awaitable[PreToolDecision]]
+    ) -> PreToolDecision:
+        args = execution.arguments
+        if execution.name == "write_file" and isinstance(args, Mapping):
+            path = args.get("path")
+            if isinstance(path, str) and not _under(path, "notes"):
+                denied.add(execution.call_id)
+                return Deny(f'write_file may only write under notes/, not "{path}"')
+        return await next_()
+
+    return notes_only
+
+
+async def run_demo(
+    root: str | os.PathLike[str],
+    *,
+    max_parallel: int = 10,
+    recorder: ToolCallRecorder | None = None,
+    registry: ToolRegistry | None = None,
+) -> DemoRun:
+    """Run :data:`DEMO_CALLS` on the example tools under ``root`` and measure it.
+
+    Args:
+        root: the sandbox (filled by :func:`toolnursery.examples.fill_sandbox`).
+        max_parallel: the batch's cap.
+        recorder: receives the batch's durable events.
+        registry: the registry to use instead of ``example_registry(root)``.
+    """
+    registry = registry if registry is not None else example_registry(root)
+    denied: set[str] = set()
+    registry.on_pre_execute(notes_only_policy(denied))
+    spans: dict[str, Span] = {}
+    t0 = trio.current_time()
+
+    async def timed(
+        view: ToolDispatchExecution, next_: Callable[[], Awaitable[ToolExecutionResult]]
+    ) -> ToolExecutionResult:
+        start = trio.current_time()
+        try:
+            return await next_()
+        finally:
+            spans[view.call_id] = Span((start - t0) * 1000, (trio.current_time() - t0) * 1000)
+
+    registry.on_execute(timed)
+    modes = tuple(
+        registry.execution_mode(
+            ToolExecutionInput(call.id, call.name, parse_arguments(call.arguments))
+        ).kind
+        for call in DEMO_CALLS
+    )
+    results = await run_tool_calls(
+        registry, DEMO_CALLS, max_parallel=max_parallel, recorder=recorder
+    )
+    return DemoRun(
+        DEMO_CALLS,
+        modes,
+        tuple(spans.get(call.id) for call in DEMO_CALLS),
+        frozenset(denied),
+        tuple(results),
+    )
+
+
+def _text(result: ToolExecutionResult) -> str:
+    return "\n".join(b.text for b in result.content if isinstance(b, TextContent))
+
+
+def _preview(text: str, width: int) -> str:
+    lines = text.splitlines() or [""]
+    first = lines[0]
+    extra = len(lines) - 1
+    more = f"  (+{extra} line{'s' if extra > 1 else ''})" if extra else ""
+    if len(first) + len(more) > width:
+        first = first[: max(width - len(more) - 3, 10)] + "..."
+    return first + more
+
+
+def _status(run: DemoRun, index: int) -> str:
+    result = run.results[index]
+    if not result.is_error:
+        return "ok"
+    if run.calls[index].id in run.denied:
+        return "DENIED"
+    return result.error.code if result.error is not None else "ERROR"
+
+
+def _bar(span: Span, total: float) -> str:
+    first = min(int(span.start_ms / total * _BAR), _BAR - 1)
+    last = max(first + 1, min(math.ceil(span.end_ms / total * _BAR), _BAR))
+    return "|" + " " * first + "=" * (last - first) + " " * (_BAR - last) + "|"
+
+
+def _notes(run: DemoRun) -> list[str]:
+    """What the timeline shows, stated from the measurements."""
+    notes: list[str] = []
+    calls, spans, modes = run.calls, run.spans, run.modes
+    pool = [i for i in range(len(calls)) if modes[i] == PARALLEL.kind][:4]
+    timed = [span for i in pool if (span := spans[i]) is not None]
+    if timed and len(timed) == len(pool):
+        first_end = min(s.end_ms for s in timed)
+        if all(s.start_ms <= first_end for s in timed):
+            ids = ", ".join(calls[i].id for i in pool)
+            notes.append(
+                f"{ids} are parallel-safe: all of them started before the first one ended "
+                f"({first_end:.1f} ms); they ran side by side."
+            )
+    for i, mode in enumerate(modes):
+        span = spans[i]
+        if mode != "exclusive" or span is None:
+            continue
+        before = [s.end_ms for s in spans[:i] if s is not None]
+        after = next((s for s in spans[i + 1 :] if s is not None), None)
+        text = (
+            f"{calls[i].id} {calls[i].name} is exclusive: a barrier. It started at "
+            f"{span.start_ms:.1f} ms, after every earlier body ended "
+            f"(the last at {max(before, default=0.0):.1f} ms)"
+        )
+        if after is not None:
+            text += f", and the next call started only after it ended ({after.start_ms:.1f} ms)"
+        notes.append(text + ".")
+    for i, call in enumerate(calls):
+        status = _status(run, i)
+        if status == "DENIED":
+            notes.append(f"{call.id} was denied by the pre-execute policy: its body never ran.")
+        elif status == "INVALID_ARGS":
+            notes.append(
+                f"{call.id} had invalid arguments: the tool's own validation refused them."
+            )
+        elif status == "OUTSIDE_ROOT":
+            notes.append(f"{call.id} tried to leave the sandbox: refused, nothing was read.")
+    return notes
+
+
+def render_demo(run: DemoRun, sandbox: str) -> str:
+    """The demo's report: the batch, the timeline, the results, and what they show."""
+    out: list[str] = [
+        f"toolnursery demo: {len(run.calls)} tool calls on the example tools",
+        f"sandbox: {sandbox}",
+        'policy:  a pre-execute listener denies write_file outside "notes/"',
+        "",
+        "the batch, in model order:",
+    ]
+    name_w = max(len(c.name) for c in run.calls)
+    for call, mode in zip(run.calls, run.modes, strict=True):
+        out.append(
+            f"  {call.id:<3} {call.name:<{name_w}}  {mode:<9}  {_preview(call.arguments, 60)}"
+        )
+    total = max((s.end_ms for s in run.spans if s is not None), default=0.0) or 1.0
+    out += ["", "timeline: when each tool body ran (ms since the batch started)"]
+    header = f"  {'':<3} {'':<{name_w}}  {'start':>7} {'end':>7}  "
+    scale = f"0 ms{f'{total:.0f} ms':>{_BAR - 2}}"
+    out.append(header + " " + scale)
+    for call, span in zip(run.calls, run.spans, strict=True):
+        row = f"  {call.id:<3} {call.name:<{name_w}}  "
+        if span is None:
+            out.append(row + f"{'-':>7} {'-':>7}   (never ran)")
+        else:
+            out.append(row + f"{span.start_ms:>7.1f} {span.end_ms:>7.1f}  {_bar(span, total)}")
+    out += ["", "results, in model order:"]
+    status_w = max(len(_status(run, i)) for i in range(len(run.calls)))
+    for i, (call, result) in enumerate(zip(run.calls, run.results, strict=True)):
+        status = _status(run, i)
+        out.append(f"  {call.id:<3} {status:<{status_w}}  {_preview(_text(result), 66)}")
+    notes = _notes(run)
+    if notes:
+        out += ["", "what happened:"]
+        for note in notes:
+            out += textwrap.wrap(note, 88, initial_indent="  - ", subsequent_indent="    ")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,484 @@
+"""Example tools that do real file work, confined to one root directory.
+
+Five tools, each a raw :class:`~toolnursery.ToolDefinition` that declares its JSON
+Schema and validates its own arguments:
+
+* ``read_file`` (parallel-safe) — a text file's contents, truncated at ``max_bytes``.
+* ``list_dir`` (parallel-safe) — a directory's entries, directories marked with ``/``.
+* ``search_text`` (parallel-safe) — lines containing a literal text, under a path.
+  A plain ``def`` body: the registry runs it in a worker thread, and it polls the
+  call's signal between files.
+* ``write_file`` (exclusive) — create or replace a text file.
+* ``sleep`` (parallel-safe) — wait, cancellably; useful to watch scheduling.
+
+Every path argument is resolved against the root, following symlinks, *before* any
+file is opened: a path that ends up outside the root (``..``, an absolute path
+elsewhere, a symlink pointing out) fails with :class:`OutsideRootError` and nothing
+outside the root is read or written. The check is made once per call, so the tools
+are a demonstration, not a security boundary against a concurrent attacker who can
+swap directories for symlinks mid-call.
+
+Example::
+
+    registry = example_registry("/path/to/project")
+    calls = [ToolCall("c1", "read_file", '{"path": "README.md"}')]
+    results = await run_tool_calls(registry, calls)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import trio
+
+from ._definition import ToolBody, ToolDefinition
+from ._errors import ToolArgsError, ToolError
+from ._execution import ToolRunContext
+from ._registry import ToolRegistry
+
+__all__ = [
+    "OutsideRootError",
+    "example_registry",
+    "example_tools",
+    "fill_sandbox",
+]
+
+_Kind = Literal["string", "integer", "number", "boolean"]
+
+
+class OutsideRootError(ToolError):
+    """Raised when a path argument resolves to somewhere outside the tools' root."""
+
+    code = "OUTSIDE_ROOT"
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(f'path "{path}" is outside the root directory')
+
+
+# -- arguments ------------------------------------------------------------------------
+
+
+class _Param:
+    """One declared argument: its JSON type, whether required, its default and range."""
+
+    __slots__ = ("default", "description", "kind", "maximum", "minimum", "name", "required")
+
+    def __init__(
+        self,
+        name: str,
+        kind: _Kind,
+        description: str,
+        *,
+        required: bool = False,
+        default: object = None,
+        minimum: float | None = None,
+        maximum: float | None = None,
+    ) -> None:
+        self.name = name
+        self.kind = kind
+        self.description = description
+        self.required = required
+        self.default = default
+        self.minimum = minimum
+        self.maximum = maximum
+
+    def schema(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.kind, "description": self.description}
+        if self.default is not None:
+            out["default"] = self.default
+        if self.minimum is not None:
+            out["minimum"] = self.minimum
+        if self.maximum is not None:
+            out["maximum"] = self.maximum
+        return out
+
+    def check(self, value: object) -> str | None:
+        """The violation ``value`` commits, or ``None``."""
+        kind = self.kind
+        # bool is an int in Python but never a JSON number.
+        if kind == "string":
+            ok = isinstance(value, str)
+        elif kind == "boolean":
+            ok = isinstance(value, bool)
+        elif kind == "integer":
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        else:
+            ok = isinstance(value, int | float) and not isinstance(value, bool)
+        if not ok:
+            article = "an" if kind == "integer" else "a"
+            return f'"{self.name}" must be {article} {kind}'
+        if isinstance(value, str) and "\x00" in value:
+            return f'"{self.name}" must not contain NUL characters'
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            low, high = self.minimum, self.maximum
+            if (low is not None and value < low) or (high is not None and value > high):
+                return f'"{self.name}" must be between {_num(low)} and {_num(high)}'
+        return None
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return "any"
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def _parameters(params: tuple[_Param, ...]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {p.name: p.schema() for p in params},
+        "required": [p.name for p in params if p.required],
+    }
+
+
+def _validate(params: tuple[_Param, ...], args: object) -> dict[str, Any]:
+    """Check ``args`` against ``params``; return them with defaults filled in.
+
+    Raises:
+        ToolArgsError: listing every violation, in declaration order.
+    """
+    if not isinstance(args, Mapping):
+        raise ToolArgsError(['"arguments" must be an object'])
+    violations: list[str] = []
+    values: dict[str, Any] = {}
+    for param in params:
+        if param.name not in args:
+            if param.required:
+                violations.append(f'missing required property "{param.name}"')
+            values[param.name] = param.default
+            continue
+        value = args[param.name]
+        problem = param.check(value)
+        if problem is not None:
+            violations.append(problem)
+        values[param.name] = value
+    if violations:
+        raise ToolArgsError(violations)
+    return values
+
+
+# -- paths ----------------------------------------------------------------------------
+
+
+class _Root:
+    """The directory the tools are confined to, and path resolution against it."""
+
+    __slots__ = ("path",)
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        path = Path(os.path.realpath(root))
+        if not path.is_dir():
+            raise NotADirectoryError(f"example tools root {os.fspath(root)!r} is not a directory")
+        self.path = path
+
+    def resolve(self, raw: str) -> Path:
+        """Resolve ``raw`` (relative to the root, or absolute) following every symlink.
+
+        Raises:
+            OutsideRootError: the real path is not the root or inside it.
+        """
+        candidate = Path(raw)
+        if not candidate.is_absolute():
+            candidate = self.path / candidate
+        real = Path(os.path.realpath(candidate))
+        if real != self.path and not real.is_relative_to(self.path):
+            raise OutsideRootError(raw)
+        return real
+
+    async def aresolve(self, raw: str) -> Path:
+        """:meth:`resolve` in a worker thread (it reads symlinks: blocking I/O)."""
+        return await trio.to_thread.run_sync(self.resolve, raw)
+
+    def show(self, path: Path) -> str:
+        """``path`` as the model should see it: relative to the root, ``.`` for the root."""
+        rel = path.relative_to(self.path).as_posix()
+        return rel or "."
+
+
+def _os_error(action: str, shown: str, exc: OSError) -> ToolError:
+    if isinstance(exc, FileNotFoundError):
+        return ToolError(f'cannot {action} "{shown}": no such file or directory', code="NOT_FOUND")
+    reason = exc.strerror or type(exc).__name__
+    return ToolError(f'cannot {action} "{shown}": {reason}', code="OS_ERROR")
+
+
+def _always(_args: object) -> bool:
+    return True
+
+
+# -- the tools ------------------------------------------------------------------------
+
+_READ_PARAMS: Final = (
+    _Param("path", "string", "The file to read, relative to the root.", required=True),
+    _Param(
+        "max_bytes",
+        "integer",
+        "Read at most this many bytes.",
+        default=100_000,
+        minimum=1,
+        maximum=10_000_000,
+    ),
+)
+_LIST_PARAMS: Final = (
+    _Param("path", "string", "The directory to list, relative to the root.", default="."),
+)
+_SEARCH_PARAMS: Final = (
+    _Param("pattern", "string", "The literal text to look for.", required=True),
+    _Param("path", "string", "A file or directory to search under.", default="."),
+    _Param("ignore_case", "boolean", "Match regardless of case.", default=False),
+    _Param(
+        "max_results",
+        "integer",
+        "Stop after this many matches.",
+        default=50,
+        minimum=1,
+        maximum=1000,
+    ),
+)
+_WRITE_PARAMS: Final = (
+    _Param("path", "string", "The file to write, relative to the root.", required=True),
+    _Param("content", "string", "The complete new text of the file.", required=True),
+)
+_SLEEP_PARAMS: Final = (
+    _Param("seconds", "number", "How long to wait.", required=True, minimum=0, maximum=60),
+)
+
+_BINARY_PROBE: Final = 8192
+_SEARCH_FILE_LIMIT: Final = 2_000_000
+_LINE_PREVIEW: Final = 200
+
+
+def _read_file(root: _Root) -> ToolBody:
+    async def read_file(args: Any, ctx: ToolRunContext) -> str:
+        values = _validate(_READ_PARAMS, args)
+        raw: str = values["path"]
+        limit: int = values["max_bytes"]
+        path = await root.aresolve(raw)
+        shown = root.show(path)
+        try:
+            async with await trio.open_file(path, "rb") as file:
+                data = await file.read(limit + 1)
+        except IsADirectoryError:
+            raise ToolError(f'"{shown}" is a directory; use list_dir', code="IS_A_DIRECTORY")
+        except OSError as exc:
+            raise _os_error("read", shown, exc) from exc
+        if b"\x00" in data[:_BINARY_PROBE]:
+            return f'"{shown}" is a binary file; read_file shows text only'
+        text = data[:limit].decode("utf-8", errors="replace")
+        if len(data) > limit:
+            text += f"\n[truncated after {limit} bytes]"
+        return text
+
+    return read_file
+
+
+def _list_dir(root: _Root) -> ToolBody:
+    # A plain def (runs in a worker thread): one thread hop for the whole listing.
+    def list_dir(args: Any, ctx: ToolRunContext) -> str:
+        values = _validate(_LIST_PARAMS, args)
+        path = root.resolve(values["path"])
+        shown = root.show(path)
+        try:
+            with os.scandir(path) as entries:
+                lines = sorted(e.name + "/" if e.is_dir() else e.name for e in entries)
+        except NotADirectoryError:
+            raise ToolError(f'"{shown}" is not a directory', code="NOT_A_DIRECTORY")
+        except OSError as exc:
+            raise _os_error("list", shown, exc) from exc
+        return "\n".join(lines) if lines else f'"{shown}" is empty'
+
+    return list_dir
+
+
+def _search_text(root: _Root) -> ToolBody:
+    # A plain def: the registry runs it in a worker thread, so blocking I/O is fine
+    # here; it polls the signal between files to stop early once the call is aborted.
+    def search_text(args: Any, ctx: ToolRunContext) -> str:
+        values = _validate(_SEARCH_PARAMS, args)
+        pattern: str = values["pattern"]
+        if not pattern:
+            raise ToolArgsError(['"pattern" must not be empty'])
+        fold = bool(values["ignore_case"])
+        needle = pattern.casefold() if fold else pattern
+        limit: int = values["max_results"]
+        start = root.resolve(values["path"])
+        if not start.exists():
+            raise ToolError(
+                f'cannot search "{values["path"]}": no such file or directory', code="NOT_FOUND"
+            )
+        matches: list[str] = []
+        files = 0
+        for file in _walk(root, start):
+            if ctx.signal.cancelled or len(matches) >= limit:
+                break
+            found = _search_file(file, needle, fold, limit - len(matches))
+            if found:
+                files += 1
+                shown = root.show(file)
+                matches.extend(f"{shown}:{number}: {line}" for number, line in found)
+        if not matches:
+            return f'no matches for "{pattern}"'
+        plural = "es" if len(matches) != 1 else ""
+        footer = f"{len(matches)} match{plural} in {files} file{'s' if files != 1 else ''}"
+        if len(matches) >= limit:
+            footer += f" (stopped at max_results={limit})"
+        return "\n".join([*matches, footer])
+
+    return search_text
+
+
+def _walk(root: _Root, start: Path) -> Iterator[Path]:
+    """The regular files under ``start`` in sorted order, never leaving the root."""
+    if start.is_file():
+        yield start
+        return
+    # followlinks=False: a symlinked directory is never entered, so the walk cannot
+    # leave the root; symlinked files are resolved and checked one by one.
+    for directory, dirs, names in os.walk(start):
+        dirs.sort()
+        here = Path(directory)
+        for name in sorted(names):
+            path = here / name
+            if path.is_symlink():
+                try:
+                    root.resolve(str(path))
+                except OutsideRootError:
+                    continue
+            if path.is_file():
+                yield path
+
+
+def _search_file(path: Path, needle: str, fold: bool, limit: int) -> list[tuple[int, str]]:
+    found: list[tuple[int, str]] = []
+    try:
+        if path.stat().st_size > _SEARCH_FILE_LIMIT:
+            return found
+        data = path.read_bytes()
+    except OSError:
+        return found
+    if b"\x00" in data[:_BINARY_PROBE]:
+        return found
+    for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+        if needle in (line.casefold() if fold else line):
+            found.append((number, line.strip()[:_LINE_PREVIEW]))
+            if len(found) >= limit:
+                break
+    return found
+
+
+def _write_file(root: _Root) -> ToolBody:
+    async def write_file(args: Any, ctx: ToolRunContext) -> str:
+        values = _validate(_WRITE_PARAMS, args)
+        content: str = values["content"]
+        path = trio.Path(await root.aresolve(values["path"]))
+        shown = root.show(Path(path))
+        if await path.is_dir():
+            raise ToolError(f'"{shown}" is a directory', code="IS_A_DIRECTORY")
+        existed = await path.exists()
+        data = content.encode("utf-8")
+        try:
+            await path.parent.mkdir(parents=True, exist_ok=True)
+            await path.write_bytes(data)
+        except OSError as exc:
+            raise _os_error("write", shown, exc) from exc
+        verb = "replaced" if existed else "created"
+        return f'{verb} "{shown}" ({len(data)} bytes)'
+
+    return write_file
+
+
+async def _sleep(args: Any, ctx: ToolRunContext) -> str:
+    values = _validate(_SLEEP_PARAMS, args)
+    seconds = values["seconds"]
+    await trio.sleep(seconds)
+    return f"slept {_num(seconds)}s"
+
+
+def example_tools(root: str | os.PathLike[str]) -> list[ToolDefinition]:
+    """The example tools, confined to ``root``.
+
+    Args:
+        root: an existing directory; every path argument is resolved against it.
+
+    Returns:
+        ``read_file``, ``list_dir``, ``search_text``, ``write_file`` and ``sleep``.
+
+    Raises:
+        NotADirectoryError: ``root`` is not an existing directory.
+    """
+    sandbox = _Root(root)
+    safe: Callable[[Any], bool] = _always
+    return [
+        ToolDefinition(
+            "read_file",
+            "Read a UTF-8 text file under the root directory.",
+            _parameters(_READ_PARAMS),
+            _read_file(sandbox),
+            is_concurrency_safe=safe,
+        ),
+        ToolDefinition(
+            "list_dir",
+            "List a directory under the root; directories end with '/'.",
+            _parameters(_LIST_PARAMS),
+            _list_dir(sandbox),
+            is_concurrency_safe=safe,
+        ),
+        ToolDefinition(
+            "search_text",
+            "Find the lines containing a literal text in the files under a path.",
+            _parameters(_SEARCH_PARAMS),
+            _search_text(sandbox),
+            is_concurrency_safe=safe,
+        ),
+        ToolDefinition(
+            "write_file",
+            "Create or replace a UTF-8 text file under the root directory.",
+            _parameters(_WRITE_PARAMS),
+            _write_file(sandbox),
+        ),
+        ToolDefinition(
+            "sleep",
+            "Wait for the given number of seconds.",
+            _parameters(_SLEEP_PARAMS),
+            _sleep,
+            is_concurrency_safe=safe,
+        ),
+    ]
+
+
+def example_registry(root: str | os.PathLike[str]) -> ToolRegistry:
+    """A :class:`ToolRegistry` holding the :func:`example_tools` confined to ``root``.
+
+    Raises:
+        NotADirectoryError: ``root`` is not an existing directory.
+    """
+    registry = ToolRegistry()
+    for definition in example_tools(root):
+        registry.register(definition)
+    return registry
+
+
+_SANDBOX_FILES: Final = {
+    "README.md": "# Demo project\n\nA tiny project for the toolnursery demo.\n"
+    "TODO: write the real README.\n",
+    "src/app.py": 'def main() -> None:\n    print("hello")  # TODO: greet by name\n',
+    "src/util.py": "def add(a: int, b: int) -> int:\n    return a + b\n",
+    "notes/ideas.md": "- parallel reads\n- exclusive writes\n",
+}
+
+
+def fill_sandbox(root: str | os.PathLike[str]) -> list[str]:
+    """Write a small sample project under ``root`` (the demo's sandbox).
+
+    Returns:
+        The relative paths written, sorted.
+    """
+    base = Path(root)
+    for name, text in _SANDBOX_FILES.items():
+        path = base / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return sorted(_SANDBOX_FILES)

@@ -1,0 +1,579 @@
+"""The ``toolnursery`` command: input shapes, ``run``, ``demo``, and bad input."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+
+from toolnursery import (
+    JsonlRecorder,
+    TextContent,
+    ToolCall,
+    ToolExecutionResult,
+    ToolRegistry,
+    replay_log,
+)
+from toolnursery.__main__ import main
+from toolnursery._cli import load_registry
+from toolnursery._cli_demo import DEMO_CALLS, render_demo, run_demo
+from toolnursery._cli_input import CallsInputError, parse_calls
+from toolnursery.examples import fill_sandbox
+
+Capture = pytest.CaptureFixture[str]
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    sandbox = tmp_path / "root"
+    sandbox.mkdir()
+    fill_sandbox(sandbox)
+    return sandbox
+
+
+def write_calls(tmp_path: Path, *items: Any, name: str = "calls.jsonl") -> Path:
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(item) + "\n" for item in items), encoding="utf-8")
+    return path
+
+
+def output(capsys: Capture) -> tuple[list[dict[str, Any]], str]:
+    captured = capsys.readouterr()
+    return [json.loads(line) for line in captured.out.splitlines()], captured.err
+
+
+def result_of(line: dict[str, Any]) -> ToolExecutionResult:
+    return msgspec.json.decode(json.dumps(line["result"]), type=ToolExecutionResult)
+
+
+def tools_module(tmp_path: Path, source: str, name: str = "clitools.py") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(source), encoding="utf-8")
+    return path
+
+
+# -- CALLS shapes ----------------------------------------------------------------------------
+
+
+def test_our_shape_with_arguments_as_text_or_object_or_absent() -> None:
+    text = "\n".join(
+        [
+            '{"id": "a", "name": "read_file", "arguments": "{\\"path\\": \\"x\\"}"}',
+            '{"id": "b", "name": "read_file", "arguments": {"path": "y"}}',
+            '{"id": "c", "name": "list_dir"}',
+            '{"id": "d", "name": "read_file", "arguments": "not json"}',
+        ]
+    )
+    assert parse_calls(text, "calls") == [
+        ToolCall("a", "read_file", '{"path": "x"}'),
+        ToolCall("b", "read_file", '{"path":"y"}'),
+        ToolCall("c", "list_dir", ""),
+        ToolCall("d", "read_file", "not json"),
+    ]
+
+
+def test_openai_tool_calls_a_message_and_a_completion() -> None:
+    openai_call = {
+        "id": "call_x",
+        "type": "function",
+        "function": {"name": "read_file", "arguments": '{"path":"README.md"}'},
+    }
+    expected = [ToolCall("call_x", "read_file", '{"path":"README.md"}')]
+    assert parse_calls(json.dumps(openai_call), "c") == expected
+    assert parse_calls(json.dumps([openai_call]), "c") == expected
+    message = {"role": "assistant", "content": None, "tool_calls": [openai_call, openai_call]}
+    assert parse_calls(json.dumps(message), "c") == expected * 2
+    completion = {"choices": [{"index": 0, "message": message}]}
+    assert parse_calls(json.dumps(completion), "c") == expected * 2
+    assert parse_calls('{"role": "assistant", "tool_calls": null}', "c") == []
+
+
+def test_a_pretty_printed_document_and_json_lines_mix_shapes() -> None:
+    document = json.dumps([{"name": "list_dir"}, {"name": "sleep", "arguments": {"seconds": 1}}])
+    assert parse_calls(json.dumps(json.loads(document), indent=2), "c") == [
+        ToolCall("call_1", "list_dir", ""),
+        ToolCall("call_2", "sleep", '{"seconds":1}'),
+    ]
+    lines = '{"name": "a"}\n\n{"tool_calls": [{"id": "x", "function": {"name": "b"}}]}\n'
+    assert parse_calls(lines, "c") == [ToolCall("call_1", "a", ""), ToolCall("x", "b", "")]
+
+
+def test_blank_input_has_no_calls() -> None:
+    assert parse_calls("", "c") == []
+    assert parse_calls(" \n\n", "c") == []
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            '{"name": "a"}\n{"name": }\n{"name": "c"}',
+            "calls line 2: not JSON: invalid character at column 10",
+        ),
+        (
+            '[\n  {"name": "a"},\n  {"name" "b"}\n]',
+            "calls line 3: not JSON: expected ':' at column 11",
+        ),
+        ('{"name": "a"}\n{"name": "b"', "calls line 2: not JSON: the JSON text ends early"),
+        ("hello", "calls line 1: not JSON: invalid character at column 1"),
+        ('{"name": "a"}\n7\n', "calls line 2: expected a tool call object, got a number"),
+        ('[{"name": "a"}, "b"]', "calls: call 2: expected a tool call object, got a string"),
+        ('[{"name": "a"}, {"id": "b"}]', 'calls: call 2: missing "name" (the tool to call)'),
+        ('{"id": 1, "name": "a"}', 'calls: call 1: "id" must be a string, got a number'),
+        ('{"name": ["a"]}', 'calls: call 1: "name" must be a string, got an array'),
+        ('{"id": "x", "function": {"arguments": "{}"}}', 'calls: call 1: missing "function.name"'),
+        ('{"id": "x", "function": "read"}', 'calls: call 1: "function" must be an object'),
+        (
+            '{"type": "web", "function": {"name": "a"}}',
+            'calls: call 1: unsupported tool call type "web"',
+        ),
+        (
+            '{"tool_calls": {"name": "a"}}',
+            'calls: call 1: "tool_calls" must be an array, got an object',
+        ),
+        ('{"choices": []}', "calls: a chat completion must have exactly one choice to run, not 0"),
+        ('{"choices": [{"text": "hi"}]}', 'calls: the choice has no "message" object'),
+        ("[[[[[[[[{}]]]]]]]]", "calls: call 1: nested too deeply to be tool calls"),
+    ],
+)
+def test_bad_input_names_where(text: str, message: str) -> None:
+    with pytest.raises(CallsInputError) as raised:
+        parse_calls(text, "calls")
+    assert str(raised.value).startswith(message)
+
+
+# -- run -----------------------------------------------------------------------------------
+
+
+def test_run_prints_one_json_line_per_call_in_model_order(
+    tmp_path: Path, root: Path, capsys: Capture
+) -> None:
+    calls = write_calls(
+        tmp_path,
+        {"id": "a", "name": "sleep", "arguments": {"seconds": 0.02}},
+        {"id": "b", "name": "read_file", "arguments": '{"path": "src/util.py"}'},
+        {"id": "c", "type": "function", "function": {"name": "list_dir", "arguments": "{}"}},
+    )
+    assert main(["run", str(calls), "--root", str(root)]) == 0
+    lines, err = output(capsys)
+    assert [(line["id"], line["name"]) for line in lines] == [
+        ("a", "sleep"),
+        ("b", "read_file"),
+        ("c", "list_dir"),
+    ]
+    assert [set(line) for line in lines] == [{"id", "name", "result"}] * 3
+    assert result_of(lines[0]) == ToolExecutionResult((TextContent("slept 0.02s"),), False)
+    assert result_of(lines[1]).content == (TextContent((root / "src/util.py").read_text()),)
+    assert result_of(lines[2]).content == (TextContent("README.md\nnotes/\nsrc/"),)
+    assert err == ""
+
+
+def test_an_unknown_tool_mid_batch_fails_alone(tmp_path: Path, root: Path, capsys: Capture) -> None:
+    calls = write_calls(
+        tmp_path,
+        {"id": "a", "name": "write_file", "arguments": {"path": "notes/a.md", "content": "A"}},
+        {"id": "b", "name": "delete_everything", "arguments": {}},
+        {"id": "c", "name": "read_file", "arguments": {"path": "notes/a.md"}},
+    )
+    assert main(["run", str(calls), "--root", str(root)]) == 0
+    lines, _ = output(capsys)
+    results = [result_of(line) for line in lines]
+    assert [r.is_error for r in results] == [False, True, False]
+    assert results[1].error is not None
+    assert results[1].error.code == "UNKNOWN_TOOL"
+    assert results[1].content == (TextContent('Error: unknown tool "delete_everything"'),)
+    assert results[2].content == (TextContent("A"),)
+
+
+def test_run_reads_stdin(root: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch) -> None:
+    message = {
+        "role": "assistant",
+        "tool_calls": [
+            {"id": "x", "type": "function", "function": {"name": "list_dir", "arguments": ""}}
+        ],
+    }
+    monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(message)))
+    assert main(["run", "-", "--root", str(root)]) == 0
+    lines, _ = output(capsys)
+    assert [line["id"] for line in lines] == ["x"]
+    assert not result_of(lines[0]).is_error
+
+
+def test_without_root_the_example_tools_get_a_temporary_sandbox(
+    tmp_path: Path, capsys: Capture
+) -> None:
+    calls = write_calls(
+        tmp_path,
+        {"id": "a", "name": "write_file", "arguments": {"path": "README.md", "content": "x"}},
+    )
+    assert main(["run", str(calls)]) == 0
+    lines, err = output(capsys)
+    assert result_of(lines[0]).content == (TextContent('replaced "README.md" (1 bytes)'),)
+    assert "temporary sandbox" in err
+    sandbox = err.split("temporary sandbox ", 1)[1].split(" ", 1)[0]
+    assert sandbox.startswith(os.path.realpath(os.path.dirname(sandbox)))
+    assert not os.path.exists(sandbox)
+
+
+def test_log_records_a_replayable_batch(tmp_path: Path, root: Path, capsys: Capture) -> None:
+    calls = write_calls(
+        tmp_path,
+        {"id": "a", "name": "read_file", "arguments": {"path": "README.md"}},
+        {"id": "b", "name": "read_file", "arguments": {}},
+    )
+    log = tmp_path / "log.jsonl"
+    assert main(["run", str(calls), "--root", str(root), "--log", str(log)]) == 0
+    lines, _ = output(capsys)
+    replayed = replay_log(log)
+    assert [call.id for call, _ in replayed] == ["a", "b"]
+    assert [result for _, result in replayed] == [result_of(line) for line in lines]
+
+
+def test_progress_goes_to_stderr_and_leaves_stdout_clean(
+    tmp_path: Path, root: Path, capsys: Capture
+) -> None:
+    calls = write_calls(
+        tmp_path,
+        {"id": "a", "name": "list_dir"},
+        {"id": "b", "name": "read_file", "arguments": {}},
+    )
+    assert main(["run", str(calls), "--root", str(root), "--progress", "always"]) == 0
+    lines, err = output(capsys)
+    assert [line["id"] for line in lines] == ["a", "b"]
+    assert "running: list_dir" in err
+    assert err.endswith("toolnursery: 2/2 done, 1 failed\n")
+
+
+def test_progress_auto_stays_quiet_when_stderr_is_not_a_terminal(
+    tmp_path: Path, root: Path, capsys: Capture
+) -> None:
+    calls = write_calls(tmp_path, {"id": "a", "name": "list_dir"})
+    assert main(["run", str(calls), "--root", str(root)]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_max_parallel_caps_the_pool(tmp_path: Path, capsys: Capture) -> None:
+    module = tools_module(
+        tmp_path,
+        """
+        import trio
+        from toolnursery import ToolDefinition, ToolRegistry
+
+        state = {"now": 0, "peak": 0}
+
+        async def body(args, ctx):
+            state["now"] += 1
+            state["peak"] = max(state["peak"], state["now"])
+            await trio.sleep(0.001)
+            state["now"] -= 1
+            return str(state["peak"])
+
+        registry = ToolRegistry()
+        registry.register(
+            ToolDefinition("t", "t", {"type": "object"}, body, is_concurrency_safe=lambda a: True)
+        )
+        """,
+    )
+    calls = write_calls(tmp_path, *({"id": f"c{i}", "name": "t"} for i in range(6)))
+    assert main(["run", str(calls), "--tools", f"{module}:registry", "--max-parallel", "2"]) == 0
+    lines, _ = output(capsys)
+    assert max(int(result_of(line).content[0].text) for line in lines) == 2  # type: ignore[union-attr]
+
+
+def test_ctrl_c_cancels_the_batch_and_prints_every_result(tmp_path: Path, capsys: Capture) -> None:
+    module = tools_module(
+        tmp_path,
+        """
+        import signal
+        import trio
+        from toolnursery import ToolDefinition, ToolRegistry
+
+        async def interrupt(args, ctx):
+            signal.raise_signal(signal.SIGINT)  # as if the user pressed Ctrl-C now
+            await trio.sleep_forever()
+
+        async def quick(args, ctx):
+            return "quick"
+
+        def make():
+            registry = ToolRegistry()
+            registry.register(ToolDefinition("quick", "q", {}, quick, is_concurrency_safe=lambda a: True))
+            registry.register(ToolDefinition("interrupt", "i", {}, interrupt, is_concurrency_safe=lambda a: True))
+            return registry
+        """,
+    )
+    calls = write_calls(
+        tmp_path,
+        {"id": "a", "name": "quick"},
+        {"id": "b", "name": "interrupt"},
+        {"id": "c", "name": "exclusive-and-unknown"},
+        {"id": "d", "name": "quick"},
+    )
+    assert main(["run", str(calls), "--tools", f"{module}:make"]) == 130
+    lines, err = output(capsys)
+    codes = [(line["id"], line["result"].get("error", {}).get("code", "ok")) for line in lines]
+    assert codes == [
+        ("a", "ok"),
+        ("b", "ABORTED"),
+        ("c", "ABORTED_BEFORE_DISPATCH"),
+        ("d", "ABORTED_BEFORE_DISPATCH"),
+    ]
+    assert "interrupted: the batch was cancelled (3 of 4 aborted)" in err
+
+
+def test_a_second_ctrl_c_stops_at_once(tmp_path: Path, capsys: Capture) -> None:
+    module = tools_module(
+        tmp_path,
+        """
+        import signal
+        import trio
+        import trio.testing
+        from toolnursery import ToolDefinition, ToolRegistry
+
+        async def stubborn(args, ctx):
+            signal.raise_signal(signal.SIGINT)
+            try:
+                await trio.sleep_forever()
+            finally:
+                with trio.CancelScope(shield=True):
+                    # Unwinding slowly; once the first Ctrl-C has been handled, the user
+                    # presses it again.
+                    await trio.testing.wait_all_tasks_blocked()
+                    signal.raise_signal(signal.SIGINT)
+                    await trio.sleep_forever()
+
+        registry = ToolRegistry()
+        registry.register(ToolDefinition("stubborn", "s", {}, stubborn))
+        """,
+    )
+    calls = write_calls(tmp_path, {"id": "a", "name": "stubborn"})
+    try:
+        code = main(["run", str(calls), "--tools", f"{module}:registry"])
+    except BaseException as exc:  # a KeyboardInterrupt here would end the test session
+        pytest.fail(f"main() raised {exc!r}")
+    assert code == 130
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.endswith("toolnursery: interrupted\n")
+
+
+def test_tools_by_module_name_registry_or_factory(
+    tmp_path: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tools_module(
+        tmp_path,
+        """
+        from toolnursery import ToolDefinition, ToolRegistry
+
+        def hello(args, ctx):
+            return "hello " + args["who"]
+
+        def make():
+            registry = ToolRegistry()
+            registry.register(ToolDefinition("hello", "greet", {"type": "object"}, hello))
+            return registry
+
+        class Holder:
+            registry = make()
+        """,
+        name="greeting_tools_for_cli.py",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "greeting_tools_for_cli", raising=False)
+    calls = write_calls(tmp_path, {"id": "a", "name": "hello", "arguments": {"who": "trio"}})
+    for spec in ["greeting_tools_for_cli:make", "greeting_tools_for_cli:Holder.registry"]:
+        assert main(["run", str(calls), "--tools", spec]) == 0
+        lines, _ = output(capsys)
+        assert result_of(lines[0]).content == (TextContent("hello trio"),)
+
+
+@pytest.mark.parametrize(
+    ("source", "spec", "message"),
+    [
+        ("x = 1", "{module}", "expected MODULE:ATTR"),
+        ("x = 1", "{module}:", "expected MODULE:ATTR"),
+        ("x = 1", "{module}:missing", "has no attribute 'missing'"),
+        ("x = 1", "{module}:x", "expected a ToolRegistry or a callable returning one, got int"),
+        ("def x(): return 1", "{module}:x", "x() returned int, not a ToolRegistry"),
+        ("def x(): raise RuntimeError('boom')", "{module}:x", "x() raised RuntimeError: boom"),
+        ("1 / 0", "{module}:x", "raised ZeroDivisionError: division by zero"),
+        ("import not_a_module_anywhere", "{module}:x", "No module named 'not_a_module_anywhere'"),
+        ("", "{dir}/absent.py:x", "no such file"),
+        ("", "no_such_module_for_toolnursery:x", "cannot import 'no_such_module_for_toolnursery'"),
+    ],
+)
+def test_a_tools_spec_that_does_not_load_is_a_usage_error(
+    tmp_path: Path, capsys: Capture, source: str, spec: str, message: str
+) -> None:
+    module = tools_module(tmp_path, source)
+    calls = write_calls(
+        tmp_path, {"id": "a", "name": "write_file", "arguments": {"path": "x", "content": "x"}}
+    )
+    spec = spec.format(module=module, dir=tmp_path)
+    assert main(["run", str(calls), "--tools", spec]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(f"toolnursery: error: --tools {spec!r}: ")
+    assert message in captured.err
+
+
+def test_load_registry_accepts_a_registry_object_spec(tmp_path: Path) -> None:
+    module = tools_module(
+        tmp_path, "from toolnursery import ToolRegistry\nregistry = ToolRegistry()\n"
+    )
+    assert isinstance(load_registry(f"{module}:registry"), ToolRegistry)
+
+
+def test_input_that_is_not_json_runs_nothing_and_names_the_line(
+    tmp_path: Path, root: Path, capsys: Capture
+) -> None:
+    calls = tmp_path / "calls.jsonl"
+    calls.write_text(
+        '{"id": "a", "name": "write_file", "arguments": {"path": "notes/x", "content": "x"}}\n'
+        '{"id": "b", "name": "read_file", "arguments": {"path": "x"}\n'
+    )
+    assert main(["run", str(calls), "--root", str(root)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"toolnursery: error: {calls} line 2: not JSON: the JSON text ends early\n"
+    )
+    assert not (root / "notes/x").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["run", "{missing}"], "cannot read CALLS"),
+        (["run", "{calls}", "--root", "{missing}"], "is not a directory"),
+        (["run", "{calls}", "--root", "{dir}", "--tools", "m:x"], "--root applies to"),
+        (["run", "{calls}", "--log", "{missing}/log.jsonl"], "cannot open --log"),
+        (["run", "{binary}"], "line 2: not UTF-8 text"),
+    ],
+)
+def test_usage_errors_exit_2(
+    tmp_path: Path, capsys: Capture, argv: list[str], message: str
+) -> None:
+    calls = write_calls(tmp_path, {"id": "a", "name": "list_dir"})
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(b'{"name": "list_dir"}\n\xff\xfe\n')
+    values = {"calls": calls, "missing": tmp_path / "missing", "dir": tmp_path, "binary": binary}
+    assert main([arg.format(**values) for arg in argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert message in captured.err
+
+
+def test_argument_errors_and_help(capsys: Capture) -> None:
+    assert main(["run", "x", "--max-parallel", "0"]) == 2
+    assert "expected a positive integer, got '0'" in capsys.readouterr().err
+    assert main([]) == 2
+    assert "demo" in capsys.readouterr().err
+    assert main(["--help"]) == 0
+    assert "run" in capsys.readouterr().out
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.startswith("toolnursery ")
+
+
+def test_empty_input_runs_nothing(tmp_path: Path, capsys: Capture) -> None:
+    calls = tmp_path / "calls.json"
+    calls.write_text("[]")
+    assert main(["run", str(calls)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "no tool calls" in captured.err
+
+
+class ClosedPipe(io.StringIO):
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_reader_that_goes_away_stops_the_batch_quietly(
+    tmp_path: Path, root: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = write_calls(
+        tmp_path,
+        {"id": "a", "name": "list_dir"},
+        {"id": "b", "name": "write_file", "arguments": {"path": "notes/b", "content": "b"}},
+    )
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    assert main(["run", str(calls), "--root", str(root)]) == 1
+    assert capsys.readouterr().err == ""
+    # Writing a's result failed, so the batch was aborted before the write started.
+    assert not (root / "notes/b").exists()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_batch_whose_log_cannot_be_written_fails_with_exit_1(
+    tmp_path: Path, root: Path, capsys: Capture
+) -> None:
+    calls = write_calls(tmp_path, {"id": "a", "name": "list_dir"})
+    assert main(["run", str(calls), "--root", str(root), "--log", "/dev/full"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "error: the batch failed: OSError" in captured.err
+
+
+# -- demo ----------------------------------------------------------------------------------
+
+
+def test_demo_prints_the_batch_a_timeline_and_every_result(tmp_path: Path, capsys: Capture) -> None:
+    log = tmp_path / "demo.jsonl"
+    assert main(["demo", "--max-parallel", "2", "--log", str(log)]) == 0
+    out = capsys.readouterr().out
+    for heading in ["the batch, in model order:", "timeline:", "results, in model order:"]:
+        assert heading in out
+    results = out.split("results, in model order:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    statuses = [line.split()[1] for line in results]
+    assert statuses == ["ok"] * 6 + ["DENIED", "INVALID_ARGS", "OUTSIDE_ROOT"]
+    assert "c7 was denied by the pre-execute policy" in out
+    assert [call.id for call, _ in replay_log(log)] == [call.id for call in DEMO_CALLS]
+
+
+async def test_the_demo_timeline_shows_the_pool_and_the_barrier(
+    tmp_path: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    fill_sandbox(tmp_path)
+    log = tmp_path / "log.jsonl"
+    with JsonlRecorder(log) as recorder:
+        run = await run_demo(tmp_path, recorder=recorder)
+    spans = dict(zip([c.id for c in run.calls], run.spans, strict=True))
+    modes = dict(zip([c.id for c in run.calls], run.modes, strict=True))
+    assert modes["c5"] == modes["c7"] == "exclusive"
+    assert run.denied == frozenset({"c7"})
+    assert spans["c7"] is None  # denied: the body never ran
+    timed = {k: v for k, v in spans.items() if v is not None}
+    pool = [timed[k] for k in ("c1", "c2", "c3", "c4")]
+    assert max(s.start_ms for s in pool) <= min(s.end_ms for s in pool)  # they overlapped
+    assert timed["c5"].start_ms >= max(s.end_ms for s in pool)  # the write waited for all
+    assert timed["c6"].start_ms >= timed["c5"].end_ms  # and everything after waited for it
+    assert timed["c4"].end_ms - timed["c4"].start_ms == pytest.approx(50)
+    assert (tmp_path / "notes/summary.md").read_text().startswith("# Summary")
+    assert (tmp_path / "src/app.py").read_text().startswith("def main()")  # not written
+    assert [call for call, _ in replay_log(log)] == list(DEMO_CALLS)
+    report = render_demo(run, str(tmp_path))
+    assert "c5 write_file is exclusive: a barrier." in report.replace("\n    ", " ")
+
+
+def test_python_dash_m_toolnursery_demo(tmp_path: Path) -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "toolnursery", "demo"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.startswith("toolnursery demo: 9 tool calls on the example tools")
+    assert "c9  OUTSIDE_ROOT" in completed.stdout

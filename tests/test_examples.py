@@ -1,0 +1,388 @@
+"""The bundled example tools: real file work, confined to a root directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+import trio.testing
+
+from toolnursery import (
+    EXCLUSIVE,
+    PARALLEL,
+    CancelSignal,
+    TextContent,
+    ToolCall,
+    ToolExecution,
+    ToolExecutionInput,
+    ToolExecutionResult,
+    ToolExecutionToken,
+    ToolRegistry,
+    ToolRunContext,
+    run_tool_calls,
+)
+from toolnursery.examples import (
+    OutsideRootError,
+    example_registry,
+    example_tools,
+    fill_sandbox,
+)
+
+TOOLS = ["read_file", "list_dir", "search_text", "write_file", "sleep"]
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    sandbox = tmp_path / "root"
+    sandbox.mkdir()
+    fill_sandbox(sandbox)
+    return sandbox
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TODO: the secret\n")
+    return secret
+
+
+@pytest.fixture
+def registry(root: Path) -> ToolRegistry:
+    return example_registry(root)
+
+
+async def call(registry: ToolRegistry, name: str, args: Any) -> ToolExecutionResult:
+    return await registry.execute(ToolExecutionInput("c1", name, args))
+
+
+def text(result: ToolExecutionResult) -> str:
+    return "\n".join(b.text for b in result.content if isinstance(b, TextContent))
+
+
+def code(result: ToolExecutionResult) -> str | None:
+    return result.error.code if result.error is not None else None
+
+
+# -- the registry -------------------------------------------------------------------------
+
+
+def test_fill_sandbox_writes_a_small_project(tmp_path: Path) -> None:
+    written = fill_sandbox(tmp_path)
+    assert written == ["README.md", "notes/ideas.md", "src/app.py", "src/util.py"]
+    assert all((tmp_path / name).is_file() for name in written)
+
+
+def test_the_registry_holds_the_five_tools_with_json_schema_parameters(
+    registry: ToolRegistry,
+) -> None:
+    schemas = {s.name: s for s in registry.schemas()}
+    assert list(schemas) == TOOLS
+    for schema in schemas.values():
+        assert schema.parameters["type"] == "object"
+        assert schema.description
+        for prop in schema.parameters["properties"].values():
+            assert prop["type"] in {"string", "integer", "number", "boolean"}
+            assert prop["description"]
+    assert schemas["read_file"].parameters["required"] == ["path"]
+    assert schemas["write_file"].parameters["required"] == ["path", "content"]
+    assert schemas["search_text"].parameters["required"] == ["pattern"]
+    assert schemas["list_dir"].parameters["required"] == []
+    assert schemas["sleep"].parameters["properties"]["seconds"]["maximum"] == 60
+
+
+def test_writes_are_exclusive_and_everything_else_is_parallel(registry: ToolRegistry) -> None:
+    modes = {name: registry.execution_mode(ToolExecutionInput("c", name, {})) for name in TOOLS}
+    assert modes == {
+        "read_file": PARALLEL,
+        "list_dir": PARALLEL,
+        "search_text": PARALLEL,
+        "write_file": EXCLUSIVE,
+        "sleep": PARALLEL,
+    }
+
+
+def test_the_root_must_be_an_existing_directory(tmp_path: Path) -> None:
+    with pytest.raises(NotADirectoryError, match="missing"):
+        example_registry(tmp_path / "missing")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(NotADirectoryError):
+        example_tools(tmp_path / "file")
+
+
+# -- read_file / list_dir / search_text / write_file / sleep ------------------------------
+
+
+async def test_read_file_returns_the_text(registry: ToolRegistry, root: Path) -> None:
+    result = await call(registry, "read_file", {"path": "src/util.py"})
+    assert result == ToolExecutionResult((TextContent((root / "src/util.py").read_text()),), False)
+
+
+async def test_read_file_truncates_at_max_bytes(registry: ToolRegistry) -> None:
+    result = await call(registry, "read_file", {"path": "README.md", "max_bytes": 6})
+    assert text(result) == "# Demo\n[truncated after 6 bytes]"
+
+
+async def test_read_file_does_not_dump_binary_files(registry: ToolRegistry, root: Path) -> None:
+    (root / "blob.bin").write_bytes(b"\x89PNG\x00\x01")
+    result = await call(registry, "read_file", {"path": "blob.bin"})
+    assert text(result) == '"blob.bin" is a binary file; read_file shows text only'
+
+
+@pytest.mark.parametrize(
+    ("path", "expected_code", "message"),
+    [
+        ("missing.txt", "NOT_FOUND", 'Error: cannot read "missing.txt": no such file or directory'),
+        ("src", "IS_A_DIRECTORY", 'Error: "src" is a directory; use list_dir'),
+    ],
+)
+async def test_read_file_failures_are_coded_results(
+    registry: ToolRegistry, path: str, expected_code: str, message: str
+) -> None:
+    result = await call(registry, "read_file", {"path": path})
+    assert result.is_error
+    assert code(result) == expected_code
+    assert text(result) == message
+
+
+async def test_list_dir_marks_directories(registry: ToolRegistry, root: Path) -> None:
+    assert text(await call(registry, "list_dir", {})) == "README.md\nnotes/\nsrc/"
+    assert text(await call(registry, "list_dir", {"path": "src"})) == "app.py\nutil.py"
+    (root / "empty").mkdir()
+    assert text(await call(registry, "list_dir", {"path": "empty"})) == '"empty" is empty'
+    result = await call(registry, "list_dir", {"path": "README.md"})
+    assert code(result) == "NOT_A_DIRECTORY"
+    assert code(await call(registry, "list_dir", {"path": "nowhere"})) == "NOT_FOUND"
+
+
+async def test_search_text_lists_matching_lines_with_numbers(registry: ToolRegistry) -> None:
+    result = await call(registry, "search_text", {"pattern": "TODO"})
+    assert text(result) == (
+        "README.md:4: TODO: write the real README.\n"
+        'src/app.py:2: print("hello")  # TODO: greet by name\n'
+        "2 matches in 2 files"
+    )
+
+
+async def test_search_text_options(registry: ToolRegistry) -> None:
+    folded = await call(registry, "search_text", {"pattern": "todo", "ignore_case": True})
+    assert text(folded).endswith("2 matches in 2 files")
+    assert text(await call(registry, "search_text", {"pattern": "todo"})) == (
+        'no matches for "todo"'
+    )
+    capped = await call(registry, "search_text", {"pattern": "TODO", "max_results": 1})
+    assert text(capped) == (
+        "README.md:4: TODO: write the real README.\n1 match in 1 file (stopped at max_results=1)"
+    )
+    one_file = await call(registry, "search_text", {"pattern": "def", "path": "src/util.py"})
+    assert text(one_file) == "src/util.py:1: def add(a: int, b: int) -> int:\n1 match in 1 file"
+    missing = await call(registry, "search_text", {"pattern": "x", "path": "nowhere"})
+    assert code(missing) == "NOT_FOUND"
+    empty = await call(registry, "search_text", {"pattern": ""})
+    assert text(empty) == 'Error: invalid arguments: "pattern" must not be empty'
+
+
+async def test_search_text_never_follows_links_out_of_the_root(
+    registry: ToolRegistry, root: Path, outside: Path
+) -> None:
+    (root / "link.txt").symlink_to(outside)
+    (root / "linkdir").symlink_to(outside.parent, target_is_directory=True)
+    (root / "inner.txt").symlink_to(root / "README.md")
+    result = await call(registry, "search_text", {"pattern": "TODO"})
+    assert "the secret" not in text(result)
+    # A link to a file inside the root is followed, and reported under its own name.
+    assert "inner.txt:4: TODO: write the real README." in text(result)
+    assert text(result).endswith("3 matches in 3 files")
+
+
+async def test_search_text_stops_when_its_signal_has_fired(registry: ToolRegistry) -> None:
+    definition = registry.get("search_text")
+    assert definition is not None
+    signal = CancelSignal()
+    signal.cancel("stop")
+    args = {"pattern": "TODO"}
+    execution = ToolExecution("c1", "search_text", args, signal, None, None, ToolExecutionToken())
+    found = definition.execute(args, ToolRunContext(execution, signal, []))
+    assert found == 'no matches for "TODO"'
+
+
+async def test_write_file_creates_and_replaces(registry: ToolRegistry, root: Path) -> None:
+    created = await call(registry, "write_file", {"path": "notes/new/a.md", "content": "héllo"})
+    assert text(created) == 'created "notes/new/a.md" (6 bytes)'
+    assert (root / "notes/new/a.md").read_text(encoding="utf-8") == "héllo"
+    replaced = await call(registry, "write_file", {"path": "notes/new/a.md", "content": ""})
+    assert text(replaced) == 'replaced "notes/new/a.md" (0 bytes)'
+    assert (root / "notes/new/a.md").read_text() == ""
+    onto_dir = await call(registry, "write_file", {"path": "src", "content": "x"})
+    assert code(onto_dir) == "IS_A_DIRECTORY"
+    assert (root / "src").is_dir()
+
+
+async def test_absolute_paths_inside_the_root_are_fine(registry: ToolRegistry, root: Path) -> None:
+    result = await call(registry, "read_file", {"path": str(root / "README.md")})
+    assert not result.is_error
+
+
+async def test_a_root_reached_through_a_symlink_works(root: Path, tmp_path: Path) -> None:
+    link = tmp_path / "root-link"
+    link.symlink_to(root, target_is_directory=True)
+    registry = example_registry(link)
+    assert not (await call(registry, "read_file", {"path": "README.md"})).is_error
+    assert not (await call(registry, "read_file", {"path": str(link / "README.md")})).is_error
+
+
+async def test_sleep_sleeps_and_is_cancellable(
+    registry: ToolRegistry, autojump_clock: trio.abc.Clock
+) -> None:
+    start = trio.current_time()
+    result = await call(registry, "sleep", {"seconds": 1.5})
+    assert text(result) == "slept 1.5s"
+    assert trio.current_time() - start == pytest.approx(1.5)
+
+    signal = CancelSignal()
+    async with trio.open_nursery() as nursery:
+        results: list[ToolExecutionResult] = []
+
+        async def run() -> None:
+            results.append(
+                await registry.execute(ToolExecutionInput("c2", "sleep", {"seconds": 60}, signal))
+            )
+
+        nursery.start_soon(run)
+        await trio.sleep(1)
+        signal.cancel("enough")
+    assert code(results[0]) == "ABORTED"
+
+
+async def test_parallel_reads_overlap_and_a_write_is_a_barrier(
+    registry: ToolRegistry, autojump_clock: trio.abc.Clock
+) -> None:
+    calls = [
+        ToolCall("a", "sleep", '{"seconds": 2}'),
+        ToolCall("b", "sleep", '{"seconds": 2}'),
+        ToolCall("c", "write_file", '{"path": "notes/x.md", "content": "x"}'),
+        ToolCall("d", "read_file", '{"path": "notes/x.md"}'),
+    ]
+    start = trio.current_time()
+    results = await run_tool_calls(registry, calls)
+    assert trio.current_time() - start == pytest.approx(2.0)
+    assert [text(r) for r in results] == [
+        "slept 2s",
+        "slept 2s",
+        'created "notes/x.md" (1 bytes)',
+        "x",
+    ]
+
+
+# -- confinement ----------------------------------------------------------------------------
+
+
+ESCAPES = ["../secret.txt", "src/../../secret.txt", "/etc/passwd"]
+
+
+@pytest.mark.parametrize("path", ESCAPES)
+@pytest.mark.parametrize("tool", ["read_file", "list_dir", "search_text"])
+async def test_paths_that_escape_the_root_are_refused(
+    registry: ToolRegistry, outside: Path, tool: str, path: str
+) -> None:
+    args = {"path": path, "pattern": "TODO"}
+    result = await call(registry, tool, args)
+    assert result.is_error
+    assert code(result) == "OUTSIDE_ROOT"
+    assert result.error is not None
+    assert result.error.name == "OutsideRootError"
+    assert text(result) == f'Error: path "{path}" is outside the root directory'
+    assert "the secret" not in text(result)
+
+
+async def test_reading_through_a_symlink_that_points_out_is_refused(
+    registry: ToolRegistry, root: Path, outside: Path
+) -> None:
+    (root / "escape.txt").symlink_to(outside)
+    result = await call(registry, "read_file", {"path": "escape.txt"})
+    assert code(result) == "OUTSIDE_ROOT"
+    assert "the secret" not in text(result)
+
+
+async def test_writes_that_escape_the_root_never_touch_the_target(
+    registry: ToolRegistry, root: Path, outside: Path, tmp_path: Path
+) -> None:
+    (root / "escape.txt").symlink_to(outside)
+    (root / "outdir").symlink_to(tmp_path, target_is_directory=True)
+    (root / "dangling").symlink_to(tmp_path / "created-by-write.txt")
+    before = outside.read_text()
+    for path in [
+        "escape.txt",
+        "outdir/new.txt",
+        "dangling",
+        "../new.txt",
+        str(tmp_path / "abs.txt"),
+    ]:
+        result = await call(registry, "write_file", {"path": path, "content": "pwned"})
+        assert code(result) == "OUTSIDE_ROOT", path
+    assert outside.read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["root", "secret.txt"]
+
+
+def test_outside_root_error_carries_the_path() -> None:
+    error = OutsideRootError("../x")
+    assert error.path == "../x"
+    assert error.code == "OUTSIDE_ROOT"
+    assert error.message == 'path "../x" is outside the root directory'
+
+
+# -- argument validation ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "message"),
+    [
+        ("read_file", {}, 'missing required property "path"'),
+        ("read_file", {"path": None}, '"path" must be a string'),
+        (
+            "read_file",
+            {"path": 3, "max_bytes": True},
+            '"path" must be a string; "max_bytes" must be an integer',
+        ),
+        ("read_file", {"path": "a", "max_bytes": 1.5}, '"max_bytes" must be an integer'),
+        ("read_file", {"path": "a", "max_bytes": 0}, '"max_bytes" must be between 1 and 10000000'),
+        ("read_file", {"path": "a\x00b"}, '"path" must not contain NUL characters'),
+        ("read_file", "not json", '"arguments" must be an object'),
+        ("read_file", ["README.md"], '"arguments" must be an object'),
+        ("list_dir", {"path": ["src"]}, '"path" must be a string'),
+        ("search_text", {"pattern": "x", "ignore_case": "yes"}, '"ignore_case" must be a boolean'),
+        (
+            "write_file",
+            {},
+            'missing required property "path"; missing required property "content"',
+        ),
+        ("write_file", {"path": "notes/a", "content": 5}, '"content" must be a string'),
+        ("sleep", {"seconds": "1"}, '"seconds" must be a number'),
+        ("sleep", {"seconds": -1}, '"seconds" must be between 0 and 60'),
+        ("sleep", {"seconds": 61}, '"seconds" must be between 0 and 60'),
+    ],
+)
+async def test_each_tool_validates_its_own_arguments(
+    registry: ToolRegistry, root: Path, tool: str, args: Any, message: str
+) -> None:
+    files_before = sorted(root.rglob("*"))
+    result = await call(registry, tool, args)
+    assert result.is_error
+    assert code(result) == "INVALID_ARGS"
+    assert result.error is not None
+    assert result.error.name == "ToolArgsError"
+    assert text(result) == f"Error: invalid arguments: {message}"
+    assert sorted(root.rglob("*")) == files_before
+
+
+async def test_extra_arguments_are_ignored(registry: ToolRegistry) -> None:
+    result = await call(registry, "read_file", {"path": "README.md", "encoding": "utf-8"})
+    assert not result.is_error
+
+
+async def test_results_survive_a_json_round_trip(registry: ToolRegistry) -> None:
+    result = await call(registry, "search_text", {"pattern": "TODO"})
+    encoded = msgspec.json.encode(result)
+    assert msgspec.json.decode(encoded, type=ToolExecutionResult) == result
