@@ -42,7 +42,11 @@ class ToolCallEvent(
 class ToolResultEvent(
     msgspec.Struct, frozen=True, tag="tool_result", tag_field="event", rename="camel"
 ):
-    """A call's result committed, in model order."""
+    """A call's result committed, in model order.
+
+    The result's ``additional_contexts`` are not part of this event: each context is a
+    :class:`ContextEvent` of its own, recorded after all of the batch's results.
+    """
 
     batch: str
     index: int
@@ -83,8 +87,9 @@ class JsonlRecorder:
     """Append events to a JSON-lines file, one whole line per ``write(2)``.
 
     Each event is written with a single unbuffered append, so a crash leaves at worst
-    one torn last line, which :func:`read_log` skips. Use it as a context manager, or
-    call :meth:`close`.
+    one torn last line, which :func:`read_log` skips. Opening a log whose last line is
+    torn cuts that line off first, so the events appended next stay readable. Use it as
+    a context manager, or call :meth:`close`.
 
     Args:
         path: the log file (created if missing, appended to otherwise).
@@ -94,7 +99,8 @@ class JsonlRecorder:
     def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False) -> None:
         self.path = Path(path)
         self._fsync = fsync
-        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        _drop_torn_tail(self._fd)
 
     def record(self, event: RecorderEvent, /) -> None:
         """Write one event as one line."""
@@ -119,6 +125,22 @@ class JsonlRecorder:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _drop_torn_tail(fd: int) -> None:
+    """Truncate a file after its last newline (a crash's torn last line)."""
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return
+    end = size
+    while end > 0:
+        start = max(0, end - 65536)
+        cut = os.pread(fd, end - start, start).rfind(b"\n")
+        if cut >= 0:
+            os.ftruncate(fd, start + cut + 1)
+            return
+        end = start
+    os.ftruncate(fd, 0)
 
 
 def iter_log(path: str | os.PathLike[str]) -> Iterator[tuple[int, RecorderEvent | None, str]]:
