@@ -81,11 +81,6 @@ from ._registry import ResultObserver as ResultObserver
 from ._registry import ToolGuard as ToolGuard
 from ._registry import ToolRegistry as ToolRegistry
 from ._registry import ToolScope as ToolScope
-from ._schema import SchemaProp as SchemaProp
-from ._schema import SchemaSpec as SchemaSpec
-from ._schema import SchemaType as SchemaType
-from ._schema import schema_spec_to_json_schema as schema_spec_to_json_schema
-from ._schema import validate_args as validate_args
 from ._render import render_markdown as render_markdown
 from ._render import render_terminal as render_terminal
 from ._retry import install_retry_policy as install_retry_policy
@@ -93,6 +88,11 @@ from ._scheduler import ToolBatch as ToolBatch
 from ._scheduler import open_tool_batch as open_tool_batch
 from ._scheduler import parse_arguments as parse_arguments
 from ._scheduler import run_tool_calls as run_tool_calls
+from ._schema import SchemaProp as SchemaProp
+from ._schema import SchemaSpec as SchemaSpec
+from ._schema import SchemaType as SchemaType
+from ._schema import schema_spec_to_json_schema as schema_spec_to_json_schema
+from ._schema import validate_args as validate_args
 from ._signal import CancelSignal as CancelSignal
 from ._structured import assert_supported_output_schema as assert_supported_output_schema
 from ._structured import validate_structured_value as validate_structured_value
