@@ -1,0 +1,313 @@
+"""asyncio-native use of toolnursery: await batches from asyncio, run asyncio tools.
+
+From asyncio code, :func:`run_tool_calls`, :func:`execute` and :func:`open_tool_batch`
+take the same arguments and give the same results as their trio counterparts::
+
+    import asyncio
+    import toolnursery.aio
+
+    async def main() -> None:
+        results = await toolnursery.aio.run_tool_calls(registry, calls)
+
+    asyncio.run(main())
+
+The trio side runs as a guest of the running asyncio loop: one long-lived trio run
+per loop, started by the first call and shut down when the loop shuts down
+(``asyncio.run`` / ``asyncio.Runner`` do this) or on ``await aclose()``.
+
+Cancellation crosses in both directions. Cancelling the awaiting asyncio task aborts
+the batch (or the call) through its signal, waits until every started call has
+settled, and then lets ``CancelledError`` propagate; an internal failure of the
+scheduler surfaces as the same exception. A body declared with :func:`asyncio_tool`
+runs as a task on the asyncio loop; a trio cancellation of its call (a batch abort,
+the timeout policy) cancels that task and waits for it to finish.
+
+See ``docs/asyncio.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import msgspec
+
+from ._aio_host import Job, drain_job, host_for, wait_job
+from ._aio_host import aclose as aclose
+from ._aio_tool import AsyncioHostError as AsyncioHostError
+from ._aio_tool import asyncio_tool as asyncio_tool
+from ._aio_tool import is_asyncio_tool as is_asyncio_tool
+from ._content import ToolCall, ToolExecutionResult
+from ._execution import ToolExecutionInput
+from ._recorder import ToolCallRecorder
+from ._registry import ToolRegistry, ToolScope
+from ._scheduler import ToolBatch
+from ._scheduler import open_tool_batch as _open_tool_batch
+from ._scheduler import run_tool_calls as _run_tool_calls
+from ._signal import CancelSignal, _Fusion, fuse
+
+__all__ = [
+    "AsyncioHostError",
+    "AsyncioToolBatch",
+    "aclose",
+    "asyncio_tool",
+    "execute",
+    "is_asyncio_tool",
+    "open_tool_batch",
+    "run_tool_calls",
+]
+
+_BLOCK_RAISED = "the batch's block raised"
+
+
+async def run_tool_calls(
+    registry: ToolRegistry,
+    calls: Iterable[ToolCall],
+    *,
+    signal: CancelSignal | None = None,
+    agent: ToolScope | None = None,
+    max_parallel: int = 10,
+    recorder: ToolCallRecorder | None = None,
+) -> list[ToolExecutionResult]:
+    """Run one model response's tool calls from asyncio; results in model order.
+
+    The asyncio form of :func:`toolnursery.run_tool_calls` (same arguments, same
+    results). Cancelling the awaiting task aborts the batch: started calls drain and
+    commit, unstarted ones get ``ABORTED_BEFORE_DISPATCH`` (the recorder sees them
+    all), and ``CancelledError`` propagates once nothing the batch started is running.
+
+    Raises:
+        ValueError: ``max_parallel`` is not a positive integer.
+        asyncio.CancelledError: the awaiting task was cancelled (after the drain).
+        Exception: the scheduler's first internal failure (e.g. a recorder that
+            raised), after the calls in flight have settled.
+    """
+    pending = list(calls)
+    loop = asyncio.get_running_loop()
+    host = await host_for(loop)
+    job: Job[list[ToolExecutionResult]] = Job(loop, CancelSignal())
+    fusion, batch_signal = _fuse(signal, job.signal)
+
+    async def run() -> list[ToolExecutionResult]:
+        return await _run_tool_calls(
+            registry,
+            pending,
+            signal=batch_signal,
+            agent=agent,
+            max_parallel=max_parallel,
+            recorder=recorder,
+        )
+
+    host.spawn(job, run)
+    try:
+        return await wait_job(job)
+    finally:
+        if fusion is not None:
+            fusion.close()
+
+
+async def execute(registry: ToolRegistry, input: ToolExecutionInput) -> ToolExecutionResult:
+    """Run one call through ``registry``'s pipeline from asyncio.
+
+    The asyncio form of :meth:`ToolRegistry.execute`. The call runs under a signal
+    fused from ``input.signal`` and the awaiting task's cancellation (so listeners and
+    the body see that fused signal, not ``input.signal`` itself): cancelling the task
+    aborts the call (its result, ``ABORTED``, still reaches post-execute and the
+    observers), waits until the body has unwound, and then raises ``CancelledError``.
+    ``input.signal`` is never fired on the caller's behalf.
+
+    Raises:
+        asyncio.CancelledError: the awaiting task was cancelled (after the body unwound).
+    """
+    loop = asyncio.get_running_loop()
+    host = await host_for(loop)
+    job: Job[ToolExecutionResult] = Job(loop, CancelSignal())
+    fusion = None
+    if isinstance(input, ToolExecutionInput) and isinstance(input.signal, CancelSignal):
+        fusion = fuse(input.signal, job.signal)
+        input = msgspec.structs.replace(input, signal=fusion.signal)
+
+    async def run() -> ToolExecutionResult:
+        return await registry.execute(input)
+
+    host.spawn(job, run)
+    try:
+        return await wait_job(job)
+    finally:
+        if fusion is not None:
+            fusion.close()
+
+
+class AsyncioToolBatch:
+    """A batch being run, seen from asyncio; made by :func:`open_tool_batch`.
+
+    The asyncio face of :class:`toolnursery.ToolBatch`: :meth:`submit` calls as the
+    model streams them, :meth:`close` when the response is complete, and iterate
+    with ``async for`` to receive ``(call, result)`` pairs in model order.
+    """
+
+    __slots__ = ("_batch", "_finished", "_loop", "_pairs", "_read", "_waiters")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._batch: ToolBatch | None = None
+        self._pairs: list[tuple[ToolCall, ToolExecutionResult]] = []
+        self._read = 0
+        self._finished = False
+        self._waiters: list[asyncio.Future[None]] = []
+
+    @property
+    def id(self) -> str:
+        """The batch id the recorder's events carry."""
+        return self._trio_batch.id
+
+    @property
+    def signal(self) -> CancelSignal:
+        """The batch's own signal: ``batch.signal.cancel(reason)`` aborts the batch."""
+        return self._trio_batch.signal
+
+    @property
+    def results(self) -> list[ToolExecutionResult]:
+        """The results committed so far, in model order."""
+        return self._trio_batch.results
+
+    def submit(self, call: ToolCall) -> int:
+        """Add the next call (model order); returns its index in the batch.
+
+        Raises:
+            TypeError: ``call`` is not a :class:`ToolCall`.
+            RuntimeError: the batch is closed.
+        """
+        return self._trio_batch.submit(call)
+
+    def close(self) -> None:
+        """End submission: the batch finishes once every submitted call has committed."""
+        self._trio_batch.close()
+
+    def __aiter__(self) -> AsyncioToolBatch:
+        return self
+
+    async def __anext__(self) -> tuple[ToolCall, ToolExecutionResult]:
+        while self._read >= len(self._pairs):
+            if self._finished:
+                raise StopAsyncIteration
+            waiter = self._loop.create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            finally:
+                self._waiters.remove(waiter)
+        pair = self._pairs[self._read]
+        self._read += 1
+        return pair
+
+    @property
+    def _trio_batch(self) -> ToolBatch:
+        batch = self._batch
+        if batch is None:  # pragma: no cover - the batch is attached before it is yielded
+            raise RuntimeError("the batch is not open yet")
+        return batch
+
+    def _push(self, pair: tuple[ToolCall, ToolExecutionResult] | None) -> None:
+        if pair is None:
+            self._finished = True
+        else:
+            self._pairs.append(pair)
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+
+@asynccontextmanager
+async def open_tool_batch(
+    registry: ToolRegistry,
+    *,
+    signal: CancelSignal | None = None,
+    agent: ToolScope | None = None,
+    max_parallel: int = 10,
+    recorder: ToolCallRecorder | None = None,
+) -> AsyncIterator[AsyncioToolBatch]:
+    """Open a batch from asyncio that runs calls as they are submitted.
+
+    The asyncio form of :func:`toolnursery.open_tool_batch`::
+
+        async with toolnursery.aio.open_tool_batch(registry) as batch:
+            async for call in calls_streaming_from_the_model():
+                batch.submit(call)
+            batch.close()
+            async for call, result in batch:
+                print(call.id, result.is_error)
+
+    Leaving the block closes submission and waits until every submitted call has
+    committed. If the block raises (``CancelledError`` included), the batch is
+    aborted — started calls drain, the rest get ``ABORTED_BEFORE_DISPATCH`` — before
+    the exception propagates.
+
+    Raises:
+        ValueError: ``max_parallel`` is not a positive integer.
+        Exception: the scheduler's first internal failure, at the end of the block.
+    """
+    loop = asyncio.get_running_loop()
+    host = await host_for(loop)
+    job: Job[None] = Job(loop, CancelSignal())
+    fusion, batch_signal = _fuse(signal, job.signal)
+    view = AsyncioToolBatch(loop)
+    opened: asyncio.Future[None] = loop.create_future()
+
+    async def run() -> None:
+        try:
+            async with _open_tool_batch(
+                registry,
+                signal=batch_signal,
+                agent=agent,
+                max_parallel=max_parallel,
+                recorder=recorder,
+            ) as batch:
+                view._batch = batch
+                job.on_abort = batch.close
+                if job.signal.cancelled:
+                    batch.close()
+                if not opened.done():
+                    opened.set_result(None)
+                async for pair in batch:
+                    view._push(pair)
+        finally:
+            view._push(None)
+            if not opened.done():
+                opened.set_result(None)
+
+    host.spawn(job, run)
+    try:
+        try:
+            await opened
+        except asyncio.CancelledError:
+            await drain_job(job, _BLOCK_RAISED)
+            raise
+        if view._batch is None:  # the batch failed to open: raise why
+            await wait_job(job)
+        try:
+            yield view
+        except BaseException:
+            await drain_job(job, _BLOCK_RAISED)
+            raise
+        view.close()
+        await wait_job(job)
+    finally:
+        if fusion is not None:
+            fusion.close()
+
+
+def _fuse(signal: CancelSignal | None, abort: CancelSignal) -> tuple[_Fusion | None, Any]:
+    """The batch signal: the caller's fused with the job's abort.
+
+    Anything but a :class:`CancelSignal` is passed through untouched, so the trio API
+    rejects it with its own error.
+    """
+    if signal is None:
+        return None, abort
+    if not isinstance(signal, CancelSignal):
+        return None, signal
+    fusion = fuse(signal, abort)
+    return fusion, fusion.signal
