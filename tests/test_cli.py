@@ -577,3 +577,87 @@ def test_python_dash_m_toolnursery_demo(tmp_path: Path) -> None:
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.startswith("toolnursery demo: 9 tool calls on the example tools")
     assert "c9  OUTSIDE_ROOT" in completed.stdout
+
+
+# -- run --show ------------------------------------------------------------------------------
+
+
+def test_show_prints_each_call_and_result_as_a_card_in_model_order(
+    tmp_path: Path, root: Path, capsys: Capture
+) -> None:
+    calls = write_calls(
+        tmp_path,
+        {"id": "a", "name": "sleep", "arguments": {"seconds": 0.01}},
+        {
+            "id": "b",
+            "name": "write_file",
+            "arguments": {"path": "notes/ideas.md", "content": "- x\n"},
+        },
+        {"id": "c", "name": "read_file", "arguments": {"path": "nowhere.md"}},
+        {"id": "d", "name": "ghost"},
+    )
+    log = tmp_path / "log.jsonl"
+    assert (
+        main(["run", str(calls), "--root", str(root), "--show", "--width", "44", "--log", str(log)])
+        == 0
+    )
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    assert captured.out == (
+        "╭─ terminal ───────────────────────────────╮\n"
+        "│ $ sleep 0.01                             │\n"
+        "│ slept 0.01s                              │\n"
+        "╰──────────────────────────── exit code 0 ─╯\n"
+        "╭─ Replaced notes/ideas.md ────────────────╮\n"
+        "│ --- a/notes/ideas.md                     │\n"
+        "│ +++ b/notes/ideas.md                     │\n"
+        "│ @@ -1,2 +1 @@                            │\n"
+        "│ -- parallel reads                        │\n"
+        "│ -- exclusive writes                      │\n"
+        "│ +- x                                     │\n"
+        "╰─────────────────────────────────── done ─╯\n"
+        "╭─ Read nowhere.md (read) ─────────────────╮\n"
+        '│ Error: cannot read "nowhere.md": no such │\n'
+        "│ file or directory                        │\n"
+        "╰───────────────────────────────── failed ─╯\n"
+        "╭─ ghost ──────────────────────────────────╮\n"
+        "│ {}                                       │\n"
+        "│                                          │\n"
+        '│ Error: unknown tool "ghost"              │\n'
+        "╰───────────────────────────────── failed ─╯\n"
+    )
+    # The log is the same as without --show, and replays as the same cards.
+    assert [call.id for call, _ in replay_log(log)] == ["a", "b", "c", "d"]
+    assert main(["replay", str(log), "--width", "44"]) == 0
+    replayed = capsys.readouterr().out
+    assert replayed.split("\n", 1)[1] == captured.out
+
+
+def test_show_needs_rich_and_says_so_before_anything_runs(
+    tmp_path: Path, root: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = write_calls(
+        tmp_path, {"id": "a", "name": "write_file", "arguments": {"path": "x.md", "content": "x"}}
+    )
+    monkeypatch.setitem(sys.modules, "rich", None)  # as if it were not installed
+    assert main(["run", str(calls), "--root", str(root), "--show"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        "toolnursery: error: --show draws cards with rich, which is not installed: "
+        "pip install 'toolnursery[cli]' (or pip install rich)\n"
+    )
+    assert not (root / "x.md").exists()
+    # Without --show, run needs nothing but toolnursery's own dependencies.
+    assert main(["run", str(calls), "--root", str(root)]) == 0
+    assert (root / "x.md").read_text() == "x"
+
+
+def test_width_applies_to_show_only(tmp_path: Path, root: Path, capsys: Capture) -> None:
+    calls = write_calls(tmp_path, {"id": "a", "name": "list_dir"})
+    assert main(["run", str(calls), "--root", str(root), "--width", "60"]) == 2
+    assert capsys.readouterr().err == "toolnursery: error: --width applies to --show\n"
+    assert main(["run", str(calls), "--root", str(root), "--show"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("╭─ List .: 3 entries (read) ─")
+    assert {len(line) for line in out.splitlines()} == {80}

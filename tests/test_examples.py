@@ -9,19 +9,37 @@ import msgspec
 import pytest
 import trio
 import trio.testing
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from toolnursery import (
     EXCLUSIVE,
     PARALLEL,
     CancelSignal,
+    DiffCallView,
+    DiffResultView,
+    FileDiff,
+    FileLocation,
+    GenericCallView,
+    GenericResultView,
+    TerminalCallView,
+    TerminalResultView,
     TextContent,
     ToolCall,
+    ToolCallView,
+    ToolDefinition,
     ToolExecution,
     ToolExecutionInput,
     ToolExecutionResult,
     ToolExecutionToken,
     ToolRegistry,
+    ToolResult,
+    ToolReturn,
     ToolRunContext,
+    call_view,
+    render_markdown,
+    render_terminal,
+    result_view,
     run_tool_calls,
 )
 from toolnursery.examples import (
@@ -117,7 +135,9 @@ def test_the_root_must_be_an_existing_directory(tmp_path: Path) -> None:
 
 async def test_read_file_returns_the_text(registry: ToolRegistry, root: Path) -> None:
     result = await call(registry, "read_file", {"path": "src/util.py"})
-    assert result == ToolExecutionResult((TextContent((root / "src/util.py").read_text()),), False)
+    assert result == ToolExecutionResult(
+        (TextContent((root / "src/util.py").read_text()),), False, meta={"lines": 2}
+    )
 
 
 async def test_read_file_truncates_at_max_bytes(registry: ToolRegistry) -> None:
@@ -205,7 +225,9 @@ async def test_search_text_stops_when_its_signal_has_fired(registry: ToolRegistr
     args = {"pattern": "TODO"}
     execution = ToolExecution("c1", "search_text", args, signal, None, None, ToolExecutionToken())
     found = definition.execute(args, ToolRunContext(execution, signal, []))
-    assert found == 'no matches for "TODO"'
+    assert found == ToolReturn(
+        [TextContent('no matches for "TODO"')], meta={"matches": 0, "files": 0}
+    )
 
 
 async def test_write_file_creates_and_replaces(registry: ToolRegistry, root: Path) -> None:
@@ -386,3 +408,249 @@ async def test_results_survive_a_json_round_trip(registry: ToolRegistry) -> None
     result = await call(registry, "search_text", {"pattern": "TODO"})
     encoded = msgspec.json.encode(result)
     assert msgspec.json.decode(encoded, type=ToolExecutionResult) == result
+
+
+# -- presentation -------------------------------------------------------------------------------
+
+
+def presenters(registry: ToolRegistry, name: str) -> ToolDefinition:
+    definition = registry.get(name)
+    assert definition is not None
+    assert definition.present_call is not None
+    assert definition.present_result is not None
+    return definition
+
+
+def shown(definition: ToolDefinition, args: Any, result: ToolExecutionResult) -> Any:
+    return result_view(definition, args, result)
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "view"),
+    [
+        (
+            "read_file",
+            {"path": "src/app.py", "max_bytes": 10},
+            GenericCallView(
+                title="Read src/app.py", kind="read", locations=(FileLocation(path="src/app.py"),)
+            ),
+        ),
+        (
+            "list_dir",
+            {},
+            GenericCallView(title="List .", kind="read", locations=(FileLocation(path="."),)),
+        ),
+        ("search_text", {"pattern": "TODO"}, GenericCallView(title='Search "TODO"', kind="search")),
+        (
+            "search_text",
+            {"pattern": "x", "path": "src"},
+            GenericCallView(
+                title='Search "x" in src', kind="search", locations=(FileLocation(path="src"),)
+            ),
+        ),
+        (
+            "write_file",
+            {"path": "notes/a.md", "content": "hi\n"},
+            DiffCallView(
+                title="Write notes/a.md",
+                diffs=(FileDiff(path="notes/a.md", old_text=None, new_text="hi\n"),),
+                locations=(FileLocation(path="notes/a.md"),),
+            ),
+        ),
+        ("sleep", {"seconds": 0.05}, TerminalCallView(title="sleep 0.05")),
+        ("sleep", {"seconds": 2}, TerminalCallView(title="sleep 2")),
+    ],
+)
+def test_each_tool_presents_its_call(
+    registry: ToolRegistry, tool: str, args: Any, view: ToolCallView
+) -> None:
+    assert call_view(presenters(registry, tool), args) == view
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "title"),
+    [
+        ("read_file", {"path": "README.md"}, "Read README.md: 4 lines"),
+        ("read_file", {"path": "README.md", "max_bytes": 6}, "Read README.md: 1 line, truncated"),
+        ("read_file", {"path": "empty.txt"}, "Read empty.txt: 0 lines"),
+        ("read_file", {"path": "blob.bin"}, "Read blob.bin: binary file"),
+        ("list_dir", {"path": "src"}, "List src: 2 entries"),
+        ("list_dir", {"path": "notes"}, "List notes: 1 entry"),
+        ("list_dir", {"path": "hollow"}, "List hollow: 0 entries"),
+        ("search_text", {"pattern": "TODO"}, 'Search "TODO": 2 matches in 2 files'),
+        (
+            "search_text",
+            {"pattern": "def", "path": "src"},
+            'Search "def" in src: 2 matches in 2 files',
+        ),
+        ("search_text", {"pattern": "add("}, 'Search "add(": 1 match in 1 file'),
+        ("search_text", {"pattern": "nothing-here"}, 'Search "nothing-here": no matches'),
+    ],
+)
+async def test_reads_present_their_results_from_meta(
+    registry: ToolRegistry, root: Path, tool: str, args: Any, title: str
+) -> None:
+    (root / "blob.bin").write_bytes(b"\x89PNG\x00\x01")
+    (root / "empty.txt").write_text("")
+    (root / "hollow").mkdir()
+    result = await call(registry, tool, args)
+    assert not result.is_error
+    assert shown(presenters(registry, tool), args, result) == GenericResultView(title=title)
+
+
+async def test_a_write_presents_a_diff_with_the_old_text_when_it_is_known(
+    registry: ToolRegistry, root: Path
+) -> None:
+    write = presenters(registry, "write_file")
+    args = {"path": "notes/ideas.md", "content": "- parallel reads\n- typed outputs\n"}
+    replaced = await call(registry, "write_file", args)
+    assert replaced.meta == {"created": False, "old_text": "- parallel reads\n- exclusive writes\n"}
+    assert shown(write, args, replaced) == DiffResultView(
+        title="Replaced notes/ideas.md",
+        diffs=(
+            FileDiff(
+                path="notes/ideas.md",
+                old_text="- parallel reads\n- exclusive writes\n",
+                new_text="- parallel reads\n- typed outputs\n",
+            ),
+        ),
+    )
+    fresh = {"path": "notes/new.md", "content": "new\n"}
+    created = await call(registry, "write_file", fresh)
+    assert created.meta == {"created": True}
+    assert shown(write, fresh, created) == DiffResultView(
+        title="Created notes/new.md",
+        diffs=(FileDiff(path="notes/new.md", old_text=None, new_text="new\n"),),
+    )
+    assert render_terminal(
+        call_view(write, args), shown(write, args, replaced), raw=replaced, width=44
+    ) == (
+        "╭─ Replaced notes/ideas.md ────────────────╮\n"
+        "│ --- a/notes/ideas.md                     │\n"
+        "│ +++ b/notes/ideas.md                     │\n"
+        "│ @@ -1,2 +1,2 @@                          │\n"
+        "│  - parallel reads                        │\n"
+        "│ -- exclusive writes                      │\n"
+        "│ +- typed outputs                         │\n"
+        "╰─────────────────────────────────── done ─╯\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "before",
+    [b"x" * (64 * 1024 + 1), b"\x00binary", b"\xff\xfe not utf-8"],
+    ids=["large", "binary", "not-utf-8"],
+)
+async def test_a_write_keeps_no_before_image_of_large_or_binary_files(
+    registry: ToolRegistry, root: Path, before: bytes
+) -> None:
+    (root / "big.dat").write_bytes(before)
+    args = {"path": "big.dat", "content": "small"}
+    result = await call(registry, "write_file", args)
+    assert result.meta == {"created": False}
+    assert shown(presenters(registry, "write_file"), args, result) == DiffResultView(
+        title="Replaced big.dat",
+        diffs=(FileDiff(path="big.dat", old_text=None, new_text="small"),),
+    )
+    assert (root / "big.dat").read_text() == "small"
+
+
+async def test_sleep_presents_a_terminal_card(
+    registry: ToolRegistry, autojump_clock: trio.abc.Clock
+) -> None:
+    sleep = presenters(registry, "sleep")
+    done = await call(registry, "sleep", {"seconds": 1})
+    assert shown(sleep, {"seconds": 1}, done) == TerminalResultView(output="slept 1s", exit_code=0)
+    signal = CancelSignal()
+    signal.cancel()
+    aborted = await registry.execute(ToolExecutionInput("c2", "sleep", {"seconds": 1}, signal))
+    assert aborted.is_error
+    view = shown(sleep, {"seconds": 1}, aborted)
+    assert view == TerminalResultView(output="Error: tool call aborted before dispatch")
+    assert render_markdown(call_view(sleep, {"seconds": 1}), view, raw=aborted) == (
+        "```console\n$ sleep 1\nError: tool call aborted before dispatch\n```\n\nFailed\n"
+    )
+
+
+@pytest.mark.parametrize("tool", ["read_file", "list_dir", "search_text", "write_file"])
+async def test_a_failed_file_call_keeps_the_generic_result(
+    registry: ToolRegistry, tool: str
+) -> None:
+    args = {"path": "../outside", "pattern": "x", "content": "x"}
+    result = await call(registry, tool, args)
+    assert result.is_error
+    assert shown(presenters(registry, tool), args, result) is None
+
+
+FOREIGN_ARGS: list[Any] = [
+    None,
+    "README.md",
+    ["a"],
+    {},
+    {"path": 3},
+    {"path": None, "pattern": None, "content": None, "seconds": "1"},
+]
+FOREIGN_META: list[Any] = [
+    None,
+    "x",
+    [1],
+    {"lines": "4"},
+    {"lines": True},
+    {"lines": -1},
+    {"entries": None},
+    {"matches": 1},
+    {"created": "yes"},
+]
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_presenters_answer_none_for_foreign_args_and_meta(
+    registry: ToolRegistry, tool: str
+) -> None:
+    definition = presenters(registry, tool)
+    assert definition.present_call is not None
+    assert definition.present_result is not None
+    for args in FOREIGN_ARGS:
+        if tool == "list_dir" and args == {}:
+            continue  # every list_dir argument is optional
+        assert definition.present_call(args) is None, args
+        assert definition.present_result(args, ToolResult((TextContent("x"),), False)) is None
+    valid = {"path": "a", "pattern": "p", "content": "c", "seconds": 1}
+    for meta in FOREIGN_META:
+        view = definition.present_result(valid, ToolResult((TextContent("x"),), False, meta))
+        if tool == "sleep":
+            assert view == TerminalResultView(output="x", exit_code=0)
+        else:
+            assert view is None, meta
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                ["path", "pattern", "content", "seconds", "lines", "created", "old_text"]
+            ),
+            children,
+            max_size=4,
+        )
+    ),
+    max_leaves=8,
+)
+
+
+@given(tool=st.sampled_from(TOOLS), args=json_values, meta=json_values, failed=st.booleans())
+@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_presenters_never_raise(
+    registry: ToolRegistry, tool: str, args: Any, meta: Any, failed: bool
+) -> None:
+    definition = presenters(registry, tool)
+    assert definition.present_call is not None
+    assert definition.present_result is not None
+    pending = definition.present_call(args)
+    completed = definition.present_result(args, ToolResult((TextContent("x"),), failed, meta))
+    assert pending is None or isinstance(pending, GenericCallView | DiffCallView | TerminalCallView)
+    assert completed is None or isinstance(
+        completed, GenericResultView | DiffResultView | TerminalResultView
+    )

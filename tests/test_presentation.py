@@ -225,6 +225,31 @@ def test_b203_result_presenters_see_the_result_with_meta() -> None:
     assert type(seen[0][1]) is ToolResult
 
 
+def test_result_presenters_see_the_structured_value_of_a_typed_output() -> None:
+    seen: list[ToolResult] = []
+
+    def present_result(args: Any, result: ToolResult) -> ToolResultView:
+        seen.append(result)
+        return GenericResultView(title=f"{result.structured['count']} found")
+
+    tool = define(present_result=present_result)
+    executed = ToolExecutionResult(
+        content=(TextContent(text="3"),),
+        is_error=False,
+        meta={"ui": True},
+        structured_content=FrozenDict(count=3),
+    )
+    assert result_view(tool, {}, executed) == GenericResultView(title="3 found")
+    assert seen == [
+        ToolResult(
+            content=(TextContent(text="3"),),
+            is_error=False,
+            meta={"ui": True},
+            structured={"count": 3},
+        )
+    ]
+
+
 def test_b203_a_raising_presenter_falls_back_and_is_logged(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -237,6 +237,37 @@ def test_an_empty_pending_card() -> None:
     assert render_terminal(GenericCallView(title="x"), width=12) == ("╭─ x ──────╮\n╰──────────╯\n")
 
 
+def test_a_note_stands_where_the_outcome_would_be() -> None:
+    call = GenericCallView(title="Read a.md", kind="read")
+    note = "no result recorded"
+    assert render_markdown(call, note=note) == "### Read a.md (read)\n\n*No result recorded*\n"
+    assert render_terminal(call, width=30, note=note + " (the batch did not finish)") == (
+        "╭─ Read a.md (read) ─────────╮\n"
+        "│ no result recorded (the    │\n"
+        "│ batch did not finish)      │\n"
+        "╰────────────────────────────╯\n"
+    )
+    # An outcome wins over the note.
+    assert render_markdown(call, raw=ok("x"), note=note) == (
+        "### Read a.md (read)\n\n```text\nx\n```\n"
+    )
+    assert note not in render_terminal(call, raw=ok("x"), width=40, note=note)
+    command = TerminalCallView(title="make")
+    assert render_markdown(
+        command, TerminalResultView(exit_code=2), raw=ok(""), note=note
+    ).endswith("Exit code 2\n")
+
+
+def test_a_raw_text_s_final_newline_is_not_an_empty_line() -> None:
+    call = GenericCallView(title="Read")
+    assert render_markdown(call, raw=ok("a\nb\n")) == "### Read\n\n```text\na\nb\n```\n"
+    assert render_terminal(call, raw=ok("a\nb\n"), width=12) == (
+        "╭─ Read ───╮\n│ a        │\n│ b        │\n╰─── done ─╯\n"
+    )
+    # Only one: a deliberate blank last line stays.
+    assert render_markdown(call, raw=ok("a\n\n")) == "### Read\n\n```text\na\n\n```\n"
+
+
 @pytest.mark.parametrize("width", [20, 33, 80, 120])
 def test_terminal_lines_fit_the_width(width: int) -> None:
     for call, result, raw in CASES.values():

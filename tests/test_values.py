@@ -96,6 +96,27 @@ CASES: list[tuple[Any, Any, Any]] = [
         },
     ),
     (
+        ToolExecutionResult((TEXT,), False, structured_content={"n": [1, None]}),
+        ToolExecutionResult,
+        {
+            "content": [{"type": "text", "text": "hello"}],
+            "isError": False,
+            "structuredContent": {"n": [1, None]},
+        },
+    ),
+    (
+        ToolResult((TEXT,), False, {"m": 1}, {"n": 2}),
+        ToolResult,
+        {
+            "content": [{"type": "text", "text": "hello"}],
+            "isError": False,
+            "meta": {"m": 1},
+            "structured": {"n": 2},
+        },
+    ),
+    (ToolReturn(), ToolReturn, {}),
+    (ToolReturn(structured={"n": 2}), ToolReturn, {"structured": {"n": 2}}),
+    (
         ToolResult((TEXT,), True),
         ToolResult,
         {"content": [{"type": "text", "text": "hello"}], "isError": True},
@@ -265,6 +286,7 @@ results = st.builds(
     st.none() | st.builds(ToolErrorInfo, st.text(), st.text()),
     st.lists(contexts, max_size=2).map(tuple),
     json_meta,
+    json_meta,
 )
 
 
@@ -281,4 +303,5 @@ def test_any_result_round_trips_at_the_json_level(result: ToolExecutionResult) -
     wire = msgspec.json.decode(encoded)
     assert ("error" in wire) == (result.error is not None)
     assert ("meta" in wire) == (result.meta is not None)
+    assert ("structuredContent" in wire) == (result.structured_content is not None)
     assert ("additionalContexts" in wire) == bool(result.additional_contexts)

@@ -1,8 +1,10 @@
-"""The ``toolnursery`` command: ``run`` a batch of tool calls, or watch the ``demo``.
+"""The ``toolnursery`` command: ``run`` a batch of tool calls, ``replay`` a log, or
+watch the ``demo``.
 
-Exit codes: 0 when the batch ran (tool failures are results, not exit codes), 1 when
-the batch itself failed (e.g. the log could not be written), 2 for bad usage or input
-(nothing ran), 130 when Ctrl-C cancelled the batch (every result is still printed).
+Exit codes: 0 when the batch ran (tool failures are results, not exit codes) or the
+log was shown, 1 when the batch itself failed (e.g. the log could not be written), 2
+for bad usage or input (nothing ran; a corrupt log), 130 when Ctrl-C cancelled the
+batch (every result is still printed).
 """
 
 from __future__ import annotations
@@ -26,6 +28,16 @@ from typing import Any, Final, TextIO
 import msgspec
 import trio
 
+from ._cli_cards import (
+    LogError,
+    card_width,
+    example_presenters,
+    read_batches,
+    render_card,
+    render_replay,
+    rich_missing,
+    wants_color,
+)
 from ._cli_demo import render_demo, run_demo
 from ._cli_input import CallsInputError, parse_calls
 from ._content import ToolCall, ToolExecutionResult
@@ -80,11 +92,12 @@ def _parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser(
         "run",
-        help="run a batch of tool calls and print the results as JSON lines",
+        help="run a batch of tool calls and print the results as JSON lines (or cards)",
         description=(
             "Run the tool calls in CALLS (JSON or JSON lines: toolnursery's "
             '{"id","name","arguments"} or OpenAI\'s tool_calls shape) and print one JSON '
-            'line per call, in model order: {"id","name","result"}.'
+            'line per call, in model order: {"id","name","result"} — or, with --show, '
+            "one card per call."
         ),
     )
     run.add_argument("calls", metavar="CALLS", help="a file of tool calls, or - for stdin")
@@ -106,6 +119,31 @@ def _parser() -> argparse.ArgumentParser:
         default="auto",
         help="a progress line on stderr (auto: when stderr is a terminal)",
     )
+    run.add_argument(
+        "--show",
+        action="store_true",
+        help="print each call and its result as a card instead of a JSON line (needs rich)",
+    )
+    _width(run)
+
+    replay = commands.add_parser(
+        "replay",
+        help="print the batches of a --log file as cards",
+        description="Print every call recorded in LOG (a --log / JsonlRecorder file) as a "
+        "card, batch by batch; a call whose result was never recorded (the batch did not "
+        "finish) is shown as pending. A torn last line (a crash mid-write) is skipped.",
+    )
+    replay.add_argument("log", metavar="LOG", help="the JSON-lines log to show")
+    replay.add_argument(
+        "--tools",
+        metavar="MODULE:ATTR",
+        help="the ToolRegistry whose presenters draw the cards, as for run (default: the "
+        "bundled example tools; unknown tools get generic cards)",
+    )
+    replay.add_argument(
+        "--markdown", action="store_true", help="print Markdown instead of terminal cards"
+    )
+    _width(replay)
 
     demo = commands.add_parser(
         "demo",
@@ -127,6 +165,15 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--log", metavar="PATH", help="append the batch's events to a JSON-lines log"
+    )
+
+
+def _width(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--width",
+        type=_positive_int,
+        metavar="N",
+        help="the cards' width in columns (default: the terminal's, else 80)",
     )
 
 
@@ -159,6 +206,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if options.command == "run":
             return _run_command(options)
+        if options.command == "replay":
+            return _replay_command(options)
         if options.command == "demo":
             return _demo_command(options)
         parser.print_help(sys.stderr)
@@ -199,6 +248,10 @@ def _silence_stdout() -> None:
 def _run_command(options: argparse.Namespace) -> int:
     if options.tools is not None and options.root is not None:
         raise UsageError("--root applies to the bundled example tools, not to --tools")
+    if options.show:
+        _require_rich("--show")
+    elif options.width is not None:
+        raise UsageError("--width applies to --show")
     calls = _read_calls(options.calls)
     registry = load_registry(options.tools) if options.tools is not None else None
     if not calls:
@@ -216,7 +269,7 @@ def _run_command(options: argparse.Namespace) -> int:
                 calls,
                 options.max_parallel,
                 progress if progress is not None else recorder,
-                _writer(progress),
+                _writer(progress, _card_writer(registry, options) if options.show else None),
                 partial(_interrupted, progress),
             )
         except BrokenPipeError:
@@ -381,9 +434,15 @@ def _interrupted(progress: _Progress | None) -> None:
         progress.draw()
 
 
-def _writer(progress: _Progress | None) -> Callable[[ToolCall, ToolExecutionResult], None]:
+def _writer(
+    progress: _Progress | None,
+    show: Callable[[ToolCall, ToolExecutionResult], str] | None = None,
+) -> Callable[[ToolCall, ToolExecutionResult], None]:
     def write(call: ToolCall, result: ToolExecutionResult) -> None:
-        line = _encode_line(_Line(call.id, call.name, result)).decode() + "\n"
+        if show is not None:
+            line = show(call, result)
+        else:
+            line = _encode_line(_Line(call.id, call.name, result)).decode() + "\n"
         if progress is not None:
             progress.clear()
         sys.stdout.write(line)
@@ -392,6 +451,26 @@ def _writer(progress: _Progress | None) -> Callable[[ToolCall, ToolExecutionResu
             progress.draw()
 
     return write
+
+
+def _require_rich(what: str) -> None:
+    if rich_missing():
+        raise UsageError(
+            f"{what} draws cards with rich, which is not installed: "
+            "pip install 'toolnursery[cli]' (or pip install rich)"
+        )
+
+
+def _card_writer(
+    registry: ToolRegistry, options: argparse.Namespace
+) -> Callable[[ToolCall, ToolExecutionResult], str]:
+    width = card_width(options.width)
+    color = wants_color()
+
+    def show(call: ToolCall, result: ToolExecutionResult) -> str:
+        return render_card(registry, call, result, width=width, color=color)
+
+    return show
 
 
 async def _run_batch(
@@ -518,6 +597,34 @@ class _Progress:
             self.stream.flush()
         except (OSError, ValueError):
             pass  # a display that cannot be written is not worth failing the batch over
+
+
+# -- replay -----------------------------------------------------------------------------
+
+
+def _replay_command(options: argparse.Namespace) -> int:
+    if options.markdown and options.width is not None:
+        raise UsageError("--width applies to terminal cards, not --markdown")
+    if not options.markdown:
+        _require_rich("replay")
+    registry = load_registry(options.tools) if options.tools is not None else example_presenters()
+    try:
+        batches, torn = read_batches(options.log)
+    except LogError as exc:
+        raise UsageError(str(exc))
+    if torn is not None:
+        _say(f"{options.log} line {torn} is incomplete (a crash mid-write?); skipped")
+    if not batches:
+        _say(f"{options.log}: no tool calls recorded")
+        return EXIT_OK
+    width = card_width(options.width)
+    color = not options.markdown and wants_color()
+    for piece in render_replay(
+        batches, registry, markdown=options.markdown, width=width, color=color
+    ):
+        sys.stdout.write(piece)
+    sys.stdout.flush()
+    return EXIT_OK
 
 
 # -- demo -------------------------------------------------------------------------------

@@ -79,6 +79,10 @@ class ToolExecutionResult(msgspec.Struct, frozen=True, rename="camel", omit_defa
         error: ``{name, code}`` when the failure carries a code, else ``None``.
         additional_contexts: contexts for the next request, in pipeline order.
         meta: the tool's private presentation payload (successful calls only).
+        structured_content: the typed value of a tool that declares an output
+            (MCP's ``structuredContent``, wire name ``structuredContent``): lossless
+            JSON, frozen; ``content`` is its rendering for the model. Kept by a
+            post-execute accept, dropped with ``meta`` by a block, an abort or a failure.
     """
 
     content: tuple[ContentBlock, ...]
@@ -86,24 +90,31 @@ class ToolExecutionResult(msgspec.Struct, frozen=True, rename="camel", omit_defa
     error: ToolErrorInfo | None = None
     additional_contexts: tuple[HookContext, ...] = ()
     meta: Any = None
+    structured_content: Any = None
 
 
 class ToolResult(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True):
-    """What a result presenter sees: the content, whether it failed, and ``meta``."""
+    """What a result presenter sees: the content, whether it failed, ``meta``, and the
+    structured value of a tool that declares an output (``None`` otherwise)."""
 
     content: tuple[ContentBlock, ...]
     is_error: bool
     meta: Any = None
+    structured: Any = None
 
 
 class ToolReturn(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True):
     """The object form a tool body may return: content plus private ``meta``.
 
-    ``content`` may be given as any sequence; it is stored as a tuple.
+    ``content`` may be given as any sequence; it is stored as a tuple. ``structured``
+    becomes the result's ``structured_content``; a tool with a declared output
+    (:func:`~toolnursery.attach_output`) validates it and renders ``content`` from it
+    when ``content`` is empty.
     """
 
-    content: Sequence[ContentBlock]
+    content: Sequence[ContentBlock] = ()
     meta: Any = None
+    structured: Any = None
 
     def __post_init__(self) -> None:
         if type(self.content) is not tuple:

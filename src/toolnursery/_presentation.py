@@ -285,7 +285,8 @@ def result_view(
         definition: the tool's definition, or ``None`` when the tool is unknown.
         args: the call's arguments, as logged.
         result: the call's result; a :class:`ToolExecutionResult` is narrowed to the
-            :class:`ToolResult` (``content``, ``is_error``, ``meta``) presenters see.
+            :class:`ToolResult` (``content``, ``is_error``, ``meta``, ``structured``)
+            presenters see.
 
     Returns:
         The view to show, or ``None`` for the fallback.
@@ -294,7 +295,12 @@ def result_view(
     if definition is None or presenter is None:
         return None
     if isinstance(result, ToolExecutionResult):
-        result = ToolResult(content=result.content, is_error=result.is_error, meta=result.meta)
+        result = ToolResult(
+            content=result.content,
+            is_error=result.is_error,
+            meta=result.meta,
+            structured=result.structured_content,
+        )
     view = _presented(presenter, (args, result), _RESULT_VIEWS, ToolResultView, definition)
     return cast("ToolResultView | None", view)
 

@@ -195,7 +195,11 @@ _BACKTICKS = re.compile(r"`+")
 
 
 def render_markdown(
-    call: ToolCallView, result: ToolResultView | None = None, *, raw: RawResult | None = None
+    call: ToolCallView,
+    result: ToolResultView | None = None,
+    *,
+    raw: RawResult | None = None,
+    note: str | None = None,
 ) -> str:
     """Render one tool call as Markdown.
 
@@ -210,6 +214,8 @@ def render_markdown(
             the pending card.
         raw: the raw result, ``None`` while the call is pending: its content is
             shown when no view replaces it, and ``is_error`` marks the card failed.
+        note: a remark shown in italics at the end of a card that has no outcome
+            (no raw result), e.g. why a call has no result.
 
     Returns:
         The Markdown text, ending with a newline.
@@ -239,8 +245,14 @@ def render_markdown(
             case _:
                 assert_never(section)
     if layout.status is not None:
-        parts.append(layout.status[0].upper() + layout.status[1:])
+        parts.append(_capitalized(layout.status))
+    elif note and not layout.completed:
+        parts.append(f"*{_capitalized(note)}*")
     return "\n\n".join(parts) + "\n"
+
+
+def _capitalized(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _fence(body: str, info: str) -> str:
@@ -254,7 +266,8 @@ def _markdown_blocks(blocks: Sequence[ContentBlock], raw: bool) -> list[str]:
     texts: list[str] = []  # consecutive raw text blocks share one fence
     for block in blocks:
         if isinstance(block, TextContent) and raw:
-            texts.append(block.text)
+            # A text's final newline would be an empty last line inside the fence.
+            texts.append(block.text.removesuffix("\n"))
             continue
         if texts:
             parts.append(_fence("\n".join(texts), "text"))
@@ -280,6 +293,7 @@ def render_terminal(
     raw: RawResult | None = None,
     width: int = 80,
     color: bool = False,
+    note: str | None = None,
 ) -> str:
     """Render one tool call as a terminal card, drawn with :mod:`rich`.
 
@@ -295,6 +309,8 @@ def render_terminal(
         raw: the raw result, ``None`` while the call is pending.
         width: the width to lay out for, in cells.
         color: emit ANSI styles; by default the text is plain.
+        note: a remark shown as the last line of a card that has no outcome (no raw
+            result), e.g. why a call has no result.
 
     Returns:
         The rendered text, ending with a newline.
@@ -326,13 +342,16 @@ def render_terminal(
                     if isinstance(block, ImageContent):
                         parts.append(Text(f"[image: {block.mime_type}]", style="italic"))
                     else:
-                        parts.append(Text(block.text, style="red" if failed else ""))
+                        text = Text(block.text.removesuffix("\n"), style="red" if failed else "")
+                        parts.append(text)
             case _Files(names):
                 parts.append(Text("files: " + ", ".join(names), style="dim"))
             case FileDiff():
                 parts.append(_diff_text(section))
             case _:
                 assert_never(section)
+    if note and not layout.completed:
+        parts.append(Text(note, style="italic yellow"))
     spaced: list[RenderableType] = []
     for part in parts:
         if spaced:

@@ -11,6 +11,14 @@ Schema and validates its own arguments:
 * ``write_file`` (exclusive) — create or replace a text file.
 * ``sleep`` (parallel-safe) — wait, cancellably; useful to watch scheduling.
 
+Each tool also presents itself to a UI (``present_call`` / ``present_result``): the
+reads as generic cards of kind ``read`` / ``search`` with the file as a location,
+``write_file`` as a diff card (the result's diff has the old text when the file was a
+small text file — the before-image travels in the result's ``meta``), ``sleep`` as a
+terminal card. The presenters are pure functions of the arguments and the result, and
+answer ``None`` (the generic fallback) for arguments or ``meta`` they do not recognize,
+so a UI can replay old logs with them.
+
 Every path argument is resolved against the root, following symlinks, *before* any
 file is opened: a path that ends up outside the root (``..``, an absolute path
 elsewhere, a symlink pointing out) fails with :class:`OutsideRootError` and nothing
@@ -29,11 +37,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any, Final, Literal
 
 import trio
 
+from . import _example_views as views
+from ._content import TextContent, ToolReturn
 from ._definition import ToolBody, ToolDefinition
 from ._errors import ToolArgsError, ToolError
 from ._execution import ToolRunContext
@@ -249,10 +260,11 @@ _SLEEP_PARAMS: Final = (
 _BINARY_PROBE: Final = 8192
 _SEARCH_FILE_LIMIT: Final = 2_000_000
 _LINE_PREVIEW: Final = 200
+_BEFORE_IMAGE_LIMIT: Final = 64 * 1024
 
 
 def _read_file(root: _Root) -> ToolBody:
-    async def read_file(args: Any, ctx: ToolRunContext) -> str:
+    async def read_file(args: Any, ctx: ToolRunContext) -> ToolReturn:
         values = _validate(_READ_PARAMS, args)
         raw: str = values["path"]
         limit: int = values["max_bytes"]
@@ -266,18 +278,28 @@ def _read_file(root: _Root) -> ToolBody:
         except OSError as exc:
             raise _os_error("read", shown, exc) from exc
         if b"\x00" in data[:_BINARY_PROBE]:
-            return f'"{shown}" is a binary file; read_file shows text only'
+            return _text(f'"{shown}" is a binary file; read_file shows text only', binary=True)
         text = data[:limit].decode("utf-8", errors="replace")
+        meta: dict[str, Any] = {"lines": _count_lines(text)}
         if len(data) > limit:
             text += f"\n[truncated after {limit} bytes]"
-        return text
+            meta["truncated"] = True
+        return _text(text, **meta)
 
     return read_file
 
 
+def _text(text: str, **meta: Any) -> ToolReturn:
+    return ToolReturn((TextContent(text),), meta=meta)
+
+
+def _count_lines(text: str) -> int:
+    return text.count("\n") + (not text.endswith("\n")) if text else 0
+
+
 def _list_dir(root: _Root) -> ToolBody:
     # A plain def (runs in a worker thread): one thread hop for the whole listing.
-    def list_dir(args: Any, ctx: ToolRunContext) -> str:
+    def list_dir(args: Any, ctx: ToolRunContext) -> ToolReturn:
         values = _validate(_LIST_PARAMS, args)
         path = root.resolve(values["path"])
         shown = root.show(path)
@@ -288,7 +310,7 @@ def _list_dir(root: _Root) -> ToolBody:
             raise ToolError(f'"{shown}" is not a directory', code="NOT_A_DIRECTORY")
         except OSError as exc:
             raise _os_error("list", shown, exc) from exc
-        return "\n".join(lines) if lines else f'"{shown}" is empty'
+        return _text("\n".join(lines) if lines else f'"{shown}" is empty', entries=len(lines))
 
     return list_dir
 
@@ -296,7 +318,7 @@ def _list_dir(root: _Root) -> ToolBody:
 def _search_text(root: _Root) -> ToolBody:
     # A plain def: the registry runs it in a worker thread, so blocking I/O is fine
     # here; it polls the signal between files to stop early once the call is aborted.
-    def search_text(args: Any, ctx: ToolRunContext) -> str:
+    def search_text(args: Any, ctx: ToolRunContext) -> ToolReturn:
         values = _validate(_SEARCH_PARAMS, args)
         pattern: str = values["pattern"]
         if not pattern:
@@ -320,12 +342,12 @@ def _search_text(root: _Root) -> ToolBody:
                 shown = root.show(file)
                 matches.extend(f"{shown}:{number}: {line}" for number, line in found)
         if not matches:
-            return f'no matches for "{pattern}"'
+            return _text(f'no matches for "{pattern}"', matches=0, files=0)
         plural = "es" if len(matches) != 1 else ""
         footer = f"{len(matches)} match{plural} in {files} file{'s' if files != 1 else ''}"
         if len(matches) >= limit:
             footer += f" (stopped at max_results={limit})"
-        return "\n".join([*matches, footer])
+        return _text("\n".join([*matches, footer]), matches=len(matches), files=files)
 
     return search_text
 
@@ -370,7 +392,7 @@ def _search_file(path: Path, needle: str, fold: bool, limit: int) -> list[tuple[
 
 
 def _write_file(root: _Root) -> ToolBody:
-    async def write_file(args: Any, ctx: ToolRunContext) -> str:
+    async def write_file(args: Any, ctx: ToolRunContext) -> ToolReturn:
         values = _validate(_WRITE_PARAMS, args)
         content: str = values["content"]
         path = trio.Path(await root.aresolve(values["path"]))
@@ -380,14 +402,33 @@ def _write_file(root: _Root) -> ToolBody:
         existed = await path.exists()
         data = content.encode("utf-8")
         try:
+            old_text = await _before_image(path) if existed else None
             await path.parent.mkdir(parents=True, exist_ok=True)
             await path.write_bytes(data)
         except OSError as exc:
             raise _os_error("write", shown, exc) from exc
         verb = "replaced" if existed else "created"
-        return f'{verb} "{shown}" ({len(data)} bytes)'
+        # The before-image, for the result's diff card: only a small text file's, so a
+        # log never carries a large or binary file's old content.
+        meta: dict[str, Any] = {"created": not existed}
+        if old_text is not None:
+            meta["old_text"] = old_text
+        return _text(f'{verb} "{shown}" ({len(data)} bytes)', **meta)
 
     return write_file
+
+
+async def _before_image(path: trio.Path) -> str | None:
+    """A file's text before it is replaced, or ``None`` when it is large or not text."""
+    if (await path.stat()).st_size > _BEFORE_IMAGE_LIMIT:
+        return None
+    data = await path.read_bytes()
+    if b"\x00" in data[:_BINARY_PROBE]:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 async def _sleep(args: Any, ctx: ToolRunContext) -> str:
@@ -418,6 +459,10 @@ def example_tools(root: str | os.PathLike[str]) -> list[ToolDefinition]:
             _parameters(_READ_PARAMS),
             _read_file(sandbox),
             is_concurrency_safe=safe,
+            present_call=views.present_call(partial(_validate, _READ_PARAMS), views.read_call),
+            present_result=views.present_result(
+                partial(_validate, _READ_PARAMS), views.read_result
+            ),
         ),
         ToolDefinition(
             "list_dir",
@@ -425,6 +470,10 @@ def example_tools(root: str | os.PathLike[str]) -> list[ToolDefinition]:
             _parameters(_LIST_PARAMS),
             _list_dir(sandbox),
             is_concurrency_safe=safe,
+            present_call=views.present_call(partial(_validate, _LIST_PARAMS), views.list_call),
+            present_result=views.present_result(
+                partial(_validate, _LIST_PARAMS), views.list_result
+            ),
         ),
         ToolDefinition(
             "search_text",
@@ -432,12 +481,20 @@ def example_tools(root: str | os.PathLike[str]) -> list[ToolDefinition]:
             _parameters(_SEARCH_PARAMS),
             _search_text(sandbox),
             is_concurrency_safe=safe,
+            present_call=views.present_call(partial(_validate, _SEARCH_PARAMS), views.search_call),
+            present_result=views.present_result(
+                partial(_validate, _SEARCH_PARAMS), views.search_result
+            ),
         ),
         ToolDefinition(
             "write_file",
             "Create or replace a UTF-8 text file under the root directory.",
             _parameters(_WRITE_PARAMS),
             _write_file(sandbox),
+            present_call=views.present_call(partial(_validate, _WRITE_PARAMS), views.write_call),
+            present_result=views.present_result(
+                partial(_validate, _WRITE_PARAMS), views.write_result
+            ),
         ),
         ToolDefinition(
             "sleep",
@@ -445,6 +502,10 @@ def example_tools(root: str | os.PathLike[str]) -> list[ToolDefinition]:
             _parameters(_SLEEP_PARAMS),
             _sleep,
             is_concurrency_safe=safe,
+            present_call=views.present_call(partial(_validate, _SLEEP_PARAMS), views.sleep_call),
+            present_result=views.present_result(
+                partial(_validate, _SLEEP_PARAMS), views.sleep_result
+            ),
         ),
     ]
 

@@ -1,0 +1,498 @@
+"""``toolnursery replay LOG``: a finished or crashed batch from a JsonlRecorder log, as cards.
+
+A torn last line (a crash mid-write) is skipped and every complete event is shown; a call
+whose result was never recorded is a pending card; any other line that is not an event
+is an error naming it (exit 2). Cards come from the tools' presenters — the bundled
+example tools by default, ``--tools`` like ``run`` — and unknown tools get generic cards.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import msgspec
+import pytest
+import trio
+import trio.testing
+
+from toolnursery import (
+    ContextEvent,
+    HookContext,
+    JsonlRecorder,
+    RecorderEvent,
+    TextContent,
+    ToolCall,
+    ToolCallEvent,
+    ToolErrorInfo,
+    ToolExecutionResult,
+    ToolResultEvent,
+)
+from toolnursery.__main__ import main
+from toolnursery._cli_cards import NO_RESULT, read_batches
+from toolnursery._cli_demo import run_demo
+from toolnursery.examples import fill_sandbox
+
+Capture = pytest.CaptureFixture[str]
+
+
+def ok(text: str, meta: object = None) -> ToolExecutionResult:
+    return ToolExecutionResult((TextContent(text),), False, meta=meta)
+
+
+def write_log(path: Path, events: list[RecorderEvent]) -> Path:
+    with JsonlRecorder(path) as recorder:
+        for event in events:
+            recorder.record(event)
+    return path
+
+
+def tear(path: Path, event: RecorderEvent) -> None:
+    """Append half of ``event``'s line, as a crash mid-write leaves it."""
+    line = msgspec.json.encode(event)
+    with open(path, "ab") as file:
+        file.write(line[: len(line) // 2])
+
+
+README = ToolCall("c1", "read_file", '{"path": "README.md"}')
+WRITE = ToolCall("c2", "write_file", '{"path": "notes/a.md", "content": "one\\ntwo\\n"}')
+SLEEP = ToolCall("c3", "sleep", '{"seconds": 0.5}')
+GHOST = ToolCall("c4", "ghost", '{"x": 1}')
+
+FINISHED: list[RecorderEvent] = [
+    ToolCallEvent("b1", 0, README),
+    ToolCallEvent("b1", 1, WRITE),
+    ToolResultEvent("b1", 0, "c1", ok("# Demo\n\nhello\n", {"lines": 3})),
+    ToolResultEvent(
+        "b1",
+        1,
+        "c2",
+        ok('replaced "notes/a.md" (8 bytes)', {"created": False, "old_text": "one\n"}),
+    ),
+    ToolCallEvent("b1", 2, SLEEP),
+    ToolCallEvent("b1", 3, GHOST),
+    ToolResultEvent("b1", 2, "c3", ok("slept 0.5s")),
+    ToolResultEvent(
+        "b1",
+        3,
+        "c4",
+        ToolExecutionResult(
+            (TextContent('Error: unknown tool "ghost"'),),
+            True,
+            ToolErrorInfo("ToolNotFoundError", "UNKNOWN_TOOL"),
+        ),
+    ),
+    ContextEvent("b1", 1, "c2", HookContext((TextContent("notes/ changed"),), "watcher")),
+]
+
+FINISHED_CARDS = """\
+batch b1: 4 calls
+╭─ Read README.md: 3 lines (read) ───────────╮
+│ # Demo                                     │
+│                                            │
+│ hello                                      │
+╰───────────────────────────────────── done ─╯
+╭─ Replaced notes/a.md ──────────────────────╮
+│ --- a/notes/a.md                           │
+│ +++ b/notes/a.md                           │
+│ @@ -1 +1,2 @@                              │
+│  one                                       │
+│ +two                                       │
+╰───────────────────────────────────── done ─╯
+╭─ terminal ─────────────────────────────────╮
+│ $ sleep 0.5                                │
+│ slept 0.5s                                 │
+╰────────────────────────────── exit code 0 ─╯
+╭─ ghost ────────────────────────────────────╮
+│ {                                          │
+│   "x": 1                                   │
+│ }                                          │
+│                                            │
+│ Error: unknown tool "ghost"                │
+╰─────────────────────────────────── failed ─╯
+context for c2 from watcher: notes/ changed
+"""
+
+
+def test_a_finished_batch_prints_as_cards(tmp_path: Path, capsys: Capture) -> None:
+    log = write_log(tmp_path / "log.jsonl", FINISHED)
+    assert main(["replay", str(log), "--width", "46"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == FINISHED_CARDS
+    assert captured.err == ""
+
+
+def test_replay_as_markdown(tmp_path: Path, capsys: Capture) -> None:
+    log = write_log(tmp_path / "log.jsonl", FINISHED)
+    assert main(["replay", str(log), "--markdown"]) == 0
+    assert capsys.readouterr().out == textwrap.dedent(
+        """\
+        ## Batch b1 (4 calls)
+
+        ### Read README.md: 3 lines (read)
+
+        ```text
+        # Demo
+
+        hello
+        ```
+
+        ### Replaced notes/a.md
+
+        ```diff
+        --- a/notes/a.md
+        +++ b/notes/a.md
+        @@ -1 +1,2 @@
+         one
+        +two
+        ```
+
+        ```console
+        $ sleep 0.5
+        slept 0.5s
+        ```
+
+        Exit code 0
+
+        ### ghost — failed
+
+        ```json
+        {
+          "x": 1
+        }
+        ```
+
+        ```text
+        Error: unknown tool "ghost"
+        ```
+
+        > context for c2 from watcher: notes/ changed
+
+        """
+    )
+
+
+def test_a_torn_last_line_still_shows_every_complete_event(tmp_path: Path, capsys: Capture) -> None:
+    log = write_log(tmp_path / "log.jsonl", FINISHED[:6])
+    tear(log, FINISHED[6])  # the crash came while c3's result was being written
+    assert main(["replay", str(log), "--width", "46"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == (
+        """\
+batch b1: 4 calls, 2 without a result
+╭─ Read README.md: 3 lines (read) ───────────╮
+│ # Demo                                     │
+│                                            │
+│ hello                                      │
+╰───────────────────────────────────── done ─╯
+╭─ Replaced notes/a.md ──────────────────────╮
+│ --- a/notes/a.md                           │
+│ +++ b/notes/a.md                           │
+│ @@ -1 +1,2 @@                              │
+│  one                                       │
+│ +two                                       │
+╰───────────────────────────────────── done ─╯
+╭─ terminal ─────────────────────────────────╮
+│ $ sleep 0.5                                │
+│                                            │
+│ no result recorded (the batch did not      │
+│ finish)                                    │
+╰────────────────────────────────────────────╯
+╭─ ghost ────────────────────────────────────╮
+│ {                                          │
+│   "x": 1                                   │
+│ }                                          │
+│                                            │
+│ no result recorded (the batch did not      │
+│ finish)                                    │
+╰────────────────────────────────────────────╯
+"""
+    )
+    assert (
+        captured.err == f"toolnursery: {log} line 7 is incomplete (a crash mid-write?); skipped\n"
+    )
+
+
+async def test_a_crashed_demo_batch(
+    tmp_path: Path, capsys: Capture, autojump_clock: trio.abc.Clock
+) -> None:
+    """The demo's log, cut as if the process died while c5 wrote notes/summary.md."""
+    sandbox = tmp_path / "sandbox"
+    sandbox.mkdir()
+    fill_sandbox(sandbox)
+    log = tmp_path / "demo.jsonl"
+    with JsonlRecorder(log) as recorder:
+        await run_demo(sandbox, recorder=recorder)
+    lines = log.read_bytes().splitlines(keepends=True)
+    c5 = next(i for i, line in enumerate(lines) if b'"id":"c5"' in line)
+    crashed = tmp_path / "crashed.jsonl"
+    crashed.write_bytes(b"".join(lines[: c5 + 1]) + lines[c5 + 1][:70])
+    batch = json.loads(lines[0])["batch"]
+
+    assert main(["replay", str(crashed), "--width", "60"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.replace(batch, "<id>") == (
+        """\
+batch <id>: 5 calls, 1 without a result
+╭─ Read README.md: 4 lines (read) ─────────────────────────╮
+│ # Demo project                                           │
+│                                                          │
+│ A tiny project for the toolnursery demo.                 │
+│ TODO: write the real README.                             │
+╰─────────────────────────────────────────────────── done ─╯
+╭─ List src: 2 entries (read) ─────────────────────────────╮
+│ app.py                                                   │
+│ util.py                                                  │
+╰─────────────────────────────────────────────────── done ─╯
+╭─ Search "TODO": 2 matches in 2 files (search) ───────────╮
+│ README.md:4: TODO: write the real README.                │
+│ src/app.py:2: print("hello")  # TODO: greet by name      │
+│ 2 matches in 2 files                                     │
+╰─────────────────────────────────────────────────── done ─╯
+╭─ terminal ───────────────────────────────────────────────╮
+│ $ sleep 0.05                                             │
+│ slept 0.05s                                              │
+╰──────────────────────────────────────────── exit code 0 ─╯
+╭─ Write notes/summary.md ─────────────────────────────────╮
+│ --- /dev/null                                            │
+│ +++ b/notes/summary.md                                   │
+│ @@ -0,0 +1,3 @@                                          │
+│ +# Summary                                               │
+│ +                                                        │
+│ +The demo project greets; see TODO in src/app.py.        │
+│                                                          │
+│ files: notes/summary.md                                  │
+│                                                          │
+│ no result recorded (the batch did not finish)            │
+╰──────────────────────────────────────────────────────────╯
+"""
+    )
+    assert f"line {c5 + 2} is incomplete" in captured.err
+
+
+def test_a_process_that_died_mid_batch(tmp_path: Path) -> None:
+    """A real crash: the tool kills its process; the log keeps what was committed."""
+    tools = tmp_path / "crashtools.py"
+    tools.write_text(
+        textwrap.dedent(
+            """
+            import os
+            from toolnursery import GenericCallView, ToolDefinition, ToolRegistry
+
+            async def fine(args, ctx):
+                return "fine"
+
+            async def die(args, ctx):
+                os._exit(3)
+
+            registry = ToolRegistry()
+            registry.register(ToolDefinition("fine", "f", {}, fine))
+            registry.register(
+                ToolDefinition(
+                    "die", "d", {}, die, present_call=lambda args: GenericCallView(title="Die now")
+                )
+            )
+            """
+        ),
+        encoding="utf-8",
+    )
+    calls = tmp_path / "calls.jsonl"
+    calls.write_text(
+        '{"id": "a", "name": "fine"}\n{"id": "b", "name": "die"}\n{"id": "c", "name": "fine"}\n'
+    )
+    log = tmp_path / "log.jsonl"
+    command = [sys.executable, "-m", "toolnursery"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    died = subprocess.run(
+        [*command, "run", str(calls), "--tools", f"{tools}:registry", "--log", str(log)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert died.returncode == 3
+    with open(log, "ab") as file:
+        file.write(b'{"event":"tool_result","batch"')  # and a torn line, for good measure
+    shown = subprocess.run(
+        [*command, "replay", str(log), "--tools", f"{tools}:registry", "--width", "40"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert shown.returncode == 0, shown.stderr
+    cards = shown.stdout.split("\n", 1)[1]
+    assert shown.stdout.split("\n", 1)[0].endswith(": 2 calls, 1 without a result")
+    assert cards == (
+        "╭─ fine ───────────────────────────────╮\n"
+        "│ {}                                   │\n"
+        "│                                      │\n"
+        "│ fine                                 │\n"
+        "╰─────────────────────────────── done ─╯\n"
+        "╭─ Die now ────────────────────────────╮\n"
+        "│ no result recorded (the batch did    │\n"
+        "│ not finish)                          │\n"
+        "╰──────────────────────────────────────╯\n"
+    )
+    assert "line 4 is incomplete" in shown.stderr
+
+
+# -- what the log holds ----------------------------------------------------------------------
+
+
+def test_batches_keep_their_calls_in_index_order(tmp_path: Path, capsys: Capture) -> None:
+    log = write_log(
+        tmp_path / "log.jsonl",
+        [
+            ToolCallEvent("b1", 1, ToolCall("y", "ghost", "")),
+            ToolCallEvent("b2", 0, ToolCall("x", "ghost", "")),
+            ToolCallEvent("b1", 0, ToolCall("x", "ghost", "")),
+            ToolResultEvent("b2", 0, "x", ok("second batch")),
+            ToolResultEvent("b1", 0, "x", ok("first batch")),
+            ToolResultEvent("b1", 1, "y", ok("first batch, y")),
+        ],
+    )
+    assert main(["replay", str(log), "--markdown"]) == 0
+    out = capsys.readouterr().out
+    assert out.index("## Batch b1 (2 calls)") < out.index("first batch\n")
+    assert out.index("first batch\n") < out.index("first batch, y")
+    assert out.index("first batch, y") < out.index("## Batch b2 (1 call)")
+    assert out.index("## Batch b2 (1 call)") < out.index("second batch")
+
+
+def test_a_result_whose_call_line_is_missing_is_still_shown(tmp_path: Path) -> None:
+    log = write_log(tmp_path / "log.jsonl", [ToolResultEvent("b1", 0, "x", ok("orphan"))])
+    batches, torn = read_batches(log)
+    assert torn is None
+    assert len(batches) == 1
+    (entry,) = batches[0].calls
+    assert (entry.position, entry.call, entry.result) == (
+        0,
+        ToolCall("x", "unknown tool"),
+        ok("orphan"),
+    )
+
+
+def test_a_corrupt_line_before_the_last_is_an_error_naming_it(
+    tmp_path: Path, capsys: Capture
+) -> None:
+    log = write_log(tmp_path / "log.jsonl", FINISHED[:1])
+    with open(log, "ab") as file:
+        file.write(b'{"event": "tool_call", "batch": \n')
+    with JsonlRecorder(log) as recorder:
+        recorder.record(FINISHED[1])
+    assert main(["replay", str(log)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"toolnursery: error: {log} line 2: not a toolnursery event: "
+        '\'{"event": "tool_call", "batch":\'\n'
+    )
+
+
+def test_a_missing_or_empty_log(tmp_path: Path, capsys: Capture) -> None:
+    assert main(["replay", str(tmp_path / "nope.jsonl")]) == 2
+    assert "cannot read LOG" in capsys.readouterr().err
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert main(["replay", str(empty)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == f"toolnursery: {empty}: no tool calls recorded\n"
+
+
+# -- presenters ------------------------------------------------------------------------------
+
+
+def test_tools_give_their_own_presenters_and_unknown_tools_fall_back(
+    tmp_path: Path, capsys: Capture
+) -> None:
+    module = tmp_path / "mytools.py"
+    module.write_text(
+        textwrap.dedent(
+            """
+            from toolnursery import GenericCallView, ToolDefinition, ToolRegistry
+
+            async def echo(args, ctx):
+                return args["text"]
+
+            registry = ToolRegistry()
+            registry.register(
+                ToolDefinition(
+                    "echo", "e", {}, echo,
+                    present_call=lambda args: GenericCallView(title="Echo " + args["text"]),
+                )
+            )
+            """
+        ),
+        encoding="utf-8",
+    )
+    log = write_log(
+        tmp_path / "log.jsonl",
+        [
+            ToolCallEvent("b1", 0, ToolCall("a", "echo", '{"text": "hi"}')),
+            ToolCallEvent("b1", 1, README),
+            ToolResultEvent("b1", 0, "a", ok("hi")),
+        ],
+    )
+    assert main(["replay", str(log), "--tools", f"{module}:registry", "--markdown"]) == 0
+    out = capsys.readouterr().out
+    assert "### Echo hi\n" in out
+    # read_file is not in this registry: a generic card with the raw input.
+    assert '### read_file\n\n```json\n{\n  "path": "README.md"\n}\n```' in out
+    assert f"*{NO_RESULT[0].upper()}{NO_RESULT[1:]}*" in out
+
+
+def test_replay_needs_rich_for_terminal_cards_only(
+    tmp_path: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = write_log(tmp_path / "log.jsonl", FINISHED)
+    monkeypatch.setitem(sys.modules, "rich", None)  # as if it were not installed
+    assert main(["replay", str(log)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        "toolnursery: error: replay draws cards with rich, which is not installed: "
+        "pip install 'toolnursery[cli]' (or pip install rich)\n"
+    )
+    assert main(["replay", str(log), "--markdown"]) == 0
+    assert capsys.readouterr().out.startswith("## Batch b1 (4 calls)")
+
+
+def test_the_width_defaults_to_80_off_a_terminal(tmp_path: Path, capsys: Capture) -> None:
+    log = write_log(tmp_path / "log.jsonl", FINISHED)
+    assert main(["replay", str(log)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b[" not in out
+    widths = {len(line) for line in out.splitlines() if line.startswith(("╭", "│", "╰"))}
+    assert widths == {80}
+    assert main(["replay", str(log), "--width", "0"]) == 2
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("no_color", ["", "1"])
+def test_on_a_terminal_cards_fit_it_and_are_colored_unless_no_color(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_color: str
+) -> None:
+    log = write_log(tmp_path / "log.jsonl", FINISHED)
+    screen = FakeTerminal()
+    monkeypatch.setattr(sys, "stdout", screen)
+    monkeypatch.setenv("COLUMNS", "52")
+    monkeypatch.setenv("NO_COLOR", no_color)
+    assert main(["replay", str(log)]) == 0
+    out = screen.getvalue()
+    assert ("\x1b[" in out) == (not no_color)
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", out)
+    assert {len(line) for line in plain.splitlines() if line.startswith(("╭", "│", "╰"))} == {52}
