@@ -11,11 +11,19 @@ What it measures (median of several repetitions, each printed as µs per call):
   same body once per call, and the ratio scheduler / bare.
 * 50 calls that each ``await trio.sleep(0.010)`` (``max_parallel = 50``): wall time
   of the batch against the bare nursery's.
+* A mixed read/write file workload: 100 calls to a ``read``/``write`` tool pair, 20 %
+  writes, over 10 paths (a fixed random draw), each body sleeping 5 ms, default cap
+  of 10. The same batch is run twice in the same process: with *exclusive-barrier*
+  scheduling (reads ``is_concurrency_safe``, writes exclusive — what a unary
+  classifier can say) and with *resource-keyed* scheduling (``concurrency_keys``:
+  read or write of the path). Wall ms per batch and the speed-up; the keyed run is
+  also checked to never overlap conflicting bodies.
 * Memory: a 10,000-call and a 100,000-call batch, each in a fresh interpreter, with
   peak RSS (``resource.getrusage``) before and after and µs per call, for the
   scheduler (``max_parallel`` = N and the default 10) and for the bare nursery.
 
-Run: ``python benchmarks/bench_scheduler.py`` (``--quick`` for fewer repetitions).
+Run: ``python benchmarks/bench_scheduler.py`` (``--quick`` for fewer repetitions,
+``--mixed-only`` for just the mixed workload).
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import random
 import resource
 import statistics
 import subprocess
@@ -43,7 +52,7 @@ from toolnursery import (
     ToolRunContext,
     run_tool_calls,
 )
-from toolnursery._decisions import PostToolDecision, PreToolDecision
+from toolnursery._decisions import PostToolDecision, PreToolDecision, ResourceKey
 
 PHASES = ("pre", "guard", "execute", "post", "result")
 
@@ -200,6 +209,100 @@ async def main_timing(reps: int, calls_per_rep: int) -> None:
     print(f"{'sleep 50 x 10 ms':<34} {ours:>9.2f}ms {bare:>8.2f}ms {ours / bare:>7.2f}x")
 
 
+MIXED_CALLS = 100
+MIXED_WRITES = 20
+MIXED_PATHS = 10
+MIXED_SLEEP = 0.005
+
+
+def mixed_calls(seed: int = 7) -> list[ToolCall]:
+    """100 calls, 20 of them writes, over 10 paths: the same draw every run."""
+    rng = random.Random(seed)
+    writes = set(rng.sample(range(MIXED_CALLS), MIXED_WRITES))
+    return [
+        ToolCall(
+            f"m{i}",
+            "write" if i in writes else "read",
+            json.dumps({"path": f"/repo/file{rng.randrange(MIXED_PATHS)}.py"}),
+        )
+        for i in range(MIXED_CALLS)
+    ]
+
+
+def mixed_registry(keyed: bool, live: dict[str, list[str]] | None = None) -> ToolRegistry:
+    """read/write tools whose bodies sleep 5 ms; classified by barrier or by keys.
+
+    With ``live``, each body checks that no conflicting body runs beside it.
+    """
+
+    def body(mode: str) -> Any:
+        async def run(args: Any, ctx: ToolRunContext) -> str:
+            path = args["path"]
+            if live is not None:
+                others = live.setdefault(path, [])
+                assert (mode == "read" and all(m == "read" for m in others)) or not others, (
+                    f"{mode} of {path} overlaps {others}"
+                )
+                others.append(mode)
+            await trio.sleep(MIXED_SLEEP)
+            if live is not None:
+                live[path].remove(mode)
+            return "ok"
+
+        return run
+
+    def read_keys(args: Any) -> list[ResourceKey]:
+        return [ResourceKey.read(args["path"])]
+
+    def write_keys(args: Any) -> list[ResourceKey]:
+        return [ResourceKey.write(args["path"])]
+
+    registry = ToolRegistry()
+    for mode, keys in (("read", read_keys), ("write", write_keys)):
+        if keyed:
+            definition = ToolDefinition(
+                mode, f"{mode} a file", {"type": "object"}, body(mode), concurrency_keys=keys
+            )
+        else:
+            definition = ToolDefinition(
+                mode,
+                f"{mode} a file",
+                {"type": "object"},
+                body(mode),
+                is_concurrency_safe=always if mode == "read" else None,
+            )
+        registry.register(definition)
+    return registry
+
+
+async def main_mixed(reps: int) -> float:
+    """Wall time of the mixed workload, exclusive barriers vs resource keys."""
+    print()
+    print(
+        f"mixed file workload: {MIXED_CALLS} calls, {MIXED_WRITES} writes over "
+        f"{MIXED_PATHS} paths, {MIXED_SLEEP * 1e3:.0f} ms bodies, cap 10; wall ms per batch"
+    )
+    calls = mixed_calls()
+    # One checked run first: keyed scheduling never overlaps conflicting bodies.
+    results = await run_tool_calls(mixed_registry(True, live={}), calls)
+    assert not any(r.is_error for r in results), results
+    walls: dict[bool, list[float]] = {False: [], True: []}
+    registries = {keyed: mixed_registry(keyed) for keyed in (False, True)}
+    for _ in range(reps):
+        for keyed in (False, True):
+            start = time.perf_counter()
+            await run_tool_calls(registries[keyed], calls)
+            walls[keyed].append((time.perf_counter() - start) * 1e3)
+    barrier = statistics.median(walls[False])
+    keyed_ms = statistics.median(walls[True])
+    floor = MIXED_CALLS / 10 * MIXED_SLEEP * 1e3
+    print(f"{'exclusive barriers':<34} {barrier:>9.2f}ms")
+    print(f"{'resource keys':<34} {keyed_ms:>9.2f}ms")
+    print(f"{'speed-up (barriers / keys)':<34} {barrier / keyed_ms:>9.2f}x")
+    print(f"{'floor (calls / cap x body)':<34} {floor:>9.2f}ms")
+    return barrier / keyed_ms
+
+
 def rss_mib() -> float:
     # ru_maxrss is KiB on Linux.
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -252,6 +355,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument("--no-memory", action="store_true", help="skip the RSS measurements")
+    parser.add_argument("--mixed-only", action="store_true", help="only the mixed workload")
     parser.add_argument("--memory-child", nargs=2, metavar=("N", "KIND"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_child:
@@ -260,8 +364,10 @@ def main() -> None:
         return
     reps, calls_per_rep = (3, 2000) if args.quick else (7, 5000)
     print(f"python {sys.version.split()[0]}, trio {trio.__version__}")
-    trio.run(main_timing, reps, calls_per_rep)
-    if not args.no_memory:
+    if not args.mixed_only:
+        trio.run(main_timing, reps, calls_per_rep)
+    trio.run(main_mixed, reps)
+    if not args.no_memory and not args.mixed_only:
         main_memory()
 
 

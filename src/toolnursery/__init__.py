@@ -27,6 +27,7 @@ from ._decisions import Block as Block
 from ._decisions import Deny as Deny
 from ._decisions import PostToolDecision as PostToolDecision
 from ._decisions import PreToolDecision as PreToolDecision
+from ._decisions import ResourceKey as ResourceKey
 from ._decisions import ToolExecutionMode as ToolExecutionMode
 from ._decisions import ToolRestriction as ToolRestriction
 from ._define import define_tool as define_tool
@@ -52,6 +53,12 @@ from ._execution import ToolExecutionToken as ToolExecutionToken
 from ._execution import ToolRunContext as ToolRunContext
 from ._json import FrozenDict as FrozenDict
 from ._json import thaw as thaw
+from ._otel import install_otel_tracing as install_otel_tracing
+from ._output import INVALID_TOOL_OUTPUT as INVALID_TOOL_OUTPUT
+from ._output import OutputRenderer as OutputRenderer
+from ._output import ToolOutputError as ToolOutputError
+from ._output import attach_output as attach_output
+from ._output import output_schema as output_schema
 from ._presentation import DiffCallView as DiffCallView
 from ._presentation import DiffResultView as DiffResultView
 from ._presentation import FileDiff as FileDiff
@@ -94,12 +101,14 @@ from ._schema import SchemaType as SchemaType
 from ._schema import schema_spec_to_json_schema as schema_spec_to_json_schema
 from ._schema import validate_args as validate_args
 from ._signal import CancelSignal as CancelSignal
+from ._statistics import ToolStatistics as ToolStatistics
 from ._structured import assert_supported_output_schema as assert_supported_output_schema
 from ._structured import validate_structured_value as validate_structured_value
 from ._timeout import install_timeout_policy as install_timeout_policy
 
 __all__ = [
     "EXCLUSIVE",
+    "INVALID_TOOL_OUTPUT",
     "PARALLEL",
     "TOOL_ABORTED",
     "TOOL_ABORTED_BEFORE_DISPATCH",
@@ -127,6 +136,7 @@ __all__ = [
     "HookContext",
     "ImageContent",
     "JsonlRecorder",
+    "OutputRenderer",
     "OutputSchemaError",
     "PostExecuteListener",
     "PostToolDecision",
@@ -134,6 +144,7 @@ __all__ = [
     "PreToolDecision",
     "RecorderEvent",
     "RegistrationError",
+    "ResourceKey",
     "ResultObserver",
     "SchemaProp",
     "SchemaSpec",
@@ -159,6 +170,7 @@ __all__ = [
     "ToolExecutionToken",
     "ToolGuard",
     "ToolNotFoundError",
+    "ToolOutputError",
     "ToolRegistry",
     "ToolRestriction",
     "ToolResult",
@@ -168,14 +180,18 @@ __all__ = [
     "ToolRunContext",
     "ToolSchema",
     "ToolScope",
+    "ToolStatistics",
     "ToolTimeoutError",
     "ToolnurseryError",
     "assert_supported_output_schema",
+    "attach_output",
     "call_view",
     "define_tool",
+    "install_otel_tracing",
     "install_retry_policy",
     "install_timeout_policy",
     "open_tool_batch",
+    "output_schema",
     "parse_arguments",
     "read_log",
     "render_markdown",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, TypeAlias
+from typing import Final, Literal, TypeAlias
 
 import msgspec
 from msgspec.structs import force_setattr
@@ -20,6 +20,7 @@ __all__ = [
     "Deny",
     "PostToolDecision",
     "PreToolDecision",
+    "ResourceKey",
     "ToolExecutionMode",
     "ToolRestriction",
 ]
@@ -93,14 +94,63 @@ PostToolDecision: TypeAlias = Accept | Block
 """What a post-execute listener returns."""
 
 
-class ToolExecutionMode(msgspec.Struct, frozen=True):
-    """How the scheduler may run one call: alone (``exclusive``) or beside others."""
+class ResourceKey(msgspec.Struct, frozen=True):
+    """One resource a call touches, and how: ``read`` or ``write``.
 
-    kind: Literal["parallel", "exclusive"]
+    Two calls conflict when they name the same ``resource`` and at least one of them
+    writes it; reads of one resource never conflict. The resource is any string the
+    tool author chooses (``"fs:/repo/a.md"``, ``"db:users"``); only equality matters.
+
+    Example::
+
+        concurrency_keys=lambda args: [ResourceKey.write(f"fs:{args['path']}")]
+    """
+
+    resource: str
+    mode: Literal["read", "write"]
+
+    @classmethod
+    def read(cls, resource: str) -> ResourceKey:
+        """A read of ``resource`` (conflicts only with writes of it)."""
+        return cls(resource, "read")
+
+    @classmethod
+    def write(cls, resource: str) -> ResourceKey:
+        """A write of ``resource`` (conflicts with every other access to it)."""
+        return cls(resource, "write")
 
 
-PARALLEL = ToolExecutionMode("parallel")
-EXCLUSIVE = ToolExecutionMode("exclusive")
+class ToolExecutionMode(msgspec.Struct, frozen=True, omit_defaults=True):
+    """How the scheduler may run one call, a value tagged by ``kind``.
+
+    * ``{"kind": "parallel"}`` — beside any other non-exclusive call.
+    * ``{"kind": "exclusive"}`` — alone: a barrier in its batch.
+    * ``{"kind": "keyed", "keys": [...]}`` — beside other non-exclusive calls, except
+      that it waits for every *earlier* call of its batch whose keys conflict with
+      its own (same resource, at least one ``write``). ``keys`` are canonical: one
+      per resource (a write subsumes a read of it), sorted by resource; ``()`` means
+      it conflicts with nothing.
+
+    A consumer that knows only ``parallel`` and ``exclusive`` and treats everything
+    but ``parallel`` as exclusive stays on the safe side.
+
+    Raises:
+        ValueError: ``keys`` is given for a kind other than ``keyed``.
+    """
+
+    kind: Literal["parallel", "exclusive", "keyed"]
+    keys: tuple[ResourceKey, ...] = ()
+
+    def __post_init__(self) -> None:
+        keys = self.keys
+        if type(keys) is not tuple:
+            force_setattr(self, "keys", keys := tuple(keys))
+        if keys and self.kind != "keyed":
+            raise ValueError(f"ToolExecutionMode(kind={self.kind!r}) takes no keys")
+
+
+PARALLEL: Final = ToolExecutionMode("parallel")
+EXCLUSIVE: Final = ToolExecutionMode("exclusive")
 
 
 class ToolRestriction(msgspec.Struct, frozen=True, omit_defaults=True):

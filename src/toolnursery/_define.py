@@ -18,12 +18,13 @@ from __future__ import annotations
 import inspect
 import re
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeAlias, TypeVar, overload
 
 import msgspec
 
 from ._content import ToolResult
+from ._decisions import ResourceKey
 from ._definition import ToolDefinition
 from ._errors import RegistrationError, ToolArgsError
 from ._execution import ToolRunContext
@@ -66,6 +67,8 @@ def define_tool(
     present_call: Callable[[S], ToolCallView | None] | None = None,
     present_result: Callable[[S, ToolResult], ToolResultView | None] | None = None,
     idempotent: bool = False,
+    concurrency_keys: Callable[[S], Iterable[ResourceKey]] | None = None,
+    max_concurrency: int | None = None,
 ) -> ToolDefinition: ...
 
 
@@ -81,6 +84,8 @@ def define_tool(
     present_call: Callable[[Any], ToolCallView | None] | None = None,
     present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
     idempotent: bool = False,
+    concurrency_keys: Callable[[Any], Iterable[ResourceKey]] | None = None,
+    max_concurrency: int | None = None,
 ) -> ToolDefinition: ...
 
 
@@ -95,6 +100,8 @@ def define_tool(
     present_call: Callable[[Any], Any] | None = None,
     present_result: Callable[[Any, ToolResult], Any] | None = None,
     idempotent: bool = False,
+    concurrency_keys: Callable[[Any], Iterable[ResourceKey]] | None = None,
+    max_concurrency: int | None = None,
 ) -> ToolDefinition:
     """Define a tool whose arguments are validated before its body runs.
 
@@ -129,16 +136,26 @@ def define_tool(
         present_result: ``(args, ToolResult) -> ToolResultView | None``; likewise.
         idempotent: the tool may safely run again with the same arguments (required
             by :func:`install_retry_policy`).
+        concurrency_keys: classifier ``args -> Iterable[ResourceKey]``, consulted
+            when ``is_concurrency_safe`` is absent or does not answer ``True``: the
+            call overlaps its siblings except earlier calls whose keys conflict with
+            its own. Invalid arguments, a classifier that raises and a result that is
+            not an iterable of :class:`ResourceKey` make the call exclusive.
+        max_concurrency: the most bodies of this tool that run at once through a
+            registry (a positive ``int``; ``None``: unlimited).
 
     Returns:
         A :class:`ToolDefinition` ready to register.
 
     Raises:
-        RegistrationError: ``timeout_ms`` is not a positive finite number, the
-            parameters are neither a valid spec nor a frozen Struct subclass, or a
-            Struct field has a type the schema cannot express.
+        RegistrationError: ``timeout_ms`` is not a positive finite number,
+            ``max_concurrency`` is not a positive ``int``, the parameters are neither
+            a valid spec nor a frozen Struct subclass, or a Struct field has a type
+            the schema cannot express.
     """
     checked_timeout = _check_timeout(name, timeout_ms)
+    owner = f"define_tool({name})"
+    _check_limit(owner, max_concurrency)
     if not callable(execute):
         raise RegistrationError(f"define_tool({name}): execute must be callable")
     if (
@@ -170,16 +187,28 @@ def define_tool(
         is_concurrency_safe,
         present_call,
         present_result,
+        concurrency_keys,
     )
-    return _with_options(definition, f"define_tool({name})", idempotent)
+    return _with_options(definition, owner, idempotent, max_concurrency)
 
 
-def _with_options(definition: ToolDefinition, owner: str, idempotent: object) -> ToolDefinition:
+def _with_options(
+    definition: ToolDefinition, owner: str, idempotent: object, max_concurrency: int | None
+) -> ToolDefinition:
     if type(idempotent) is not bool:
         raise RegistrationError(f"{owner}: idempotent must be a bool")
-    if idempotent:
-        return msgspec.structs.replace(definition, idempotent=True)
+    if idempotent or max_concurrency is not None:
+        return msgspec.structs.replace(
+            definition, idempotent=idempotent, max_concurrency=max_concurrency
+        )
     return definition
+
+
+def _check_limit(owner: str, max_concurrency: object) -> None:
+    if max_concurrency is not None and (type(max_concurrency) is not int or max_concurrency < 1):
+        raise RegistrationError(
+            f"{owner}: max_concurrency must be a positive integer, got {max_concurrency!r}"
+        )
 
 
 def _check_timeout(name: str, timeout_ms: object) -> float | None:
@@ -220,6 +249,7 @@ def _definition(
     classifier: Callable[[Any], object] | None,
     present_call: Callable[[Any], Any] | None,
     present_result: Callable[[Any, ToolResult], Any] | None,
+    concurrency_keys: Callable[[Any], Iterable[ResourceKey]] | None,
 ) -> ToolDefinition:
     execute: Callable[[Any, ToolRunContext], Any]
     if is_async:
@@ -243,6 +273,7 @@ def _definition(
         is_concurrency_safe=None if classifier is None else _soft_classifier(parse, classifier),
         present_call=None if present_call is None else _soft_call(parse, present_call),
         present_result=None if present_result is None else _soft_result(parse, present_result),
+        concurrency_keys=None if concurrency_keys is None else _soft_keys(parse, concurrency_keys),
     )
 
 
@@ -267,6 +298,19 @@ def _soft_classifier(parse: _Parse, classifier: Callable[[Any], object]) -> Call
             return False
 
     return is_concurrency_safe
+
+
+def _soft_keys(parse: _Parse, keys: Callable[[Any], Iterable[ResourceKey]]) -> Callable[[Any], Any]:
+    def concurrency_keys(args: Any) -> Any:
+        typed = _try_parse(parse, args)
+        if typed is _INVALID:
+            return None  # not an iterable of keys: the registry classifies it exclusive
+        try:
+            return keys(typed)
+        except Exception:
+            return None
+
+    return concurrency_keys
 
 
 def _soft_call(parse: _Parse, presenter: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -419,6 +463,8 @@ def tool(
     present_call: Callable[[Any], ToolCallView | None] | None = None,
     present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
     idempotent: bool = False,
+    concurrency_keys: Callable[[Any], Iterable[ResourceKey]] | None = None,
+    max_concurrency: int | None = None,
 ) -> Callable[[Callable[..., Any]], ToolDefinition]: ...
 
 
@@ -433,6 +479,8 @@ def tool(
     present_call: Callable[[Any], Any] | None = None,
     present_result: Callable[[Any, ToolResult], Any] | None = None,
     idempotent: bool = False,
+    concurrency_keys: Callable[[Any], Iterable[ResourceKey]] | None = None,
+    max_concurrency: int | None = None,
 ) -> ToolDefinition | Callable[[Callable[..., Any]], ToolDefinition]:
     """Turn a typed function into a :class:`ToolDefinition` (use as ``@tool`` or ``@tool(...)``).
 
@@ -471,6 +519,8 @@ def tool(
         present_call: as for :func:`define_tool`.
         present_result: as for :func:`define_tool`.
         idempotent: as for :func:`define_tool`.
+        concurrency_keys: as for :func:`define_tool`.
+        max_concurrency: as for :func:`define_tool`.
 
     Returns:
         The definition, or (when called with options only) a decorator producing it.
@@ -478,10 +528,12 @@ def tool(
     Raises:
         RegistrationError: a parameter is unannotated, variadic, or has an annotation
             the schema cannot express (the message names the parameter), or
-            ``timeout_ms`` is invalid.
+            ``timeout_ms`` or ``max_concurrency`` is invalid.
     """
 
     def decorate(function: Callable[..., Any]) -> ToolDefinition:
+        owner = f"@tool {name if name is not None else getattr(function, '__name__', 'tool')}"
+        _check_limit(owner, max_concurrency)
         definition = _tool_from_function(
             function,
             name,
@@ -490,8 +542,9 @@ def tool(
             is_concurrency_safe,
             present_call,
             present_result,
+            concurrency_keys,
         )
-        return _with_options(definition, f"@tool {definition.name}", idempotent)
+        return _with_options(definition, owner, idempotent, max_concurrency)
 
     if fn is None:
         return decorate
@@ -506,6 +559,7 @@ def _tool_from_function(
     classifier: Callable[[Any], object] | None,
     present_call: Callable[[Any], Any] | None,
     present_result: Callable[[Any, ToolResult], Any] | None,
+    concurrency_keys: Callable[[Any], Iterable[ResourceKey]] | None = None,
 ) -> ToolDefinition:
     tool_name = name if name is not None else getattr(fn, "__name__", "tool")
     owner = f"@tool {tool_name}"
@@ -552,6 +606,7 @@ def _tool_from_function(
         classifier,
         present_call,
         present_result,
+        concurrency_keys,
     )
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import msgspec
 
 from ._content import ContentBlock, ToolResult, ToolReturn
+from ._decisions import ResourceKey
 from ._execution import ToolRunContext
 
 if TYPE_CHECKING:
@@ -42,6 +43,15 @@ class ToolDefinition(msgspec.Struct, frozen=True):
         present_result: optional ``(args, ToolResult) -> ToolResultView | None``.
         idempotent: the tool may safely run again for the same arguments (a retry
             policy refuses tools that do not declare it).
+        concurrency_keys: pure classifier ``args -> Iterable[ResourceKey]``,
+            consulted when ``is_concurrency_safe`` is absent or returns anything but
+            ``True`` (one that raises makes the call exclusive): the call may overlap
+            its siblings except the earlier calls whose keys conflict with its own
+            (``keyed``, see :class:`ToolExecutionMode`). One that raises or returns
+            anything but an iterable of ``ResourceKey`` makes the call exclusive.
+        max_concurrency: the most bodies of this tool name that run at once through
+            the registry it is registered in, across batches and ``execute()``
+            calls (a positive ``int``; ``None``: unlimited).
     """
 
     name: str
@@ -53,3 +63,5 @@ class ToolDefinition(msgspec.Struct, frozen=True):
     present_call: Callable[[Any], ToolCallView | None] | None = None
     present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None
     idempotent: bool = False
+    concurrency_keys: Callable[[Any], Iterable[ResourceKey]] | None = None
+    max_concurrency: int | None = None

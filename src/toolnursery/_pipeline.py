@@ -27,7 +27,7 @@ import inspect
 import logging
 import types
 from collections.abc import Awaitable
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import msgspec
 import trio
@@ -53,9 +53,11 @@ from ._execution import (
 )
 from ._json import NotJSONError, snapshot
 from ._signal import CancelSignal, fuse
+from ._statistics import now as _now
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ._definition import ToolDefinition
     from ._registry import ToolRegistry
 
 logger = logging.getLogger("toolnursery")
@@ -110,12 +112,28 @@ class _Hooks:
         self.approval = approval
 
 
+class Gate(Protocol):
+    """The scheduler's side of a call that waits for its tool's limit (internal).
+
+    A pooled call holds a slot under its batch's ``max_parallel`` while it dispatches;
+    it gives the slot back while it waits for a ``max_concurrency`` token, and takes
+    one again (holding the token) before the body runs.
+    """
+
+    def _leave(self, call: Call) -> None:
+        """Give the call's batch slot back: it is about to wait."""
+
+    async def _rejoin(self, call: Call) -> None:
+        """Wait for a batch slot for the call again."""
+
+
 class Call:
     """One call's state between the stages (internal; the scheduler holds these)."""
 
     __slots__ = (
         "deferred",
         "execution",
+        "gate",
         "hooks",
         "invoked",
         "registry",
@@ -133,6 +151,7 @@ class Call:
         self.result: ToolExecutionResult | None = None
         self.invoked = False
         self.deferred: list[HookContext] = []
+        self.gate: Gate | None = None
 
     def resolve(self, result: ToolExecutionResult, state: int) -> Call:
         self.result = result
@@ -158,6 +177,7 @@ def begin(registry: ToolRegistry, input: ToolExecutionInput) -> Call:
             f"ToolExecutionInput.signal must be a CancelSignal, not {type(signal).__name__}"
         )
     call = Call(registry, registry._hooks_for(agent), signal)
+    registry._stats.started += 1
     try:
         args = snapshot(arguments)
     except NotJSONError:
@@ -390,8 +410,13 @@ async def _base_dispatch(
         if definition is None:
             return _failure(ToolNotFoundError(execution.name))
         body = definition.execute
-        call.invoked = True
         context = ToolRunContext(execution, signal, call.deferred)
+        limiter = None
+        if definition.max_concurrency is not None:
+            limiter = await _acquire(call, definition, context, signal, carried)
+            if limiter is None:
+                return ABORTED_BEFORE_DISPATCH_RESULT
+        call.invoked = True
         try:
             if not _is_async(body):
                 value = await trio.to_thread.run_sync(body, execution.arguments, context)
@@ -401,6 +426,9 @@ async def _base_dispatch(
                 value = await _run_in_scope(body(execution.arguments, context), signal)
         except Exception as exc:
             return _failure(exc)
+        finally:
+            if limiter is not None:
+                limiter.release_on_behalf_of(context)
         if value is _CANCELLED:
             return ABORTED_RESULT
         result = _normalize(value, execution.name)
@@ -410,6 +438,52 @@ async def _base_dispatch(
     finally:
         if fusion is not None:
             fusion.close()
+
+
+async def _acquire(
+    call: Call,
+    definition: ToolDefinition,
+    borrower: object,
+    signal: CancelSignal,
+    carried: bool,
+) -> trio.CapacityLimiter | None:
+    """Take a token of the tool's ``max_concurrency`` limiter for one body.
+
+    Returns the limiter (the caller releases the token when the body ends), or
+    ``None`` when the call's signal fired while it waited. A pooled call gives its
+    batch slot back while it waits and takes one again, token in hand, before its
+    body runs. Under the pool's scope (``carried``) an abort arrives as
+    ``trio.Cancelled``.
+    """
+    registry = call.registry
+    limiter = registry._limiter(definition)
+    try:
+        limiter.acquire_on_behalf_of_nowait(borrower)
+    except trio.WouldBlock:
+        pass
+    else:
+        return limiter
+    stats = registry._stats
+    gate = call.gate
+    if gate is not None:
+        gate._leave(call)
+    stats.waiting += 1
+    try:
+        if carried:
+            await limiter.acquire_on_behalf_of(borrower)
+        elif await _run_in_scope(limiter.acquire_on_behalf_of(borrower), signal) is _CANCELLED:
+            return None
+    finally:
+        stats.waiting -= 1
+    held = False
+    try:
+        if gate is not None:
+            await gate._rejoin(call)
+        held = not signal._cancelled
+    finally:
+        if not held:
+            limiter.release_on_behalf_of(borrower)
+    return limiter if held else None
 
 
 async def _run_in_scope(coro: Awaitable[Any], signal: CancelSignal) -> Any:
@@ -452,7 +526,10 @@ def _normalize(value: Any, name: str) -> ToolExecutionResult:
     if t is ToolReturn:
         content = value.content
         return ToolExecutionResult(
-            tuple(content) if type(content) is not tuple else content, False, meta=value.meta
+            tuple(content) if type(content) is not tuple else content,
+            False,
+            meta=value.meta,
+            structured_content=value.structured,
         )
     if t is TextContent or t is ImageContent:
         return ToolExecutionResult((value,), False)
@@ -497,6 +574,10 @@ async def finalize(call: Call) -> ToolExecutionResult:
     result = _materialize(result)
     call.result = result
     call.state = FINAL
+    if result.is_error:
+        call.registry._stats.count_error(result)
+    else:
+        call.registry._stats.ok += 1
     observers = hooks.result
     if observers:
         _notify(observers, call.execution, result)
@@ -570,11 +651,13 @@ def _materialize(result: ToolExecutionResult) -> ToolExecutionResult:
             return _RESULT_NOT_JSON
         contexts = result.additional_contexts
         meta = result.meta
+        structured = result.structured_content
         if (
             type(content) is tuple
             and not contexts
             and type(contexts) is tuple
             and meta is None
+            and structured is None
             and type(result.is_error) is bool
         ):
             return result
@@ -585,6 +668,7 @@ def _materialize(result: ToolExecutionResult) -> ToolExecutionResult:
             error,
             frozen_contexts,
             None if meta is None else snapshot(meta),
+            None if structured is None else snapshot(structured),
         )
     except Exception:
         return _RESULT_NOT_JSON
@@ -642,15 +726,37 @@ def _observer_failed(execution: ToolExecution, message: str) -> None:
 
 
 async def execute(registry: ToolRegistry, input: ToolExecutionInput) -> ToolExecutionResult:
-    """Run one call through prepare, dispatch and finalize."""
+    """Run one call through prepare, dispatch and finalize.
+
+    Phase times are taken around the hooks and the body only: a phase with no hooks
+    reads no clock (its few microseconds of CPU are the benchmarks' business).
+    """
     call = begin(registry, input)
-    if call.state == PENDING:
-        hooks = call.hooks
-        if hooks.pre or hooks.guards:
-            await policy(call)
+    stats = registry._stats
+    committed = False
+    try:
         if call.state == PENDING:
-            await dispatch(call)
-    return await finalize(call)
+            hooks = call.hooks
+            if hooks.pre or hooks.guards:
+                start = _now()
+                await policy(call)
+                stats.prepare += _now() - start
+            if call.state == PENDING:
+                start = _now()
+                await dispatch(call)
+                stats.dispatch += _now() - start
+        hooks = call.hooks
+        if hooks.post or hooks.result:
+            start = _now()
+            result = await finalize(call)
+            stats.finalize += _now() - start
+        else:
+            result = await finalize(call)
+        committed = True
+    finally:
+        if not committed:
+            stats.abandoned += 1
+    return result
 
 
 # -- failures -----------------------------------------------------------------------

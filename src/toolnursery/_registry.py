@@ -15,17 +15,27 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, TypeAlias
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, Final, TypeAlias
+
+import trio
 
 from ._content import ToolExecutionResult, ToolSchema
-from ._decisions import EXCLUSIVE, PARALLEL, PostToolDecision, PreToolDecision, ToolExecutionMode
+from ._decisions import (
+    EXCLUSIVE,
+    PARALLEL,
+    PostToolDecision,
+    PreToolDecision,
+    ResourceKey,
+    ToolExecutionMode,
+)
 from ._definition import ToolDefinition
 from ._errors import RegistrationError
 from ._execution import ApprovalService, ToolDispatchExecution, ToolExecution, ToolExecutionInput
 from ._json import thaw
 from ._pipeline import _Hooks
 from ._pipeline import execute as _execute
+from ._statistics import Counters, ToolStatistics
 
 __all__ = [
     "Disposer",
@@ -119,8 +129,9 @@ class _Owner:
 
         Raises:
             RegistrationError: the definition is malformed, its ``timeout_ms`` is not
-                a positive finite number of at most a year, or the name is taken in
-                this layer.
+                a positive finite number of at most a year, its ``max_concurrency``
+                is not a positive ``int``, its ``concurrency_keys`` is not callable,
+                or the name is taken in this layer.
         """
         return self._registry._register(definition, self._scope)
 
@@ -180,6 +191,8 @@ class ToolRegistry(_Owner):
         self._change: list[Callable[[], object]] = []
         self._version = 0
         self._global_hooks: _Hooks | None = None
+        self._stats = Counters()
+        self._limiters: dict[str, trio.CapacityLimiter] = {}
 
     @property
     def approval(self) -> ApprovalService | None:
@@ -233,9 +246,11 @@ class ToolRegistry(_Owner):
     def execution_mode(self, input: ToolExecutionInput) -> ToolExecutionMode:
         """How the scheduler may run this call; fail-closed.
 
-        Only a classifier returning exactly ``True`` makes a call ``parallel``; no
-        classifier, an unknown or invisible tool, a raising classifier and any other
-        return value are ``exclusive``.
+        ``is_concurrency_safe`` returning exactly ``True`` makes a call ``parallel``;
+        when it is absent or returns anything else, ``concurrency_keys`` (if the tool
+        declares one) makes it ``keyed`` with the resources it names. No classifier,
+        an unknown or invisible tool, a classifier that raises, and keys that are
+        not an iterable of :class:`ResourceKey` make it ``exclusive``.
         """
         definition = self.get(input.name, input.agent)
         if definition is None:
@@ -251,10 +266,35 @@ class ToolRegistry(_Owner):
         """
         return await _execute(self, input)
 
+    def statistics(self) -> ToolStatistics:
+        """A frozen snapshot of every call through this registry so far.
+
+        Cumulative over :meth:`execute` and every batch (calls that bypass the
+        registry, such as a batch's synthetic ``ABORTED_BEFORE_DISPATCH`` results,
+        are not counted here).
+        """
+        return self._stats.snapshot()
+
     # -- internals ------------------------------------------------------------------
 
     def _changed(self) -> None:
         self._version += 1
+
+    def _limiter(self, definition: ToolDefinition) -> trio.CapacityLimiter:
+        """The limiter of the tool name (made on first use) at the definition's limit.
+
+        Bodies of one name share a limiter, whichever layer or scope registered the
+        definition: a limit never admits more bodies than the name's current
+        definition allows (a re-registration with another limit resizes it).
+        """
+        limit = definition.max_concurrency
+        assert limit is not None
+        limiter = self._limiters.get(definition.name)
+        if limiter is None:
+            limiter = self._limiters[definition.name] = trio.CapacityLimiter(limit)
+        elif limiter.total_tokens != limit:
+            limiter.total_tokens = limit
+        return limiter
 
     def _emit_change(self) -> None:
         for listener in tuple(self._change):
@@ -487,15 +527,64 @@ class ToolScope(_Owner):
         return f"<ToolScope depth={len(self._chain)}{' closed' if self._closed else ''} at {id(self):#x}>"
 
 
+_MAX_KEYS: Final = 4096
+_NO_KEYS: Final = ToolExecutionMode("keyed")
+
+
 def classify(definition: ToolDefinition, arguments: Any) -> ToolExecutionMode:
-    """Fail-closed classification of one call by its definition's classifier."""
-    classifier = definition.is_concurrency_safe
-    if classifier is None:
+    """Fail-closed classification of one call by its definition's classifiers.
+
+    ``is_concurrency_safe`` returning exactly ``True`` → ``PARALLEL``; raising →
+    ``EXCLUSIVE``; otherwise ``concurrency_keys`` decides (``keyed``), and without one
+    the call is ``EXCLUSIVE``.
+    """
+    safe = definition.is_concurrency_safe
+    if safe is not None:
+        try:
+            if safe(arguments) is True:
+                return PARALLEL
+        except Exception:
+            return EXCLUSIVE
+    keys = definition.concurrency_keys
+    if keys is None:
         return EXCLUSIVE
     try:
-        return PARALLEL if classifier(arguments) is True else EXCLUSIVE
+        return _keyed(keys(arguments))
     except Exception:
         return EXCLUSIVE
+
+
+def _keyed(keys: Iterable[Any]) -> ToolExecutionMode:
+    """The canonical keyed mode of what a ``concurrency_keys`` returned.
+
+    One key per resource (a write subsumes a read), sorted by resource. Anything but
+    an iterable of :class:`ResourceKey` — a string, a mapping, a key whose fields are
+    not a string and ``"read"``/``"write"``, more than ``_MAX_KEYS`` keys — is
+    exclusive: an empty result must not come from a mistake.
+    """
+    if isinstance(keys, str | bytes | bytearray | Mapping):
+        return EXCLUSIVE
+    modes: dict[str, str] = {}
+    for count, key in enumerate(keys):
+        if count >= _MAX_KEYS or not isinstance(key, ResourceKey):
+            return EXCLUSIVE
+        resource, mode = key.resource, key.mode
+        if type(resource) is not str:
+            return EXCLUSIVE
+        if mode == "write":
+            modes[resource] = "write"
+        elif mode == "read":
+            modes.setdefault(resource, "read")
+        else:
+            return EXCLUSIVE
+    if not modes:
+        return _NO_KEYS
+    return ToolExecutionMode(
+        "keyed",
+        tuple(
+            ResourceKey(r, "write" if m == "write" else "read") for r, m in sorted(modes.items())
+        ),
+    )
 
 
 def _names(values: Iterable[str], what: str) -> list[str]:
@@ -526,6 +615,14 @@ def _check_definition(definition: object) -> None:
         raise RegistrationError(f'tool "{name}" parameters must be a JSON Schema object (a dict)')
     if not callable(definition.execute):
         raise RegistrationError(f'tool "{name}" execute must be callable')
+    keys = definition.concurrency_keys
+    if keys is not None and not callable(keys):
+        raise RegistrationError(f'tool "{name}" concurrency_keys must be callable')
+    limit = definition.max_concurrency
+    if limit is not None and (type(limit) is not int or limit < 1):
+        raise RegistrationError(
+            f'tool "{name}" max_concurrency must be a positive integer, got {limit!r}'
+        )
     timeout = definition.timeout_ms
     if timeout is not None:
         if not (

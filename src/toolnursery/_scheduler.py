@@ -3,10 +3,21 @@
 One driver walks the calls in model order (the caller's task for ``run_tool_calls``,
 a task of the batch for ``open_tool_batch``). It classifies the next call; an
 ``exclusive`` call is a barrier (everything in flight drains first, then it runs
-alone); consecutive ``parallel`` calls form a rolling pool capped at ``max_parallel``,
-each later call reclassified just before it starts. The driver alone runs *prepare*
-(pre-execute, approval, guards) and *finalize* (post-execute, observers, the durable
-result), so both happen strictly in model order; only *dispatch* overlaps.
+alone); consecutive ``parallel`` and ``keyed`` calls form a rolling pool capped at
+``max_parallel``, each later call reclassified just before it starts. The driver alone
+runs *prepare* (pre-execute, approval, guards) and *finalize* (post-execute,
+observers, the durable result), so both happen strictly in model order; only
+*dispatch* overlaps.
+
+Waiting without a slot: a ``keyed`` call registers its resources when it starts and
+waits for every earlier unfinished call it conflicts with (``_holders`` maps each
+resource to those calls); a call whose tool is at its ``max_concurrency`` gives its
+slot back while it waits for a token (the batch is the pipeline's ``Gate``). Either
+way it counts as *waiting*, not *running*: ``_running`` (at most ``max_parallel``)
+and ``_waiting`` (the driver starts no new call while ``max_parallel`` calls wait).
+A waiting call that may run queues in ``_ready`` and gets the next free slot, first
+come first served. Nothing waits in a cycle: a call waits only for earlier calls, for
+bodies that hold a token, or for a slot held by a running body.
 
 Where dispatch runs: a call that runs alone — an ``exclusive`` barrier, or the last
 call of a closed batch with nothing in flight — is dispatched inline by the driver
@@ -40,7 +51,7 @@ import msgspec
 import trio
 
 from ._content import TextContent, ToolCall, ToolErrorInfo, ToolExecutionResult
-from ._decisions import PARALLEL
+from ._decisions import PARALLEL, ResourceKey
 from ._execution import ToolExecutionInput
 from ._pipeline import (
     ABORTED_BEFORE_DISPATCH_RESULT,
@@ -56,6 +67,8 @@ from ._pipeline import (
 from ._recorder import ContextEvent, ToolCallEvent, ToolCallRecorder, ToolResultEvent
 from ._registry import ToolRegistry, ToolScope, classify
 from ._signal import CancelSignal, fuse
+from ._statistics import Counters, ToolStatistics, outcome
+from ._statistics import now as _now
 
 __all__ = ["ToolBatch", "open_tool_batch", "parse_arguments", "run_tool_calls"]
 
@@ -87,10 +100,28 @@ class _Unparsed:
 _UNPARSED: Final = _Unparsed()
 
 
+class _Wait:
+    """The waiting state of a pooled call that may not hold a slot all along.
+
+    Made for a ``keyed`` call (its keys and the calls it waits for), and for a call
+    that gives its slot back while it waits for its tool's ``max_concurrency``.
+    """
+
+    __slots__ = ("blockers", "dependents", "done", "granted", "keys", "running")
+
+    def __init__(self, keys: tuple[ResourceKey, ...]) -> None:
+        self.keys = keys
+        self.blockers = 0  # unfinished earlier calls this one conflicts with
+        self.dependents: list[_Slot] = []  # later calls that wait for this one
+        self.granted: trio.Event | None = None  # set when the call gets its slot
+        self.running = False  # holds a slot under max_parallel
+        self.done = False  # its dispatch has ended (or was cancelled)
+
+
 class _Slot:
     """One submitted call: its place in model order and how far it has got."""
 
-    __slots__ = ("args", "call", "fixed", "index", "settled", "tool_call")
+    __slots__ = ("args", "call", "fixed", "index", "settled", "tool_call", "wait")
 
     def __init__(self, index: int, tool_call: ToolCall) -> None:
         self.index = index
@@ -101,6 +132,8 @@ class _Slot:
         # never passes policy or observers.
         self.fixed: ToolExecutionResult | None = None
         self.settled = False
+        # None while the call holds its slot from start to end (the common case).
+        self.wait: _Wait | None = None
 
     def arguments(self) -> Any:
         args = self.args
@@ -134,9 +167,16 @@ class ToolBatch:
         self._slots: list[_Slot] = []
         self._ids: set[str] = set()
         self._closed = False
-        self._in_flight = 0
+        # Dispatches under way (in tasks) hold a slot — at most max_parallel — or wait
+        # for a conflicting call, their tool's limit or a slot.
+        self._running = 0
+        self._waiting = 0
+        self._ready: deque[_Slot] = deque()  # may run, waiting for a slot (FIFO)
+        self._holders: dict[str, dict[_Slot, bool]] = {}  # resource → unfinished: writes?
+        self._stats = Counters()  # phase times and abandoned calls of this batch
         self._started = 0  # slots started, a model-order prefix
         self._cursor = 0  # slots committed, a model-order prefix
+        self._finalized = False  # the slot at the cursor passed finalize, then failed
         self._results: list[ToolExecutionResult] = []
         self._nursery: trio.Nursery | None = None  # the batch nursery, set by _run
         self._pool: trio.Nursery | None = None  # opened on the first pooled dispatch
@@ -195,6 +235,19 @@ class ToolBatch:
         """The results committed so far, in model order."""
         return list(self._results)
 
+    def statistics(self) -> ToolStatistics:
+        """A frozen snapshot of this batch: its calls, their outcomes, phase times.
+
+        ``started`` and ``committed`` count every call of the batch, the synthetic
+        ``ABORTED_BEFORE_DISPATCH`` results and duplicate-id errors included; the
+        registry's :meth:`~ToolRegistry.statistics` counts only what passed it.
+        """
+        codes: dict[str, int] = {}
+        for result in self._results:
+            key = outcome(result)
+            codes[key] = codes.get(key, 0) + 1
+        return self._stats.snapshot(self._started, self._cursor, codes, self._waiting)
+
     def __aiter__(self) -> ToolBatch:
         return self
 
@@ -231,7 +284,7 @@ class ToolBatch:
             failure = self._failure
             if failure is None:
                 self._failure = failure = exc
-            while self._in_flight:
+            while self._running or self._waiting:
                 await self._sleep()
             if failure is exc:
                 raise
@@ -239,8 +292,30 @@ class ToolBatch:
         finally:
             if self._pool is not None:
                 self._pool.cancel_scope.cancel()
+            self._fold_statistics()
             self._finished = True
             self._wake_reader.set()
+
+    def _fold_statistics(self) -> None:
+        """Add this batch's phase times to the registry's; count calls never committed.
+
+        The phase times reach the registry when the batch ends (one addition per
+        phase, not per call). A started call that did not commit (internal failure,
+        cancellation from an enclosing scope) is abandoned.
+        """
+        stats = self._stats
+        into = self.registry._stats
+        into.prepare += stats.prepare
+        into.wait += stats.wait
+        into.dispatch += stats.dispatch
+        into.finalize += stats.finalize
+        cursor, started = self._cursor, self._started
+        if cursor >= started:
+            return
+        stats.abandoned = started - cursor
+        # The registry counted a call as committed once it passed finalize.
+        unfinalized = self._slots[cursor + self._finalized : started]
+        into.abandoned += sum(1 for slot in unfinalized if slot.call is not None)
 
     def _on_abort(self, _: CancelSignal) -> None:
         self._wake_driver.set()
@@ -257,13 +332,14 @@ class ToolBatch:
                 continue
             if signal._cancelled:
                 return
-            if not self._classify(slots[i]):
+            keys = self._classify(slots[i])
+            if keys is None:
                 # Exclusive: a barrier. The previous group has drained already.
-                await self._start(slots[i], inline=True)
+                await self._start(slots[i], (), inline=True)
                 i += 1
                 await self._drain()
                 continue
-            await self._start(slots[i], inline=self._closed and i == len(slots) - 1)
+            await self._start(slots[i], keys, inline=self._closed and i == len(slots) - 1)
             i += 1
             while True:
                 cursor = self._cursor
@@ -276,26 +352,43 @@ class ToolBatch:
                     continue
                 if signal._cancelled:
                     return
-                if self._in_flight >= self.max_parallel:
+                # Waiting calls hold no slot, but at most max_parallel of them wait.
+                cap = self.max_parallel
+                if self._running >= cap or self._waiting >= cap:
                     await self._wait()
                     continue
-                if not self._classify(slots[i]):
+                keys = self._classify(slots[i])
+                if keys is None:
                     break
-                alone = self._closed and i == len(slots) - 1 and self._in_flight == 0
-                await self._start(slots[i], inline=alone)
+                alone = (
+                    self._closed
+                    and i == len(slots) - 1
+                    and self._running == 0
+                    and self._waiting == 0
+                )
+                await self._start(slots[i], keys, inline=alone)
                 i += 1
             await self._drain()
 
-    def _classify(self, slot: _Slot) -> bool:
-        """Whether the call may join a parallel pool (now, with the current registry)."""
+    def _classify(self, slot: _Slot) -> tuple[ResourceKey, ...] | None:
+        """How the call may run now, with the current registry.
+
+        ``None``: exclusive (a barrier); ``()``: beside anything in the pool; keys:
+        beside everything but the earlier unfinished calls it conflicts with.
+        """
         if slot.fixed is not None:
-            return True  # runs nothing, so it never needs to be a barrier
+            return ()  # runs nothing, so it never needs to be a barrier
         definition = self.registry.get(slot.tool_call.name, self.agent)
         if definition is None:
-            return False
-        return classify(definition, slot.arguments()) is PARALLEL
+            return None
+        mode = classify(definition, slot.arguments())
+        if mode is PARALLEL:
+            return ()
+        if mode.kind == "keyed":
+            return mode.keys
+        return None
 
-    async def _start(self, slot: _Slot, *, inline: bool) -> None:
+    async def _start(self, slot: _Slot, keys: tuple[ResourceKey, ...], *, inline: bool) -> None:
         """Record the call, prepare it, and dispatch it (inline, or to a worker)."""
         if self._failure is not None:
             raise self._failure
@@ -317,7 +410,9 @@ class ToolBatch:
         if call.state == PENDING:
             hooks = call.hooks
             if hooks.pre or hooks.guards:
+                start = _now()
                 await policy(call)
+                self._stats.prepare += _now() - start
                 if self._failure is not None:
                     raise self._failure
         if call.state != PENDING:
@@ -325,10 +420,22 @@ class ToolBatch:
             return
         if inline:
             # Runs alone: no task, and the body gets a scope linked to the signal.
+            start = _now()
             await dispatch(call)
+            self._stats.dispatch += _now() - start
             slot.settled = True
             return
-        self._in_flight += 1
+        call.gate = self
+        if keys:
+            self._queue_keyed(slot, keys)
+        elif self._running < self.max_parallel:
+            self._running += 1
+        else:
+            # The pool filled up while this call was being prepared.
+            wait = slot.wait = _Wait(())
+            wait.granted = trio.Event()
+            self._waiting += 1
+            self._ready.append(slot)
         if call.hooks.execute:
             self._hosted.append(slot)
             nursery = self._nursery
@@ -355,13 +462,138 @@ class ToolBatch:
                 pool.start_soon(self._work, self._pooled, True)
             await trio.sleep_forever()
 
+    def _queue_keyed(self, slot: _Slot, keys: tuple[ResourceKey, ...]) -> None:
+        """Register a keyed call's resources; it runs now, or waits for its turn.
+
+        It waits for every earlier unfinished call it conflicts with (same resource,
+        one of the two writes), then for a slot. Earlier calls are the ones already
+        registered: calls start in model order.
+        """
+        wait = slot.wait = _Wait(keys)
+        holders = self._holders
+        blocking: set[_Slot] = set()
+        for key in keys:
+            resource = key.resource
+            write = key.mode == "write"
+            held = holders.get(resource)
+            if held is None:
+                holders[resource] = {slot: write}
+                continue
+            for other, other_writes in held.items():
+                if (write or other_writes) and other not in blocking:
+                    blocking.add(other)
+                    other_wait = other.wait
+                    assert other_wait is not None
+                    other_wait.dependents.append(slot)
+            held[slot] = write
+        wait.blockers = len(blocking)
+        if not blocking and self._running < self.max_parallel:
+            self._running += 1
+            wait.running = True
+            return
+        wait.granted = trio.Event()
+        self._waiting += 1
+        if not blocking:
+            self._ready.append(slot)
+
+    def _grant(self) -> None:
+        """Hand free slots to ready calls, first come first served."""
+        ready = self._ready
+        cap = self.max_parallel
+        while ready and self._running < cap:
+            slot = ready.popleft()
+            wait = slot.wait
+            assert wait is not None
+            assert wait.granted is not None
+            if wait.done:
+                continue
+            self._running += 1
+            self._waiting -= 1
+            wait.running = True
+            wait.granted.set()
+            # One waiting call fewer: the driver may start the next call.
+            self._wake_driver.set()
+
+    def _settle(self, slot: _Slot, wait: _Wait) -> None:
+        """A waiting-capable call's dispatch ended: free its resources and its slot."""
+        wait.done = True
+        if wait.keys:
+            holders = self._holders
+            for key in wait.keys:
+                held = holders[key.resource]
+                del held[slot]
+                if not held:
+                    del holders[key.resource]
+            ready = self._ready
+            for dependent in wait.dependents:
+                dependent_wait = dependent.wait
+                assert dependent_wait is not None
+                if dependent_wait.done:
+                    continue
+                dependent_wait.blockers -= 1
+                if dependent_wait.blockers == 0:
+                    ready.append(dependent)
+        if wait.running:
+            self._running -= 1
+        else:
+            self._waiting -= 1
+        self._grant()
+
+    def _slot_of(self, call: Call) -> _Slot:
+        for slot in self._slots[self._cursor : self._started]:
+            if slot.call is call:
+                return slot
+        raise AssertionError("a gated call belongs to its batch")  # pragma: no cover
+
+    def _leave(self, call: Call) -> None:
+        """The call waits for its tool's limit: its slot goes to the next call.
+
+        (The pipeline's :class:`~toolnursery._pipeline.Gate`: a pooled call's gate is
+        its batch.)
+        """
+        slot = self._slot_of(call)
+        wait = slot.wait
+        if wait is None:
+            wait = slot.wait = _Wait(())
+        wait.running = False
+        self._running -= 1
+        self._waiting += 1
+        self._grant()
+        self._wake_driver.set()
+
+    async def _rejoin(self, call: Call) -> None:
+        """The call has its tool's token: wait for a slot again, behind ready calls."""
+        slot = self._slot_of(call)
+        wait = slot.wait
+        assert wait is not None
+        wait.granted = granted = trio.Event()
+        self._ready.append(slot)
+        self._grant()
+        if not wait.running:
+            await granted.wait()
+
     async def _work(self, queue: deque[_Slot], carried: bool) -> None:
         """A worker: dispatch the next queued call (the queue is in model order)."""
         slot = queue.popleft()
         call = slot.call
         assert call is not None
+        stats = self._stats
         try:
+            wait = slot.wait
+            if wait is not None and not wait.running:
+                # A keyed call behind a conflicting one, or one the pool had no
+                # slot for: wait for the turn without holding a slot.
+                assert wait.granted is not None
+                start = _now()
+                await wait.granted.wait()
+                stats.wait += _now() - start
+                if self.signal._cancelled:
+                    call.resolve(ABORTED_BEFORE_DISPATCH_RESULT, RESOLVED)
+                    slot.settled = True
+                    return
+            start = _now()
             await dispatch(call, carried=carried)
+            stats.dispatch += _now() - start
         except trio.Cancelled:
             # The pool scope carried the batch abort into the body: record it, re-raise.
             base = ABORTED_RESULT if call.invoked else ABORTED_BEFORE_DISPATCH_RESULT
@@ -379,7 +611,13 @@ class ToolBatch:
         else:
             slot.settled = True
         finally:
-            self._in_flight -= 1
+            wait = slot.wait
+            if wait is None:
+                self._running -= 1
+                if self._ready:
+                    self._grant()
+            else:
+                self._settle(slot, wait)
             self._wake_driver.set()
 
     async def _sleep(self) -> None:
@@ -415,9 +653,18 @@ class ToolBatch:
                 result = slot.fixed
                 assert result is not None
             else:
-                result = await finalize(call)
-                if self._failure is not None:
-                    raise self._failure
+                hooks = call.hooks
+                if hooks.post or hooks.result:
+                    start = _now()
+                    result = await finalize(call)
+                    self._stats.finalize += _now() - start
+                else:
+                    result = await finalize(call)
+            # A failure from here on leaves a call that passed finalize (its observers
+            # ran) uncommitted: the registry counted it committed, not abandoned.
+            if self._failure is not None:
+                self._finalized = call is not None
+                raise self._failure
             if recorder is not None:
                 # Contexts are recorded once, as context events after all results.
                 recorded = (
@@ -425,7 +672,13 @@ class ToolBatch:
                     if result.additional_contexts
                     else result
                 )
-                recorder.record(ToolResultEvent(self.id, slot.index, slot.tool_call.id, recorded))
+                try:
+                    recorder.record(
+                        ToolResultEvent(self.id, slot.index, slot.tool_call.id, recorded)
+                    )
+                except Exception:
+                    self._finalized = call is not None
+                    raise
             results.append(result)
             self._cursor += 1
             self._wake_reader.set()
@@ -434,7 +687,7 @@ class ToolBatch:
         """Wait until nothing is in flight and every started call has committed."""
         while True:
             await self._commit_ready()
-            if self._in_flight == 0 and self._cursor >= self._started:
+            if not self._running and not self._waiting and self._cursor >= self._started:
                 return
             await self._wait()
 
