@@ -572,3 +572,64 @@ async def test_result_presenters_see_the_structured_value() -> None:
     )
     result = await run(definition)
     assert result_view(definition, {}, result) == GenericResultView(title="4 found")
+
+
+async def test_define_tool_output_keyword_attaches_a_typed_output() -> None:
+    """define_tool(output=...) validates, renders and keeps structured_content."""
+    import msgspec as _msgspec
+
+    from toolnursery import ToolExecutionInput, ToolRegistry, define_tool, output_schema
+
+    class Weather(_msgspec.Struct, frozen=True):
+        city: str
+        celsius: float
+
+    async def body(args: object, ctx: object) -> Weather:
+        return Weather(city="Oslo", celsius=-3.5)
+
+    definition = define_tool(
+        name="weather",
+        description="d",
+        parameters={"city": {"type": "string", "required": True}},
+        execute=body,
+        output=Weather,
+        render_output=lambda args, value: f"{value.city}: {value.celsius} C",
+    )
+    assert output_schema(definition) is not None
+    registry = ToolRegistry()
+    registry.register(definition)
+    result = await registry.execute(ToolExecutionInput("c1", "weather", {"city": "Oslo"}))
+    assert result.is_error is False
+    assert result.structured_content == {"city": "Oslo", "celsius": -3.5}
+    assert result.content[0].text == "Oslo: -3.5 C"  # type: ignore[union-attr]
+
+
+async def test_tool_decorator_output_keyword_reports_invalid_output() -> None:
+    from toolnursery import ToolExecutionInput, ToolRegistry, tool
+
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+
+    @tool(output=schema)
+    async def count(word: str) -> dict[str, object]:
+        """Count letters."""
+        return {"n": "not a number"}
+
+    registry = ToolRegistry()
+    registry.register(count)
+    result = await registry.execute(ToolExecutionInput("c1", "count", {"word": "abc"}))
+    assert result.is_error is True
+    assert result.error is not None
+    assert result.error.code == "INVALID_TOOL_OUTPUT"
+    assert '"value.n" must be an integer' in result.content[0].text  # type: ignore[union-attr]
+
+
+def test_render_output_without_output_is_refused() -> None:
+    from toolnursery import RegistrationError, define_tool
+
+    async def body(args: object, ctx: object) -> str:
+        return "x"
+
+    with pytest.raises(RegistrationError, match="render_output needs output"):
+        define_tool(
+            name="t", description="d", parameters={}, execute=body, render_output=lambda a, v: "x"
+        )

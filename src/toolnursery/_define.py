@@ -28,6 +28,7 @@ from ._decisions import ResourceKey
 from ._definition import ToolDefinition
 from ._errors import RegistrationError, ToolArgsError
 from ._execution import ToolRunContext
+from ._output import OutputRenderer, attach_output
 from ._schema import (
     SchemaProp,
     StructSchemaError,
@@ -69,6 +70,8 @@ def define_tool(
     idempotent: bool = False,
     concurrency_keys: Callable[[S], Iterable[ResourceKey]] | None = None,
     max_concurrency: int | None = None,
+    output: Mapping[str, Any] | type[msgspec.Struct] | None = None,
+    render_output: OutputRenderer | None = None,
 ) -> ToolDefinition: ...
 
 
@@ -86,6 +89,8 @@ def define_tool(
     idempotent: bool = False,
     concurrency_keys: Callable[[Any], Iterable[ResourceKey]] | None = None,
     max_concurrency: int | None = None,
+    output: Mapping[str, Any] | type[msgspec.Struct] | None = None,
+    render_output: OutputRenderer | None = None,
 ) -> ToolDefinition: ...
 
 
@@ -102,6 +107,8 @@ def define_tool(
     idempotent: bool = False,
     concurrency_keys: Callable[[Any], Iterable[ResourceKey]] | None = None,
     max_concurrency: int | None = None,
+    output: Mapping[str, Any] | type[msgspec.Struct] | None = None,
+    render_output: OutputRenderer | None = None,
 ) -> ToolDefinition:
     """Define a tool whose arguments are validated before its body runs.
 
@@ -141,6 +148,12 @@ def define_tool(
             call overlaps its siblings except earlier calls whose keys conflict with
             its own. Invalid arguments, a classifier that raises and a result that is
             not an iterable of :class:`ResourceKey` make the call exclusive.
+        output: a structured-output schema (the subset) or a ``msgspec.Struct`` type:
+            the body then returns that value, which is validated, rendered to content
+            and kept as the result's ``structured_content`` (see :func:`attach_output`).
+        render_output: ``(args, value) -> str | content blocks`` for ``output``; the
+            default renders the value as indented JSON. ``args`` are the call's
+            frozen arguments as received.
         max_concurrency: the most bodies of this tool that run at once through a
             registry (a positive ``int``; ``None``: unlimited).
 
@@ -189,7 +202,8 @@ def define_tool(
         present_result,
         concurrency_keys,
     )
-    return _with_options(definition, owner, idempotent, max_concurrency)
+    definition = _with_options(definition, owner, idempotent, max_concurrency)
+    return _with_output(definition, output, render_output)
 
 
 def _with_options(
@@ -202,6 +216,18 @@ def _with_options(
             definition, idempotent=idempotent, max_concurrency=max_concurrency
         )
     return definition
+
+
+def _with_output(
+    definition: ToolDefinition,
+    output: Mapping[str, Any] | type[msgspec.Struct] | None,
+    render: OutputRenderer | None,
+) -> ToolDefinition:
+    if output is None:
+        if render is not None:
+            raise RegistrationError(f"define_tool({definition.name}): render_output needs output")
+        return definition
+    return attach_output(definition, output, render=render)
 
 
 def _check_limit(owner: str, max_concurrency: object) -> None:
@@ -465,6 +491,8 @@ def tool(
     idempotent: bool = False,
     concurrency_keys: Callable[[Any], Iterable[ResourceKey]] | None = None,
     max_concurrency: int | None = None,
+    output: Mapping[str, Any] | type[msgspec.Struct] | None = None,
+    render_output: OutputRenderer | None = None,
 ) -> Callable[[Callable[..., Any]], ToolDefinition]: ...
 
 
@@ -481,6 +509,8 @@ def tool(
     idempotent: bool = False,
     concurrency_keys: Callable[[Any], Iterable[ResourceKey]] | None = None,
     max_concurrency: int | None = None,
+    output: Mapping[str, Any] | type[msgspec.Struct] | None = None,
+    render_output: OutputRenderer | None = None,
 ) -> ToolDefinition | Callable[[Callable[..., Any]], ToolDefinition]:
     """Turn a typed function into a :class:`ToolDefinition` (use as ``@tool`` or ``@tool(...)``).
 
@@ -521,6 +551,8 @@ def tool(
         idempotent: as for :func:`define_tool`.
         concurrency_keys: as for :func:`define_tool`.
         max_concurrency: as for :func:`define_tool`.
+        output: as for :func:`define_tool`.
+        render_output: as for :func:`define_tool`.
 
     Returns:
         The definition, or (when called with options only) a decorator producing it.
@@ -544,7 +576,8 @@ def tool(
             present_result,
             concurrency_keys,
         )
-        return _with_options(definition, owner, idempotent, max_concurrency)
+        definition = _with_options(definition, owner, idempotent, max_concurrency)
+        return _with_output(definition, output, render_output)
 
     if fn is None:
         return decorate
