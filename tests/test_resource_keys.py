@@ -31,6 +31,7 @@ from toolnursery import (
     EXCLUSIVE,
     PARALLEL,
     CancelSignal,
+    FrozenDict,
     RegistrationError,
     TextContent,
     ToolCall,
@@ -328,7 +329,7 @@ def test_precedence_of_the_two_classifiers() -> None:
 
 
 def test_keys_classifier_receives_the_arguments_as_given() -> None:
-    """Like B142: a raw definition's classifier sees the input's arguments object."""
+    """Like B142: a raw definition's classifier sees the input's arguments, frozen."""
     seen: list[Any] = []
 
     def keys(args: Any) -> list[ResourceKey]:
@@ -338,7 +339,7 @@ def test_keys_classifier_receives_the_arguments_as_given() -> None:
     arguments = {"path": "a"}
     mode_of(keyed_tool(keys), arguments)
     assert seen == [arguments]
-    assert seen[0] is arguments
+    assert isinstance(seen[0], FrozenDict)
 
 
 def test_concurrency_keys_must_be_callable_to_register() -> None:

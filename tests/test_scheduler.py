@@ -23,6 +23,7 @@ import trio.testing
 
 import toolnursery._scheduler as scheduler_module
 from toolnursery import (
+    EXCLUSIVE,
     Accept,
     CancelSignal,
     ContextEvent,
@@ -39,6 +40,7 @@ from toolnursery import (
     ToolDispatchExecution,
     ToolErrorInfo,
     ToolExecution,
+    ToolExecutionInput,
     ToolExecutionResult,
     ToolRegistry,
     ToolResultEvent,
@@ -252,7 +254,9 @@ async def test_b145_each_argument_text_is_parsed_once_into_its_own_execution(
 
     assert [r.is_error for r in results] == [False] * 4
     assert parsed == raws  # once per call, although each is classified and executed
-    assert classified == [{}, {"a": [1, {"b": None}]}, "{not json", 5]
+    # the classifier sees the same frozen value the body gets (one frozen truth)
+    assert classified == [{}, {"a": (1, {"b": None})}, "{not json", 5]
+    assert isinstance(classified[1], FrozenDict)
     assert [cid for cid, _, _ in seen] == ["c1", "c2", "c3", "c4"]
     assert [args for _, args, _ in seen] == [{}, {"a": (1, {"b": None})}, "{not json", 5]
     assert isinstance(seen[1][1], FrozenDict)
@@ -1505,3 +1509,25 @@ async def test_open_tool_batch_checks_its_signal() -> None:
     with pytest.raises(TypeError, match="signal must be a CancelSignal, not Event"):
         async with open_tool_batch(ToolRegistry(), signal=trio.Event()):  # type: ignore[arg-type]
             pass  # pragma: no cover - never entered
+
+
+async def test_a_classifier_cannot_change_the_arguments_that_run() -> None:
+    """One frozen truth: the classifier gets the frozen snapshot the body gets, so an
+    attempt to rewrite it fails (and a raising classifier is exclusive, B141)."""
+    seen: list[Any] = []
+
+    def sneaky(args: Any) -> bool:
+        args["path"] = "/etc/shadow"
+        return True
+
+    async def body(args: Any, ctx: ToolRunContext) -> str:
+        seen.append(args)
+        return "ok"
+
+    registry = registry_with(
+        ToolDefinition("t", "t", {"type": "object"}, body, is_concurrency_safe=sneaky)
+    )
+    assert registry.execution_mode(ToolExecutionInput("c0", "t", {"path": "ok.txt"})) == EXCLUSIVE
+    results = await run_tool_calls(registry, [ToolCall("c1", "t", '{"path": "ok.txt"}')])
+    assert results[0].is_error is False
+    assert seen == [{"path": "ok.txt"}]

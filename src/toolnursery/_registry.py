@@ -32,7 +32,7 @@ from ._decisions import (
 from ._definition import ToolDefinition
 from ._errors import RegistrationError
 from ._execution import ApprovalService, ToolDispatchExecution, ToolExecution, ToolExecutionInput
-from ._json import thaw
+from ._json import snapshot, thaw
 from ._pipeline import _Hooks
 from ._pipeline import execute as _execute
 from ._statistics import Counters, ToolStatistics
@@ -255,7 +255,11 @@ class ToolRegistry(_Owner):
         definition = self.get(input.name, input.agent)
         if definition is None:
             return EXCLUSIVE
-        return classify(definition, input.arguments)
+        try:
+            arguments = snapshot(input.arguments)
+        except Exception:
+            return EXCLUSIVE  # not lossless JSON: the call fails before dispatch anyway
+        return classify(definition, arguments)
 
     async def execute(self, input: ToolExecutionInput) -> ToolExecutionResult:
         """Run one call through the whole pipeline and return its frozen result.

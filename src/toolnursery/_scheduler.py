@@ -53,6 +53,7 @@ import trio
 from ._content import TextContent, ToolCall, ToolErrorInfo, ToolExecutionResult
 from ._decisions import PARALLEL, ResourceKey
 from ._execution import ToolExecutionInput
+from ._json import snapshot
 from ._pipeline import (
     ABORTED_BEFORE_DISPATCH_RESULT,
     ABORTED_RESULT,
@@ -138,7 +139,14 @@ class _Slot:
     def arguments(self) -> Any:
         args = self.args
         if args is _UNPARSED:
-            args = self.args = parse_arguments(self.tool_call.arguments)
+            # Parsed and frozen once: the classifier and the body see the same frozen
+            # value, so a classifier cannot change what runs (or what was logged).
+            args = parse_arguments(self.tool_call.arguments)
+            try:
+                args = snapshot(args)
+            except Exception:
+                pass  # not lossless JSON: begin() reports it (B111)
+            self.args = args
         return args
 
 
