@@ -54,9 +54,8 @@ from ._content import TextContent, ToolCall, ToolErrorInfo, ToolExecutionResult
 from ._decisions import PARALLEL, ResourceKey
 from ._execution import ToolExecutionInput
 from ._json import snapshot
+from ._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, ABORTED_RESULT
 from ._pipeline import (
-    ABORTED_BEFORE_DISPATCH_RESULT,
-    ABORTED_RESULT,
     PENDING,
     RESOLVED,
     Call,

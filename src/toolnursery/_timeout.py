@@ -19,7 +19,7 @@ import trio
 from ._content import ToolExecutionResult
 from ._errors import RegistrationError, ToolTimeoutError
 from ._execution import ToolDispatchExecution
-from ._pipeline import _failure
+from ._outcomes import _failure
 from ._registry import Disposer, ToolRegistry, ToolScope
 from ._signal import fuse
 
