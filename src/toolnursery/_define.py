@@ -29,6 +29,7 @@ from ._definition import ToolDefinition
 from ._errors import RegistrationError, ToolArgsError
 from ._execution import ToolRunContext
 from ._output import OutputRenderer, attach_output
+from ._pipeline import mark_may_suspend
 from ._schema import (
     SchemaProp,
     StructSchemaError,
@@ -202,6 +203,7 @@ def define_tool(
         present_result,
         concurrency_keys,
     )
+    mark_may_suspend(definition.execute, execute)
     definition = _with_options(definition, owner, idempotent, max_concurrency)
     return _with_output(definition, output, render_output)
 
@@ -628,7 +630,7 @@ def _tool_from_function(
     except (TypeError, ValueError) as exc:
         raise RegistrationError(f"{owner}: {exc}") from exc
     schema, parse = _struct_plan(args_type, owner, arg_docs, "parameter")
-    return _definition(
+    definition = _definition(
         tool_name,
         description if description is not None else summary,
         schema,
@@ -641,6 +643,8 @@ def _tool_from_function(
         present_result,
         concurrency_keys,
     )
+    mark_may_suspend(definition.execute, fn)
+    return definition
 
 
 def _invoker(fn: Callable[..., Any], plan: list[tuple[str, bool, bool]]) -> _Invoke:

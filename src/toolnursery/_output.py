@@ -25,6 +25,7 @@ from ._definition import ToolDefinition
 from ._errors import OutputSchemaError, RegistrationError, ToolError
 from ._execution import ToolRunContext
 from ._json import NotJSONError, snapshot
+from ._pipeline import mark_may_suspend
 from ._structured import assert_supported_output_schema, validate_structured_value
 
 __all__ = [
@@ -164,6 +165,7 @@ def attach_output(
 
         wrapper = execute_sync
     setattr(wrapper, _SCHEMA_ATTR, schema)
+    mark_may_suspend(wrapper, body)
     return msgspec.structs.replace(definition, execute=wrapper)
 
 
