@@ -154,8 +154,12 @@ class Call:
 # -- stage 1: prepare ---------------------------------------------------------------
 
 
-def begin(registry: ToolRegistry, input: ToolExecutionInput) -> Call:
-    """Read the input once, snapshot the arguments, mint the token, check pre-abort."""
+def begin(registry: ToolRegistry, input: ToolExecutionInput, *, frozen: bool = False) -> Call:
+    """Read the input once, snapshot the arguments, mint the token, check pre-abort.
+
+    ``frozen=True`` says ``input.arguments`` already is a snapshot made by the caller
+    (the scheduler freezes once, for the classifier and the body alike).
+    """
     call_id, name, arguments, signal, agent, parent = (
         input.call_id,
         input.name,
@@ -171,7 +175,7 @@ def begin(registry: ToolRegistry, input: ToolExecutionInput) -> Call:
     call = Call(registry, registry._hooks_for(agent), signal)
     registry._stats.started += 1
     try:
-        args = snapshot(arguments)
+        args = arguments if frozen else snapshot(arguments)
     except NotJSONError:
         failure: ToolExecutionResult | None = _ARGS_NOT_JSON
     except Exception as exc:

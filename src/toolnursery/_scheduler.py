@@ -121,12 +121,13 @@ class _Wait:
 class _Slot:
     """One submitted call: its place in model order and how far it has got."""
 
-    __slots__ = ("args", "call", "fixed", "index", "settled", "tool_call", "wait")
+    __slots__ = ("args", "call", "fixed", "frozen", "index", "settled", "tool_call", "wait")
 
     def __init__(self, index: int, tool_call: ToolCall) -> None:
         self.index = index
         self.tool_call = tool_call
         self.args: Any = _UNPARSED
+        self.frozen = False  # args holds a snapshot
         self.call: Call | None = None
         # A result decided without the registry (a duplicate id): never dispatched,
         # never passes policy or observers.
@@ -145,6 +146,8 @@ class _Slot:
                 args = snapshot(args)
             except Exception:
                 pass  # not lossless JSON: begin() reports it (B111)
+            else:
+                self.frozen = True
             self.args = args
         return args
 
@@ -407,11 +410,11 @@ class ToolBatch:
         if slot.fixed is not None:
             slot.settled = True
             return
+        arguments = slot.arguments()
         call = begin(
             self.registry,
-            ToolExecutionInput(
-                tool_call.id, tool_call.name, slot.arguments(), self.signal, self.agent
-            ),
+            ToolExecutionInput(tool_call.id, tool_call.name, arguments, self.signal, self.agent),
+            frozen=slot.frozen,
         )
         slot.call = call
         if call.state == PENDING:
