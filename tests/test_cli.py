@@ -25,7 +25,7 @@ from toolnursery import (
 )
 from toolnursery.__main__ import main
 from toolnursery._cli import load_registry
-from toolnursery._cli_demo import DEMO_CALLS, render_demo, run_demo
+from toolnursery._cli_demo import DEMO_CALLS, DemoRun, Span, render_demo, run_demo
 from toolnursery._cli_input import CallsInputError, parse_calls
 from toolnursery.examples import fill_sandbox
 
@@ -535,34 +535,105 @@ def test_demo_prints_the_batch_a_timeline_and_every_result(tmp_path: Path, capsy
         assert heading in out
     results = out.split("results, in model order:\n", 1)[1].split("\n\n", 1)[0].splitlines()
     statuses = [line.split()[1] for line in results]
-    assert statuses == ["ok"] * 6 + ["DENIED", "INVALID_ARGS", "OUTSIDE_ROOT"]
-    assert "c7 was denied by the pre-execute policy" in out
+    assert statuses == ["ok"] * 8 + ["DENIED", "INVALID_ARGS", "OUTSIDE_ROOT"]
+    assert "c9 was denied by the pre-execute policy" in out
     assert [call.id for call, _ in replay_log(log)] == [call.id for call in DEMO_CALLS]
 
 
-async def test_the_demo_timeline_shows_the_pool_and_the_barrier(
+def ids(run: DemoRun, *wanted: str) -> list[Span]:
+    spans = dict(zip([c.id for c in run.calls], run.spans, strict=True))
+    out = [spans[i] for i in wanted]
+    assert all(span is not None for span in out)
+    return [span for span in out if span is not None]
+
+
+async def test_the_demo_shows_the_pool_a_keyed_write_and_the_barrier(
     tmp_path: Path, autojump_clock: trio.abc.Clock
 ) -> None:
     fill_sandbox(tmp_path)
     log = tmp_path / "log.jsonl"
     with JsonlRecorder(log) as recorder:
         run = await run_demo(tmp_path, recorder=recorder)
-    spans = dict(zip([c.id for c in run.calls], run.spans, strict=True))
     modes = dict(zip([c.id for c in run.calls], run.modes, strict=True))
-    assert modes["c5"] == modes["c7"] == "exclusive"
-    assert run.denied == frozenset({"c7"})
-    assert spans["c7"] is None  # denied: the body never ran
-    timed = {k: v for k, v in spans.items() if v is not None}
-    pool = [timed[k] for k in ("c1", "c2", "c3", "c4")]
-    assert max(s.start_ms for s in pool) <= min(s.end_ms for s in pool)  # they overlapped
-    assert timed["c5"].start_ms >= max(s.end_ms for s in pool)  # the write waited for all
-    assert timed["c6"].start_ms >= timed["c5"].end_ms  # and everything after waited for it
-    assert timed["c4"].end_ms - timed["c4"].start_ms == pytest.approx(50)
-    assert (tmp_path / "notes/summary.md").read_text().startswith("# Summary")
+    assert [k for k, v in modes.items() if v == "keyed"] == [
+        *("c1", "c2", "c3", "c5", "c6", "c8", "c9")
+    ]
+    assert modes["c4"] == "parallel"
+    assert [k for k, v in modes.items() if v == "exclusive"] == ["c7", "c10", "c11"]
+    assert run.denied == frozenset({"c9"})
+    assert run.spans[8] is None  # denied: the body never ran
+    c1, c3, c4, c5, c6 = ids(run, "c1", "c3", "c4", "c5", "c6")
+    assert c5.start_ms >= max(c1.end_ms, c3.end_ms)  # the write waited for its conflicts
+    assert c6.start_ms <= c5.start_ms  # a later read of another file did not wait for it
+    assert c4.end_ms - c4.start_ms == pytest.approx(50)
+    (c7,) = ids(run, "c7")
+    earlier = ids(run, "c1", "c2", "c3", "c4", "c5", "c6")
+    assert c7.start_ms >= max(s.end_ms for s in earlier)  # the move waited for all
+    assert all(s.start_ms >= c7.end_ms for s in ids(run, "c8", "c10", "c11"))
+    texts = [
+        "\n".join(b.text for b in r.content if isinstance(b, TextContent)) for r in run.results
+    ]
+    assert texts[0] == "- parallel reads\n- exclusive writes\n"  # c1 read before c5 wrote
+    assert texts[7] == "- parallel reads\n- keyed writes\n- exclusive moves\n"
+    assert not (tmp_path / "notes/ideas.md").exists()
+    assert (tmp_path / "notes/archive/ideas.md").read_text().endswith("- exclusive moves\n")
     assert (tmp_path / "src/app.py").read_text().startswith("def main()")  # not written
     assert [call for call, _ in replay_log(log)] == list(DEMO_CALLS)
-    report = render_demo(run, str(tmp_path))
-    assert "c5 write_file is exclusive: a barrier." in report.replace("\n    ", " ")
+    report = render_demo(run, str(tmp_path)).replace("\n    ", " ")
+    assert "c7 move_path is exclusive: a barrier." in report
+    assert (
+        "c5 write_file is keyed: it waited only for the earlier calls it conflicts with — "
+        "c1 read_file (file:notes/ideas.md), c3 search_text (tree:.) —"
+    ) in report
+
+
+def at(*spans: tuple[float, float] | None) -> tuple[Span | None, ...]:
+    return tuple(None if s is None else Span(*s) for s in spans)
+
+
+async def test_the_notes_are_derived_from_the_measured_times(
+    tmp_path: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    fill_sandbox(tmp_path)
+    run = await run_demo(tmp_path)
+    measured = msgspec.structs.replace(
+        run,
+        spans=at(
+            *((1.0, 8.8), (1.2, 8.0), (1.3, 7.9), (1.3, 52.1), (8.9, 9.8), (1.3, 8.7)),
+            *((52.3, 52.7), (53.0, 53.5), None, (53.5, 53.6), (53.6, 53.8)),
+        ),
+    )
+    notes = render_demo(measured, "sandbox").split("what happened:\n", 1)[1]
+    assert notes == (
+        "  - c1, c2, c3, c4 conflict with nothing before them: all of them started before the\n"
+        "    first one ended (7.9 ms); they ran side by side.\n"
+        "  - c5 write_file is keyed: it waited only for the earlier calls it conflicts with — c1\n"
+        "    read_file (file:notes/ideas.md), c3 search_text (tree:.) — and started at 8.9 ms,\n"
+        "    after they ended (the last at 8.8 ms). c4 sleep, which it does not conflict with,\n"
+        "    was still running: it is no barrier; c6 read_file, later in the batch, started\n"
+        "    before it.\n"
+        "  - c7 move_path is exclusive: a barrier. It started at 52.3 ms, after every earlier\n"
+        "    body ended (the last at 52.1 ms), and the next call started only after it ended\n"
+        "    (53.0 ms).\n"
+        "  - c9 was denied by the pre-execute policy: its body never ran.\n"
+        "  - c10 had invalid arguments: the tool's own validation refused them. Its keys cannot\n"
+        "    be computed, so it ran exclusive (fail-closed).\n"
+        "  - c11 tried to leave the sandbox: refused, nothing was read. Its keys cannot be\n"
+        "    computed, so it ran exclusive (fail-closed).\n"
+    )
+    # A claim the times do not support is not made.
+    serial = msgspec.structs.replace(
+        measured,
+        spans=at(
+            *((0.0, 1.0), (1.0, 2.0), (2.0, 3.0), (3.0, 53.0), (53.0, 54.0), (54.0, 55.0)),
+            *((55.0, 56.0), (56.0, 57.0), None, (57.0, 58.0), (58.0, 59.0)),
+        ),
+    )
+    notes = render_demo(serial, "sandbox").split("what happened:\n", 1)[1]
+    assert "side by side" not in notes
+    assert "still running" not in notes
+    assert "later in the batch" not in notes
+    assert "c5 write_file is keyed: it waited only" in notes.replace("\n    ", " ")
 
 
 def test_python_dash_m_toolnursery_demo(tmp_path: Path) -> None:
@@ -575,8 +646,8 @@ def test_python_dash_m_toolnursery_demo(tmp_path: Path) -> None:
         check=False,
     )
     assert completed.returncode == 0, completed.stderr
-    assert completed.stdout.startswith("toolnursery demo: 9 tool calls on the example tools")
-    assert "c9  OUTSIDE_ROOT" in completed.stdout
+    assert completed.stdout.startswith("toolnursery demo: 11 tool calls on the example tools")
+    assert "c11 OUTSIDE_ROOT" in completed.stdout
 
 
 # -- run --show ------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +23,17 @@ from toolnursery import (
     FileLocation,
     GenericCallView,
     GenericResultView,
+    ResourceKey,
     TerminalCallView,
     TerminalResultView,
     TextContent,
     ToolCall,
     ToolCallView,
     ToolDefinition,
+    ToolDispatchExecution,
     ToolExecution,
     ToolExecutionInput,
+    ToolExecutionMode,
     ToolExecutionResult,
     ToolExecutionToken,
     ToolRegistry,
@@ -49,7 +53,7 @@ from toolnursery.examples import (
     fill_sandbox,
 )
 
-TOOLS = ["read_file", "list_dir", "search_text", "write_file", "sleep"]
+TOOLS = ["read_file", "list_dir", "search_text", "write_file", "move_path", "sleep"]
 
 
 @pytest.fixture
@@ -93,7 +97,7 @@ def test_fill_sandbox_writes_a_small_project(tmp_path: Path) -> None:
     assert all((tmp_path / name).is_file() for name in written)
 
 
-def test_the_registry_holds_the_five_tools_with_json_schema_parameters(
+def test_the_registry_holds_the_six_tools_with_json_schema_parameters(
     registry: ToolRegistry,
 ) -> None:
     schemas = {s.name: s for s in registry.schemas()}
@@ -108,18 +112,105 @@ def test_the_registry_holds_the_five_tools_with_json_schema_parameters(
     assert schemas["write_file"].parameters["required"] == ["path", "content"]
     assert schemas["search_text"].parameters["required"] == ["pattern"]
     assert schemas["list_dir"].parameters["required"] == []
+    assert schemas["move_path"].parameters["required"] == ["source", "destination"]
     assert schemas["sleep"].parameters["properties"]["seconds"]["maximum"] == 60
 
 
-def test_writes_are_exclusive_and_everything_else_is_parallel(registry: ToolRegistry) -> None:
-    modes = {name: registry.execution_mode(ToolExecutionInput("c", name, {})) for name in TOOLS}
+def mode_of(registry: ToolRegistry, name: str, args: Any) -> ToolExecutionMode:
+    return registry.execution_mode(ToolExecutionInput("c", name, args))
+
+
+def test_file_tools_are_keyed_move_is_exclusive_and_sleep_is_parallel(
+    registry: ToolRegistry,
+) -> None:
+    modes = {
+        "read_file": mode_of(registry, "read_file", {"path": "src/app.py"}),
+        "list_dir": mode_of(registry, "list_dir", {}),
+        "search_text": mode_of(registry, "search_text", {"pattern": "x", "path": "src"}),
+        "write_file": mode_of(registry, "write_file", {"path": "src/new.py", "content": ""}),
+        "move_path": mode_of(registry, "move_path", {"source": "a", "destination": "b"}),
+        "sleep": mode_of(registry, "sleep", {"seconds": 1}),
+    }
     assert modes == {
-        "read_file": PARALLEL,
-        "list_dir": PARALLEL,
-        "search_text": PARALLEL,
-        "write_file": EXCLUSIVE,
+        "read_file": ToolExecutionMode("keyed", (ResourceKey.read("file:src/app.py"),)),
+        "list_dir": ToolExecutionMode("keyed", (ResourceKey.write("tree:."),)),
+        "search_text": ToolExecutionMode("keyed", (ResourceKey.write("tree:src"),)),
+        "write_file": ToolExecutionMode(
+            "keyed",
+            (
+                ResourceKey.read("file:src"),
+                ResourceKey.write("file:src/new.py"),
+                ResourceKey.read("tree:."),
+                ResourceKey.read("tree:src"),
+                ResourceKey.read("tree:src/new.py"),
+            ),
+        ),
+        "move_path": EXCLUSIVE,
         "sleep": PARALLEL,
     }
+
+
+def test_keys_name_the_resolved_root_relative_path(
+    registry: ToolRegistry, root: Path, tmp_path: Path
+) -> None:
+    (root / "alias.md").symlink_to(root / "notes/ideas.md")
+    (root / "docs").symlink_to(root / "notes", target_is_directory=True)
+    expected = ToolExecutionMode("keyed", (ResourceKey.read("file:notes/ideas.md"),))
+    for path in ["notes/ideas.md", "./notes//ideas.md", "src/../notes/ideas.md", "alias.md"]:
+        assert mode_of(registry, "read_file", {"path": path}) == expected, path
+    assert mode_of(registry, "read_file", {"path": str(root / "docs/ideas.md")}) == expected
+    for path in [".", "", str(root), "src/.."]:
+        assert mode_of(registry, "list_dir", {"path": path}).keys == (
+            ResourceKey.write("tree:."),
+        ), path
+    assert mode_of(registry, "search_text", {"pattern": "x", "path": "docs"}).keys == (
+        ResourceKey.write("tree:notes"),
+    )
+
+
+def test_a_write_takes_a_write_of_each_directory_it_creates(registry: ToolRegistry) -> None:
+    mode = mode_of(registry, "write_file", {"path": "notes/new/deeper/x.md", "content": ""})
+    assert mode.keys == (
+        ResourceKey.read("file:notes"),
+        ResourceKey.write("file:notes/new"),
+        ResourceKey.write("file:notes/new/deeper"),
+        ResourceKey.write("file:notes/new/deeper/x.md"),
+        ResourceKey.read("tree:."),
+        ResourceKey.read("tree:notes"),
+        ResourceKey.read("tree:notes/new"),
+        ResourceKey.read("tree:notes/new/deeper"),
+        ResourceKey.read("tree:notes/new/deeper/x.md"),
+    )
+    at_root = mode_of(registry, "write_file", {"path": "top.md", "content": ""})
+    assert at_root.keys == (
+        ResourceKey.write("file:top.md"),
+        ResourceKey.read("tree:."),
+        ResourceKey.read("tree:top.md"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("read_file", {"path": "../secret.txt"}),
+        ("read_file", {"path": "/etc/passwd"}),
+        ("read_file", {"file": "README.md"}),
+        ("read_file", {"path": "a\x00b"}),
+        ("list_dir", {"path": "../"}),
+        ("list_dir", {"path": 3}),
+        ("search_text", {"pattern": "x", "path": "src/../.."}),
+        ("search_text", {"path": "src"}),
+        ("write_file", {"path": "../new.txt", "content": "x"}),
+        ("write_file", {"path": "escape.txt", "content": "x"}),
+        ("write_file", {"path": "notes/x.md"}),
+        ("write_file", "not an object"),
+    ],
+)
+def test_a_path_outside_the_root_or_invalid_arguments_make_the_call_exclusive(
+    registry: ToolRegistry, root: Path, outside: Path, tool: str, args: Any
+) -> None:
+    (root / "escape.txt").symlink_to(outside)
+    assert mode_of(registry, tool, args) == EXCLUSIVE
 
 
 def test_the_root_must_be_an_existing_directory(tmp_path: Path) -> None:
@@ -278,23 +369,238 @@ async def test_sleep_sleeps_and_is_cancellable(
     assert code(results[0]) == "ABORTED"
 
 
-async def test_parallel_reads_overlap_and_a_write_is_a_barrier(
-    registry: ToolRegistry, autojump_clock: trio.abc.Clock
+async def test_move_path_moves_files_and_directories(registry: ToolRegistry, root: Path) -> None:
+    moved = await call(
+        registry, "move_path", {"source": "notes/ideas.md", "destination": "old/ideas.md"}
+    )
+    assert moved == ToolExecutionResult(
+        (TextContent('moved "notes/ideas.md" to "old/ideas.md"'),), False, meta={"moved": "file"}
+    )
+    assert (root / "old/ideas.md").read_text().startswith("- parallel reads")
+    assert not (root / "notes/ideas.md").exists()
+    folder = await call(registry, "move_path", {"source": "src", "destination": "lib"})
+    assert text(folder) == 'moved "src" to "lib"'
+    assert folder.meta == {"moved": "directory"}
+    assert sorted(p.name for p in (root / "lib").iterdir()) == ["app.py", "util.py"]
+
+
+@pytest.mark.parametrize(
+    ("source", "destination", "code_", "message"),
+    [
+        ("nowhere.md", "x.md", "NOT_FOUND", 'cannot move "nowhere.md": no such file or directory'),
+        (
+            "README.md",
+            "src/app.py",
+            "ALREADY_EXISTS",
+            'cannot move to "src/app.py": it already exists',
+        ),
+        ("README.md", "src", "ALREADY_EXISTS", 'cannot move to "src": it already exists'),
+        (".", "elsewhere", "OS_ERROR", "cannot move the root directory"),
+        (
+            "../secret.txt",
+            "in.txt",
+            "OUTSIDE_ROOT",
+            'path "../secret.txt" is outside the root directory',
+        ),
+        (
+            "README.md",
+            "../out.md",
+            "OUTSIDE_ROOT",
+            'path "../out.md" is outside the root directory',
+        ),
+    ],
+)
+async def test_move_path_failures_touch_nothing(
+    registry: ToolRegistry,
+    root: Path,
+    tmp_path: Path,
+    outside: Path,
+    source: str,
+    destination: str,
+    code_: str,
+    message: str,
 ) -> None:
+    before = sorted(tmp_path.rglob("*"))
+    result = await call(registry, "move_path", {"source": source, "destination": destination})
+    assert code(result) == code_
+    assert text(result) == f"Error: {message}"
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+async def test_search_text_reads_only_its_own_tree(registry: ToolRegistry, root: Path) -> None:
+    # src/linked.md -> notes/ideas.md: outside the searched tree "src", so not read
+    # (the call's keys cover src and nothing else); searched from the root, it is.
+    (root / "src/linked.md").symlink_to(root / "notes/ideas.md")
+    in_src = await call(registry, "search_text", {"pattern": "parallel", "path": "src"})
+    assert text(in_src) == 'no matches for "parallel"'
+    everywhere = await call(registry, "search_text", {"pattern": "parallel"})
+    assert text(everywhere).splitlines() == [
+        "notes/ideas.md:1: - parallel reads",
+        "src/linked.md:1: - parallel reads",
+        "2 matches in 2 files",
+    ]
+
+
+class Timeline:
+    """When each dispatch started and ended, in order: an ``on_execute`` wrapper.
+
+    No clock: the events' order is the scheduler's. The call ``hold`` stays in dispatch
+    after its body returned: until the call ``release`` is done (a deadlock unless the
+    two overlap), or without ``release`` until every task is blocked — by then a call
+    that does not wait for it has started.
+    """
+
+    def __init__(self, registry: ToolRegistry, hold: str = "", release: str = "") -> None:
+        self.events: list[str] = []
+        self.hold, self.release = hold, release
+        self.released = trio.Event()
+        registry.on_execute(self.watch)
+
+    async def watch(
+        self, view: ToolDispatchExecution, next_: Callable[[], Awaitable[ToolExecutionResult]]
+    ) -> ToolExecutionResult:
+        self.events.append(f"start {view.call_id}")
+        try:
+            result = await next_()
+            if view.call_id == self.release:
+                self.released.set()
+            elif view.call_id == self.hold:
+                if self.release:
+                    await self.released.wait()
+                else:
+                    await trio.testing.wait_all_tasks_blocked()
+            return result
+        finally:
+            self.events.append(f"end {view.call_id}")
+
+
+WAITS, OVERLAPS = "waits for", "overlaps"
+W_A = ("write_file", {"path": "a.txt", "content": "new\n"})
+PAIRS: list[tuple[tuple[str, dict[str, Any]], str, tuple[str, dict[str, Any]]]] = [
+    (("read_file", {"path": "a.txt"}), WAITS, W_A),
+    (("read_file", {"path": "b.txt"}), OVERLAPS, W_A),
+    (W_A, WAITS, ("read_file", {"path": "a.txt"})),
+    (W_A, WAITS, W_A),
+    (W_A, OVERLAPS, ("write_file", {"path": "b.txt", "content": "new\n"})),
+    (
+        ("write_file", {"path": "sub/a.txt", "content": "x"}),
+        OVERLAPS,
+        ("write_file", {"path": "sub/b.txt", "content": "x"}),
+    ),
+    (("read_file", {"path": "a.txt"}), OVERLAPS, ("read_file", {"path": "a.txt"})),
+    (("list_dir", {"path": "sub"}), WAITS, ("write_file", {"path": "sub/new.txt", "content": ""})),
+    (("write_file", {"path": "sub/new.txt", "content": ""}), WAITS, ("list_dir", {})),
+    (
+        ("list_dir", {"path": "other"}),
+        OVERLAPS,
+        ("write_file", {"path": "sub/new.txt", "content": ""}),
+    ),
+    (
+        ("search_text", {"pattern": "x"}),
+        WAITS,
+        ("write_file", {"path": "sub/a.txt", "content": ""}),
+    ),
+    (
+        ("write_file", {"path": "sub/a.txt", "content": ""}),
+        WAITS,
+        ("search_text", {"pattern": "x", "path": "sub"}),
+    ),
+    (
+        ("search_text", {"pattern": "x", "path": "other"}),
+        OVERLAPS,
+        ("write_file", {"path": "sub/a.txt", "content": ""}),
+    ),
+    (
+        ("search_text", {"pattern": "x", "path": "sub"}),
+        OVERLAPS,
+        ("read_file", {"path": "sub/a.txt"}),
+    ),
+    (("list_dir", {"path": "sub"}), WAITS, ("search_text", {"pattern": "x", "path": "sub"})),
+    (W_A, OVERLAPS, ("sleep", {"seconds": 0})),
+]
+
+
+def pair_id(pair: tuple[tuple[str, dict[str, Any]], str, tuple[str, dict[str, Any]]]) -> str:
+    (first, first_args), expect, (second, second_args) = pair
+    return (
+        f"{first}({first_args.get('path', '.')}) {expect} {second}({second_args.get('path', '')})"
+    )
+
+
+@pytest.mark.parametrize(("first", "expect", "second"), PAIRS, ids=[pair_id(p) for p in PAIRS])
+async def test_the_keys_order_exactly_the_calls_that_conflict(
+    root: Path,
+    first: tuple[str, dict[str, Any]],
+    expect: str,
+    second: tuple[str, dict[str, Any]],
+) -> None:
+    for name in ["a.txt", "b.txt", "sub/a.txt", "sub/b.txt", "other/c.txt"]:
+        (root / name).parent.mkdir(exist_ok=True)
+        (root / name).write_text("x\n")
+    registry = example_registry(root)
+    for name, args in (first, second):
+        assert mode_of(registry, name, args).kind in {"keyed", "parallel"}
+    # The first call stays in dispatch until the second is done (which deadlocks, and
+    # times out, unless they overlap), or until every task is blocked (by then a second
+    # call that does not wait for it has started).
+    timeline = Timeline(registry, hold="1", release="2" if expect == OVERLAPS else "")
+    calls = [
+        ToolCall("1", first[0], msgspec.json.encode(first[1]).decode()),
+        ToolCall("2", second[0], msgspec.json.encode(second[1]).decode()),
+    ]
+    with trio.fail_after(10):  # the real clock: bodies run in threads
+        results = await run_tool_calls(registry, calls)
+    assert [r.is_error for r in results] == [False, False], [text(r) for r in results]
+    if expect == WAITS:
+        assert timeline.events == ["start 1", "end 1", "start 2", "end 2"]
+    else:
+        assert timeline.events == ["start 1", "start 2", "end 2", "end 1"]
+
+
+async def test_a_write_waits_for_a_read_of_its_file_and_overlaps_a_read_of_another(
+    registry: ToolRegistry, root: Path
+) -> None:
+    (root / "a.txt").write_text("old a\n")
+    (root / "b.txt").write_text("b\n")
+    timeline = Timeline(registry, hold="read-b", release="write-a")
+    calls = [
+        ToolCall("read-a", "read_file", '{"path": "a.txt"}'),
+        ToolCall("read-b", "read_file", '{"path": "b.txt"}'),
+        ToolCall("write-a", "write_file", '{"path": "a.txt", "content": "new a\\n"}'),
+    ]
+    with trio.fail_after(10):  # the real clock: bodies run in threads
+        results = await run_tool_calls(registry, calls)
+    events = timeline.events
+    assert events.index("end read-a") < events.index("start write-a")
+    assert events.index("start read-b") < events.index("end write-a") < events.index("end read-b")
+    assert [text(r) for r in results] == ["old a\n", "b\n", 'replaced "a.txt" (6 bytes)']
+
+
+async def test_a_move_is_a_barrier(
+    registry: ToolRegistry, root: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    timeline = Timeline(registry)
     calls = [
         ToolCall("a", "sleep", '{"seconds": 2}'),
-        ToolCall("b", "sleep", '{"seconds": 2}'),
-        ToolCall("c", "write_file", '{"path": "notes/x.md", "content": "x"}'),
-        ToolCall("d", "read_file", '{"path": "notes/x.md"}'),
+        ToolCall("b", "write_file", '{"path": "notes/x.md", "content": "x"}'),
+        ToolCall("c", "move_path", '{"source": "notes/x.md", "destination": "notes/y.md"}'),
+        ToolCall("d", "read_file", '{"path": "notes/y.md"}'),
+        ToolCall("e", "sleep", '{"seconds": 1}'),
     ]
     start = trio.current_time()
     results = await run_tool_calls(registry, calls)
-    assert trio.current_time() - start == pytest.approx(2.0)
+    assert trio.current_time() - start == pytest.approx(3.0)
+    events = timeline.events
+    move = events.index("start c")
+    assert sorted(events[:move]) == ["end a", "end b", "start a", "start b"]
+    assert events[move : move + 2] == ["start c", "end c"]
+    assert sorted(events[move + 2 :]) == ["end d", "end e", "start d", "start e"]
     assert [text(r) for r in results] == [
         "slept 2s",
-        "slept 2s",
         'created "notes/x.md" (1 bytes)',
+        'moved "notes/x.md" to "notes/y.md"',
         "x",
+        "slept 1s",
     ]
 
 
@@ -381,6 +687,12 @@ def test_outside_root_error_carries_the_path() -> None:
             'missing required property "path"; missing required property "content"',
         ),
         ("write_file", {"path": "notes/a", "content": 5}, '"content" must be a string'),
+        ("move_path", {"source": "README.md"}, 'missing required property "destination"'),
+        (
+            "move_path",
+            {"source": 1, "destination": None},
+            '"source" must be a string; "destination" must be a string',
+        ),
         ("sleep", {"seconds": "1"}, '"seconds" must be a number'),
         ("sleep", {"seconds": -1}, '"seconds" must be between 0 and 60'),
         ("sleep", {"seconds": 61}, '"seconds" must be between 0 and 60'),
@@ -457,6 +769,15 @@ def shown(definition: ToolDefinition, args: Any, result: ToolExecutionResult) ->
                 locations=(FileLocation(path="notes/a.md"),),
             ),
         ),
+        (
+            "move_path",
+            {"source": "a.md", "destination": "b/a.md"},
+            GenericCallView(
+                title="Move a.md to b/a.md",
+                kind="move",
+                locations=(FileLocation(path="a.md"), FileLocation(path="b/a.md")),
+            ),
+        ),
         ("sleep", {"seconds": 0.05}, TerminalCallView(title="sleep 0.05")),
         ("sleep", {"seconds": 2}, TerminalCallView(title="sleep 2")),
     ],
@@ -485,6 +806,12 @@ def test_each_tool_presents_its_call(
         ),
         ("search_text", {"pattern": "add("}, 'Search "add(": 1 match in 1 file'),
         ("search_text", {"pattern": "nothing-here"}, 'Search "nothing-here": no matches'),
+        (
+            "move_path",
+            {"source": "notes/ideas.md", "destination": "old/ideas.md"},
+            "Moved file notes/ideas.md to old/ideas.md",
+        ),
+        ("move_path", {"source": "src", "destination": "lib"}, "Moved directory src to lib"),
     ],
 )
 async def test_reads_present_their_results_from_meta(
@@ -572,11 +899,17 @@ async def test_sleep_presents_a_terminal_card(
     )
 
 
-@pytest.mark.parametrize("tool", ["read_file", "list_dir", "search_text", "write_file"])
+@pytest.mark.parametrize("tool", TOOLS[:-1])
 async def test_a_failed_file_call_keeps_the_generic_result(
     registry: ToolRegistry, tool: str
 ) -> None:
-    args = {"path": "../outside", "pattern": "x", "content": "x"}
+    args = {
+        "path": "../outside",
+        "pattern": "x",
+        "content": "x",
+        "source": "../outside",
+        "destination": "y",
+    }
     result = await call(registry, tool, args)
     assert result.is_error
     assert shown(presenters(registry, tool), args, result) is None
@@ -600,6 +933,7 @@ FOREIGN_META: list[Any] = [
     {"entries": None},
     {"matches": 1},
     {"created": "yes"},
+    {"moved": "link"},
 ]
 
 
@@ -615,7 +949,14 @@ def test_presenters_answer_none_for_foreign_args_and_meta(
             continue  # every list_dir argument is optional
         assert definition.present_call(args) is None, args
         assert definition.present_result(args, ToolResult((TextContent("x"),), False)) is None
-    valid = {"path": "a", "pattern": "p", "content": "c", "seconds": 1}
+    valid = {
+        "path": "a",
+        "pattern": "p",
+        "content": "c",
+        "source": "a",
+        "destination": "b",
+        "seconds": 1,
+    }
     for meta in FOREIGN_META:
         view = definition.present_result(valid, ToolResult((TextContent("x"),), False, meta))
         if tool == "sleep":
@@ -630,7 +971,18 @@ json_values = st.recursive(
         st.lists(children, max_size=3)
         | st.dictionaries(
             st.sampled_from(
-                ["path", "pattern", "content", "seconds", "lines", "created", "old_text"]
+                [
+                    "path",
+                    "pattern",
+                    "content",
+                    "source",
+                    "destination",
+                    "seconds",
+                    "lines",
+                    "created",
+                    "old_text",
+                    "moved",
+                ]
             ),
             children,
             max_size=4,

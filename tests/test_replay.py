@@ -222,7 +222,7 @@ batch b1: 4 calls, 2 without a result
 async def test_a_crashed_demo_batch(
     tmp_path: Path, capsys: Capture, autojump_clock: trio.abc.Clock
 ) -> None:
-    """The demo's log, cut as if the process died while c5 wrote notes/summary.md."""
+    """The demo's log, cut as if the process died while c7 moved notes/ideas.md."""
     sandbox = tmp_path / "sandbox"
     sandbox.mkdir()
     fill_sandbox(sandbox)
@@ -230,21 +230,19 @@ async def test_a_crashed_demo_batch(
     with JsonlRecorder(log) as recorder:
         await run_demo(sandbox, recorder=recorder)
     lines = log.read_bytes().splitlines(keepends=True)
-    c5 = next(i for i, line in enumerate(lines) if b'"id":"c5"' in line)
+    c7 = next(i for i, line in enumerate(lines) if b'"id":"c7"' in line)
     crashed = tmp_path / "crashed.jsonl"
-    crashed.write_bytes(b"".join(lines[: c5 + 1]) + lines[c5 + 1][:70])
+    crashed.write_bytes(b"".join(lines[: c7 + 1]) + lines[c7 + 1][:70])
     batch = json.loads(lines[0])["batch"]
 
     assert main(["replay", str(crashed), "--width", "60"]) == 0
     captured = capsys.readouterr()
     assert captured.out.replace(batch, "<id>") == (
         """\
-batch <id>: 5 calls, 1 without a result
-╭─ Read README.md: 4 lines (read) ─────────────────────────╮
-│ # Demo project                                           │
-│                                                          │
-│ A tiny project for the toolnursery demo.                 │
-│ TODO: write the real README.                             │
+batch <id>: 7 calls, 1 without a result
+╭─ Read notes/ideas.md: 2 lines (read) ────────────────────╮
+│ - parallel reads                                         │
+│ - exclusive writes                                       │
 ╰─────────────────────────────────────────────────── done ─╯
 ╭─ List src: 2 entries (read) ─────────────────────────────╮
 │ app.py                                                   │
@@ -259,21 +257,29 @@ batch <id>: 5 calls, 1 without a result
 │ $ sleep 0.05                                             │
 │ slept 0.05s                                              │
 ╰──────────────────────────────────────────── exit code 0 ─╯
-╭─ Write notes/summary.md ─────────────────────────────────╮
-│ --- /dev/null                                            │
-│ +++ b/notes/summary.md                                   │
-│ @@ -0,0 +1,3 @@                                          │
-│ +# Summary                                               │
-│ +                                                        │
-│ +The demo project greets; see TODO in src/app.py.        │
+╭─ Replaced notes/ideas.md ────────────────────────────────╮
+│ --- a/notes/ideas.md                                     │
+│ +++ b/notes/ideas.md                                     │
+│ @@ -1,2 +1,3 @@                                          │
+│  - parallel reads                                        │
+│ -- exclusive writes                                      │
+│ +- keyed writes                                          │
+│ +- exclusive moves                                       │
+╰─────────────────────────────────────────────────── done ─╯
+╭─ Read README.md: 4 lines (read) ─────────────────────────╮
+│ # Demo project                                           │
 │                                                          │
-│ files: notes/summary.md                                  │
+│ A tiny project for the toolnursery demo.                 │
+│ TODO: write the real README.                             │
+╰─────────────────────────────────────────────────── done ─╯
+╭─ Move notes/ideas.md to notes/archive/ideas.md (move) ───╮
+│ files: notes/ideas.md, notes/archive/ideas.md            │
 │                                                          │
 │ no result recorded (the batch did not finish)            │
 ╰──────────────────────────────────────────────────────────╯
 """
     )
-    assert f"line {c5 + 2} is incomplete" in captured.err
+    assert f"line {c7 + 2} is incomplete" in captured.err
 
 
 def test_a_process_that_died_mid_batch(tmp_path: Path) -> None:

@@ -1,9 +1,12 @@
 """``toolnursery demo``: one bundled batch on the example tools, and what ran when.
 
-The batch shows the scheduler's rules on real file work: parallel-safe reads overlap
-in one pool, an exclusive write is a barrier, a pre-execute policy denies a write
-outside ``notes/`` before it runs, a call with invalid arguments fails in the tool's
-own validation, and a path that escapes the sandbox is refused.
+The batch shows the scheduler's rules on real file work: reads, a listing, a search
+and a sleep overlap in one pool; a keyed write waits only for the earlier calls whose
+resource keys conflict with its own (a read of the same file, a search over its
+directory tree) and runs while other calls still run; an exclusive move is a barrier;
+a pre-execute policy denies a write outside ``notes/`` before it runs; a call with
+invalid arguments fails in the tool's own validation; and a path that escapes the
+sandbox is refused.
 
 The timeline is measured by an ``on_execute`` wrapper around each dispatch, so it
 shows when each tool body ran (a denied call never reaches dispatch).
@@ -22,7 +25,7 @@ import msgspec
 import trio
 
 from ._content import TextContent, ToolCall, ToolExecutionResult
-from ._decisions import PARALLEL, Deny, PreToolDecision
+from ._decisions import Deny, PreToolDecision, ResourceKey
 from ._execution import ToolDispatchExecution, ToolExecution, ToolExecutionInput
 from ._recorder import ToolCallRecorder
 from ._registry import ToolRegistry
@@ -31,22 +34,28 @@ from .examples import example_registry
 
 __all__ = ["DEMO_CALLS", "DemoRun", "Span", "render_demo", "run_demo"]
 
-_SUMMARY: Final = "# Summary\n\nThe demo project greets; see TODO in src/app.py.\n"
+_IDEAS: Final = "- parallel reads\n- keyed writes\n- exclusive moves\n"
 
 DEMO_CALLS: Final = (
-    ToolCall("c1", "read_file", '{"path": "README.md"}'),
+    ToolCall("c1", "read_file", '{"path": "notes/ideas.md"}'),
     ToolCall("c2", "list_dir", '{"path": "src"}'),
     ToolCall("c3", "search_text", '{"pattern": "TODO"}'),
     ToolCall("c4", "sleep", '{"seconds": 0.05}'),
     ToolCall(
         "c5",
         "write_file",
-        msgspec.json.encode({"path": "notes/summary.md", "content": _SUMMARY}).decode(),
+        msgspec.json.encode({"path": "notes/ideas.md", "content": _IDEAS}).decode(),
     ),
-    ToolCall("c6", "read_file", '{"path": "notes/summary.md"}'),
-    ToolCall("c7", "write_file", '{"path": "src/app.py", "content": "print(\\"pwned\\")\\n"}'),
-    ToolCall("c8", "read_file", '{"file": "README.md"}'),
-    ToolCall("c9", "read_file", '{"path": "../../etc/passwd"}'),
+    ToolCall("c6", "read_file", '{"path": "README.md"}'),
+    ToolCall(
+        "c7",
+        "move_path",
+        '{"source": "notes/ideas.md", "destination": "notes/archive/ideas.md"}',
+    ),
+    ToolCall("c8", "read_file", '{"path": "notes/archive/ideas.md"}'),
+    ToolCall("c9", "write_file", '{"path": "src/app.py", "content": "print(\\"pwned\\")\\n"}'),
+    ToolCall("c10", "read_file", '{"file": "README.md"}'),
+    ToolCall("c11", "read_file", '{"path": "../../etc/passwd"}'),
 )
 """The bundled batch, in model order."""
 
@@ -61,13 +70,14 @@ class Span(msgspec.Struct, frozen=True):
 
 
 class DemoRun(msgspec.Struct, frozen=True):
-    """Everything the demo measured: the calls, their modes, spans and results."""
+    """Everything the demo measured: the calls, their modes and keys, spans and results."""
 
     calls: tuple[ToolCall, ...]
     modes: tuple[str, ...]
     spans: tuple[Span | None, ...]
     denied: frozenset[str]
     results: tuple[ToolExecutionResult, ...]
+    keys: tuple[tuple[ResourceKey, ...], ...] = ()
 
 
 def _under(path: str, directory: str) -> bool:
@@ -78,22 +88,28 @@ def _under(path: str, directory: str) -> bool:
     return len(parts) > 1 and parts[0] == directory
 
 
+_WRITTEN: Final = {"write_file": ("path",), "move_path": ("source", "destination")}
+"""The tools the demo's policy confines, and their path arguments."""
+
+
 def notes_only_policy(
     denied: set[str],
 ) -> Callable[
     [ToolExecution, Callable[[], Awaitable[PreToolDecision]]], Awaitable[PreToolDecision]
 ]:
-    """A pre-execute listener that denies ``write_file`` outside ``notes/``."""
+    """A pre-execute listener: ``write_file`` and ``move_path`` only under ``notes/``."""
 
     async def notes_only(
         execution: ToolExecution, next_: Callable[[], Awaitable[PreToolDecision]]
     ) -> PreToolDecision:
         args = execution.arguments
-        if execution.name == "write_file" and isinstance(args, Mapping):
-            path = args.get("path")
-            if isinstance(path, str) and not _under(path, "notes"):
-                denied.add(execution.call_id)
-                return Deny(f'write_file may only write under notes/, not "{path}"')
+        fields = _WRITTEN.get(execution.name, ())
+        if fields and isinstance(args, Mapping):
+            for field in fields:
+                path = args.get(field)
+                if isinstance(path, str) and not _under(path, "notes"):
+                    denied.add(execution.call_id)
+                    return Deny(f'{execution.name} may only write under notes/, not "{path}"')
         return await next_()
 
     return notes_only
@@ -130,21 +146,22 @@ async def run_demo(
             spans[view.call_id] = Span((start - t0) * 1000, (trio.current_time() - t0) * 1000)
 
     registry.on_execute(timed)
-    modes = tuple(
+    classified = [
         registry.execution_mode(
             ToolExecutionInput(call.id, call.name, parse_arguments(call.arguments))
-        ).kind
+        )
         for call in DEMO_CALLS
-    )
+    ]
     results = await run_tool_calls(
         registry, DEMO_CALLS, max_parallel=max_parallel, recorder=recorder
     )
     return DemoRun(
         DEMO_CALLS,
-        modes,
+        tuple(mode.kind for mode in classified),
         tuple(spans.get(call.id) for call in DEMO_CALLS),
         frozenset(denied),
         tuple(results),
+        tuple(mode.keys for mode in classified),
     )
 
 
@@ -177,23 +194,92 @@ def _bar(span: Span, total: float) -> str:
     return "|" + " " * first + "=" * (last - first) + " " * (_BAR - last) + "|"
 
 
+def _conflicts(earlier: tuple[ResourceKey, ...], later: tuple[ResourceKey, ...]) -> list[str]:
+    """The resources two calls' keys conflict on: the same one, at least one write."""
+    modes = {key.resource: key.mode for key in earlier}
+    return [
+        key.resource
+        for key in later
+        if key.resource in modes and "write" in (key.mode, modes[key.resource])
+    ]
+
+
+def _ids(run: DemoRun, indices: list[int]) -> str:
+    names = [f"{run.calls[i].id} {run.calls[i].name}" for i in indices]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def _notes(run: DemoRun) -> list[str]:
     """What the timeline shows, stated from the measurements."""
     notes: list[str] = []
     calls, spans, modes = run.calls, run.spans, run.modes
-    pool = [i for i in range(len(calls)) if modes[i] == PARALLEL.kind][:4]
+    keys = [run.keys[i] if i < len(run.keys) else () for i in range(len(calls))]
+    # The group each call belongs to: the calls since the last exclusive barrier.
+    group = [0] * len(calls)
+    for i in range(1, len(calls)):
+        group[i] = i if modes[i - 1] == "exclusive" else group[i - 1]
+
+    def blockers(i: int) -> list[int]:
+        if modes[i] != "keyed":
+            return []
+        return [
+            j
+            for j in range(group[i], i)
+            if modes[j] == "keyed" and spans[j] is not None and _conflicts(keys[j], keys[i])
+        ]
+
+    barrier = next((i for i, mode in enumerate(modes) if mode == "exclusive"), len(calls))
+    pool = [i for i in range(barrier) if not blockers(i)][:4]
     timed = [span for i in pool if (span := spans[i]) is not None]
-    if timed and len(timed) == len(pool):
+    if len(timed) > 1 and len(timed) == len(pool):
         first_end = min(s.end_ms for s in timed)
         if all(s.start_ms <= first_end for s in timed):
-            ids = ", ".join(calls[i].id for i in pool)
             notes.append(
-                f"{ids} are parallel-safe: all of them started before the first one ended "
-                f"({first_end:.1f} ms); they ran side by side."
+                f"{', '.join(calls[i].id for i in pool)} conflict with nothing before them: "
+                f"all of them started before the first one ended ({first_end:.1f} ms); "
+                "they ran side by side."
             )
+    for i, span in enumerate(spans):
+        waited = blockers(i)
+        if span is None or not waited:
+            continue
+        last = max(s.end_ms for j in waited if (s := spans[j]) is not None)
+        if span.start_ms < last:
+            continue
+        on = ", ".join(
+            f"{calls[j].id} {calls[j].name} ({', '.join(_conflicts(keys[j], keys[i]))})"
+            for j in waited
+        )
+        text = (
+            f"{calls[i].id} {calls[i].name} is keyed: it waited only for the earlier calls "
+            f"it conflicts with — {on} — and started at {span.start_ms:.1f} ms, after "
+            f"they ended (the last at {last:.1f} ms)"
+        )
+        beside = [
+            j
+            for j, other in enumerate(spans)
+            if j != i
+            and j not in waited
+            and other is not None
+            and other.start_ms <= span.start_ms < other.end_ms
+        ]
+        if beside:
+            verb = "was" if len(beside) == 1 else "were"
+            text += (
+                f". {_ids(run, beside)}, which it does not conflict with, {verb} still "
+                "running: it is no barrier"
+            )
+        ahead = [
+            j
+            for j in range(i + 1, len(calls))
+            if (other := spans[j]) is not None and other.start_ms < span.start_ms
+        ]
+        if ahead:
+            text += f"; {_ids(run, ahead)}, later in the batch, started before it"
+        notes.append(text + ".")
     for i, mode in enumerate(modes):
         span = spans[i]
-        if mode != "exclusive" or span is None:
+        if mode != "exclusive" or span is None or run.results[i].is_error:
             continue
         before = [s.end_ms for s in spans[:i] if s is not None]
         after = next((s for s in spans[i + 1 :] if s is not None), None)
@@ -207,14 +293,21 @@ def _notes(run: DemoRun) -> list[str]:
         notes.append(text + ".")
     for i, call in enumerate(calls):
         status = _status(run, i)
+        closed = (
+            " Its keys cannot be computed, so it ran exclusive (fail-closed)."
+            if modes[i] == "exclusive"
+            else ""
+        )
         if status == "DENIED":
             notes.append(f"{call.id} was denied by the pre-execute policy: its body never ran.")
         elif status == "INVALID_ARGS":
             notes.append(
-                f"{call.id} had invalid arguments: the tool's own validation refused them."
+                f"{call.id} had invalid arguments: the tool's own validation refused them." + closed
             )
         elif status == "OUTSIDE_ROOT":
-            notes.append(f"{call.id} tried to leave the sandbox: refused, nothing was read.")
+            notes.append(
+                f"{call.id} tried to leave the sandbox: refused, nothing was read." + closed
+            )
     return notes
 
 
@@ -223,7 +316,7 @@ def render_demo(run: DemoRun, sandbox: str) -> str:
     out: list[str] = [
         f"toolnursery demo: {len(run.calls)} tool calls on the example tools",
         f"sandbox: {sandbox}",
-        'policy:  a pre-execute listener denies write_file outside "notes/"',
+        'policy:  a pre-execute listener denies write_file and move_path outside "notes/"',
         "",
         "the batch, in model order:",
     ]

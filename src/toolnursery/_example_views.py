@@ -29,6 +29,8 @@ from ._presentation import (
 __all__ = [
     "list_call",
     "list_result",
+    "move_call",
+    "move_result",
     "present_call",
     "present_result",
     "read_call",
@@ -174,6 +176,22 @@ def write_result(values: dict[str, Any], result: ToolResult) -> ToolResultView |
             ),
         ),
     )
+
+
+def move_call(values: dict[str, Any]) -> ToolCallView:
+    source, destination = values["source"], values["destination"]
+    return GenericCallView(
+        title=f"Move {source} to {destination}",
+        kind="move",
+        locations=(FileLocation(path=source), FileLocation(path=destination)),
+    )
+
+
+def move_result(values: dict[str, Any], result: ToolResult) -> ToolResultView | None:
+    moved = _meta(result).get("moved")
+    if moved not in ("file", "directory"):
+        return None
+    return GenericResultView(title=f"Moved {moved} {values['source']} to {values['destination']}")
 
 
 def sleep_call(values: dict[str, Any]) -> ToolCallView:

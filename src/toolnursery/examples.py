@@ -1,15 +1,35 @@
 """Example tools that do real file work, confined to one root directory.
 
-Five tools, each a raw :class:`~toolnursery.ToolDefinition` that declares its JSON
+Six tools, each a raw :class:`~toolnursery.ToolDefinition` that declares its JSON
 Schema and validates its own arguments:
 
-* ``read_file`` (parallel-safe) — a text file's contents, truncated at ``max_bytes``.
-* ``list_dir`` (parallel-safe) — a directory's entries, directories marked with ``/``.
-* ``search_text`` (parallel-safe) — lines containing a literal text, under a path.
+* ``read_file`` (keyed) — a text file's contents, truncated at ``max_bytes``.
+* ``list_dir`` (keyed) — a directory's entries, directories marked with ``/``.
+* ``search_text`` (keyed) — lines containing a literal text, under a path.
   A plain ``def`` body: the registry runs it in a worker thread, and it polls the
   call's signal between files.
-* ``write_file`` (exclusive) — create or replace a text file.
-* ``sleep`` (parallel-safe) — wait, cancellably; useful to watch scheduling.
+* ``write_file`` (keyed) — create or replace a text file.
+* ``move_path`` (exclusive) — move a file or directory to a new path.
+* ``sleep`` (parallel) — wait, cancellably; useful to watch scheduling.
+
+The file tools name the resources each call touches (``concurrency_keys``), on the
+root-relative path resolved exactly as the body resolves it:
+
+* ``read_file(p)`` reads ``file:p``;
+* ``list_dir(d)`` and ``search_text(d)`` *write* ``tree:d`` — a marker, not a real
+  write: it conflicts with every write that reads it;
+* ``write_file(p)`` writes ``file:p``, reads ``tree:a`` for ``p`` and each of its
+  ancestors, and takes ``file:a`` for each ancestor directory (a write when the
+  directory does not exist yet, since the call creates it; a read otherwise).
+
+So a write waits for earlier reads of its file and for earlier listings and searches
+of any directory above it, and later ones wait for it, while writes of different files
+overlap each other and reads of other files. The price of the marker: two listings or
+searches of the same directory run one after the other. A path that does not resolve
+inside the root, or invalid arguments, make the classifier raise: the call is
+exclusive (it fails without touching anything, so the barrier costs little, and no
+key is ever computed from a path the body would not use). ``move_path`` touches two
+paths and two directory listings, and is simply exclusive.
 
 Each tool also presents itself to a UI (``present_call`` / ``present_result``): the
 reads as generic cards of kind ``read`` / ``search`` with the file as a location,
@@ -45,6 +65,7 @@ import trio
 
 from . import _example_views as views
 from ._content import TextContent, ToolReturn
+from ._decisions import ResourceKey
 from ._definition import ToolBody, ToolDefinition
 from ._errors import ToolArgsError, ToolError
 from ._execution import ToolRunContext
@@ -208,6 +229,14 @@ class _Root:
         rel = path.relative_to(self.path).as_posix()
         return rel or "."
 
+    def key(self, raw: str) -> str:
+        """``raw`` resolved as the tools resolve it, root-relative: a resource name.
+
+        Raises:
+            OutsideRootError: it does not resolve inside the root.
+        """
+        return self.show(self.resolve(raw))
+
 
 def _os_error(action: str, shown: str, exc: OSError) -> ToolError:
     if isinstance(exc, FileNotFoundError):
@@ -218,6 +247,57 @@ def _os_error(action: str, shown: str, exc: OSError) -> ToolError:
 
 def _always(_args: object) -> bool:
     return True
+
+
+# -- resource keys --------------------------------------------------------------------
+#
+# Resource names are root-relative resolved paths ("." is the root): ``file:<p>`` is
+# the node at p, ``tree:<d>`` a marker for "everything under d". Observers of a tree
+# (list_dir, search_text) take a *write* of its marker and writers take a *read* of
+# the marker of each directory above them: a write then conflicts with every listing
+# or search that covers it, and writes never conflict with each other through it.
+# The classifiers raise (→ exclusive) on invalid arguments or a path outside the root.
+
+
+def _ancestors(rel: str) -> list[str]:
+    """The directories above root-relative ``rel``, nearest first, ending at ``.``."""
+    if rel == ".":
+        return []
+    parts = rel.split("/")
+    return ["/".join(parts[:i]) or "." for i in range(len(parts) - 1, -1, -1)]
+
+
+def _read_keys(root: _Root) -> Callable[[Any], list[ResourceKey]]:
+    def keys(args: Any) -> list[ResourceKey]:
+        values = _validate(_READ_PARAMS, args)
+        return [ResourceKey.read(f"file:{root.key(values['path'])}")]
+
+    return keys
+
+
+def _tree_keys(root: _Root, params: tuple[_Param, ...]) -> Callable[[Any], list[ResourceKey]]:
+    def keys(args: Any) -> list[ResourceKey]:
+        values = _validate(params, args)
+        return [ResourceKey.write(f"tree:{root.key(values['path'])}")]
+
+    return keys
+
+
+def _write_keys(root: _Root) -> Callable[[Any], list[ResourceKey]]:
+    def keys(args: Any) -> list[ResourceKey]:
+        values = _validate(_WRITE_PARAMS, args)
+        rel = root.key(values["path"])
+        above = _ancestors(rel)
+        out = [ResourceKey.write(f"file:{rel}")]
+        out += [ResourceKey.read(f"tree:{a}") for a in (rel, *above)]
+        for directory in above[:-1]:  # the root always exists
+            # A missing directory is created by the call (mkdir -p): a write of it.
+            exists = (root.path / directory).is_dir()
+            mode = ResourceKey.read if exists else ResourceKey.write
+            out.append(mode(f"file:{directory}"))
+        return out
+
+    return keys
 
 
 # -- the tools ------------------------------------------------------------------------
@@ -252,6 +332,15 @@ _SEARCH_PARAMS: Final = (
 _WRITE_PARAMS: Final = (
     _Param("path", "string", "The file to write, relative to the root.", required=True),
     _Param("content", "string", "The complete new text of the file.", required=True),
+)
+_MOVE_PARAMS: Final = (
+    _Param("source", "string", "The file or directory to move.", required=True),
+    _Param(
+        "destination",
+        "string",
+        "Its new path; must not exist yet (missing parent directories are created).",
+        required=True,
+    ),
 )
 _SLEEP_PARAMS: Final = (
     _Param("seconds", "number", "How long to wait.", required=True, minimum=0, maximum=60),
@@ -353,12 +442,13 @@ def _search_text(root: _Root) -> ToolBody:
 
 
 def _walk(root: _Root, start: Path) -> Iterator[Path]:
-    """The regular files under ``start`` in sorted order, never leaving the root."""
+    """The regular files under ``start`` in sorted order, never leaving its tree."""
     if start.is_file():
         yield start
         return
     # followlinks=False: a symlinked directory is never entered, so the walk cannot
-    # leave the root; symlinked files are resolved and checked one by one.
+    # leave the tree; a symlinked file is read only when it resolves inside ``start``
+    # (the call's keys cover that tree and nothing else).
     for directory, dirs, names in os.walk(start):
         dirs.sort()
         here = Path(directory)
@@ -366,8 +456,10 @@ def _walk(root: _Root, start: Path) -> Iterator[Path]:
             path = here / name
             if path.is_symlink():
                 try:
-                    root.resolve(str(path))
+                    real = root.resolve(str(path))
                 except OutsideRootError:
+                    continue
+                if not real.is_relative_to(start):
                     continue
             if path.is_file():
                 yield path
@@ -431,6 +523,30 @@ async def _before_image(path: trio.Path) -> str | None:
         return None
 
 
+def _move_path(root: _Root) -> ToolBody:
+    # A plain def (runs in a worker thread): a few blocking calls, one thread hop.
+    def move_path(args: Any, ctx: ToolRunContext) -> ToolReturn:
+        values = _validate(_MOVE_PARAMS, args)
+        source = root.resolve(values["source"])
+        target = root.resolve(values["destination"])
+        shown, to = root.show(source), root.show(target)
+        if not source.exists():
+            raise ToolError(f'cannot move "{shown}": no such file or directory', code="NOT_FOUND")
+        if source == root.path:
+            raise ToolError("cannot move the root directory", code="OS_ERROR")
+        if target.exists():
+            raise ToolError(f'cannot move to "{to}": it already exists', code="ALREADY_EXISTS")
+        kind = "directory" if source.is_dir() else "file"
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(source, target)
+        except OSError as exc:
+            raise _os_error("move", shown, exc) from exc
+        return _text(f'moved "{shown}" to "{to}"', moved=kind)
+
+    return move_path
+
+
 async def _sleep(args: Any, ctx: ToolRunContext) -> str:
     values = _validate(_SLEEP_PARAMS, args)
     seconds = values["seconds"]
@@ -445,7 +561,8 @@ def example_tools(root: str | os.PathLike[str]) -> list[ToolDefinition]:
         root: an existing directory; every path argument is resolved against it.
 
     Returns:
-        ``read_file``, ``list_dir``, ``search_text``, ``write_file`` and ``sleep``.
+        ``read_file``, ``list_dir``, ``search_text``, ``write_file``, ``move_path``
+        and ``sleep``.
 
     Raises:
         NotADirectoryError: ``root`` is not an existing directory.
@@ -458,7 +575,7 @@ def example_tools(root: str | os.PathLike[str]) -> list[ToolDefinition]:
             "Read a UTF-8 text file under the root directory.",
             _parameters(_READ_PARAMS),
             _read_file(sandbox),
-            is_concurrency_safe=safe,
+            concurrency_keys=_read_keys(sandbox),
             present_call=views.present_call(partial(_validate, _READ_PARAMS), views.read_call),
             present_result=views.present_result(
                 partial(_validate, _READ_PARAMS), views.read_result
@@ -469,7 +586,7 @@ def example_tools(root: str | os.PathLike[str]) -> list[ToolDefinition]:
             "List a directory under the root; directories end with '/'.",
             _parameters(_LIST_PARAMS),
             _list_dir(sandbox),
-            is_concurrency_safe=safe,
+            concurrency_keys=_tree_keys(sandbox, _LIST_PARAMS),
             present_call=views.present_call(partial(_validate, _LIST_PARAMS), views.list_call),
             present_result=views.present_result(
                 partial(_validate, _LIST_PARAMS), views.list_result
@@ -480,7 +597,7 @@ def example_tools(root: str | os.PathLike[str]) -> list[ToolDefinition]:
             "Find the lines containing a literal text in the files under a path.",
             _parameters(_SEARCH_PARAMS),
             _search_text(sandbox),
-            is_concurrency_safe=safe,
+            concurrency_keys=_tree_keys(sandbox, _SEARCH_PARAMS),
             present_call=views.present_call(partial(_validate, _SEARCH_PARAMS), views.search_call),
             present_result=views.present_result(
                 partial(_validate, _SEARCH_PARAMS), views.search_result
@@ -491,9 +608,20 @@ def example_tools(root: str | os.PathLike[str]) -> list[ToolDefinition]:
             "Create or replace a UTF-8 text file under the root directory.",
             _parameters(_WRITE_PARAMS),
             _write_file(sandbox),
+            concurrency_keys=_write_keys(sandbox),
             present_call=views.present_call(partial(_validate, _WRITE_PARAMS), views.write_call),
             present_result=views.present_result(
                 partial(_validate, _WRITE_PARAMS), views.write_result
+            ),
+        ),
+        ToolDefinition(
+            "move_path",
+            "Move a file or directory under the root to a new path under the root.",
+            _parameters(_MOVE_PARAMS),
+            _move_path(sandbox),
+            present_call=views.present_call(partial(_validate, _MOVE_PARAMS), views.move_call),
+            present_result=views.present_result(
+                partial(_validate, _MOVE_PARAMS), views.move_result
             ),
         ),
         ToolDefinition(
