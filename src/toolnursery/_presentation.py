@@ -77,15 +77,13 @@ class FileDiff(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     new_text: str
 
 
-class GenericCallView(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    tag="generic",
-    tag_field="card",
+class _Card(
+    msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True, tag_field="card"
 ):
+    """The shared shape of every card: frozen, camelCase, tagged by ``card``."""
+
+
+class GenericCallView(_Card, tag="generic", frozen=True, kw_only=True):
     """The default pending card: a title row with optional detail.
 
     Attributes:
@@ -104,15 +102,7 @@ class GenericCallView(
     locations: tuple[FileLocation, ...] | None = None
 
 
-class TerminalCallView(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    tag="terminal",
-    tag_field="card",
-):
+class TerminalCallView(_Card, tag="terminal", frozen=True, kw_only=True):
     """A call that is a shell command: a terminal card.
 
     Attributes:
@@ -128,15 +118,7 @@ class TerminalCallView(
     cwd: str | None = None
 
 
-class DiffCallView(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    tag="diff",
-    tag_field="card",
-):
+class DiffCallView(_Card, tag="diff", frozen=True, kw_only=True):
     """A call that creates or modifies files: an inline diff card.
 
     Attributes:
@@ -150,15 +132,7 @@ class DiffCallView(
     locations: tuple[FileLocation, ...] | None = None
 
 
-class GenericResultView(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    tag="generic",
-    tag_field="card",
-):
+class GenericResultView(_Card, tag="generic", frozen=True, kw_only=True):
     """The default completed card.
 
     Attributes:
@@ -170,15 +144,7 @@ class GenericResultView(
     content: tuple[ContentBlock, ...] | None = None
 
 
-class TerminalResultView(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    tag="terminal",
-    tag_field="card",
-):
+class TerminalResultView(_Card, tag="terminal", frozen=True, kw_only=True):
     """The completed state of a command: its output and how it ended.
 
     A UI without a terminal card derives a fenced ``console`` block from
@@ -208,15 +174,7 @@ class TerminalResultView(
             )
 
 
-class DiffResultView(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename="camel",
-    omit_defaults=True,
-    tag="diff",
-    tag_field="card",
-):
+class DiffResultView(_Card, tag="diff", frozen=True, kw_only=True):
     """A completed file mutation: the change to show.
 
     A completed update replaces the call's content, so a mutation tool returns this
