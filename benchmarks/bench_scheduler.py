@@ -3,6 +3,8 @@
 What it measures (median of several repetitions, each printed as µs per call):
 
 * ``run_tool_calls`` over batches of N = 1, 10, 100 and 1000 no-op ``parallel`` calls
+  (a no-op body has no ``await``, so the scheduler runs it inline, without a task; the
+  "awaiting body" rows use a body that awaits one checkpoint, as real tools do)
   (``max_parallel = N``, so the cap is not the bottleneck), with no hooks and with one
   listener in each of the five phases (pre-execute, guard, execute wrapper,
   post-execute, result observer); for N = 1000 also each phase alone and the default
@@ -140,8 +142,18 @@ async def timed(fn: Callable[[], Awaitable[object]], loops: int) -> float:
     return time.perf_counter() - start
 
 
+async def yields(args: Any, ctx: ToolRunContext | None) -> str:
+    await trio.lowlevel.checkpoint()
+    return "ok"
+
+
 async def per_call(
-    registry: ToolRegistry, n: int, cap: int, reps: int, calls_per_rep: int
+    registry: ToolRegistry,
+    n: int,
+    cap: int,
+    reps: int,
+    calls_per_rep: int,
+    body: Any = noop,
 ) -> tuple[float, float]:
     """Median µs per call for the scheduler and for the bare nursery (interleaved)."""
     calls = make_calls(n)
@@ -151,7 +163,7 @@ async def per_call(
         return await run_tool_calls(registry, calls, max_parallel=cap)
 
     async def bare() -> object:
-        await run_bare(n)
+        await run_bare(n, body)
         return None
 
     await sched()  # warm caches (hook tuples, views)
@@ -187,6 +199,13 @@ async def main_timing(reps: int, calls_per_rep: int) -> None:
     print(row("N=1000  no hooks, cap 10 (default)", ours, bare))
     ours, bare = await per_call(hooked, 1000, 10, reps, calls_per_rep)
     print(row("N=1000  all five, cap 10 (default)", ours, bare))
+    # A body with no ``await`` cannot suspend, so the scheduler runs it inline (no
+    # task); a body that awaits gets a task and (with wrappers) a cancel scope, like
+    # most real tools. Both bodies are measured against the bare nursery running them.
+    for label, phases in (("no hooks", ()), ("all five phases", PHASES)):
+        registry = make_registry(phases, body=yields)
+        ours, bare = await per_call(registry, 1000, 1000, reps, calls_per_rep, body=yields)
+        print(row(f"N=1000  awaiting body, {label}", ours, bare))
     serial = make_registry(parallel=False)
     for n in (1, 100):
         ours, bare = await per_call(serial, n, 10, reps, calls_per_rep)

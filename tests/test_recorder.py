@@ -56,6 +56,7 @@ async def sleepy(args: Any, ctx: ToolRunContext) -> str:
 
 async def with_context(args: Any, ctx: ToolRunContext) -> str:
     ctx.defer_context(HookContext((TextContent(f"deferred by {ctx.call_id}"),), "tool"))
+    await trio.lowlevel.checkpoint()  # a body that suspends runs as a pool task
     return "ok"
 
 

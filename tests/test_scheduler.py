@@ -1531,3 +1531,49 @@ async def test_a_classifier_cannot_change_the_arguments_that_run() -> None:
     results = await run_tool_calls(registry, [ToolCall("c1", "t", '{"path": "ok.txt"}')])
     assert results[0].is_error is False
     assert seen == [{"path": "ok.txt"}]
+
+
+async def test_a_body_that_cannot_suspend_runs_in_the_driver_without_a_task() -> None:
+    """A parallel ``async def`` body with no ``await`` could overlap nothing, so the
+    scheduler runs it inline (no task); one that awaits gets a pool task."""
+    tasks: dict[str, object] = {}
+
+    async def pure(args: Any, ctx: ToolRunContext) -> str:
+        tasks[ctx.call_id] = trio.lowlevel.current_task()
+        return "pure"
+
+    async def awaits(args: Any, ctx: ToolRunContext) -> str:
+        tasks[ctx.call_id] = trio.lowlevel.current_task()
+        await trio.lowlevel.checkpoint()
+        return "awaited"
+
+    registry = registry_with(
+        ToolDefinition("pure", "p", {"type": "object"}, pure, is_concurrency_safe=lambda a: True),
+        ToolDefinition(
+            "awaits", "a", {"type": "object"}, awaits, is_concurrency_safe=lambda a: True
+        ),
+    )
+    events: list[RecorderEvent] = []
+
+    class Events:
+        def record(self, event: RecorderEvent, /) -> None:
+            events.append(event)
+
+    results = await run_tool_calls(
+        registry,
+        [ToolCall("c1", "pure", ""), ToolCall("c2", "awaits", ""), ToolCall("c3", "pure", "")],
+        recorder=Events(),
+    )
+    assert [r.content for r in results] == [
+        (TextContent("pure"),),
+        (TextContent("awaited"),),
+        (TextContent("pure"),),
+    ]
+    me = trio.lowlevel.current_task()
+    assert tasks["c1"] is me
+    assert tasks["c3"] is me
+    assert tasks["c2"] is not me
+    # c1 settled at once, so it committed before c2 started; results stay in model order
+    kinds = [(type(e).__name__, getattr(e, "index", None)) for e in events]
+    assert kinds[:3] == [("ToolCallEvent", 0), ("ToolResultEvent", 0), ("ToolCallEvent", 1)]
+    assert [e.index for e in events if isinstance(e, ToolResultEvent)] == [0, 1, 2]

@@ -59,9 +59,11 @@ from ._pipeline import (
     PENDING,
     RESOLVED,
     Call,
+    _is_async,
     begin,
     dispatch,
     finalize,
+    may_suspend,
     policy,
 )
 from ._recorder import ContextEvent, ToolCallEvent, ToolCallRecorder, ToolResultEvent
@@ -428,8 +430,8 @@ class ToolBatch:
         if call.state != PENDING:
             slot.settled = True
             return
-        if inline:
-            # Runs alone: no task, and the body gets a scope linked to the signal.
+        if inline or (not keys and self._runs_in_one_step(call)):
+            # Runs alone, or cannot suspend (so it could overlap nothing): no task.
             start = _now()
             await dispatch(call)
             self._stats.dispatch += _now() - start
@@ -462,6 +464,22 @@ class ToolBatch:
                 nursery = self._nursery
                 assert nursery is not None
                 nursery.start_soon(self._host_pool)
+
+    def _runs_in_one_step(self, call: Call) -> bool:
+        """Whether dispatching ``call`` completes without ever yielding to trio.
+
+        True for an ``async def`` body with no ``await`` (see :func:`may_suspend`) and
+        no execute wrappers or tool limit: such a call cannot overlap anything, so a
+        task of its own would buy nothing.
+        """
+        if call.hooks.execute:
+            return False
+        execution = call.execution
+        definition = self.registry.get(execution.name, execution.agent)
+        if definition is None:
+            return True  # UNKNOWN_TOOL is decided without a body
+        body = definition.execute
+        return definition.max_concurrency is None and _is_async(body) and not may_suspend(body)
 
     async def _host_pool(self) -> None:
         """Own the pool nursery, whose cancel scope the batch signal cancels."""
