@@ -7,6 +7,9 @@ running N calls back to back in one trio run):
   (a) with no listeners at all, and
   (b) with one pre-execute listener, one guard, one execute wrapper, one post-execute
       listener and one result observer, all pass-through.
+* The same two cases for a body that awaits one checkpoint (``execute awaiting``),
+  beside ``bare start_soon, awaiting`` running that body: a body with no ``await``
+  cannot be cancelled and runs without a cancel scope, one that awaits pays a scope.
 * If ``toolnursery.define_tool`` imports: the same two cases for a ``define_tool``
   tool with a one-field ``SchemaSpec`` ``{"x": {"type": "number"}}`` (arguments are
   validated before the body), called with ``{"x": 1}``.
@@ -121,6 +124,19 @@ async def bare_start_soon(n: int) -> float:
     return time.perf_counter() - start
 
 
+async def yields(args: Any, ctx: ToolRunContext | None) -> str:
+    await trio.lowlevel.checkpoint()
+    return "ok"
+
+
+async def bare_start_soon_yields(n: int) -> float:
+    start = time.perf_counter()
+    async with trio.open_nursery() as nursery:
+        for _ in range(n):
+            nursery.start_soon(yields, ARGS, None)
+    return time.perf_counter() - start
+
+
 async def bare_nursery_per_call(n: int) -> float:
     start = time.perf_counter()
     for _ in range(n):
@@ -144,6 +160,16 @@ def build_cases() -> tuple[dict[str, Timed], str | None]:
         "direct await": direct_await,
         "execute raw, no hooks": execute_case(make_registry(raw, False), "noop"),
         "execute raw, 5 hooks": execute_case(make_registry(raw, True), "noop"),
+        # A body that awaits can be cancelled, so it runs in a cancel scope of its own.
+        "bare start_soon, awaiting": bare_start_soon_yields,
+        "execute awaiting, no hooks": execute_case(
+            make_registry(ToolDefinition("noop", "awaits", {"type": "object"}, yields), False),
+            "noop",
+        ),
+        "execute awaiting, 5 hooks": execute_case(
+            make_registry(ToolDefinition("noop", "awaits", {"type": "object"}, yields), True),
+            "noop",
+        ),
     }
     try:
         from toolnursery import define_tool
