@@ -8,7 +8,6 @@ timeouts and enclosing cancel scopes never deadlock or leak a token.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -18,6 +17,7 @@ import pytest
 import trio
 import trio.testing
 
+from support import no_deadlock
 from toolnursery import (
     CancelSignal,
     RegistrationError,
@@ -42,17 +42,6 @@ ABORTED_BEFORE_DISPATCH = ToolExecutionResult(
     True,
     ToolErrorInfo("AbortError", "ABORTED_BEFORE_DISPATCH"),
 )
-
-
-def no_deadlock(test: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable[None]]:
-    """Fail (rather than hang) when a test deadlocks: the mock clock jumps to the deadline."""
-
-    @functools.wraps(test)
-    async def guarded(*args: Any, **kwargs: Any) -> None:
-        with trio.fail_after(100_000):
-            await test(*args, **kwargs)
-
-    return guarded
 
 
 class Log:

@@ -13,7 +13,6 @@ that waits has an earlier conflict, a full pool or its tool at its limit to wait
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule
 
+from support import no_deadlock
 from toolnursery import (
     EXCLUSIVE,
     PARALLEL,
@@ -58,17 +58,6 @@ ABORTED_BEFORE_DISPATCH = ToolExecutionResult(
 )
 R = ResourceKey.read
 W = ResourceKey.write
-
-
-def no_deadlock(test: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable[None]]:
-    """Fail (rather than hang) when a test deadlocks: the mock clock jumps to the deadline."""
-
-    @functools.wraps(test)
-    async def guarded(*args: Any, **kwargs: Any) -> None:
-        with trio.fail_after(100_000):
-            await test(*args, **kwargs)
-
-    return guarded
 
 
 class Log:
