@@ -21,6 +21,7 @@ import trio
 import trio.testing
 
 from toolnursery import (
+    INVALID_TOOL_OUTPUT,
     TOOL_ABORTED,
     Accept,
     Block,
@@ -37,18 +38,15 @@ from toolnursery import (
     ToolExecution,
     ToolExecutionInput,
     ToolExecutionResult,
+    ToolOutputError,
     ToolRegistry,
     ToolResult,
     ToolReturn,
     ToolRunContext,
-    define_tool,
-    result_view,
-)
-from toolnursery._output import (
-    INVALID_TOOL_OUTPUT,
-    ToolOutputError,
     attach_output,
+    define_tool,
     output_schema,
+    result_view,
 )
 
 FINDING: dict[str, Any] = {

@@ -33,6 +33,7 @@ from ._decisions import ToolRestriction as ToolRestriction
 from ._define import define_tool as define_tool
 from ._define import tool as tool
 from ._definition import ToolDefinition as ToolDefinition
+from ._errors import INVALID_TOOL_OUTPUT as INVALID_TOOL_OUTPUT
 from ._errors import TOOL_ABORTED as TOOL_ABORTED
 from ._errors import TOOL_ABORTED_BEFORE_DISPATCH as TOOL_ABORTED_BEFORE_DISPATCH
 from ._errors import TOOL_TIMEOUT as TOOL_TIMEOUT
@@ -42,6 +43,7 @@ from ._errors import ToolArgsError as ToolArgsError
 from ._errors import ToolError as ToolError
 from ._errors import ToolNotFoundError as ToolNotFoundError
 from ._errors import ToolnurseryError as ToolnurseryError
+from ._errors import ToolOutputError as ToolOutputError
 from ._errors import ToolTimeoutError as ToolTimeoutError
 from ._execution import ApprovalOutcome as ApprovalOutcome
 from ._execution import ApprovalRequest as ApprovalRequest
@@ -54,9 +56,7 @@ from ._execution import ToolRunContext as ToolRunContext
 from ._json import FrozenDict as FrozenDict
 from ._json import thaw as thaw
 from ._otel import install_otel_tracing as install_otel_tracing
-from ._output import INVALID_TOOL_OUTPUT as INVALID_TOOL_OUTPUT
 from ._output import OutputRenderer as OutputRenderer
-from ._output import ToolOutputError as ToolOutputError
 from ._output import attach_output as attach_output
 from ._output import output_schema as output_schema
 from ._presentation import DiffCallView as DiffCallView

@@ -23,7 +23,7 @@ import trio
 
 from ._aio_host import HOST, Host
 from ._definition import ToolDefinition
-from ._errors import TOOL_ABORTED, RegistrationError, ToolError
+from ._errors import TOOL_ABORTED, AsyncioHostError, RegistrationError, ToolError
 from ._execution import ToolRunContext
 
 __all__ = ["AsyncioHostError", "asyncio_tool", "is_asyncio_tool"]
@@ -32,25 +32,6 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 _MARK: Final = "__toolnursery_asyncio_tool__"
-
-
-class AsyncioHostError(ToolError):
-    """Raised when an asyncio tool is called in a trio run that no asyncio loop hosts.
-
-    An asyncio tool runs only in calls started from asyncio code through
-    :mod:`toolnursery.aio`; under a plain ``trio.run`` its call fails with this error
-    (an ``is_error`` result, code ``NO_ASYNCIO_HOST``).
-    """
-
-    code = "NO_ASYNCIO_HOST"
-
-    def __init__(self, tool_name: str) -> None:
-        self.tool_name = tool_name
-        super().__init__(
-            f'asyncio tool "{tool_name}" needs an asyncio host loop: it runs only in calls '
-            "started from asyncio through toolnursery.aio (run_tool_calls, open_tool_batch, "
-            "execute), and this trio run has none"
-        )
 
 
 class AbortError(ToolError):

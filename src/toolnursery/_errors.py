@@ -7,7 +7,11 @@ The tree::
     │   ├── ToolArgsError             INVALID_ARGS: arguments violate the schema
     │   ├── ToolNotFoundError         UNKNOWN_TOOL: nothing visible under that name
     │   ├── ToolTimeoutError          TOOL_TIMEOUT: the timeout policy's deadline fired
-    │   └── OutputSchemaError         UNSUPPORTED_SCHEMA: a schema outside the subset
+    │   ├── OutputSchemaError         UNSUPPORTED_SCHEMA: a schema outside the subset
+    │   ├── ToolOutputError           INVALID_TOOL_OUTPUT: a body returned a value its
+    │   │                             declared output does not allow
+    │   └── AsyncioHostError          NO_ASYNCIO_HOST: an asyncio tool called where no
+    │                                 asyncio loop hosts the trio run
     └── RegistrationError (ValueError) a programmer error at registration time
 
 A :class:`ToolError` raised by a tool body, a policy hook or a wrapper becomes an
@@ -22,12 +26,15 @@ from collections.abc import Sequence
 __all__ = [
     "TOOL_ABORTED",
     "TOOL_ABORTED_BEFORE_DISPATCH",
+    "INVALID_TOOL_OUTPUT",
     "TOOL_TIMEOUT",
+    "AsyncioHostError",
     "OutputSchemaError",
     "RegistrationError",
     "ToolArgsError",
     "ToolError",
     "ToolNotFoundError",
+    "ToolOutputError",
     "ToolTimeoutError",
     "ToolnurseryError",
 ]
@@ -38,6 +45,8 @@ TOOL_ABORTED_BEFORE_DISPATCH = "ABORTED_BEFORE_DISPATCH"
 """Code of a call cancelled before its body was invoked."""
 TOOL_TIMEOUT = "TOOL_TIMEOUT"
 """Code of a call whose timeout-policy deadline fired."""
+INVALID_TOOL_OUTPUT = "INVALID_TOOL_OUTPUT"
+"""Code of a call whose body returned a value its declared output does not allow."""
 
 
 class ToolnurseryError(Exception):
@@ -115,6 +124,50 @@ class OutputSchemaError(ToolError):
     def __init__(self, violations: Sequence[str]) -> None:
         self.violations: tuple[str, ...] = tuple(violations)
         super().__init__("unsupported output schema: " + "; ".join(self.violations))
+
+
+class ToolOutputError(ToolError):
+    """Raised when a tool's body returns a value its declared output does not allow.
+
+    Its message is ``tool "<name>" returned invalid output: `` followed by the
+    violations joined by ``"; "``; a renderer that fails gives
+    ``output.render failed: <message>`` instead.
+
+    Args:
+        tool_name: the tool whose output was invalid.
+        violations: the problems, each naming the path (``"value.count" ...``).
+        message: a message to use instead of the violations' one.
+    """
+
+    code = INVALID_TOOL_OUTPUT
+
+    def __init__(
+        self, tool_name: str, violations: Sequence[str] = (), *, message: str | None = None
+    ) -> None:
+        self.tool_name = tool_name
+        self.violations: tuple[str, ...] = tuple(violations)
+        if message is None:
+            message = f'tool "{tool_name}" returned invalid output: ' + "; ".join(self.violations)
+        super().__init__(message)
+
+
+class AsyncioHostError(ToolError):
+    """Raised when an asyncio tool is called in a trio run that no asyncio loop hosts.
+
+    An asyncio tool runs only in calls started from asyncio code through
+    :mod:`toolnursery.aio`; under a plain ``trio.run`` its call fails with this error
+    (an ``is_error`` result, code ``NO_ASYNCIO_HOST``).
+    """
+
+    code = "NO_ASYNCIO_HOST"
+
+    def __init__(self, tool_name: str) -> None:
+        self.tool_name = tool_name
+        super().__init__(
+            f'asyncio tool "{tool_name}" needs an asyncio host loop: it runs only in calls '
+            "started from asyncio through toolnursery.aio (run_tool_calls, open_tool_batch, "
+            "execute), and this trio run has none"
+        )
 
 
 class RegistrationError(ToolnurseryError, ValueError):

@@ -22,52 +22,29 @@ import msgspec
 
 from ._content import ContentBlock, ImageContent, TextContent, ToolReturn
 from ._definition import ToolDefinition
-from ._errors import OutputSchemaError, RegistrationError, ToolError
+from ._errors import (
+    OutputSchemaError,
+    RegistrationError,
+    ToolError,
+    ToolOutputError,
+)
 from ._execution import ToolRunContext
 from ._json import NotJSONError, snapshot
 from ._pipeline import mark_may_suspend
 from ._structured import assert_supported_output_schema, validate_structured_value
 
 __all__ = [
-    "INVALID_TOOL_OUTPUT",
     "OutputRenderer",
-    "ToolOutputError",
     "attach_output",
     "output_schema",
 ]
 
-INVALID_TOOL_OUTPUT: Final = "INVALID_TOOL_OUTPUT"
 """Code of a call whose body returned a value outside its declared output."""
 
 OutputRenderer: TypeAlias = Callable[[Any, Any], "str | Sequence[ContentBlock] | ContentBlock"]
 """``render(args, value)``: the model-facing content of an output value."""
 
 _SCHEMA_ATTR: Final = "__toolnursery_output_schema__"
-
-
-class ToolOutputError(ToolError):
-    """Raised when a tool's body returns a value its declared output does not allow.
-
-    Its message is ``tool "<name>" returned invalid output: `` followed by the
-    violations joined by ``"; "``; a renderer that fails gives
-    ``output.render failed: <message>`` instead.
-
-    Args:
-        tool_name: the tool whose output was invalid.
-        violations: the problems, each naming the path (``"value.count" ...``).
-        message: a message to use instead of the violations' one.
-    """
-
-    code = INVALID_TOOL_OUTPUT
-
-    def __init__(
-        self, tool_name: str, violations: Sequence[str] = (), *, message: str | None = None
-    ) -> None:
-        self.tool_name = tool_name
-        self.violations: tuple[str, ...] = tuple(violations)
-        if message is None:
-            message = f'tool "{tool_name}" returned invalid output: ' + "; ".join(self.violations)
-        super().__init__(message)
 
 
 def output_schema(definition: ToolDefinition) -> dict[str, Any] | None:

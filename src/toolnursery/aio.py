@@ -36,10 +36,10 @@ import msgspec
 
 from ._aio_host import Job, drain_job, host_for, wait_job
 from ._aio_host import aclose as aclose
-from ._aio_tool import AsyncioHostError as AsyncioHostError
 from ._aio_tool import asyncio_tool as asyncio_tool
 from ._aio_tool import is_asyncio_tool as is_asyncio_tool
 from ._content import ToolCall, ToolExecutionResult
+from ._errors import AsyncioHostError as AsyncioHostError
 from ._execution import ToolExecutionInput
 from ._recorder import ToolCallRecorder
 from ._registry import ToolRegistry, ToolScope
