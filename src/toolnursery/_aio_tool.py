@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import inspect
 from collections.abc import Callable, Coroutine
 from typing import Any, Final, ParamSpec, TypeVar, overload
 
@@ -25,6 +24,7 @@ from ._aio_host import HOST, Host
 from ._definition import ToolDefinition
 from ._errors import TOOL_ABORTED, AsyncioHostError, RegistrationError, ToolError
 from ._execution import ToolRunContext
+from ._pipeline import is_async
 
 __all__ = ["AsyncioHostError", "asyncio_tool", "is_asyncio_tool"]
 
@@ -102,7 +102,7 @@ def is_asyncio_tool(fn: object) -> bool:
 def _check_coroutine_function(fn: object, what: str) -> None:
     if not callable(fn):
         raise RegistrationError(f"{what} must be an async def, got {type(fn).__name__}")
-    if not (inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)):
+    if not is_async(fn):
         raise RegistrationError(
             f"{what} must be an async def (an asyncio coroutine function), got a plain "
             f"callable {getattr(fn, '__qualname__', type(fn).__name__)!r}; a plain def "

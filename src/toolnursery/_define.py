@@ -29,7 +29,7 @@ from ._definition import ToolDefinition
 from ._errors import RegistrationError, ToolArgsError
 from ._execution import ToolRunContext
 from ._output import OutputRenderer, attach_output
-from ._pipeline import mark_may_suspend
+from ._pipeline import is_async, mark_may_suspend
 from ._schema import (
     SchemaProp,
     StructSchemaError,
@@ -196,7 +196,7 @@ def define_tool(
         schema,
         parse,
         execute,
-        _is_async(execute),
+        is_async(execute),
         checked_timeout,
         is_concurrency_safe,
         present_call,
@@ -249,11 +249,6 @@ def _check_timeout(name: str, timeout_ms: object) -> float | None:
     ):
         raise RegistrationError(f"define_tool({name}): timeout_ms must be a positive finite number")
     return timeout_ms
-
-
-def _is_async(fn: object) -> bool:
-    # The same test the registry applies, so a wrapper is async exactly when its body is.
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
 
 
 def _spec_parser(validate: Validator) -> _Parse:
@@ -636,7 +631,7 @@ def _tool_from_function(
         schema,
         parse,
         _invoker(fn, plan),
-        _is_async(fn),
+        is_async(fn),
         checked_timeout,
         classifier,
         present_call,

@@ -12,7 +12,6 @@ data while the model reads text. A value that does not fit is a
 from __future__ import annotations
 
 import functools
-import inspect
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -30,7 +29,7 @@ from ._errors import (
 )
 from ._execution import ToolRunContext
 from ._json import NotJSONError, snapshot
-from ._pipeline import mark_may_suspend
+from ._pipeline import is_async, mark_may_suspend
 from ._structured import assert_supported_output_schema, validate_structured_value
 
 __all__ = [
@@ -127,7 +126,7 @@ def attach_output(
     finish = _finisher(name, check, render)
     body = definition.execute
     wrapper: Callable[[Any, ToolRunContext], Any]
-    if _is_async(body):
+    if is_async(body):
 
         @functools.wraps(body)
         async def execute_async(args: Any, ctx: ToolRunContext) -> ToolReturn:
@@ -148,11 +147,6 @@ def attach_output(
 
 def _kind(value: object) -> str:
     return value.__name__ if isinstance(value, type) else type(value).__name__
-
-
-def _is_async(fn: object) -> bool:
-    # The registry's own test, so the wrapper runs where the body would have.
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
 
 
 def _finisher(

@@ -414,7 +414,7 @@ async def _base_dispatch(
                 return ABORTED_BEFORE_DISPATCH_RESULT
         call.invoked = True
         try:
-            if not _is_async(body):
+            if not is_async(body):
                 value = await trio.to_thread.run_sync(body, execution.arguments, context)
             elif carried or not may_suspend(body):
                 # No scope needed: the pool's scope carries the abort, or the body
@@ -552,7 +552,9 @@ def mark_may_suspend(wrapper: Any, body: Any) -> None:
         pass
 
 
-def _is_async(fn: Any) -> bool:
+def is_async(fn: Any) -> bool:
+    """Whether calling ``fn`` returns a coroutine: the one test every module applies, so
+    a wrapper is async exactly when its body is and runs where the body would have."""
     if type(fn) is types.FunctionType:
         return bool(fn.__code__.co_flags & _CO_COROUTINE)
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)

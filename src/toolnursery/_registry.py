@@ -13,7 +13,6 @@ made for that scope and for scopes nested inside it.
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Final, TypeAlias
@@ -33,7 +32,7 @@ from ._definition import ToolDefinition
 from ._errors import RegistrationError
 from ._execution import ApprovalService, ToolDispatchExecution, ToolExecution, ToolExecutionInput
 from ._json import snapshot, thaw
-from ._pipeline import _Hooks
+from ._pipeline import _Hooks, is_async
 from ._pipeline import execute as _execute
 from ._statistics import Counters, ToolStatistics
 
@@ -171,7 +170,7 @@ class _Owner:
 def _check_callable(fn: object, what: str, *, sync: bool = False) -> None:
     if not callable(fn):
         raise RegistrationError(f"{what} must be callable, got {type(fn).__name__}")
-    if sync and (inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)):
+    if sync and is_async(fn):
         raise RegistrationError(f"a {what} must be synchronous (a plain def), not async")
 
 

@@ -59,10 +59,10 @@ from ._pipeline import (
     PENDING,
     RESOLVED,
     Call,
-    _is_async,
     begin,
     dispatch,
     finalize,
+    is_async,
     may_suspend,
     policy,
 )
@@ -479,7 +479,7 @@ class ToolBatch:
         if definition is None:
             return True  # UNKNOWN_TOOL is decided without a body
         body = definition.execute
-        return definition.max_concurrency is None and _is_async(body) and not may_suspend(body)
+        return definition.max_concurrency is None and is_async(body) and not may_suspend(body)
 
     async def _host_pool(self) -> None:
         """Own the pool nursery, whose cancel scope the batch signal cancels."""

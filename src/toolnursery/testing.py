@@ -44,6 +44,7 @@ from ._execution import (
     ToolExecutionToken,
     ToolRunContext,
 )
+from ._pipeline import is_async
 from ._registry import Disposer, ToolRegistry, ToolScope
 from ._signal import CancelSignal
 
@@ -120,10 +121,10 @@ def _adapt(fn: Callable[..., Any], tool_name: str) -> Callable[[Any, ToolRunCont
             f'tool_from_function("{tool_name}") takes a function of (args) or (args, ctx); '
             f"this one takes {arity} positional arguments"
         )
-    is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
+    body_is_async = is_async(fn)
     if arity == 2:
         return fn
-    if is_async:
+    if body_is_async:
 
         async def async_body(args: Any, ctx: ToolRunContext) -> Any:
             return await fn(args)
