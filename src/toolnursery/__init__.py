@@ -8,6 +8,7 @@ Define tools once (:func:`define_tool`, ``@tool``), register them on a
 
 from __future__ import annotations
 
+from ._arguments import parse_arguments as parse_arguments
 from ._content import ContentBlock as ContentBlock
 from ._content import HookContext as HookContext
 from ._content import ImageContent as ImageContent
@@ -93,7 +94,6 @@ from ._render import render_terminal as render_terminal
 from ._retry import install_retry_policy as install_retry_policy
 from ._scheduler import ToolBatch as ToolBatch
 from ._scheduler import open_tool_batch as open_tool_batch
-from ._scheduler import parse_arguments as parse_arguments
 from ._scheduler import run_tool_calls as run_tool_calls
 from ._schema import SchemaProp as SchemaProp
 from ._schema import SchemaSpec as SchemaSpec

@@ -17,12 +17,12 @@ import tempfile
 from collections.abc import Iterator
 from typing import NamedTuple, TextIO
 
+from ._arguments import parse_arguments
 from ._content import HookContext, TextContent, ToolCall, ToolExecutionResult
 from ._presentation import call_view, result_view
 from ._recorder import ContextEvent, ToolCallEvent, ToolResultEvent, iter_log
 from ._registry import ToolRegistry
 from ._render import render_markdown, render_terminal
-from ._scheduler import parse_arguments
 from .examples import example_tools
 
 __all__ = [

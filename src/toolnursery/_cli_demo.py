@@ -24,12 +24,13 @@ from typing import Final
 import msgspec
 import trio
 
+from ._arguments import parse_arguments
 from ._content import TextContent, ToolCall, ToolExecutionResult
 from ._decisions import Deny, PreToolDecision, ResourceKey
 from ._execution import ToolDispatchExecution, ToolExecution, ToolExecutionInput
 from ._recorder import ToolCallRecorder
 from ._registry import ToolRegistry
-from ._scheduler import parse_arguments, run_tool_calls
+from ._scheduler import run_tool_calls
 from .examples import example_registry
 
 __all__ = ["DEMO_CALLS", "DemoRun", "Span", "render_demo", "run_demo"]

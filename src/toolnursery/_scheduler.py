@@ -50,6 +50,7 @@ from typing import Any, Final
 import msgspec
 import trio
 
+from ._arguments import parse_arguments
 from ._content import TextContent, ToolCall, ToolErrorInfo, ToolExecutionResult
 from ._decisions import PARALLEL, ResourceKey
 from ._execution import ToolExecutionInput
@@ -74,19 +75,8 @@ from ._statistics import now as _now
 
 __all__ = ["ToolBatch", "open_tool_batch", "parse_arguments", "run_tool_calls"]
 
-_decode = msgspec.json.Decoder().decode
 _batch_ids = itertools.count()
 _DUPLICATE: Final = ToolErrorInfo("DuplicateCallIdError", "DUPLICATE_CALL_ID")
-
-
-def parse_arguments(text: str) -> Any:
-    """Parse a model's raw argument text once: ``""`` → ``{}``; not JSON → the text itself."""
-    if not text:
-        return {}
-    try:
-        return _decode(text)
-    except (msgspec.DecodeError, RecursionError):
-        return text
 
 
 def _check_max_parallel(value: object) -> int:
