@@ -60,7 +60,7 @@ async def sleepy(args: Any, ctx: ToolRunContext) -> str:
 
 
 def registry_with(*tools: ToolDefinition) -> ToolRegistry:
-    registry = ToolRegistry()
+    registry = ToolRegistry(phase_timings=True)
     for definition in tools:
         registry.register(definition)
     return registry
