@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ._definition import ToolDefinition
     from ._execution import ToolDispatchExecution
 
-__all__ = ["DeadlinePolicy", "run_timed"]
+__all__ = ["DeadlinePolicy", "enter", "run_timed", "timed_out", "unwound"]
 
 
 class DeadlinePolicy:
@@ -70,23 +70,44 @@ async def run_timed(
     While it runs, the body's ``ctx.signal`` reads as fired once the deadline has
     passed (a thread body or a shielded body polls it).
     """
-    deadline = trio.current_time() + budget_ms / 1000
-    outer = record.deadline
-    record.deadline = deadline if outer is None or deadline < outer else outer
-    scope = trio.CancelScope(deadline=deadline)
+    scope, outer = enter(record, budget_ms)
     try:
         with scope:
             result = await run()
     except trio.Cancelled:
-        # An enclosing abort unwinds the call; if the deadline had passed before it
-        # fired, the call still timed out (the worker that maps the abort reads this).
-        if scope.cancel_called and not record.caller._fired_before(deadline):
-            record.timed_out = budget_ms
+        unwound(record, scope, budget_ms)
         raise
     finally:
         record.deadline = outer
+    return timed_out(record, scope, budget_ms) or result
+
+
+def enter(record: CallRecord, budget_ms: float) -> tuple[trio.CancelScope, float | None]:
+    """A deadline scope ``budget_ms`` from now (to enter), and the record's outer deadline
+    (to restore when it exits); the record's deadline is the innermost one meanwhile."""
+    deadline = trio.current_time() + budget_ms / 1000
+    outer = record.deadline
+    record.deadline = deadline if outer is None or deadline < outer else outer
+    return trio.CancelScope(deadline=deadline), outer
+
+
+def timed_out(
+    record: CallRecord, scope: trio.CancelScope, budget_ms: float
+) -> ToolExecutionResult | None:
+    """After the scope exited normally: the timeout result if its deadline won.
+
+    It won if the scope caught its own cancellation, or if the deadline passed (the
+    body ignored it, or polled its signal and stopped) before any abort of the caller.
+    """
     if scope.cancelled_caught or (
-        scope.cancel_called and not record.caller._fired_before(deadline)
+        scope.cancel_called and not record.caller._fired_before(scope.deadline)
     ):
         return _failure(ToolTimeoutError(budget_ms))
-    return result
+    return None
+
+
+def unwound(record: CallRecord, scope: trio.CancelScope, budget_ms: float) -> None:
+    """An enclosing abort unwinds the call: if the deadline had passed before it fired,
+    the call still timed out (the batch worker that maps the abort reads this)."""
+    if scope.cancel_called and not record.caller._fired_before(scope.deadline):
+        record.timed_out = budget_ms

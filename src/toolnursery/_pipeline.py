@@ -28,15 +28,16 @@ deadline scope around the dispatch (:mod:`toolnursery._deadline`).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import msgspec
 import trio
 
+from . import _deadline
 from ._bodies import is_async, mark_may_suspend, may_suspend
 from ._call import FINAL, PENDING, RESOLVED, AttemptContext, CallRecord
 from ._content import ToolExecutionResult
-from ._deadline import run_timed
 from ._decisions import Allow
 from ._errors import ToolNotFoundError
 from ._execution import ToolDispatchExecution, ToolExecutionInput
@@ -204,44 +205,77 @@ async def dispatch(call: CallRecord, *, carried: bool = False) -> None:
             ``trio.Cancelled``, with :attr:`CallRecord.invoked` telling whether the
             body ran.
     """
-    plan = call.plan = call.plan.current()  # type: ignore[union-attr]
-    hooks = plan.hooks
-    wrappers = hooks.execute
+    plan: Any = call.plan
+    if plan.version != plan.versions.value:
+        plan = call.plan = plan.rebuild(plan.name, plan.agent)
+    wrappers = plan.hooks.execute
+    caller = call.caller
     if not wrappers:
         budget = plan.budget
         if budget is None:
-            result = await _base_dispatch(call, call.caller, carried)
+            if plan.direct and (carried or not plan.suspends) and not caller._cancelled:
+                # The common case, without a coroutine layer: no limit, an async body
+                # that an enclosing scope (or nothing) interrupts.
+                context: Any = AttemptContext(call) if call.invoked else call
+                call.invoked = True
+                try:
+                    value = await plan.body(call.args, context)
+                except Exception as exc:
+                    result = _failure(exc)
+                else:
+                    result = _normalize(value, call.name)
+                    if caller._cancelled and not result.is_error:
+                        result = ABORTED_RESULT
+            else:
+                result = await _base_dispatch(call, caller, carried)
         else:
-            result = await run_timed(call, budget, _Base(call, carried))
+            # The view's only wrapper is the timeout policy: its deadline scope, here.
+            scope, outer = _deadline.enter(call, budget)
+            try:
+                with scope:
+                    result = await _plain_dispatch(call, plan, carried)
+            except trio.Cancelled:
+                _deadline.unwound(call, scope, budget)
+                raise
+            finally:
+                call.deadline = outer
+            result = _deadline.timed_out(call, scope, budget) or result
     else:
         view = ToolDispatchExecution(call.execution)
         view._record = call
         try:
             result = await _ExecuteNext(wrappers, view, call, 0, carried)()
         except Exception as exc:
-            call.resolve(_failure(exc), FINAL)
+            call.result = _failure(exc)
+            call.state = FINAL
             return
         if type(result) is not ToolExecutionResult:
             call.resolve(_unreachable("tools/execute result", result), FINAL)
             return
-    result = call.with_deferred(result)
-    if call.caller._cancelled and not result.is_error:
+    if call._deferred:
+        result = call.with_deferred(result)
+    if caller._cancelled and not result.is_error:
         result = _aborted(call, result)
-    call.resolve(result, RESOLVED)
+    call.result = result
+    call.state = RESOLVED
 
 
-class _Base:
-    """The base dispatch as a thunk (what a deadline scope runs)."""
-
-    __slots__ = ("call", "carried")
-
-    def __init__(self, call: CallRecord, carried: bool) -> None:
-        self.call = call
-        self.carried = carried
-
-    def __call__(self) -> Any:
-        call = self.call
-        return _base_dispatch(call, call.caller, self.carried)
+async def _plain_dispatch(call: CallRecord, plan: Any, carried: bool) -> ToolExecutionResult:
+    """The base dispatch without wrappers (under a deadline scope), as in :func:`dispatch`."""
+    caller = call.caller
+    if not (plan.direct and (carried or not plan.suspends)) or caller._cancelled:
+        return await _base_dispatch(call, caller, carried)
+    # No limit, an async body that an enclosing scope (or nothing) interrupts.
+    context: Any = AttemptContext(call) if call.invoked else call
+    call.invoked = True
+    try:
+        value = await plan.body(call.args, context)
+    except Exception as exc:
+        return _failure(exc)
+    result = _normalize(value, call.name)
+    if caller._cancelled and not result.is_error:
+        return ABORTED_RESULT
+    return result
 
 
 class _ExecuteNext:
@@ -270,14 +304,15 @@ class _ExecuteNext:
         self.index = index
         self.carried = carried
 
-    async def __call__(self) -> ToolExecutionResult:
+    def __call__(self) -> Awaitable[ToolExecutionResult]:
+        # Returns the next coroutine itself (no coroutine layer of its own per wrapper).
         index = self.index
         wrappers = self.wrappers
         if index < len(wrappers):
             inner = _ExecuteNext(wrappers, self.view, self.call, index + 1, self.carried)
-            result: ToolExecutionResult = await wrappers[index](self.view, inner)
-            return result
-        return await _base_dispatch(self.call, self.view._signal, self.carried)
+            awaitable: Awaitable[ToolExecutionResult] = wrappers[index](self.view, inner)
+            return awaitable
+        return _base_dispatch(self.call, self.view._signal, self.carried)
 
 
 _CANCELLED: Final = object()

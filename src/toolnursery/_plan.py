@@ -94,6 +94,7 @@ class ToolPlan:
         is_async: the body is a coroutine function (else a sync body).
         threaded: a sync body that runs in a worker thread (not declared nonblocking).
         suspends: the body may reach a checkpoint (an async body with an ``await``).
+        direct: a known async body without a limit (dispatch awaits it directly).
         one_step: a dispatch completes without yielding to trio (no wrappers, budget or
             limit, and a body that cannot suspend): the scheduler runs it inline.
         limiter: the tool's ``max_concurrency`` limiter, or ``None``.
@@ -109,6 +110,7 @@ class ToolPlan:
         "body",
         "budget",
         "definition",
+        "direct",
         "hooks",
         "is_async",
         "limiter",
@@ -155,6 +157,8 @@ class ToolPlan:
         if deadline is not None and definition is not None:
             budget = deadline.budget(definition)
         self.budget = budget
+        # Dispatch may await the body directly (no limit, an async body).
+        self.direct = definition is not None and limiter is None and is_async
         self.one_step = (
             not hooks.execute
             and budget is None

@@ -33,6 +33,7 @@ unwrapped. No result is fabricated for a call that did not commit.
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Iterable
@@ -48,7 +49,7 @@ from ._call import PENDING, RESOLVED, UNPARSED, CallRecord
 from ._content import TextContent, ToolCall, ToolErrorInfo, ToolExecutionResult
 from ._decisions import PARALLEL, ResourceKey
 from ._errors import ToolArgsError
-from ._json import snapshot
+from ._json import MAX_JSON_DEPTH, FrozenDict, snapshot
 from ._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, _failure
 from ._pipeline import check_trio as _check_trio
 from ._pipeline import dispatch, finalize, policy, start
@@ -97,6 +98,37 @@ def _check_batch(
         _check_batch_id(batch_id)
 
 
+_SCALARS: Final = frozenset((str, int, bool, type(None)))
+
+
+def _freeze_decoded(value: Any, depth: int = 0) -> Any:
+    """Deep-freeze a value fresh from the JSON decoder (as :func:`snapshot` would).
+
+    Decoded JSON is already detached, acyclic and keyed by strings, so only floats
+    and depth need checking; anything else goes to :func:`snapshot` (which raises).
+    """
+    t = type(value)
+    if t in _SCALARS:
+        return value
+    if depth < MAX_JSON_DEPTH:
+        if t is dict:
+            return FrozenDict(
+                {
+                    k: v if type(v) in _SCALARS else _freeze_decoded(v, depth + 1)
+                    for k, v in value.items()
+                }
+            )
+        if t is list:
+            return tuple([_freeze_decoded(v, depth + 1) for v in value])
+        if t is float and value - value == 0.0 and (value or math.copysign(1.0, value) > 0):
+            return value  # finite, not -0.0
+    raise _NotDecoded
+
+
+class _NotDecoded(Exception):
+    pass
+
+
 def _arguments(call: CallRecord) -> Any:
     """The call's arguments, parsed and frozen once (the classifier and the body see
     the same frozen value, so a classifier cannot change what runs or what was logged).
@@ -107,14 +139,22 @@ def _arguments(call: CallRecord) -> Any:
     if args is UNPARSED:
         tool_call = call.tool_call
         assert tool_call is not None
+        raw = tool_call.arguments
         try:
-            args = parse_arguments(tool_call.arguments)
+            args = parse_arguments(raw)
         except ToolArgsError as exc:
             call.fixed = _failure(exc)
-            call.args = args = None
-            return args
+            call.args = None
+            return None
         try:
-            args = snapshot(args)
+            args = _freeze_decoded(args) if type(raw) is str else snapshot(args)
+        except _NotDecoded:
+            try:
+                args = snapshot(args)
+            except Exception:
+                pass  # not lossless JSON: start() reports it (B111)
+            else:
+                call.frozen = True
         except Exception:
             pass  # not lossless JSON: start() reports it (B111)
         else:
@@ -213,6 +253,9 @@ class ToolBatch:
         """End submission: the batch finishes once every submitted call has committed."""
         self._closed = True
         self._wake_driver.set()
+        if self._idle and self._started >= len(self._calls):
+            self._idle = 0
+            self._lot.unpark_all()  # nothing more to dispatch: parked workers end
 
     @property
     def results(self) -> list[ToolExecutionResult]:
@@ -419,8 +462,13 @@ class ToolBatch:
         self._admission.admit(call, keys)
         self._queue.append(call)
         if self._idle:
-            self._idle -= 1
-            self._lot.unpark()
+            if self._closed and self._started >= len(self._calls):
+                # The last call: wake every parked worker (the rest then end).
+                self._idle = 0
+                self._lot.unpark_all()
+            else:
+                self._idle -= 1
+                self._lot.unpark()
             return
         pool = self._pool
         if pool is not None:
@@ -483,57 +531,62 @@ class ToolBatch:
         await self._admission.rejoin(call)
 
     async def _worker(self) -> None:
-        """A pool worker: dispatch queued calls (in model order) until the pool closes."""
+        """A pool worker: dispatch queued calls (in model order) while more may come.
+
+        An idle worker parks until the driver queues another dispatch; once the batch
+        is closed and every call has started, it ends instead (no cancellation needed).
+        An abort arrives as ``trio.Cancelled`` through the call's wrappers and body.
+        """
         queue = self._queue
         lot = self._lot
-        while True:
-            if queue:
-                await self._work(queue.popleft())
-            else:
-                self._idle += 1
-                await lot.park()
-
-    async def _work(self, call: CallRecord) -> None:
-        """Dispatch one call in a worker; an abort arrives as ``trio.Cancelled``."""
         stats = self._stats
         timings = self._timings
-        try:
-            wait = call.wait
-            if wait is not None and not wait.running:
-                # A keyed call behind a conflicting one, or one the pool had no
-                # slot for: wait for the turn without holding a slot.
-                assert wait.granted is not None
+        admission = self._admission
+        while True:
+            if not queue:
+                if self._closed and self._started >= len(self._calls):
+                    return
+                self._idle += 1
+                await lot.park()
+                continue
+            call = queue.popleft()
+            try:
+                wait = call.wait
+                if wait is not None and not wait.running:
+                    # A keyed call behind a conflicting one, or one the pool had no
+                    # slot for: wait for the turn without holding a slot.
+                    assert wait.granted is not None
+                    if timings:
+                        begun = _now()
+                        await wait.granted.wait()
+                        stats.wait += _now() - begun
+                    else:
+                        await wait.granted.wait()
+                    if self.signal._cancelled:
+                        call.resolve(ABORTED_BEFORE_DISPATCH_RESULT, RESOLVED)
+                        call.settled = True
+                        continue
                 if timings:
                     begun = _now()
-                    await wait.granted.wait()
-                    stats.wait += _now() - begun
+                    await dispatch(call, carried=True)
+                    stats.dispatch += _now() - begun
                 else:
-                    await wait.granted.wait()
-                if self.signal._cancelled:
-                    call.resolve(ABORTED_BEFORE_DISPATCH_RESULT, RESOLVED)
-                    call.settled = True
-                    return
-            if timings:
-                begun = _now()
-                await dispatch(call, carried=True)
-                stats.dispatch += _now() - begun
+                    await dispatch(call, carried=True)
+            except trio.Cancelled:
+                # The pool scope carried the batch abort through the wrappers and the
+                # body: record the call by whether its body ran, and re-raise.
+                call.resolve(call.aborted(), RESOLVED)
+                call.settled = True
+                raise
+            except Exception as exc:
+                # Not a result: an internal failure. The driver re-raises the first one.
+                if self._failure is None:
+                    self._failure = exc
             else:
-                await dispatch(call, carried=True)
-        except trio.Cancelled:
-            # The pool scope carried the batch abort through the wrappers and the
-            # body: record the call by whether its body ran, and re-raise.
-            call.resolve(call.aborted(), RESOLVED)
-            call.settled = True
-            raise
-        except Exception as exc:
-            # Not a result: an internal failure. The driver re-raises the first one.
-            if self._failure is None:
-                self._failure = exc
-        else:
-            call.settled = True
-        finally:
-            self._admission.settle(call)
-            self._wake_driver.set()
+                call.settled = True
+            finally:
+                admission.settle(call)
+                self._wake_driver.set()
 
     async def _sleep(self) -> None:
         """Wait until a dispatch settles, a call is submitted, or the batch is closed.
