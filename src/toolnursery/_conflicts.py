@@ -32,8 +32,8 @@ class ConflictTable(Generic[T]):
         self._holders: dict[str, dict[T, bool]] = {}
 
     def add(self, item: T, keys: Sequence[ResourceKey]) -> list[T]:
-        """Register ``item``'s keys; return the earlier unfinished items it conflicts
-        with, each once."""
+        """Register ``item``'s keys (one per resource, as classification makes them);
+        return the earlier unfinished items it conflicts with, each once."""
         holders = self._holders
         blocking: dict[T, None] = {}
         for key in keys:
