@@ -13,6 +13,7 @@ import pytest
 import trio
 import trio.testing
 
+from support import registry_with
 from toolnursery import (
     Accept,
     ContextEvent,
@@ -27,7 +28,6 @@ from toolnursery import (
     ToolDefinition,
     ToolExecution,
     ToolExecutionResult,
-    ToolRegistry,
     ToolResultEvent,
     ToolRunContext,
     open_tool_batch,
@@ -58,13 +58,6 @@ async def with_context(args: Any, ctx: ToolRunContext) -> str:
     ctx.defer_context(HookContext((TextContent(f"deferred by {ctx.call_id}"),), "tool"))
     await trio.lowlevel.checkpoint()  # a body that suspends runs as a pool task
     return "ok"
-
-
-def registry_with(*definitions: ToolDefinition) -> ToolRegistry:
-    registry = ToolRegistry()
-    for definition in definitions:
-        registry.register(definition)
-    return registry
 
 
 def parallel(name: str, body: Any) -> ToolDefinition:
