@@ -125,8 +125,8 @@ def add_parser(
             "Run tool calls through the registry's pipeline and scheduler, and the same "
             "tool bodies in a bare trio nursery, in one process; print µs per call, the "
             "ratio, the spread over repetitions and each phase's share. The calls run "
-            "for real, repeat + 2 times on each side: give it calls that are safe to "
-            "repeat. Default: the bundled example tools on a generated read-only batch "
+            "for real (repeat + 2 times through the pipeline, repeat + 1 times bare): give "
+            "it calls that are safe to repeat. Default: the bundled example tools on a generated read-only batch "
             "in a temporary sandbox."
         ),
     )
