@@ -34,6 +34,8 @@ from ._decisions import ToolRestriction as ToolRestriction
 from ._define import define_tool as define_tool
 from ._define import tool as tool
 from ._definition import ToolDefinition as ToolDefinition
+from ._definition import ToolOptionArgs as ToolOptionArgs
+from ._definition import ToolOptions as ToolOptions
 from ._errors import INVALID_TOOL_OUTPUT as INVALID_TOOL_OUTPUT
 from ._errors import TOOL_ABORTED as TOOL_ABORTED
 from ._errors import TOOL_ABORTED_BEFORE_DISPATCH as TOOL_ABORTED_BEFORE_DISPATCH
@@ -170,6 +172,8 @@ __all__ = [
     "ToolExecutionToken",
     "ToolGuard",
     "ToolNotFoundError",
+    "ToolOptionArgs",
+    "ToolOptions",
     "ToolOutputError",
     "ToolRegistry",
     "ToolRestriction",
