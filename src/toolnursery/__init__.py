@@ -36,12 +36,24 @@ from ._define import tool as tool
 from ._definition import ToolDefinition as ToolDefinition
 from ._definition import ToolOptionArgs as ToolOptionArgs
 from ._definition import ToolOptions as ToolOptions
+from ._errors import DUPLICATE_CALL_ID as DUPLICATE_CALL_ID
+from ._errors import INTERRUPTED as INTERRUPTED
 from ._errors import INVALID_TOOL_OUTPUT as INVALID_TOOL_OUTPUT
 from ._errors import TOOL_ABORTED as TOOL_ABORTED
 from ._errors import TOOL_ABORTED_BEFORE_DISPATCH as TOOL_ABORTED_BEFORE_DISPATCH
 from ._errors import TOOL_TIMEOUT as TOOL_TIMEOUT
+from ._errors import AbortError as AbortError
+from ._errors import AsyncioHostError as AsyncioHostError
+from ._errors import DuplicateCallIdError as DuplicateCallIdError
+from ._errors import FileToolError as FileToolError
+from ._errors import InterruptedCallError as InterruptedCallError
+from ._errors import LogFormatError as LogFormatError
+from ._errors import NotJSONError as NotJSONError
 from ._errors import OutputSchemaError as OutputSchemaError
+from ._errors import OutsideRootError as OutsideRootError
 from ._errors import RegistrationError as RegistrationError
+from ._errors import ResumeError as ResumeError
+from ._errors import StructSchemaError as StructSchemaError
 from ._errors import ToolArgsError as ToolArgsError
 from ._errors import ToolError as ToolError
 from ._errors import ToolNotFoundError as ToolNotFoundError
@@ -81,6 +93,7 @@ from ._recorder import RecorderEvent as RecorderEvent
 from ._recorder import ToolCallEvent as ToolCallEvent
 from ._recorder import ToolCallRecorder as ToolCallRecorder
 from ._recorder import ToolResultEvent as ToolResultEvent
+from ._recorder import iter_log as iter_log
 from ._recorder import read_log as read_log
 from ._recorder import replay_log as replay_log
 from ._registry import Disposer as Disposer
@@ -109,18 +122,22 @@ from ._structured import validate_structured_value as validate_structured_value
 from ._timeout import install_timeout_policy as install_timeout_policy
 
 __all__ = [
+    "DUPLICATE_CALL_ID",
     "EXCLUSIVE",
+    "INTERRUPTED",
     "INVALID_TOOL_OUTPUT",
     "PARALLEL",
     "TOOL_ABORTED",
     "TOOL_ABORTED_BEFORE_DISPATCH",
     "TOOL_TIMEOUT",
+    "AbortError",
     "Accept",
     "Allow",
     "ApprovalOutcome",
     "ApprovalRequest",
     "ApprovalService",
     "Ask",
+    "AsyncioHostError",
     "Block",
     "CancelSignal",
     "ContentBlock",
@@ -129,17 +146,23 @@ __all__ = [
     "DiffCallView",
     "DiffResultView",
     "Disposer",
+    "DuplicateCallIdError",
     "ExecuteWrapper",
     "FileDiff",
     "FileLocation",
+    "FileToolError",
     "FrozenDict",
     "GenericCallView",
     "GenericResultView",
     "HookContext",
     "ImageContent",
+    "InterruptedCallError",
     "JsonlRecorder",
+    "LogFormatError",
+    "NotJSONError",
     "OutputRenderer",
     "OutputSchemaError",
+    "OutsideRootError",
     "PostExecuteListener",
     "PostToolDecision",
     "PreExecuteListener",
@@ -148,9 +171,11 @@ __all__ = [
     "RegistrationError",
     "ResourceKey",
     "ResultObserver",
+    "ResumeError",
     "SchemaProp",
     "SchemaSpec",
     "SchemaType",
+    "StructSchemaError",
     "TerminalCallView",
     "TerminalResultView",
     "TextContent",
@@ -194,6 +219,7 @@ __all__ = [
     "install_otel_tracing",
     "install_retry_policy",
     "install_timeout_policy",
+    "iter_log",
     "open_tool_batch",
     "output_schema",
     "parse_arguments",

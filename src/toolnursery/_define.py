@@ -27,13 +27,12 @@ from ._content import ToolResult
 from ._decisions import ResourceKey
 from ._definition import MAX_TIMEOUT_MS as MAX_TIMEOUT_MS  # re-exported for callers
 from ._definition import ToolDefinition, ToolOptionArgs, ToolOptions, option_problem
-from ._errors import RegistrationError, ToolArgsError
+from ._errors import RegistrationError, StructSchemaError, ToolArgsError
 from ._execution import ToolRunContext
 from ._output import OutputRenderer, attach_output
 from ._pipeline import is_async, mark_may_suspend
 from ._schema import (
     SchemaProp,
-    StructSchemaError,
     Validator,
     compile_validator,
     schema_spec_to_json_schema,
