@@ -30,6 +30,7 @@ from ._errors import RegistrationError, ToolArgsError
 from ._execution import ToolRunContext
 from ._output import OutputRenderer, attach_output
 from ._pipeline import is_async, mark_may_suspend
+from ._presentation import ToolCallView, ToolResultView
 from ._schema import (
     SchemaProp,
     StructSchemaError,
@@ -39,9 +40,6 @@ from ._schema import (
     struct_schema,
     validator_for,
 )
-
-if typing.TYPE_CHECKING:
-    from ._presentation import ToolCallView, ToolResultView
 
 __all__ = ["define_tool", "tool"]
 

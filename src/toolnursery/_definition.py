@@ -3,23 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, TypeAlias
 
 import msgspec
 
 from ._content import ContentBlock, ToolResult, ToolReturn
 from ._decisions import ResourceKey
 from ._execution import ToolRunContext
-
-if TYPE_CHECKING:
-    from ._presentation import ToolCallView, ToolResultView
+from ._presentation import ToolCallView, ToolResultView
 
 __all__ = ["ToolBody", "ToolBodyReturn", "ToolDefinition"]
 
-ToolBodyReturn: TypeAlias = "str | ToolReturn | Sequence[ContentBlock] | ContentBlock"
+ToolBodyReturn: TypeAlias = str | ToolReturn | Sequence[ContentBlock] | ContentBlock
 """What a body may return: text, content blocks, or content plus ``meta``."""
 
-ToolBody: TypeAlias = Callable[[Any, ToolRunContext], "Awaitable[Any] | Any"]
+ToolBody: TypeAlias = Callable[[Any, ToolRunContext], Awaitable[Any] | Any]
 """A tool body: ``async def`` (runs in the caller's task) or plain ``def`` (runs in a
 worker thread via ``trio.to_thread.run_sync``)."""
 
