@@ -212,6 +212,15 @@ async def test_without_phase_timings_the_report_says_so() -> None:
     assert json.loads(msgspec.json.encode(report))["phase_share"] is None
 
 
+async def test_calls_whose_arguments_cannot_be_parsed_run_on_neither_side() -> None:
+    registry = bench_registry()
+    calls = [ToolCall("c1", "awaiting", '{"who": "x"}'), ToolCall("c2", "awaiting", '"\ud800"')]
+    report = await measure(registry, calls, 2, 1)
+    assert report.results_by_code == {"INVALID_ARGS": 1, "ok": 1}
+    bodies, _ = runs_of(1, 1)
+    assert SEEN["async"] == bodies  # c1's only
+
+
 # -- bad input --------------------------------------------------------------------------------
 
 

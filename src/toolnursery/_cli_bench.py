@@ -37,6 +37,7 @@ from ._arguments import parse_arguments
 from ._cli import EXIT_FAILED, EXIT_OK, UsageError, _read_calls, _say, _version, load_registry
 from ._content import ToolCall, ToolExecutionResult
 from ._definition import ToolDefinition
+from ._errors import ToolArgsError
 from ._execution import ToolExecution, ToolExecutionToken, ToolRunContext
 from ._json import snapshot
 from ._pipeline import is_async
@@ -350,8 +351,7 @@ class _Job:
 
     __slots__ = ("args", "body", "ctx", "threaded")
 
-    def __init__(self, call: ToolCall, definition: ToolDefinition) -> None:
-        args = parse_arguments(call.arguments)
+    def __init__(self, call: ToolCall, definition: ToolDefinition, args: Any) -> None:
         try:
             args = snapshot(args)
         except ValueError:
@@ -367,7 +367,16 @@ class _Job:
 
 
 def _jobs(calls: Sequence[ToolCall], definitions: Sequence[ToolDefinition]) -> list[_Job]:
-    return [_Job(c, d) for c, d in zip(calls, definitions, strict=True)]
+    """The bare side's jobs: a call whose arguments cannot be parsed has none (the
+    pipeline answers it ``INVALID_ARGS`` without running its body)."""
+    jobs: list[_Job] = []
+    for call, definition in zip(calls, definitions, strict=True):
+        try:
+            args = parse_arguments(call.arguments)
+        except ToolArgsError:
+            continue
+        jobs.append(_Job(call, definition, args))
+    return jobs
 
 
 async def _bare(jobs: Sequence[_Job], limiter: trio.CapacityLimiter | None) -> None:
