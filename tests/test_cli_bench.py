@@ -5,6 +5,7 @@ Timings are only checked for shape and consistency (never for speed); batches ar
 
 from __future__ import annotations
 
+import io
 import json
 import threading
 from pathlib import Path
@@ -286,6 +287,18 @@ def test_empty_calls_are_a_usage_error(tmp_path: Path, capsys: Capture) -> None:
     assert error_of(capsys, ["bench", "--calls", str(path)]) == (
         2,
         f"toolnursery: error: no tool calls in {path}; nothing to benchmark\n",
+    )
+
+
+def test_calls_from_stdin(capsys: Capture, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO('{"name": "list_dir"}\n'))
+    assert main(["bench", "--calls", "-", "-n", "3", "--json", *QUICK]) == 0
+    report, _, _ = report_of(capsys)
+    assert (report.tools, report.results_by_code) == ({"list_dir": 3}, {"ok": 3})
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n"))
+    assert error_of(capsys, ["bench", "--calls", "-"]) == (
+        2,
+        "toolnursery: error: no tool calls in <stdin>; nothing to benchmark\n",
     )
 
 

@@ -2,11 +2,12 @@
 
 The calls run through :func:`run_tool_calls` on the registry as it is — its hooks,
 policies and per-tool limits included — and, in the same process, the same tool bodies
-run in a bare trio nursery: one ``start_soon`` per call (a plain ``def`` body through
+run in a bare trio nursery: one ``start_soon`` per call of a task that decodes the
+call's arguments and runs the body (a plain ``def`` body through
 ``trio.to_thread.run_sync``, as the pipeline runs it), under a ``CapacityLimiter`` when
-``--max-parallel`` is below the number of calls. The bare side gets its arguments
-decoded and its contexts built before the clock starts, so it is the floor: the ratio
-is everything toolnursery adds, argument decoding and freezing included.
+``--max-parallel`` is below the number of calls. The bodies' contexts are built before
+the clock starts, so the bare side is the floor: the ratio is everything toolnursery
+adds (the arguments' freezing, policy, scheduling, results).
 
 The two sides alternate, after one untimed warm-up run of each; the report gives
 µs per call (median, min and max over the repetitions), the ratio of each
@@ -27,6 +28,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
+from itertools import cycle, islice
 from pathlib import PurePosixPath
 from typing import Any, Final, cast
 
@@ -181,7 +183,8 @@ def bench_command(options: argparse.Namespace) -> int:
     calls = _read_calls(options.calls) if options.calls is not None else None
     registry = load_registry(options.tools) if options.tools is not None else None
     if calls is not None and not calls:
-        raise UsageError(f"no tool calls in {options.calls}; nothing to benchmark")
+        source = "<stdin>" if options.calls == "-" else options.calls
+        raise UsageError(f"no tool calls in {source}; nothing to benchmark")
     with ExitStack() as stack:
         if registry is None:
             sandbox = stack.enter_context(tempfile.TemporaryDirectory(prefix="toolnursery-"))
@@ -216,8 +219,8 @@ def bundled_calls(paths: Sequence[str], n: int) -> list[ToolCall]:
     shapes += [("list_dir", {"path": d}) for d in directories]
     shapes.append(("search_text", {"pattern": "TODO"}))
     return [
-        ToolCall(f"c{i + 1}", name, _encode(arguments).decode())
-        for i, (name, arguments) in zip(range(n), _cycle(shapes), strict=False)
+        ToolCall(f"c{i}", name, _encode(arguments).decode())
+        for i, (name, arguments) in enumerate(islice(cycle(shapes), n), 1)
     ]
 
 
@@ -229,11 +232,6 @@ def resized(calls: Sequence[ToolCall], n: int) -> list[ToolCall]:
         round_ += 1
         out.extend(ToolCall(f"{c.id}#{round_}", c.name, c.arguments) for c in calls[: n - len(out)])
     return out
-
-
-def _cycle(items: Sequence[Any]) -> Iterator[Any]:
-    while True:
-        yield from items
 
 
 def _check_tools(registry: ToolRegistry, calls: Sequence[ToolCall]) -> None:
@@ -347,21 +345,21 @@ async def _phase_seconds(
 
 
 class _Job:
-    """One call of the bare side: its body, decoded arguments and context."""
+    """One call of the bare side: its body, its arguments as sent, and a context."""
 
-    __slots__ = ("args", "body", "ctx", "threaded")
+    __slots__ = ("arguments", "body", "ctx", "threaded")
 
-    def __init__(self, call: ToolCall, definition: ToolDefinition, args: Any) -> None:
+    def __init__(self, call: ToolCall, definition: ToolDefinition, parsed: Any) -> None:
         try:
-            args = snapshot(args)
+            parsed = snapshot(parsed)
         except ValueError:
-            pass  # not lossless JSON: the body gets what was parsed
+            pass  # not lossless JSON: the context holds what was parsed
         signal = CancelSignal()
         execution = ToolExecution(
-            call.id, call.name, args, signal, None, None, ToolExecutionToken()
+            call.id, call.name, parsed, signal, None, None, ToolExecutionToken()
         )
+        self.arguments = call.arguments
         self.body = definition.execute
-        self.args = args
         self.ctx = ToolRunContext(execution, signal, [])
         self.threaded = not is_async(self.body)
 
@@ -372,23 +370,24 @@ def _jobs(calls: Sequence[ToolCall], definitions: Sequence[ToolDefinition]) -> l
     jobs: list[_Job] = []
     for call, definition in zip(calls, definitions, strict=True):
         try:
-            args = parse_arguments(call.arguments)
+            parsed = parse_arguments(call.arguments)
         except ToolArgsError:
             continue
-        jobs.append(_Job(call, definition, args))
+        jobs.append(_Job(call, definition, parsed))
     return jobs
 
 
 async def _bare(jobs: Sequence[_Job], limiter: trio.CapacityLimiter | None) -> None:
-    """Every job's body in one nursery; a body that raises is counted as done, as the
-    pipeline turns it into a result."""
+    """Every job in one nursery: decode its arguments, run its body. A body that raises
+    is done (the pipeline turns the exception into a result)."""
 
     async def one(job: _Job) -> None:
         try:
+            args = parse_arguments(job.arguments)
             if job.threaded:
-                await trio.to_thread.run_sync(job.body, job.args, job.ctx)
+                await trio.to_thread.run_sync(job.body, args, job.ctx)
             else:
-                await job.body(job.args, job.ctx)
+                await job.body(args, job.ctx)
         except Exception:
             pass
 
