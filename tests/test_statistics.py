@@ -17,6 +17,7 @@ import trio.testing
 
 import toolnursery._pipeline as pipeline_module
 import toolnursery._scheduler as scheduler_module
+from support import RecorderBrokeError
 from toolnursery import (
     CancelSignal,
     Deny,
@@ -60,6 +61,7 @@ async def sleepy(args: Any, ctx: ToolRunContext) -> str:
 
 
 def registry_with(*tools: ToolDefinition) -> ToolRegistry:
+    """A registry that times its phases (``phase_seconds`` is opt-in)."""
     registry = ToolRegistry(phase_timings=True)
     for definition in tools:
         registry.register(definition)
@@ -284,10 +286,6 @@ async def test_batch_wait_phase_and_waiting_count(
         waiting.append(batch.statistics().waiting)
     assert waiting == [1]
     assert phases(batch.statistics()) == (0, 3, 4, 0)
-
-
-class RecorderBrokeError(Exception):
-    pass
 
 
 async def test_an_internal_failure_abandons_the_calls_that_did_not_commit(

@@ -44,13 +44,13 @@ import msgspec
 import trio
 
 from ._admission import Admission
-from ._arguments import parse_arguments
+from ._arguments import parse_arguments, safe_arguments
 from ._call import PENDING, RESOLVED, UNPARSED, CallRecord
 from ._content import TextContent, ToolCall, ToolErrorInfo, ToolExecutionResult
 from ._decisions import PARALLEL, ResourceKey
 from ._errors import ToolArgsError
 from ._json import MAX_JSON_DEPTH, FrozenDict, snapshot
-from ._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, _failure
+from ._outcomes import ABORTED_BEFORE_DISPATCH_RESULT
 from ._pipeline import check_trio as _check_trio
 from ._pipeline import dispatch, finalize, policy, start
 from ._recorder import ContextEvent, ToolCallEvent, ToolCallRecorder, ToolResultEvent
@@ -74,6 +74,12 @@ def _check_batch_id(value: object) -> str:
     if type(value) is not str or not value:
         raise ValueError(f"batch_id must be a non-empty string, got {value!r}")
     return value
+
+
+def _loggable(call: ToolCall) -> ToolCall:
+    """The call as a log can hold it: refused arguments replaced by a safe stand-in."""
+    arguments = safe_arguments(call.arguments)
+    return call if arguments == call.arguments else ToolCall(call.id, call.name, arguments)
 
 
 def _new_batch_id() -> str:
@@ -143,7 +149,10 @@ def _arguments(call: CallRecord) -> Any:
         try:
             args = parse_arguments(raw)
         except ToolArgsError as exc:
-            call.fixed = _failure(exc)
+            # Not arguments at all: this call's error result; it never runs.
+            call.fixed = ToolExecutionResult(
+                (TextContent(f"Error: {exc.message}"),), True, ToolErrorInfo(exc.name, exc.code)
+            )
             call.args = None
             return None
         try:
@@ -428,11 +437,14 @@ class ToolBatch:
         if self._failure is not None:
             raise self._failure
         self._started += 1
+        if call.fixed is None:
+            _arguments(call)
         recorder = self.recorder
         if recorder is not None:
             tool_call = call.tool_call
             assert tool_call is not None
-            recorder.record(ToolCallEvent(self.id, call.index, tool_call))
+            logged = tool_call if call.fixed is None else _loggable(tool_call)
+            recorder.record(ToolCallEvent(self.id, call.index, logged))
         if call.fixed is not None:
             call.settled = True
             return
@@ -671,7 +683,7 @@ class ToolBatch:
             if recorder is not None:
                 tool_call = call.tool_call
                 assert tool_call is not None
-                recorder.record(ToolCallEvent(self.id, call.index, tool_call))
+                recorder.record(ToolCallEvent(self.id, call.index, _loggable(tool_call)))
                 recorder.record(
                     ToolResultEvent(
                         self.id, call.index, call.call_id, ABORTED_BEFORE_DISPATCH_RESULT

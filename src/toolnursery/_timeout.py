@@ -10,15 +10,12 @@ caller aborted first, the registry's ``ABORTED`` stands.
 
 from __future__ import annotations
 
-import math
-
 from ._deadline import DeadlinePolicy
+from ._definition import timeout_problem
 from ._errors import RegistrationError
 from ._registry import Disposer, ToolRegistry, ToolScope
 
 __all__ = ["install_timeout_policy"]
-
-_MAX_TIMEOUT_MS = 365 * 24 * 3600 * 1000
 
 
 def install_timeout_policy(
@@ -39,18 +36,9 @@ def install_timeout_policy(
         RegistrationError: ``default_timeout_ms`` is not a positive finite number of at
             most a year.
     """
-    if default_timeout_ms is not None and not _valid_budget(default_timeout_ms):
+    if default_timeout_ms is not None and timeout_problem(default_timeout_ms) is not None:
         raise RegistrationError(
             "default_timeout_ms must be a positive finite number (at most one year)"
         )
     registry = owner if isinstance(owner, ToolRegistry) else owner.registry
     return owner.on_execute(DeadlinePolicy(default_timeout_ms, registry.get))
-
-
-def _valid_budget(value: object) -> bool:
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and 0 < value <= _MAX_TIMEOUT_MS
-    )
