@@ -347,6 +347,8 @@ async def _base_dispatch(
         if plan.threaded:
             call.signal  # noqa: B018  (a derived signal is made here, in the trio thread)
             value = await trio.to_thread.run_sync(body, call.args, context)
+        elif not plan.is_async:
+            value = body(call.args, context)  # declared nonblocking: inline, no thread
         elif not plan.suspends or (carried and not replaced):
             # No scope needed: the body cannot reach a checkpoint, or an enclosing
             # scope carries the abort.

@@ -337,7 +337,7 @@ class ToolRegistry(_Owner):
             body = definition.execute
             asynchronous = is_async(body)
             suspends = asynchronous and may_suspend(body)
-            nonblocking = getattr(definition, "nonblocking", False) is True
+            nonblocking = definition.nonblocking is True
             if definition.max_concurrency is not None:
                 limiter = self._limiter(definition)
         return ToolPlan(
