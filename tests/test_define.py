@@ -35,7 +35,7 @@ from toolnursery._presentation import GenericCallView, GenericResultView
 from toolnursery._registry import ToolRegistry
 from toolnursery._schema import (
     SchemaSpec,
-    compile_validator,
+    compile_spec,
     schema_spec_to_json_schema,
     struct_schema,
 )
@@ -168,9 +168,9 @@ def test_b027_validator_is_compiled_once_per_definition(monkeypatch: pytest.Monk
 
     def counting(spec: Any) -> Any:
         calls.append(spec)
-        return compile_validator(spec)
+        return compile_spec(spec)
 
-    monkeypatch.setattr(define_module, "compile_validator", counting)
+    monkeypatch.setattr(define_module, "compile_spec", counting)
     definition = shout_tool(execute=lambda args, ctx: "ok")
     for _ in range(3):
         assert definition.execute(snapshot({"text": "x"}), make_ctx()) == "ok"

@@ -35,8 +35,7 @@ from ._schema import (
     SchemaProp,
     StructSchemaError,
     Validator,
-    compile_validator,
-    schema_spec_to_json_schema,
+    compile_spec,
     struct_schema,
     validator_for,
 )
@@ -140,8 +139,7 @@ def define_tool(
         schema, parse = _struct_plan(parameters, owner, None, "field")
     elif isinstance(parameters, Mapping):
         try:
-            validate = compile_validator(parameters)
-            schema = schema_spec_to_json_schema(parameters)
+            schema, validate = compile_spec(parameters)
         except (TypeError, ValueError) as exc:
             raise RegistrationError(f"{owner}: {exc}") from exc
         parse = _spec_parser(validate)

@@ -27,8 +27,9 @@ type with no JSON Schema form here is rejected at definition time.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, NotRequired, Required, TypeAlias, TypedDict
+from typing import Any, Literal, NotRequired, Required, TypeAlias, TypedDict, cast
 
 import msgspec
 import msgspec.inspect as mi
@@ -45,28 +46,37 @@ __all__ = [
     "validate_args",
 ]
 
-SchemaType: TypeAlias = Literal["string", "number", "boolean", "object", "array"]
+SchemaType: TypeAlias = Literal["string", "number", "integer", "boolean", "object", "array"]
 """The property types the DSL knows."""
+
+EnumValue: TypeAlias = "str | int | float | bool"
+"""A value an ``enum`` may list."""
 
 
 class SchemaProp(TypedDict, total=False):
     """One property of a :data:`SchemaSpec`.
 
     Attributes:
-        type: the JSON type of the value.
+        type: the JSON type of the value (``integer`` accepts integral numbers,
+            ``2.0`` included, and never a ``bool``).
         required: ``True`` makes the property required (absent means optional).
+        nullable: ``True`` also accepts ``null`` (the schema says ``["<type>", "null"]``).
         description: model-facing text; an empty string is omitted from the schema.
-        enum: the allowed values (strings), checked on ``string``, ``number`` and
-            ``boolean`` properties; ``[]`` rejects every value.
-        default: a model-visible annotation only — validation never applies it.
-        properties: the nested spec of an ``object`` property (ignored on other types).
-        items: the element schema of an ``array`` property (ignored on other types).
+        enum: the allowed values — strings, numbers, integers or booleans, of the
+            property's type (``define_tool`` refuses others). On an ``array`` it
+            constrains every item (the schema puts it on ``items``). ``[]``
+            rejects every value.
+        default: a model-visible annotation only — validation never applies it
+            (``define_tool`` refuses one its own property would reject).
+        properties: the nested spec of an ``object`` property.
+        items: the element schema of an ``array`` property.
     """
 
     type: Required[SchemaType]
     required: NotRequired[bool]
+    nullable: NotRequired[bool]
     description: NotRequired[str]
-    enum: NotRequired[Sequence[str]]
+    enum: NotRequired[Sequence[EnumValue]]
     default: NotRequired[Any]
     properties: NotRequired[Mapping[str, SchemaProp]]
     items: NotRequired[SchemaProp]
@@ -81,7 +91,9 @@ Validator: TypeAlias = Callable[[object], list[str]]
 NOT_AN_OBJECT = '"arguments" must be an object'
 """The single violation reported for arguments that are not a JSON object."""
 
-_SCHEMA_TYPES = ("string", "number", "boolean", "object", "array")
+_SCHEMA_TYPES = ("string", "number", "integer", "boolean", "object", "array")
+_SCALAR_TYPES = ("string", "number", "integer", "boolean")
+_KEYWORDS = frozenset(SchemaProp.__annotations__)
 _MISSING: Any = object()
 _dict_get = dict.get
 _dict_items = dict.items
@@ -106,9 +118,12 @@ def schema_spec_to_json_schema(spec: Mapping[str, SchemaProp]) -> dict[str, Any]
     ``required`` omitted when no property is required. Each property's keys come in the
     order ``type, description, enum, default, properties, required | items``;
     ``description`` is emitted only when non-empty, ``enum`` whenever present (even
-    ``[]``), ``default`` whenever present (even ``None``). ``properties`` is honoured
-    only on ``object`` properties and ``items`` only on ``array`` ones; misplaced ones
-    are dropped. The result shares no mutable object with ``spec``.
+    ``[]``), ``default`` whenever present (even ``None``). A ``nullable`` property's
+    type is ``[<type>, "null"]`` (and its ``enum``, if any, lists ``None`` too). An
+    array's ``enum`` is emitted on its ``items``, which it constrains. ``properties``
+    is honoured only on ``object`` properties and ``items`` only on ``array`` ones;
+    misplaced ones are dropped (:func:`~toolnursery.define_tool` refuses them). The
+    result shares no mutable object with ``spec``.
 
     Args:
         spec: the parameter spec.
@@ -132,15 +147,17 @@ def _object_json(spec: Mapping[str, Any], out: dict[str, Any]) -> dict[str, Any]
     return out
 
 
-def _prop_json(prop: Mapping[str, Any]) -> dict[str, Any]:
+def _prop_json(prop: Mapping[str, Any], item_enum: Sequence[Any] | None = None) -> dict[str, Any]:
     kind = prop.get("type")
-    out: dict[str, Any] = {"type": kind}
+    nullable = bool(prop.get("nullable"))
+    out: dict[str, Any] = {"type": [kind, "null"] if nullable else kind}
     description = prop.get("description")
     if description is not None and description != "":
         out["description"] = description
-    enum = prop.get("enum")
-    if enum is not None:
-        out["enum"] = thaw(list(enum))
+    enum = prop.get("enum") if item_enum is None else item_enum
+    if enum is not None and kind != "array":
+        values = thaw(list(enum))
+        out["enum"] = [*values, None] if nullable and None not in values else values
     if "default" in prop:
         out["default"] = thaw(prop["default"])
     if kind == "object":
@@ -149,9 +166,29 @@ def _prop_json(prop: Mapping[str, Any]) -> dict[str, Any]:
             _object_json(properties, out)
     elif kind == "array":
         items = prop.get("items")
+        moved = _array_enum(prop)
         if items is not None:
-            out["items"] = _prop_json(items)
+            out["items"] = _prop_json(items, moved)
+        elif moved is not None:
+            out["items"] = {"enum": thaw(list(moved))}
     return out
+
+
+def _array_enum(prop: Mapping[str, Any]) -> Sequence[Any] | None:
+    """The ``enum`` of an array property that constrains its items, if any.
+
+    It moves onto ``items`` when they are absent or a scalar without an ``enum`` of
+    their own; otherwise it is dropped (and ``define_tool`` refuses it).
+    """
+    enum = prop.get("enum")
+    if enum is None:
+        return None
+    items = prop.get("items")
+    if items is None:
+        return list(enum)
+    if isinstance(items, Mapping) and items.get("type") in _SCALAR_TYPES and "enum" not in items:
+        return list(enum)
+    return None
 
 
 # --- validation engine --------------------------------------------------------------
@@ -227,11 +264,12 @@ def _json_kind(value: object) -> str:
 class Node:
     """One compiled schema node: a type test plus what to check inside the value.
 
-    ``kind`` is a DSL type, or one of the extra kinds ``define_tool`` derives from
-    Struct fields (``integer``, ``any``). ``nullable`` lets ``None`` through (a
-    Struct's ``T | None``). ``enum`` is checked only on scalar kinds; ``props``
-    only on ``object``; ``items`` only on ``array``; ``values`` (every value of a
-    mapping) only on ``object`` nodes without ``props``.
+    ``kind`` is a DSL type, or ``any`` (no type test). ``nullable`` lets ``None``
+    through (a Struct's ``T | None``). ``enum`` is checked on every kind but
+    ``object`` and ``array``; ``props`` only on ``object``; ``items`` only on
+    ``array``; ``values`` (every value of a mapping) only on ``object`` nodes
+    without ``props``. ``exact_int`` makes an ``integer`` enum refuse ``2.0``
+    (msgspec will not convert it to a ``Literal`` int).
     """
 
     __slots__ = (
@@ -257,6 +295,7 @@ class Node:
         items: Node | None = None,
         values: Node | None = None,
         nullable: bool = False,
+        exact_int: bool = False,
     ) -> None:
         self.kind = kind
         self.test, noun = _TESTS[kind]
@@ -266,8 +305,8 @@ class Node:
         self.enum_message: str | None = None
         self.enum_strings: frozenset[str] = frozenset()
         self.enum_others: tuple[object, ...] = ()
-        if enum is not None and scalar:
-            if kind == "integer":
+        if enum is not None and kind not in ("object", "array"):
+            if kind == "integer" and exact_int:
                 # Literal/IntEnum members are ints; msgspec will not widen 2.0 to them.
                 self.test = _is_int
             self.enum_message = " must be one of " + _compact(list(enum))
@@ -337,6 +376,10 @@ def validator_for(props: Props) -> Validator:
 # --- compiling a SchemaSpec ------------------------------------------------------------
 
 
+class SpecError(ValueError):
+    """Raised when a spec uses what the DSL cannot enforce; the message names the property."""
+
+
 def compile_validator(spec: Mapping[str, SchemaProp]) -> Validator:
     """Analyse ``spec`` once and return a function that validates arguments against it.
 
@@ -355,10 +398,32 @@ def compile_validator(spec: Mapping[str, SchemaProp]) -> Validator:
             ``unreachable variant in validateArgs: "<type>"``) or contains itself.
         TypeError: ``spec`` is not a mapping of mappings.
     """
-    return validator_for(_compile_props(spec, set()))
+    return validator_for(_compile_props(spec, set(), "", strict=False))
 
 
-def _compile_props(spec: Mapping[str, Any], active: set[int]) -> Props:
+def compile_spec(spec: Mapping[str, SchemaProp]) -> tuple[dict[str, Any], Validator]:
+    """Check ``spec`` strictly, then return its JSON Schema and compiled validator.
+
+    What :func:`~toolnursery.define_tool` uses: on top of what :func:`compile_validator`
+    refuses, every keyword must be one the DSL enforces, in the place it applies:
+    unknown keywords (``pattern``, ``minimum``, …), ``properties`` off an ``object``,
+    ``items`` off an ``array``, an ``enum`` on an ``object`` (or on an array of
+    non-scalars), an ``enum`` value not of the property's type, and a ``default``
+    its own property rejects are all refused.
+
+    Raises:
+        SpecError: what the DSL cannot enforce, naming the property's path
+            (``property "servers[].port": …``).
+        ValueError: as for :func:`compile_validator`.
+        TypeError: as for :func:`compile_validator`.
+    """
+    props = _compile_props(spec, set(), "", strict=True)
+    return schema_spec_to_json_schema(spec), validator_for(props)
+
+
+def _compile_props(
+    spec: Mapping[str, Any], active: set[int], prefix: str, *, strict: bool
+) -> Props:
     if not isinstance(spec, Mapping):
         raise TypeError(f"a SchemaSpec must be a mapping, not {type(spec).__name__}")
     if id(spec) in active:
@@ -366,35 +431,113 @@ def _compile_props(spec: Mapping[str, Any], active: set[int]) -> Props:
     active.add(id(spec))
     props = []
     for key, prop in spec.items():
-        node = _compile_prop(prop, active)
+        path = f"{prefix}{key}"
+        if strict and not isinstance(key, str):
+            raise SpecError(f"property names must be strings, got {key!r}")
+        node = _compile_prop(prop, active, path, strict=strict)
         props.append((key, _is_required(prop), node))
     active.discard(id(spec))
     return tuple(props)
 
 
-def _compile_prop(prop: Mapping[str, Any], active: set[int]) -> Node:
+def _compile_prop(prop: Mapping[str, Any], active: set[int], path: str, *, strict: bool) -> Node:
     if not isinstance(prop, Mapping):
         raise TypeError(f"a SchemaProp must be a mapping, not {type(prop).__name__}")
     kind = prop.get("type")
     if not isinstance(kind, str) or kind not in _SCHEMA_TYPES:
         raise ValueError(f"unreachable variant in validateArgs: {_compact(kind)}")
+    if strict:
+        _check_keywords(prop, kind, path)
+    nullable = bool(prop.get("nullable"))
     enum = prop.get("enum")
+    node: Node
     if kind == "object":
         properties = prop.get("properties")
         if properties is None:
-            return Node(kind)
-        return Node(kind, props=_compile_props(properties, active))
+            node = Node(kind, nullable=nullable)
+        else:
+            node = Node(
+                kind,
+                props=_compile_props(properties, active, path + ".", strict=strict),
+                nullable=nullable,
+            )
+    elif kind == "array":
+        items = prop.get("items")
+        moved = _array_enum(prop)
+        item_node: Node | None = None
+        if items is not None:
+            if id(items) in active:
+                raise ValueError("a SchemaProp must not contain itself")
+            active.add(id(items))
+            item_node = _compile_prop(items, active, path + "[]", strict=strict)
+            active.discard(id(items))
+            if moved is not None:
+                item_node = Node(item_node.kind, enum=moved, nullable=item_node.nullable)
+        elif moved is not None:
+            item_node = Node("any", enum=moved)
+        node = Node(kind, items=item_node, nullable=nullable)
+    else:
+        node = Node(kind, enum=None if enum is None else list(enum), nullable=nullable)
+    if strict and "default" in prop:
+        out: list[str] = []
+        _check(prop["default"], node, path, out)
+        if out:
+            raise SpecError(f'property "{path}": its default is invalid: {"; ".join(out)}')
+    return node
+
+
+_ENUM_FITS: dict[str, tuple[Callable[[object], bool], str]] = {
+    "string": (_is_string, "a string"),
+    "number": (lambda v: _is_number(v) and math.isfinite(cast(float, v)), "a finite number"),
+    "integer": (lambda v: _is_integer(v) and math.isfinite(cast(float, v)), "an integer"),
+    "boolean": (_is_boolean, "a boolean"),
+    "any": (
+        lambda v: (
+            _is_string(v) or _is_boolean(v) or (_is_number(v) and math.isfinite(cast(float, v)))
+        ),
+        "a string, number or boolean",
+    ),
+}
+
+
+def _check_keywords(prop: Mapping[str, Any], kind: str, path: str) -> None:
+    where = f'property "{path}"'
+    for key in prop:
+        if key not in _KEYWORDS:
+            raise SpecError(f'{where}: the DSL has no "{key}" keyword, so it cannot enforce it')
+    if "properties" in prop and kind != "object":
+        raise SpecError(f'{where}: "properties" applies only to an object property')
+    if "items" in prop and kind != "array":
+        raise SpecError(f'{where}: "items" applies only to an array property')
+    for flag in ("required", "nullable"):
+        if flag in prop and type(prop[flag]) is not bool:
+            raise SpecError(f'{where}: "{flag}" must be a bool')
+    if "description" in prop and not isinstance(prop["description"], str):
+        raise SpecError(f'{where}: "description" must be a string')
+    if "enum" not in prop:
+        return
+    enum = prop["enum"]
+    if not isinstance(enum, list | tuple):
+        raise SpecError(f'{where}: "enum" must be a list of values')
+    member_kind = kind
+    if kind == "object":
+        raise SpecError(f'{where}: "enum" is not supported on an object property')
     if kind == "array":
         items = prop.get("items")
         if items is None:
-            return Node(kind)
-        if id(items) in active:
-            raise ValueError("a SchemaProp must not contain itself")
-        active.add(id(items))
-        node = Node(kind, items=_compile_prop(items, active))
-        active.discard(id(items))
-        return node
-    return Node(kind, enum=None if enum is None else list(enum))
+            member_kind = "any"
+        elif not isinstance(items, Mapping) or items.get("type") not in _SCALAR_TYPES:
+            raise SpecError(
+                f'{where}: "enum" on an array needs scalar items (it constrains each item)'
+            )
+        elif "enum" in items:
+            raise SpecError(f'{where}: "enum" is given on both the array and its items')
+        else:
+            member_kind = items["type"]
+    fits, noun = _ENUM_FITS[member_kind]
+    for value in enum:
+        if not fits(value):
+            raise SpecError(f"{where}: enum value {_compact(value)} is not {noun}")
 
 
 def validate_args(spec: Mapping[str, SchemaProp], args: object) -> list[str]:
@@ -486,7 +629,7 @@ def _struct_object(
     if config.tag_field is not None and isinstance(config.tag, str | int):
         kind = "string" if isinstance(config.tag, str) else "integer"
         properties[config.tag_field] = {"type": kind, "enum": [config.tag]}
-        props.append((config.tag_field, False, Node(kind, enum=[config.tag])))
+        props.append((config.tag_field, False, Node(kind, enum=[config.tag], exact_int=True)))
     for field in msgspec.structs.fields(cls):
         try:
             info = mi.type_info(field.type)
@@ -588,7 +731,13 @@ def _shape(
             kind = "integer"
         else:
             raise _NoSchemaError
-        return kind, values, {}, Node(kind, enum=values, nullable=nullable), nullable
+        return (
+            kind,
+            values,
+            {},
+            Node(kind, enum=values, nullable=nullable, exact_int=True),
+            nullable,
+        )
     if isinstance(info, mi.ListType | mi.VarTupleType | mi.SetType | mi.FrozenSetType):
         tail = {}
         item = _unwrap(info.item_type, {})
