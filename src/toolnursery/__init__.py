@@ -42,6 +42,7 @@ from ._errors import TOOL_ABORTED_BEFORE_DISPATCH as TOOL_ABORTED_BEFORE_DISPATC
 from ._errors import TOOL_TIMEOUT as TOOL_TIMEOUT
 from ._errors import OutputSchemaError as OutputSchemaError
 from ._errors import RegistrationError as RegistrationError
+from ._errors import StrictSchemaError as StrictSchemaError
 from ._errors import ToolArgsError as ToolArgsError
 from ._errors import ToolError as ToolError
 from ._errors import ToolNotFoundError as ToolNotFoundError
@@ -101,6 +102,8 @@ from ._schema import SchemaProp as SchemaProp
 from ._schema import SchemaSpec as SchemaSpec
 from ._schema import SchemaType as SchemaType
 from ._schema import schema_spec_to_json_schema as schema_spec_to_json_schema
+from ._strict import from_strict_arguments as from_strict_arguments
+from ._strict import strict_json_schema as strict_json_schema
 from ._schema import validate_args as validate_args
 from ._signal import CancelSignal as CancelSignal
 from ._statistics import ToolStatistics as ToolStatistics
@@ -151,6 +154,7 @@ __all__ = [
     "SchemaProp",
     "SchemaSpec",
     "SchemaType",
+    "StrictSchemaError",
     "TerminalCallView",
     "TerminalResultView",
     "TextContent",
@@ -191,6 +195,7 @@ __all__ = [
     "attach_output",
     "call_view",
     "define_tool",
+    "from_strict_arguments",
     "install_otel_tracing",
     "install_retry_policy",
     "install_timeout_policy",
@@ -204,6 +209,7 @@ __all__ = [
     "result_view",
     "run_tool_calls",
     "schema_spec_to_json_schema",
+    "strict_json_schema",
     "thaw",
     "tool",
     "validate_args",

@@ -13,6 +13,7 @@ The tree::
     │   └── AsyncioHostError          NO_ASYNCIO_HOST: an asyncio tool called where no
     │                                 asyncio loop hosts the trio run
     └── RegistrationError (ValueError) a programmer error at registration time
+        └── StrictSchemaError         a schema provider-strict mode cannot take
 
 A :class:`ToolError` raised by a tool body, a policy hook or a wrapper becomes an
 ``is_error`` result whose ``error`` is ``ToolErrorInfo(name=<class name>, code=<code>)``;
@@ -31,6 +32,7 @@ __all__ = [
     "AsyncioHostError",
     "OutputSchemaError",
     "RegistrationError",
+    "StrictSchemaError",
     "ToolArgsError",
     "ToolError",
     "ToolNotFoundError",
@@ -176,3 +178,10 @@ class RegistrationError(ToolnurseryError, ValueError):
 
 def _format_ms(ms: float) -> str:
     return str(int(ms)) if float(ms).is_integer() else repr(float(ms))
+
+
+class StrictSchemaError(RegistrationError):
+    """Raised when a schema uses what provider-strict mode cannot take.
+
+    The message names the keyword and where it is (``#/properties/tags``).
+    """

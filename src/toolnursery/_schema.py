@@ -18,10 +18,9 @@ Validation never raises for any ``args`` (totality covers arguments, not malform
 specs): recursion follows the spec, never the input, so arbitrarily deep or hostile
 input costs at most one check per spec node and array element.
 
-:func:`struct_schema` derives the same two things — an inlined JSON Schema and compiled
-checks with the same violation texts — from a frozen :class:`msgspec.Struct`, for
-``define_tool`` and ``@tool``. What the schema advertises is what is enforced: a field
-type with no JSON Schema form here is rejected at definition time.
+:mod:`toolnursery._struct_schema` derives the same two things — an inlined JSON Schema
+and compiled checks (the :class:`Node` tree here) with the same violation texts — from a
+frozen :class:`msgspec.Struct`, for ``define_tool`` and ``@tool``.
 """
 
 from __future__ import annotations
@@ -31,9 +30,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, NotRequired, Required, TypeAlias, TypedDict, cast
 
-import msgspec
-import msgspec.inspect as mi
-from msgspec import NODEFAULT, UNSET
+from msgspec import UNSET
 
 from ._json import thaw
 
@@ -269,10 +266,12 @@ class Node:
     ``object`` and ``array``; ``props`` only on ``object``; ``items`` only on
     ``array``; ``values`` (every value of a mapping) only on ``object`` nodes
     without ``props``. ``exact_int`` makes an ``integer`` enum refuse ``2.0``
-    (msgspec will not convert it to a ``Literal`` int).
+    (msgspec will not convert it to a ``Literal`` int). ``alternatives`` makes a
+    union (of kind ``any``): a value passes when it passes one of them.
     """
 
     __slots__ = (
+        "alternatives",
         "enum_message",
         "enum_others",
         "enum_strings",
@@ -296,6 +295,7 @@ class Node:
         values: Node | None = None,
         nullable: bool = False,
         exact_int: bool = False,
+        alternatives: Sequence[Node] | None = None,
     ) -> None:
         self.kind = kind
         self.test, noun = _TESTS[kind]
@@ -316,6 +316,11 @@ class Node:
         self.items = items if kind == "array" else None
         self.values = values if kind == "object" and props is None else None
         self.plain = scalar and self.enum_message is None
+        self.alternatives: tuple[Node, ...] | None = None
+        if alternatives is not None:
+            self.alternatives = tuple(alternatives)
+            nouns = [_TESTS[a.kind][1] for a in self.alternatives] + (["null"] if nullable else [])
+            self.type_message = " must be " + " or ".join(dict.fromkeys(nouns))
 
     def in_enum(self, value: object) -> bool:
         """Whether ``value`` (which passed the type test) is one of the enum values."""
@@ -341,6 +346,14 @@ def _check_props(obj: dict[str, Any], props: Props, prefix: str, out: list[str])
 
 def _check(value: Any, node: Node, path: str, out: list[str]) -> None:
     if value is None and node.nullable:
+        return
+    if node.alternatives is not None:
+        for alternative in node.alternatives:
+            found: list[str] = []
+            _check(value, alternative, path, found)
+            if not found:
+                return
+        out.append(f'"{path}"{node.type_message}')
         return
     if not node.test(value):
         out.append(f'"{path}"{node.type_message}')
@@ -563,232 +576,3 @@ def validate_args(spec: Mapping[str, SchemaProp], args: object) -> list[str]:
         TypeError: the spec is not a mapping of mappings.
     """
     return compile_validator(spec)(args)
-
-
-# --- Struct parameters -------------------------------------------------------------------
-
-
-class _NoSchemaError(Exception):
-    """Raised internally when a type has no JSON Schema form here."""
-
-
-class StructSchemaError(Exception):
-    """Raised when a Struct cannot be a parameter schema; the message names the culprit."""
-
-
-FieldDocs: TypeAlias = Callable[[type], Mapping[str, str]]
-"""Where nested Structs' field descriptions come from (their docstrings)."""
-
-
-def struct_schema(
-    cls: type[msgspec.Struct], descriptions: Mapping[str, str], noun: str, field_docs: FieldDocs
-) -> tuple[dict[str, Any], Props]:
-    """Derive the inlined JSON Schema (no ``$ref``) and the compiled props of a Struct.
-
-    Args:
-        cls: a frozen Struct subclass (nested Structs must be frozen too).
-        descriptions: the top-level fields' descriptions (by attribute name).
-        noun: what a top-level field is called in messages (``field``, ``parameter``).
-        field_docs: gives a nested Struct's field descriptions.
-
-    Returns:
-        ``(schema, props)``; ``validator_for(props)`` validates arguments for ``cls``.
-
-    Raises:
-        StructSchemaError: a Struct is not frozen, is ``array_like`` or recursive, or
-            a field's type has no form in the schema.
-    """
-    return _struct_object(cls, set(), descriptions, noun, field_docs, top=True)
-
-
-def _struct_object(
-    cls: type[msgspec.Struct],
-    active: set[type],
-    descriptions: Mapping[str, str],
-    noun: str,
-    field_docs: FieldDocs,
-    *,
-    top: bool,
-) -> tuple[dict[str, Any], Props]:
-    config = cls.__struct_config__
-    if not config.frozen:
-        raise StructSchemaError(
-            f"parameters Struct {cls.__name__} must be declared with frozen=True"
-        )
-    if config.array_like:
-        raise StructSchemaError(f"parameters Struct {cls.__name__} must not be array_like")
-    if cls in active:
-        raise StructSchemaError(
-            f"parameters Struct {cls.__name__} is recursive; it cannot be inlined"
-        )
-    active.add(cls)
-    where_prefix = "" if top else f"{cls.__name__}."
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    props: list[tuple[str, bool, Node]] = []
-    if config.tag_field is not None and isinstance(config.tag, str | int):
-        kind = "string" if isinstance(config.tag, str) else "integer"
-        properties[config.tag_field] = {"type": kind, "enum": [config.tag]}
-        props.append((config.tag_field, False, Node(kind, enum=[config.tag], exact_int=True)))
-    for field in msgspec.structs.fields(cls):
-        try:
-            info = mi.type_info(field.type)
-            schema, node = _field_schema(
-                info, field.default, descriptions.get(field.name), active, field_docs
-            )
-        except (_NoSchemaError, TypeError, ValueError):
-            raise StructSchemaError(
-                f'{noun} "{where_prefix}{field.name}" has an unsupported type: {_show(field.type)}'
-            ) from None
-        properties[field.encode_name] = schema
-        if field.required:
-            required.append(field.encode_name)
-        props.append((field.encode_name, field.required, node))
-    active.discard(cls)
-    out: dict[str, Any] = {"type": "object", "properties": properties}
-    if required:
-        out["required"] = required
-    if config.forbid_unknown_fields:
-        out["additionalProperties"] = False
-    return out, tuple(props)
-
-
-def _show(annotation: object) -> str:
-    if isinstance(annotation, type):
-        return annotation.__qualname__
-    return repr(annotation).replace("typing.", "")
-
-
-def _field_schema(
-    info: mi.Type,
-    default: object,
-    doc: str | None,
-    active: set[type],
-    field_docs: FieldDocs,
-) -> tuple[dict[str, Any], Node]:
-    extra: dict[str, Any] = {}
-    info = _unwrap(info, extra)
-    nullable = False
-    if isinstance(info, mi.UnionType):
-        rest = [t for t in info.types if not isinstance(t, mi.NoneType)]
-        if len(rest) != 1 or len(rest) == len(info.types):
-            raise _NoSchemaError
-        nullable = True
-        info = _unwrap(rest[0], extra)
-    json_type, enum, tail, node, nullable = _shape(info, active, nullable, field_docs)
-    out: dict[str, Any] = {} if json_type is None else {"type": json_type}
-    if nullable and json_type is not None:
-        out["type"] = [json_type, "null"]
-    description = extra.pop("description", doc)
-    if description:
-        out["description"] = description
-    if enum is not None:
-        out["enum"] = [*enum, None] if nullable else enum
-    if default is not NODEFAULT:
-        try:
-            out["default"] = thaw(msgspec.to_builtins(default))
-        except (TypeError, ValueError):
-            pass
-    out.update(tail)
-    out.update(extra)
-    return out, node
-
-
-def _unwrap(info: mi.Type, extra: dict[str, Any]) -> mi.Type:
-    while isinstance(info, mi.Metadata):
-        if info.extra_json_schema:
-            extra.update(info.extra_json_schema)
-        info = info.type
-    return info
-
-
-def _shape(
-    info: mi.Type, active: set[type], nullable: bool, field_docs: FieldDocs
-) -> tuple[str | None, list[Any] | None, dict[str, Any], Node, bool]:
-    """Map one (unwrapped) type: ``(json type, enum, other keys, node, nullable)``."""
-    if isinstance(info, mi.StrType):
-        tail = _constraints(info, "minLength", "maxLength", "pattern")
-        return "string", None, tail, Node("string", nullable=nullable), nullable
-    if isinstance(info, mi.BoolType):
-        return "boolean", None, {}, Node("boolean", nullable=nullable), nullable
-    if isinstance(info, mi.IntType | mi.FloatType):
-        kind = "integer" if isinstance(info, mi.IntType) else "number"
-        tail = _constraints(
-            info, "exclusiveMinimum", "minimum", "exclusiveMaximum", "maximum", "multipleOf"
-        )
-        return kind, None, tail, Node(kind, nullable=nullable), nullable
-    if isinstance(info, mi.LiteralType | mi.EnumType):
-        if isinstance(info, mi.LiteralType):
-            values = list(info.values)
-        else:
-            values = [member.value for member in info.cls]
-        if None in values:
-            nullable = True
-            values = [v for v in values if v is not None]
-        if values and all(isinstance(v, str) for v in values):
-            kind = "string"
-        elif values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-            kind = "integer"
-        else:
-            raise _NoSchemaError
-        return (
-            kind,
-            values,
-            {},
-            Node(kind, enum=values, nullable=nullable, exact_int=True),
-            nullable,
-        )
-    if isinstance(info, mi.ListType | mi.VarTupleType | mi.SetType | mi.FrozenSetType):
-        tail = {}
-        item = _unwrap(info.item_type, {})
-        items: Node | None = None
-        if not isinstance(item, mi.AnyType):
-            tail["items"], items = _field_schema(item, NODEFAULT, None, active, field_docs)
-        tail.update(_constraints(info, "minItems", "maxItems"))
-        return "array", None, tail, Node("array", items=items, nullable=nullable), nullable
-    if isinstance(info, mi.DictType):
-        if not isinstance(_unwrap(info.key_type, {}), mi.StrType):
-            raise _NoSchemaError
-        tail = {}
-        value = _unwrap(info.value_type, {})
-        value_node: Node | None = None
-        if not isinstance(value, mi.AnyType):
-            tail["additionalProperties"], value_node = _field_schema(
-                value, NODEFAULT, None, active, field_docs
-            )
-        tail.update(_constraints(info, "minProperties", "maxProperties"))
-        return "object", None, tail, Node("object", values=value_node, nullable=nullable), nullable
-    if isinstance(info, mi.StructType):
-        schema, props = _struct_object(
-            info.cls, active, field_docs(info.cls), "field", field_docs, top=False
-        )
-        del schema["type"]
-        return "object", None, schema, Node("object", props=props, nullable=nullable), nullable
-    if isinstance(info, mi.AnyType):
-        return None, None, {}, Node("any"), nullable
-    raise _NoSchemaError
-
-
-_CONSTRAINT_ATTRS = {
-    "minLength": "min_length",
-    "maxLength": "max_length",
-    "pattern": "pattern",
-    "exclusiveMinimum": "gt",
-    "minimum": "ge",
-    "exclusiveMaximum": "lt",
-    "maximum": "le",
-    "multipleOf": "multiple_of",
-    "minItems": "min_length",
-    "maxItems": "max_length",
-    "minProperties": "min_length",
-    "maxProperties": "max_length",
-}
-
-
-def _constraints(info: mi.Type, *keys: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key in keys:
-        value = getattr(info, _CONSTRAINT_ATTRS[key], None)
-        if value is not None:
-            out[key] = value
-    return out
