@@ -2,8 +2,9 @@
 
 :func:`define_tool` takes the parameters as a :data:`~toolnursery.SchemaSpec` (the body
 receives the validated, frozen argument mapping) or as a frozen :class:`msgspec.Struct`
-subclass (the body receives an instance of it). :func:`tool` derives the same from a
-typed function signature and its Google-style docstring.
+subclass (the body receives an instance of it) or, with pydantic installed, a
+``BaseModel`` subclass. :func:`tool` derives the same from a typed function signature
+and its docstring (Google, Sphinx or NumPy style).
 
 Either way the definition's ``execute`` validates before the body runs and raises
 :class:`~toolnursery.ToolArgsError` on violations; presenters and the concurrency
@@ -398,13 +399,17 @@ def tool(
     it, or call ``definition.execute(args, ctx)``. The tool's parameters are the
     function's annotated parameters (a parameter with a default is optional); the
     one annotated :class:`ToolRunContext`, if any, receives the run context instead.
-    The name defaults to the function's name, the description to the docstring text
-    before its first section (``Args:``, ``Returns:``, …), and each parameter's
-    description comes from the docstring's ``Args:`` entry (or ``Annotated[T,
-    msgspec.Meta(description=...)]``). Supported annotations: ``str``, ``int``,
-    ``float``, ``bool``, ``Literal``/``Enum`` of strings or of integers, ``list``,
-    ``tuple[T, ...]``, ``set``, ``dict[str, T]``, frozen Structs, ``T | None``,
-    ``Any``. Annotations must be resolvable at decoration time.
+    The name defaults to the function's name, the description to the docstring's
+    summary and free text (no section: arguments, returns, raises, examples), and each
+    parameter's description comes from the docstring's entry for it (Google, Sphinx or
+    NumPy style) or ``Annotated[T, msgspec.Meta(description=...)]``. Supported
+    annotations: ``str``, ``int``, ``float``, ``bool``, ``datetime``, ``date``,
+    ``time``, ``timedelta``, ``UUID``, ``Decimal``, ``Literal``/``Enum``, unions of
+    those, ``list``, ``tuple[T, ...]``, ``set``, ``dict[str, T]``, frozen Structs,
+    ``T | None``, ``Any``, ``Annotated[T, msgspec.Meta(...)]``; with pydantic
+    installed, ``BaseModel`` parameters and ``pydantic.Field`` metadata (the whole
+    signature is then checked by pydantic). Annotations must be resolvable at
+    decoration time.
 
     Example::
 
