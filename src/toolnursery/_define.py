@@ -30,15 +30,21 @@ from ._definition import MAX_TIMEOUT_MS as MAX_TIMEOUT_MS  # re-exported for cal
 from ._definition import ToolDefinition, ToolOptionArgs, ToolOptions, option_problem
 from ._docstrings import field_docs as _field_docs
 from ._docstrings import parse_docstring as parse_docstring
-from ._errors import RegistrationError, StrictSchemaError, ToolArgsError
+from ._errors import (
+    NotJSONError,
+    RegistrationError,
+    StrictSchemaError,
+    StructSchemaError,
+    ToolArgsError,
+)
 from ._execution import ToolRunContext
-from ._json import NotJSONError, snapshot
+from ._json import snapshot
 from ._output import OutputRenderer, attach_output
 from ._pipeline import is_async, mark_may_suspend
 from ._pydantic_params import model_plan, signature_plan, uses_pydantic
 from ._schema import SchemaProp, Validator, compile_spec, validator_for
 from ._strict import from_strict_arguments, strict_json_schema
-from ._struct_schema import StructSchemaError, struct_schema
+from ._struct_schema import struct_schema
 
 __all__ = ["define_tool", "tool"]
 

@@ -42,10 +42,10 @@ __all__ = [
     "timeout_problem",
 ]
 
-ToolBodyReturn: TypeAlias = "str | ToolReturn | Sequence[ContentBlock] | ContentBlock"
+ToolBodyReturn: TypeAlias = str | ToolReturn | Sequence[ContentBlock] | ContentBlock
 """What a body may return: text, content blocks, or content plus ``meta``."""
 
-ToolBody: TypeAlias = Callable[[Any, ToolRunContext], "Awaitable[Any] | Any"]
+ToolBody: TypeAlias = Callable[[Any, ToolRunContext], Awaitable[Any] | Any]
 """A tool body: ``async def`` (runs in the caller's task) or plain ``def`` (runs in a
 worker thread via ``trio.to_thread.run_sync``)."""
 

@@ -60,7 +60,7 @@ PostExecuteListener: TypeAlias = Callable[
     Awaitable[PostToolDecision],
 ]
 """``async (execution, result, next) -> PostToolDecision``."""
-ToolGuard: TypeAlias = Callable[[ToolExecution], "str | None"]
+ToolGuard: TypeAlias = Callable[[ToolExecution], str | None]
 """``(execution) -> reason | None``: any string (even ``""``) denies."""
 ResultObserver: TypeAlias = Callable[[ToolExecution, ToolExecutionResult], None]
 """``(execution, result) -> None``: synchronous, observe only."""

@@ -24,18 +24,15 @@ import msgspec
 import msgspec.inspect as mi
 from msgspec import NODEFAULT
 
+from ._errors import StructSchemaError
 from ._json import thaw
 from ._schema import Node, Props
 
-__all__ = ["FieldDocs", "StructSchemaError", "struct_schema"]
+__all__ = ["FieldDocs", "struct_schema"]
 
 
 class _NoSchemaError(Exception):
     """Raised internally when a type has no JSON Schema form here."""
-
-
-class StructSchemaError(Exception):
-    """Raised when a Struct cannot be a parameter schema; the message names the culprit."""
 
 
 FieldDocs: TypeAlias = Callable[[type], Mapping[str, str]]
