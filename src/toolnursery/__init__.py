@@ -37,12 +37,26 @@ from ._decisions import ToolRestriction as ToolRestriction
 from ._define import define_tool as define_tool
 from ._define import tool as tool
 from ._definition import ToolDefinition as ToolDefinition
+from ._definition import ToolOptionArgs as ToolOptionArgs
+from ._definition import ToolOptions as ToolOptions
+from ._errors import DUPLICATE_CALL_ID as DUPLICATE_CALL_ID
+from ._errors import INTERRUPTED as INTERRUPTED
 from ._errors import INVALID_TOOL_OUTPUT as INVALID_TOOL_OUTPUT
 from ._errors import TOOL_ABORTED as TOOL_ABORTED
 from ._errors import TOOL_ABORTED_BEFORE_DISPATCH as TOOL_ABORTED_BEFORE_DISPATCH
 from ._errors import TOOL_TIMEOUT as TOOL_TIMEOUT
+from ._errors import AbortError as AbortError
+from ._errors import AsyncioHostError as AsyncioHostError
+from ._errors import DuplicateCallIdError as DuplicateCallIdError
+from ._errors import FileToolError as FileToolError
+from ._errors import InterruptedCallError as InterruptedCallError
+from ._errors import LogFormatError as LogFormatError
+from ._errors import NotJSONError as NotJSONError
 from ._errors import OutputSchemaError as OutputSchemaError
+from ._errors import OutsideRootError as OutsideRootError
 from ._errors import RegistrationError as RegistrationError
+from ._errors import ResumeError as ResumeError
+from ._errors import StructSchemaError as StructSchemaError
 from ._errors import ToolArgsError as ToolArgsError
 from ._errors import ToolError as ToolError
 from ._errors import ToolNotFoundError as ToolNotFoundError
@@ -82,6 +96,7 @@ from ._recorder import RecorderEvent as RecorderEvent
 from ._recorder import ToolCallEvent as ToolCallEvent
 from ._recorder import ToolCallRecorder as ToolCallRecorder
 from ._recorder import ToolResultEvent as ToolResultEvent
+from ._recorder import iter_log as iter_log
 from ._recorder import read_log as read_log
 from ._recorder import replay_log as replay_log
 from ._registry import Disposer as Disposer
@@ -122,18 +137,22 @@ vars(_execution).setdefault("ToolScope", ToolScope)
 vars(_presentation).setdefault("ToolDefinition", ToolDefinition)
 
 __all__ = [
+    "DUPLICATE_CALL_ID",
     "EXCLUSIVE",
+    "INTERRUPTED",
     "INVALID_TOOL_OUTPUT",
     "PARALLEL",
     "TOOL_ABORTED",
     "TOOL_ABORTED_BEFORE_DISPATCH",
     "TOOL_TIMEOUT",
+    "AbortError",
     "Accept",
     "Allow",
     "ApprovalOutcome",
     "ApprovalRequest",
     "ApprovalService",
     "Ask",
+    "AsyncioHostError",
     "Block",
     "CancelSignal",
     "ContentBlock",
@@ -142,17 +161,23 @@ __all__ = [
     "DiffCallView",
     "DiffResultView",
     "Disposer",
+    "DuplicateCallIdError",
     "ExecuteWrapper",
     "FileDiff",
     "FileLocation",
+    "FileToolError",
     "FrozenDict",
     "GenericCallView",
     "GenericResultView",
     "HookContext",
     "ImageContent",
+    "InterruptedCallError",
     "JsonlRecorder",
+    "LogFormatError",
+    "NotJSONError",
     "OutputRenderer",
     "OutputSchemaError",
+    "OutsideRootError",
     "PostExecuteListener",
     "PostToolDecision",
     "PreExecuteListener",
@@ -161,9 +186,11 @@ __all__ = [
     "RegistrationError",
     "ResourceKey",
     "ResultObserver",
+    "ResumeError",
     "SchemaProp",
     "SchemaSpec",
     "SchemaType",
+    "StructSchemaError",
     "TerminalCallView",
     "TerminalResultView",
     "TextContent",
@@ -185,6 +212,8 @@ __all__ = [
     "ToolExecutionToken",
     "ToolGuard",
     "ToolNotFoundError",
+    "ToolOptionArgs",
+    "ToolOptions",
     "ToolOutputError",
     "ToolRegistry",
     "ToolRestriction",
@@ -205,6 +234,7 @@ __all__ = [
     "install_otel_tracing",
     "install_retry_policy",
     "install_timeout_policy",
+    "iter_log",
     "open_tool_batch",
     "output_schema",
     "parse_arguments",
