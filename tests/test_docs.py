@@ -113,6 +113,8 @@ def test_the_site_builds_strictly_and_documents_every_public_name(tmp_path: Path
             continue
         html = page.read_text(encoding="utf-8")
         anchors = set(re.findall(r'id="(toolnursery\.[\w.]+)"', html))
+        # docs_sphinx_roles.py turns the docstrings' Sphinx roles into code spans.
+        assert re.findall(r":(?:func|class|meth|data|attr|exc):<code>", html) == [], page
         module = importlib.import_module(module_name)
         missing += [
             f"{module_name}.{n}" for n in module.__all__ if f"{module_name}.{n}" not in anchors
