@@ -1,85 +1,85 @@
-"""One error tree: every name a result reports is a real class in ``_errors``."""
+"""The error tree: the messages and codes of the errors results carry.
+
+Reference behaviours B086 (the error itself), B105, B108, B114 and B115.
+"""
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
-import trio
-
-import toolnursery
+from support import call, tool, wire
 from toolnursery import (
-    AbortError,
-    CancelSignal,
-    DuplicateCallIdError,
-    ToolCall,
-    ToolDefinition,
+    TOOL_ABORTED,
+    TOOL_ABORTED_BEFORE_DISPATCH,
+    TOOL_TIMEOUT,
+    OutputSchemaError,
+    RegistrationError,
+    ToolArgsError,
     ToolError,
-    ToolnurseryError,
+    ToolNotFoundError,
     ToolRegistry,
     ToolRunContext,
-    run_tool_calls,
+    ToolTimeoutError,
 )
-from toolnursery import _errors as errors
-from toolnursery._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, ABORTED_RESULT, _failure
-
-CLASSES = [
-    value
-    for value in vars(errors).values()
-    if inspect.isclass(value)
-    and issubclass(value, BaseException)
-    and value.__module__ == errors.__name__
-]
 
 
-def test_every_class_is_in_the_tree_exported_and_documented() -> None:
-    assert {c.__name__ for c in CLASSES} == set(errors.__all__) - {
-        n for n in errors.__all__ if n.isupper()
-    }
-    doc = errors.__doc__ or ""
-    for cls in CLASSES:
-        assert issubclass(cls, ToolnurseryError), cls
-        assert cls.__name__ in doc, cls
-        assert (cls.__doc__ or "").startswith("Raised when"), cls
-        assert getattr(toolnursery, cls.__name__) is cls, cls
+def test_b086_tool_not_found_error_message_and_code() -> None:
+    """B086: ToolNotFoundError('ghost') is a ToolError with a stable message and code."""
+    error = ToolNotFoundError("ghost")
+    assert isinstance(error, ToolError)
+    assert str(error) == 'unknown tool "ghost"'
+    assert (error.name, error.code, error.tool_name) == (
+        "ToolNotFoundError",
+        "UNKNOWN_TOOL",
+        "ghost",
+    )
 
 
-def test_the_canonical_abort_results_are_abort_errors() -> None:
-    assert _failure(AbortError()) == ABORTED_RESULT
-    assert _failure(AbortError(before_dispatch=True)) == ABORTED_BEFORE_DISPATCH_RESULT
-
-
-async def test_every_error_name_a_batch_reports_is_a_class() -> None:
-    started = trio.Event()
+async def test_b105_tool_args_error_from_a_raw_body() -> None:
+    """B105/B029: violations joined by '; ' with INVALID_ARGS."""
+    registry = ToolRegistry()
 
     async def body(args: Any, ctx: ToolRunContext) -> str:
-        if args.get("wait"):
-            started.set()
-            await trio.sleep_forever()
-        return "ok"
+        raise ToolArgsError(['missing required property "a"', '"b" must be a number'])
 
-    registry = ToolRegistry()
-    registry.register(
-        ToolDefinition("t", "t", {"type": "object"}, body, is_concurrency_safe=lambda a: True)
+    registry.register(tool(body=body))
+    result = await registry.execute(call())
+    assert wire(result) == {
+        "content": [
+            {
+                "type": "text",
+                "text": 'Error: invalid arguments: missing required property "a"; "b" must be a number',
+            }
+        ],
+        "isError": True,
+        "error": {"name": "ToolArgsError", "code": "INVALID_ARGS"},
+    }
+
+
+def test_b108_timeout_error_text_and_code() -> None:
+    """B108: ToolTimeoutError(100) → 'tool call timed out after 100ms', TOOL_TIMEOUT."""
+    error = ToolTimeoutError(100)
+    assert str(error) == "tool call timed out after 100ms"
+    assert (error.name, error.code) == ("ToolTimeoutError", "TOOL_TIMEOUT")
+    assert str(ToolTimeoutError(2.5)) == "tool call timed out after 2.5ms"
+
+
+def test_b114_output_schema_error_text_and_code() -> None:
+    """B114: violations joined by '; ' behind 'unsupported output schema: '."""
+    error = OutputSchemaError(["schema.a is bad", "schema.b is bad"])
+    assert str(error) == "unsupported output schema: schema.a is bad; schema.b is bad"
+    assert (error.name, error.code, error.violations) == (
+        "OutputSchemaError",
+        "UNSUPPORTED_SCHEMA",
+        ("schema.a is bad", "schema.b is bad"),
     )
-    signal = CancelSignal()
-    calls = [
-        ToolCall("a", "t"),
-        ToolCall("a", "t"),
-        ToolCall("b", "nope"),
-        ToolCall("c", "t", '{"wait": true}'),
-        ToolCall("d", "t"),
-    ]
-    async with trio.open_nursery() as nursery:
+    assert isinstance(error, ToolError)
+    assert not isinstance(RegistrationError("x"), ToolError)
+    assert isinstance(RegistrationError("x"), ValueError)
 
-        async def abort_once_started() -> None:
-            await started.wait()
-            signal.cancel()
 
-        nursery.start_soon(abort_once_started)
-        results = await run_tool_calls(registry, calls, signal=signal)
-    names = [r.error.name if r.error else None for r in results]
-    assert names == [None, "DuplicateCallIdError", "ToolNotFoundError", "AbortError", "AbortError"]
-    for name in {n for n in names if n}:
-        assert issubclass(getattr(errors, name), ToolError)
-    assert results[1] == _failure(DuplicateCallIdError("a"))
+def test_b115_exported_code_constants() -> None:
+    """B115: the three owned codes."""
+    assert TOOL_ABORTED == "ABORTED"
+    assert TOOL_ABORTED_BEFORE_DISPATCH == "ABORTED_BEFORE_DISPATCH"
+    assert TOOL_TIMEOUT == "TOOL_TIMEOUT"

@@ -15,6 +15,7 @@ import pytest
 import trio
 import trio.testing
 
+from support import registry_with
 from toolnursery import (
     Accept,
     ContextEvent,
@@ -30,7 +31,6 @@ from toolnursery import (
     ToolDefinition,
     ToolExecution,
     ToolExecutionResult,
-    ToolRegistry,
     ToolResultEvent,
     ToolRunContext,
     iter_log,
@@ -63,13 +63,6 @@ async def with_context(args: Any, ctx: ToolRunContext) -> str:
     ctx.defer_context(HookContext((TextContent(f"deferred by {ctx.call_id}"),), "tool"))
     await trio.lowlevel.checkpoint()  # a body that suspends runs as a pool task
     return "ok"
-
-
-def registry_with(*definitions: ToolDefinition) -> ToolRegistry:
-    registry = ToolRegistry()
-    for definition in definitions:
-        registry.register(definition)
-    return registry
 
 
 def parallel(name: str, body: Any) -> ToolDefinition:

@@ -8,6 +8,9 @@ Define tools once (:func:`define_tool`, ``@tool``), register them on a
 
 from __future__ import annotations
 
+from importlib import metadata as _metadata
+
+from . import _execution, _presentation
 from ._arguments import parse_arguments as parse_arguments
 from ._content import ContentBlock as ContentBlock
 from ._content import HookContext as HookContext
@@ -34,6 +37,8 @@ from ._decisions import ToolRestriction as ToolRestriction
 from ._define import define_tool as define_tool
 from ._define import tool as tool
 from ._definition import ToolDefinition as ToolDefinition
+from ._definition import ToolOptionArgs as ToolOptionArgs
+from ._definition import ToolOptions as ToolOptions
 from ._errors import DUPLICATE_CALL_ID as DUPLICATE_CALL_ID
 from ._errors import INTERRUPTED as INTERRUPTED
 from ._errors import INVALID_TOOL_OUTPUT as INVALID_TOOL_OUTPUT
@@ -119,6 +124,18 @@ from ._structured import assert_supported_output_schema as assert_supported_outp
 from ._structured import validate_structured_value as validate_structured_value
 from ._timeout import install_timeout_policy as install_timeout_policy
 
+try:
+    __version__: str = _metadata.version("toolnursery")
+    """The installed distribution's version (from the package metadata)."""
+except _metadata.PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
+
+# Annotations that name a class across an import cycle import it for type checkers
+# only; bind those names at runtime now that every module is loaded, so that help(),
+# inspect.signature and typing.get_type_hints resolve them (tests/test_introspection.py).
+vars(_execution).setdefault("ToolScope", ToolScope)
+vars(_presentation).setdefault("ToolDefinition", ToolDefinition)
+
 __all__ = [
     "DUPLICATE_CALL_ID",
     "EXCLUSIVE",
@@ -195,6 +212,8 @@ __all__ = [
     "ToolExecutionToken",
     "ToolGuard",
     "ToolNotFoundError",
+    "ToolOptionArgs",
+    "ToolOptions",
     "ToolOutputError",
     "ToolRegistry",
     "ToolRestriction",

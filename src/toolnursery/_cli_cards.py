@@ -17,8 +17,9 @@ import tempfile
 from collections.abc import Iterator
 from typing import NamedTuple, TextIO
 
-from ._arguments import parse_arguments
+from ._arguments import parse_arguments, safe_arguments
 from ._content import HookContext, TextContent, ToolCall, ToolExecutionResult
+from ._errors import ToolArgsError
 from ._presentation import call_view, result_view
 from ._recorder import ContextEvent, ToolCallEvent, ToolResultEvent, iter_log
 from ._registry import ToolRegistry
@@ -115,7 +116,10 @@ def render_card(
         color: ANSI styles in the terminal card.
     """
     definition = registry.get(call.name) if registry is not None else None
-    args = parse_arguments(call.arguments)
+    try:
+        args = parse_arguments(call.arguments)
+    except ToolArgsError:
+        args = safe_arguments(call.arguments)  # shown as given; the call did not run
     pending = call_view(definition, args, name=call.name)
     completed = result_view(definition, args, result) if result is not None else None
     note = NO_RESULT if result is None else None

@@ -50,9 +50,10 @@ from typing import Any, Final
 import msgspec
 import trio
 
-from ._arguments import parse_arguments
+from ._arguments import parse_arguments, safe_arguments
 from ._content import TextContent, ToolCall, ToolErrorInfo, ToolExecutionResult
 from ._decisions import PARALLEL, ResourceKey
+from ._errors import ToolArgsError
 from ._execution import ToolExecutionInput
 from ._json import snapshot
 from ._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, ABORTED_RESULT
@@ -83,6 +84,12 @@ def _check_max_parallel(value: object) -> int:
     if type(value) is not int or value < 1:
         raise ValueError(f"max_parallel must be a positive integer, got {value!r}")
     return value
+
+
+def _loggable(call: ToolCall) -> ToolCall:
+    """The call as a log can hold it: refused arguments replaced by a safe stand-in."""
+    arguments = safe_arguments(call.arguments)
+    return call if arguments == call.arguments else ToolCall(call.id, call.name, arguments)
 
 
 class _Unparsed:
@@ -133,7 +140,15 @@ class _Slot:
         if args is _UNPARSED:
             # Parsed and frozen once: the classifier and the body see the same frozen
             # value, so a classifier cannot change what runs (or what was logged).
-            args = parse_arguments(self.tool_call.arguments)
+            try:
+                args = parse_arguments(self.tool_call.arguments)
+            except ToolArgsError as exc:
+                # Not arguments at all: this call's error result; it never runs.
+                self.fixed = ToolExecutionResult(
+                    (TextContent(f"Error: {exc.message}"),), True, ToolErrorInfo(exc.name, exc.code)
+                )
+                self.args = None
+                return None
             try:
                 args = snapshot(args)
             except Exception:
@@ -383,7 +398,10 @@ class ToolBatch:
         definition = self.registry.get(slot.tool_call.name, self.agent)
         if definition is None:
             return None
-        mode = classify(definition, slot.arguments())
+        arguments = slot.arguments()
+        if slot.fixed is not None:
+            return ()
+        mode = classify(definition, arguments)
         if mode is PARALLEL:
             return ()
         if mode.kind == "keyed":
@@ -396,13 +414,14 @@ class ToolBatch:
             raise self._failure
         tool_call = slot.tool_call
         self._started += 1
+        arguments = slot.arguments() if slot.fixed is None else None
         recorder = self.recorder
         if recorder is not None:
-            recorder.record(ToolCallEvent(self.id, slot.index, tool_call))
+            logged = tool_call if slot.fixed is None else _loggable(tool_call)
+            recorder.record(ToolCallEvent(self.id, slot.index, logged))
         if slot.fixed is not None:
             slot.settled = True
             return
-        arguments = slot.arguments()
         call = begin(
             self.registry,
             ToolExecutionInput(tool_call.id, tool_call.name, arguments, self.signal, self.agent),
@@ -720,7 +739,7 @@ class ToolBatch:
             slot = slots[self._cursor]
             self._started += 1
             if recorder is not None:
-                recorder.record(ToolCallEvent(self.id, slot.index, slot.tool_call))
+                recorder.record(ToolCallEvent(self.id, slot.index, _loggable(slot.tool_call)))
                 recorder.record(
                     ToolResultEvent(
                         self.id, slot.index, slot.tool_call.id, ABORTED_BEFORE_DISPATCH_RESULT

@@ -73,7 +73,7 @@ class SchemaProp(TypedDict, total=False):
     items: NotRequired[SchemaProp]
 
 
-SchemaSpec: TypeAlias = "dict[str, SchemaProp]"
+SchemaSpec: TypeAlias = dict[str, SchemaProp]
 """The author-facing parameter schema: argument name → :class:`SchemaProp`."""
 
 Validator: TypeAlias = Callable[[object], list[str]]
