@@ -38,8 +38,10 @@ from ._errors import INVALID_TOOL_OUTPUT as INVALID_TOOL_OUTPUT
 from ._errors import TOOL_ABORTED as TOOL_ABORTED
 from ._errors import TOOL_ABORTED_BEFORE_DISPATCH as TOOL_ABORTED_BEFORE_DISPATCH
 from ._errors import TOOL_TIMEOUT as TOOL_TIMEOUT
+from ._errors import IncompleteCallError as IncompleteCallError
 from ._errors import OutputSchemaError as OutputSchemaError
 from ._errors import RegistrationError as RegistrationError
+from ._errors import StrictSchemaError as StrictSchemaError
 from ._errors import ToolArgsError as ToolArgsError
 from ._errors import ToolError as ToolError
 from ._errors import ToolNotFoundError as ToolNotFoundError
@@ -135,6 +137,7 @@ __all__ = [
     "GenericResultView",
     "HookContext",
     "ImageContent",
+    "IncompleteCallError",
     "JsonlRecorder",
     "OutputRenderer",
     "OutputSchemaError",
@@ -149,6 +152,7 @@ __all__ = [
     "SchemaProp",
     "SchemaSpec",
     "SchemaType",
+    "StrictSchemaError",
     "TerminalCallView",
     "TerminalResultView",
     "TextContent",
