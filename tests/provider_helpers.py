@@ -12,6 +12,7 @@ from toolnursery import (
     HookContext,
     ImageContent,
     TextContent,
+    ToolArgsError,
     ToolDefinition,
     ToolRegistry,
     ToolReturn,
@@ -37,6 +38,8 @@ def registry(ran: list[tuple[str, Any]] | None = None) -> ToolRegistry:
     reg = ToolRegistry()
 
     async def echo(args: Any, ctx: ToolRunContext) -> str:
+        if not isinstance(args, dict) or not isinstance(args.get("path"), str):
+            raise ToolArgsError(['"path" must be a string'])
         ran.append(("echo", args))
         return f"echo {args['path']}"
 

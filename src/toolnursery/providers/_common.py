@@ -406,7 +406,10 @@ class ToolStream:
                     f'a second call ("{call_id}") started at index {index}, '
                     f'which holds "{item.call_id}"'
                 )
-                item.extra.append((call_id, name))
+                if item.index < self._next:  # already passed on: answer it now
+                    self._fixed(ToolCall(call_id, name or "", ""), _twice(index, item.call_id))
+                else:
+                    item.extra.append((call_id, name))
                 return item
         if name is not None and item.name is None:
             item.name = name
@@ -471,11 +474,7 @@ class ToolStream:
             self.calls.append(call)
             self._order.append((call, None))
         for extra_id, extra_name in item.extra:
-            self._fixed(
-                ToolCall(extra_id, extra_name or "", ""),
-                f"the response stream sent this call at index {item.index}, which already "
-                f'held call "{call_id}"; it did not run',
-            )
+            self._fixed(ToolCall(extra_id, extra_name or "", ""), _twice(item.index, call_id))
 
     def _fixed(self, call: ToolCall, message: str) -> None:
         self.calls.append(call)
@@ -490,6 +489,13 @@ class ToolStream:
             self._pass(item, torn=broken and item.is_call and not item.complete)
         self._next = max(self._items, default=-1) + 1
         self._batch.close()
+
+
+def _twice(index: int, holder: str | None) -> str:
+    return (
+        f"the response stream sent this call at index {index}, which already held call "
+        f'"{holder}"; it did not run'
+    )
 
 
 class _Pairs:
