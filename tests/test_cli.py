@@ -32,14 +32,6 @@ from toolnursery.examples import fill_sandbox
 Capture = pytest.CaptureFixture[str]
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    sandbox = tmp_path / "root"
-    sandbox.mkdir()
-    fill_sandbox(sandbox)
-    return sandbox
-
-
 def write_calls(tmp_path: Path, *items: Any, name: str = "calls.jsonl") -> Path:
     path = tmp_path / name
     path.write_text("".join(json.dumps(item) + "\n" for item in items), encoding="utf-8")

@@ -17,7 +17,8 @@ import pytest
 import trio
 import trio.testing
 
-from support import no_deadlock
+from support import no_deadlock, registry_with, text
+from support import noop as _noop
 from toolnursery import (
     CancelSignal,
     RegistrationError,
@@ -100,21 +101,6 @@ def limited(
 
 def call(call_id: str, name: str = "lim", d: float = 1) -> ToolCall:
     return ToolCall(call_id, name, json.dumps({"d": d}))
-
-
-def registry_with(*tools: ToolDefinition) -> ToolRegistry:
-    registry = ToolRegistry()
-    for definition in tools:
-        registry.register(definition)
-    return registry
-
-
-def text(result: ToolExecutionResult) -> str:
-    return "".join(b.text for b in result.content if isinstance(b, TextContent))
-
-
-async def _noop(args: Any, ctx: ToolRunContext) -> str:
-    return "ok"
 
 
 # -- validation ---------------------------------------------------------------------

@@ -17,6 +17,7 @@ import trio.testing
 
 import toolnursery._pipeline as pipeline_module
 import toolnursery._scheduler as scheduler_module
+from support import RecorderBrokeError, registry_with
 from toolnursery import (
     CancelSignal,
     Deny,
@@ -57,13 +58,6 @@ async def sleepy(args: Any, ctx: ToolRunContext) -> str:
         raise RuntimeError("boom")
     await trio.sleep(args.get("d", 0) if isinstance(args, dict) else 0)
     return "ok"
-
-
-def registry_with(*tools: ToolDefinition) -> ToolRegistry:
-    registry = ToolRegistry()
-    for definition in tools:
-        registry.register(definition)
-    return registry
 
 
 def parallel(name: str = "p") -> ToolDefinition:
@@ -284,10 +278,6 @@ async def test_batch_wait_phase_and_waiting_count(
         waiting.append(batch.statistics().waiting)
     assert waiting == [1]
     assert phases(batch.statistics()) == (0, 3, 4, 0)
-
-
-class RecorderBrokeError(Exception):
-    pass
 
 
 async def test_an_internal_failure_abandons_the_calls_that_did_not_commit(

@@ -29,7 +29,6 @@ import msgspec
 import trio
 
 from ._cli_cards import (
-    LogError,
     card_width,
     example_presenters,
     read_batches,
@@ -41,7 +40,7 @@ from ._cli_cards import (
 from ._cli_demo import render_demo, run_demo
 from ._cli_input import FORMATS, CallsInputError, parse_calls, provider_messages
 from ._content import ToolCall, ToolExecutionResult
-from ._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH
+from ._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, LogFormatError
 from ._recorder import JsonlRecorder, RecorderEvent, ToolCallEvent, ToolResultEvent
 from ._registry import ToolRegistry
 from ._scheduler import open_tool_batch
@@ -633,10 +632,14 @@ def _replay_command(options: argparse.Namespace) -> int:
     registry = load_registry(options.tools) if options.tools is not None else example_presenters()
     try:
         batches, torn = read_batches(options.log)
-    except LogError as exc:
-        raise UsageError(str(exc))
-    if torn is not None:
-        _say(f"{options.log} line {torn} is incomplete (a crash mid-write?); skipped")
+    except LogFormatError as exc:
+        raise UsageError(
+            f"{options.log} line {exc.line}: not a toolnursery event: {exc.text!r}"
+        ) from exc
+    except OSError as exc:
+        raise UsageError(f"cannot read LOG {options.log!r}: {exc.strerror or exc}") from exc
+    for number in torn:
+        _say(f"{options.log} line {number} is a torn event (a writer died mid-write); skipped")
     if not batches:
         _say(f"{options.log}: no tool calls recorded")
         return EXIT_OK

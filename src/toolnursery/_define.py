@@ -19,20 +19,20 @@ import inspect
 import re
 import typing
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeAlias, TypeVar, overload
+from typing import Any, TypeAlias, TypeVar, Unpack, overload
 
 import msgspec
 
 from ._content import ToolResult
 from ._decisions import ResourceKey
-from ._definition import ToolDefinition
-from ._errors import RegistrationError, ToolArgsError
+from ._definition import MAX_TIMEOUT_MS as MAX_TIMEOUT_MS  # re-exported for callers
+from ._definition import ToolDefinition, ToolOptionArgs, ToolOptions, option_problem
+from ._errors import RegistrationError, StructSchemaError, ToolArgsError
 from ._execution import ToolRunContext
 from ._output import OutputRenderer, attach_output
 from ._pipeline import is_async, mark_may_suspend
 from ._schema import (
     SchemaProp,
-    StructSchemaError,
     Validator,
     compile_validator,
     schema_spec_to_json_schema,
@@ -40,15 +40,9 @@ from ._schema import (
     validator_for,
 )
 
-if typing.TYPE_CHECKING:
-    from ._presentation import ToolCallView, ToolResultView
-
 __all__ = ["define_tool", "tool"]
 
 S = TypeVar("S", bound=msgspec.Struct)
-
-MAX_TIMEOUT_MS = 31_536_000_000
-"""The largest accepted ``timeout_ms``: one year."""
 
 _Parse: TypeAlias = Callable[[Any], Any]
 _Invoke: TypeAlias = Callable[[Any, ToolRunContext], Any]
@@ -64,15 +58,7 @@ def define_tool(
     description: str,
     parameters: type[S],
     execute: Callable[[S, ToolRunContext], Any],
-    timeout_ms: float | None = None,
-    is_concurrency_safe: Callable[[S], object] | None = None,
-    present_call: Callable[[S], ToolCallView | None] | None = None,
-    present_result: Callable[[S, ToolResult], ToolResultView | None] | None = None,
-    idempotent: bool = False,
-    concurrency_keys: Callable[[S], Iterable[ResourceKey]] | None = None,
-    max_concurrency: int | None = None,
-    output: Mapping[str, Any] | type[msgspec.Struct] | None = None,
-    render_output: OutputRenderer | None = None,
+    **options: Unpack[ToolOptionArgs[S]],
 ) -> ToolDefinition: ...
 
 
@@ -83,15 +69,7 @@ def define_tool(
     description: str,
     parameters: Mapping[str, SchemaProp],
     execute: Callable[[Any, ToolRunContext], Any],
-    timeout_ms: float | None = None,
-    is_concurrency_safe: Callable[[Any], object] | None = None,
-    present_call: Callable[[Any], ToolCallView | None] | None = None,
-    present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
-    idempotent: bool = False,
-    concurrency_keys: Callable[[Any], Iterable[ResourceKey]] | None = None,
-    max_concurrency: int | None = None,
-    output: Mapping[str, Any] | type[msgspec.Struct] | None = None,
-    render_output: OutputRenderer | None = None,
+    **options: Unpack[ToolOptionArgs[Any]],
 ) -> ToolDefinition: ...
 
 
@@ -101,15 +79,7 @@ def define_tool(
     description: str,
     parameters: Mapping[str, SchemaProp] | type[msgspec.Struct],
     execute: Callable[[Any, ToolRunContext], Any],
-    timeout_ms: float | None = None,
-    is_concurrency_safe: Callable[[Any], object] | None = None,
-    present_call: Callable[[Any], Any] | None = None,
-    present_result: Callable[[Any, ToolResult], Any] | None = None,
-    idempotent: bool = False,
-    concurrency_keys: Callable[[Any], Iterable[ResourceKey]] | None = None,
-    max_concurrency: int | None = None,
-    output: Mapping[str, Any] | type[msgspec.Struct] | None = None,
-    render_output: OutputRenderer | None = None,
+    **options: Unpack[ToolOptionArgs[Any]],
 ) -> ToolDefinition:
     """Define a tool whose arguments are validated before its body runs.
 
@@ -135,120 +105,83 @@ def define_tool(
             (field defaults applied). Nested Structs are inlined into the JSON Schema.
         execute: the body ``(args, ctx)``; an ``async def`` body stays async, a plain
             ``def`` one stays sync (the registry runs it in a worker thread).
-        timeout_ms: cooperative time budget in milliseconds: positive, finite, at
-            most one year. Never sent to the model.
-        is_concurrency_safe: classifier ``args -> bool``; invalid arguments and a
-            classifier that raises count as ``False``.
-        present_call: ``args -> ToolCallView | None``; invalid arguments, or a
-            presenter that raises, give ``None``.
-        present_result: ``(args, ToolResult) -> ToolResultView | None``; likewise.
-        idempotent: the tool may safely run again with the same arguments (required
-            by :func:`install_retry_policy`).
-        concurrency_keys: classifier ``args -> Iterable[ResourceKey]``, consulted
-            when ``is_concurrency_safe`` is absent or does not answer ``True``: the
-            call overlaps its siblings except earlier calls whose keys conflict with
-            its own. Invalid arguments, a classifier that raises and a result that is
-            not an iterable of :class:`ResourceKey` make the call exclusive.
-        output: a structured-output schema (the subset) or a ``msgspec.Struct`` type:
-            the body then returns that value, which is validated, rendered to content
-            and kept as the result's ``structured_content`` (see :func:`attach_output`).
-        render_output: ``(args, value) -> str | content blocks`` for ``output``; the
-            default renders the value as indented JSON. ``args`` are the call's
-            frozen arguments as received.
-        max_concurrency: the most bodies of this tool that run at once through a
-            registry (a positive ``int``; ``None``: unlimited).
+        **options: the tool's options, keyword-only (:class:`ToolOptionArgs`): every
+            field of :class:`ToolOptions` — ``timeout_ms``, ``idempotent``,
+            ``max_concurrency``, and the hooks ``is_concurrency_safe``,
+            ``concurrency_keys``, ``present_call`` and ``present_result``, which
+            receive the *validated* arguments (invalid arguments, or a hook that
+            raises, give ``False`` / exclusive / ``None`` without calling it) — plus
+            ``output``, a structured-output schema (the subset) or a
+            ``msgspec.Struct`` type the body then returns (validated, rendered to
+            content, kept as the result's ``structured_content``; see
+            :func:`attach_output`), and ``render_output``, ``(args, value) -> str |
+            content blocks`` for ``output`` (default: the value as indented JSON).
 
     Returns:
         A :class:`ToolDefinition` ready to register.
 
     Raises:
-        RegistrationError: ``timeout_ms`` is not a positive finite number,
-            ``max_concurrency`` is not a positive ``int``, the parameters are neither
-            a valid spec nor a frozen Struct subclass, or a Struct field has a type
-            the schema cannot express.
+        RegistrationError: an option is unknown or invalid (``timeout_ms`` not a
+            positive finite number of at most a year, ``max_concurrency`` not a
+            positive ``int``, …), the parameters are neither a valid spec nor a
+            frozen Struct subclass, or a Struct field has a type the schema cannot
+            express.
     """
-    checked_timeout = _check_timeout(name, timeout_ms)
     owner = f"define_tool({name})"
-    _check_limit(owner, max_concurrency)
+    checked, output, render_output = _options(owner, options)
     if not callable(execute):
-        raise RegistrationError(f"define_tool({name}): execute must be callable")
+        raise RegistrationError(f"{owner}: execute must be callable")
     if (
         isinstance(parameters, type)
         and issubclass(parameters, msgspec.Struct)
         and parameters is not msgspec.Struct
     ):
-        schema, parse = _struct_plan(parameters, f"define_tool({name})", None, "field")
+        schema, parse = _struct_plan(parameters, owner, None, "field")
     elif isinstance(parameters, Mapping):
         try:
             validate = compile_validator(parameters)
             schema = schema_spec_to_json_schema(parameters)
         except (TypeError, ValueError) as exc:
-            raise RegistrationError(f"define_tool({name}): {exc}") from exc
+            raise RegistrationError(f"{owner}: {exc}") from exc
         parse = _spec_parser(validate)
     else:
         raise RegistrationError(
-            f"define_tool({name}): parameters must be a SchemaSpec (a dict of SchemaProp) "
+            f"{owner}: parameters must be a SchemaSpec (a dict of SchemaProp) "
             "or a frozen msgspec.Struct subclass"
         )
-    definition = _definition(
-        name,
-        description,
-        schema,
-        parse,
-        execute,
-        is_async(execute),
-        checked_timeout,
-        is_concurrency_safe,
-        present_call,
-        present_result,
-        concurrency_keys,
-    )
+    definition = _definition(name, description, schema, parse, execute, is_async(execute), checked)
     mark_may_suspend(definition.execute, execute)
-    definition = _with_options(definition, owner, idempotent, max_concurrency)
-    return _with_output(definition, output, render_output)
+    return _with_output(owner, definition, output, render_output)
 
 
-def _with_options(
-    definition: ToolDefinition, owner: str, idempotent: object, max_concurrency: int | None
-) -> ToolDefinition:
-    if type(idempotent) is not bool:
-        raise RegistrationError(f"{owner}: idempotent must be a bool")
-    if idempotent or max_concurrency is not None:
-        return msgspec.structs.replace(
-            definition, idempotent=idempotent, max_concurrency=max_concurrency
-        )
-    return definition
+def _options(
+    owner: str, given: Mapping[str, Any]
+) -> tuple[ToolOptions, Any, OutputRenderer | None]:
+    """Check the keyword options once: ``(the ToolOptions, output, render_output)``."""
+    options = dict(given)
+    output = options.pop("output", None)
+    render_output = options.pop("render_output", None)
+    unknown = sorted(set(options) - set(ToolOptions.__struct_fields__))
+    if unknown:
+        raise RegistrationError(f"{owner}: unknown option {unknown[0]!r}")
+    checked = ToolOptions(**options)
+    problem = option_problem(checked)
+    if problem is not None:
+        raise RegistrationError(f"{owner}: {problem}")
+    return checked, output, render_output
 
 
 def _with_output(
+    owner: str,
     definition: ToolDefinition,
     output: Mapping[str, Any] | type[msgspec.Struct] | None,
     render: OutputRenderer | None,
 ) -> ToolDefinition:
     if output is None:
         if render is not None:
-            raise RegistrationError(f"define_tool({definition.name}): render_output needs output")
+            raise RegistrationError(f"{owner}: render_output needs output")
         return definition
     return attach_output(definition, output, render=render)
-
-
-def _check_limit(owner: str, max_concurrency: object) -> None:
-    if max_concurrency is not None and (type(max_concurrency) is not int or max_concurrency < 1):
-        raise RegistrationError(
-            f"{owner}: max_concurrency must be a positive integer, got {max_concurrency!r}"
-        )
-
-
-def _check_timeout(name: str, timeout_ms: object) -> float | None:
-    if timeout_ms is None:
-        return None
-    if (
-        isinstance(timeout_ms, bool)
-        or not isinstance(timeout_ms, int | float)
-        or not 0 < timeout_ms <= MAX_TIMEOUT_MS
-    ):
-        raise RegistrationError(f"define_tool({name}): timeout_ms must be a positive finite number")
-    return timeout_ms
 
 
 def _spec_parser(validate: Validator) -> _Parse:
@@ -268,11 +201,7 @@ def _definition(
     parse: _Parse,
     invoke: _Invoke,
     is_async: bool,
-    timeout_ms: float | None,
-    classifier: Callable[[Any], object] | None,
-    present_call: Callable[[Any], Any] | None,
-    present_result: Callable[[Any, ToolResult], Any] | None,
-    concurrency_keys: Callable[[Any], Iterable[ResourceKey]] | None,
+    options: ToolOptions,
 ) -> ToolDefinition:
     execute: Callable[[Any, ToolRunContext], Any]
     if is_async:
@@ -287,17 +216,11 @@ def _definition(
             return invoke(parse(args), ctx)
 
         execute = execute_sync
-    return ToolDefinition(
-        name=name,
-        description=description,
-        parameters=schema,
-        execute=execute,
-        timeout_ms=timeout_ms,
-        is_concurrency_safe=None if classifier is None else _soft_classifier(parse, classifier),
-        present_call=None if present_call is None else _soft_call(parse, present_call),
-        present_result=None if present_result is None else _soft_result(parse, present_result),
-        concurrency_keys=None if concurrency_keys is None else _soft_keys(parse, concurrency_keys),
-    )
+    fields = msgspec.structs.asdict(options)
+    for hook, soften in _SOFT_HOOKS.items():
+        if fields[hook] is not None:
+            fields[hook] = soften(parse, fields[hook])
+    return ToolDefinition(name, description, schema, execute, **fields)
 
 
 _INVALID: Any = object()
@@ -362,6 +285,15 @@ def _soft_result(
             return None
 
     return present_result
+
+
+_SOFT_HOOKS: dict[str, Callable[[_Parse, Any], Callable[..., Any]]] = {
+    "is_concurrency_safe": _soft_classifier,
+    "concurrency_keys": _soft_keys,
+    "present_call": _soft_call,
+    "present_result": _soft_result,
+}
+"""The options that receive the call's arguments: each gets them validated (softly)."""
 
 
 # --- Struct parameters --------------------------------------------------------------------
@@ -481,15 +413,7 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    timeout_ms: float | None = None,
-    is_concurrency_safe: Callable[[Any], object] | None = None,
-    present_call: Callable[[Any], ToolCallView | None] | None = None,
-    present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
-    idempotent: bool = False,
-    concurrency_keys: Callable[[Any], Iterable[ResourceKey]] | None = None,
-    max_concurrency: int | None = None,
-    output: Mapping[str, Any] | type[msgspec.Struct] | None = None,
-    render_output: OutputRenderer | None = None,
+    **options: Unpack[ToolOptionArgs[Any]],
 ) -> Callable[[Callable[..., Any]], ToolDefinition]: ...
 
 
@@ -499,15 +423,7 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    timeout_ms: float | None = None,
-    is_concurrency_safe: Callable[[Any], object] | None = None,
-    present_call: Callable[[Any], Any] | None = None,
-    present_result: Callable[[Any, ToolResult], Any] | None = None,
-    idempotent: bool = False,
-    concurrency_keys: Callable[[Any], Iterable[ResourceKey]] | None = None,
-    max_concurrency: int | None = None,
-    output: Mapping[str, Any] | type[msgspec.Struct] | None = None,
-    render_output: OutputRenderer | None = None,
+    **options: Unpack[ToolOptionArgs[Any]],
 ) -> ToolDefinition | Callable[[Callable[..., Any]], ToolDefinition]:
     """Turn a typed function into a :class:`ToolDefinition` (use as ``@tool`` or ``@tool(...)``).
 
@@ -534,47 +450,31 @@ def tool(
                 path: the directory to search.
             \"\"\"
 
-    The classifier and the presenters receive the validated arguments as a frozen
-    Struct whose attributes are the parameters (``lambda a: a.path.startswith("/")``).
+    The hooks (classifiers and presenters) receive the validated arguments as a
+    frozen Struct whose attributes are the parameters (``lambda a:
+    a.path.startswith("/")``).
 
     Args:
         fn: the function (when used as a bare ``@tool``).
         name: the tool name; defaults to ``fn.__name__``.
         description: the model-facing description; defaults to the docstring summary.
-        timeout_ms: as for :func:`define_tool`.
-        is_concurrency_safe: as for :func:`define_tool`.
-        present_call: as for :func:`define_tool`.
-        present_result: as for :func:`define_tool`.
-        idempotent: as for :func:`define_tool`.
-        concurrency_keys: as for :func:`define_tool`.
-        max_concurrency: as for :func:`define_tool`.
-        output: as for :func:`define_tool`.
-        render_output: as for :func:`define_tool`.
+        **options: the tool's options, as for :func:`define_tool`.
 
     Returns:
         The definition, or (when called with options only) a decorator producing it.
 
     Raises:
         RegistrationError: a parameter is unannotated, variadic, or has an annotation
-            the schema cannot express (the message names the parameter), or
-            ``timeout_ms`` or ``max_concurrency`` is invalid.
+            the schema cannot express (the message names the parameter), or an option
+            is unknown or invalid.
     """
 
     def decorate(function: Callable[..., Any]) -> ToolDefinition:
-        owner = f"@tool {name if name is not None else getattr(function, '__name__', 'tool')}"
-        _check_limit(owner, max_concurrency)
-        definition = _tool_from_function(
-            function,
-            name,
-            description,
-            timeout_ms,
-            is_concurrency_safe,
-            present_call,
-            present_result,
-            concurrency_keys,
-        )
-        definition = _with_options(definition, owner, idempotent, max_concurrency)
-        return _with_output(definition, output, render_output)
+        tool_name = name if name is not None else getattr(function, "__name__", "tool")
+        owner = f"@tool {tool_name}"
+        checked, output, render_output = _options(owner, options)
+        definition = _tool_from_function(function, tool_name, description, checked)
+        return _with_output(owner, definition, output, render_output)
 
     if fn is None:
         return decorate
@@ -582,18 +482,9 @@ def tool(
 
 
 def _tool_from_function(
-    fn: Callable[..., Any],
-    name: str | None,
-    description: str | None,
-    timeout_ms: float | None,
-    classifier: Callable[[Any], object] | None,
-    present_call: Callable[[Any], Any] | None,
-    present_result: Callable[[Any, ToolResult], Any] | None,
-    concurrency_keys: Callable[[Any], Iterable[ResourceKey]] | None = None,
+    fn: Callable[..., Any], tool_name: str, description: str | None, options: ToolOptions
 ) -> ToolDefinition:
-    tool_name = name if name is not None else getattr(fn, "__name__", "tool")
     owner = f"@tool {tool_name}"
-    checked_timeout = _check_timeout(tool_name, timeout_ms)
     try:
         signature = inspect.signature(fn)
         hints = typing.get_type_hints(fn, include_extras=True)
@@ -632,11 +523,7 @@ def _tool_from_function(
         parse,
         _invoker(fn, plan),
         is_async(fn),
-        checked_timeout,
-        classifier,
-        present_call,
-        present_result,
-        concurrency_keys,
+        options,
     )
     mark_may_suspend(definition.execute, fn)
     return definition

@@ -13,7 +13,6 @@ made for that scope and for scopes nested inside it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Final, TypeAlias
 
@@ -28,7 +27,7 @@ from ._decisions import (
     ResourceKey,
     ToolExecutionMode,
 )
-from ._definition import ToolDefinition
+from ._definition import ToolDefinition, option_problem
 from ._errors import RegistrationError
 from ._execution import ApprovalService, ToolDispatchExecution, ToolExecution, ToolExecutionInput
 from ._json import snapshot, thaw
@@ -61,12 +60,11 @@ PostExecuteListener: TypeAlias = Callable[
     Awaitable[PostToolDecision],
 ]
 """``async (execution, result, next) -> PostToolDecision``."""
-ToolGuard: TypeAlias = Callable[[ToolExecution], "str | None"]
+ToolGuard: TypeAlias = Callable[[ToolExecution], str | None]
 """``(execution) -> reason | None``: any string (even ``""``) denies."""
 ResultObserver: TypeAlias = Callable[[ToolExecution, ToolExecutionResult], None]
 """``(execution, result) -> None``: synchronous, observe only."""
 
-_MAX_TIMEOUT_MS = 365 * 24 * 3600 * 1000
 _PRE, _EXEC, _POST, _RESULT, _GUARD = range(5)
 
 
@@ -618,27 +616,9 @@ def _check_definition(definition: object) -> None:
         raise RegistrationError(f'tool "{name}" parameters must be a JSON Schema object (a dict)')
     if not callable(definition.execute):
         raise RegistrationError(f'tool "{name}" execute must be callable')
-    keys = definition.concurrency_keys
-    if keys is not None and not callable(keys):
-        raise RegistrationError(f'tool "{name}" concurrency_keys must be callable')
-    limit = definition.max_concurrency
-    if limit is not None and (type(limit) is not int or limit < 1):
-        raise RegistrationError(
-            f'tool "{name}" max_concurrency must be a positive integer, got {limit!r}'
-        )
-    timeout = definition.timeout_ms
-    if timeout is not None:
-        if not (
-            isinstance(timeout, int | float)
-            and not isinstance(timeout, bool)
-            and math.isfinite(timeout)
-            and timeout > 0
-        ):
-            raise RegistrationError(f'tool "{name}" timeout_ms must be a positive finite number')
-        if timeout > _MAX_TIMEOUT_MS:
-            raise RegistrationError(
-                f'tool "{name}" timeout_ms must be at most one year ({_MAX_TIMEOUT_MS} ms)'
-            )
+    problem = option_problem(definition)
+    if problem is not None:
+        raise RegistrationError(f'tool "{name}" {problem}')
 
 
 def _remove(items: list[Any], item: object) -> bool:

@@ -34,6 +34,7 @@ import msgspec
 import msgspec.inspect as mi
 from msgspec import NODEFAULT, UNSET
 
+from ._errors import StructSchemaError
 from ._json import thaw
 
 __all__ = [
@@ -72,7 +73,7 @@ class SchemaProp(TypedDict, total=False):
     items: NotRequired[SchemaProp]
 
 
-SchemaSpec: TypeAlias = "dict[str, SchemaProp]"
+SchemaSpec: TypeAlias = dict[str, SchemaProp]
 """The author-facing parameter schema: argument name → :class:`SchemaProp`."""
 
 Validator: TypeAlias = Callable[[object], list[str]]
@@ -427,10 +428,6 @@ def validate_args(spec: Mapping[str, SchemaProp], args: object) -> list[str]:
 
 class _NoSchemaError(Exception):
     """Raised internally when a type has no JSON Schema form here."""
-
-
-class StructSchemaError(Exception):
-    """Raised when a Struct cannot be a parameter schema; the message names the culprit."""
 
 
 FieldDocs: TypeAlias = Callable[[type], Mapping[str, str]]

@@ -11,12 +11,12 @@ registry's ``ABORTED`` stands.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Awaitable, Callable
 
 import trio
 
 from ._content import ToolExecutionResult
+from ._definition import timeout_problem
 from ._errors import RegistrationError, ToolTimeoutError
 from ._execution import ToolDispatchExecution
 from ._outcomes import _failure
@@ -24,8 +24,6 @@ from ._registry import Disposer, ToolRegistry, ToolScope
 from ._signal import fuse
 
 __all__ = ["install_timeout_policy"]
-
-_MAX_TIMEOUT_MS = 365 * 24 * 3600 * 1000
 
 
 class _Deadline:
@@ -58,7 +56,7 @@ def install_timeout_policy(
         RegistrationError: ``default_timeout_ms`` is not a positive finite number of at
             most a year.
     """
-    if default_timeout_ms is not None and not _valid_budget(default_timeout_ms):
+    if default_timeout_ms is not None and timeout_problem(default_timeout_ms) is not None:
         raise RegistrationError(
             "default_timeout_ms must be a positive finite number (at most one year)"
         )
@@ -102,12 +100,3 @@ def install_timeout_policy(
         return result
 
     return owner.on_execute(timeout_wrapper)
-
-
-def _valid_budget(value: object) -> bool:
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and 0 < value <= _MAX_TIMEOUT_MS
-    )
