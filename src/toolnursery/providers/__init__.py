@@ -20,7 +20,8 @@ clients themselves.
 
 from __future__ import annotations
 
+from ._common import Batch as Batch
 from ._common import ToolStream as ToolStream
 from ._common import strict_parameters as strict_parameters
 
-__all__ = ["ToolStream", "strict_parameters"]
+__all__ = ["Batch", "ToolStream", "strict_parameters"]

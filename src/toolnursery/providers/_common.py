@@ -8,16 +8,16 @@ SDK is imported here.
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import msgspec
 
 from .._arguments import parse_arguments
 from .._content import ImageContent, TextContent, ToolCall, ToolErrorInfo, ToolExecutionResult
 from .._errors import IncompleteCallError, StrictSchemaError, ToolArgsError
-from .._scheduler import ToolBatch
 
 __all__ = [
+    "Batch",
     "ToolStream",
     "content_parts",
     "get",
@@ -56,6 +56,17 @@ _REFUSED: Final = frozenset(
 )
 _SCHEMA_LISTS: Final = ("anyOf",)
 _SCHEMA_MAPS: Final = ("$defs", "definitions")
+
+
+class Batch(Protocol):
+    """What a stream adapter needs of a batch: :class:`~toolnursery.ToolBatch`, or
+    :class:`~toolnursery.aio.AsyncioToolBatch` under asyncio."""
+
+    def submit(self, call: ToolCall, /) -> int: ...
+
+    def close(self) -> None: ...
+
+    def __aiter__(self) -> AsyncIterator[tuple[ToolCall, ToolExecutionResult]]: ...
 
 
 def get(value: Any, key: str) -> Any:
@@ -300,9 +311,7 @@ class ToolStream:
     # (Chat Completions sends no per-call end event).
     _complete_on_json = False
 
-    def __init__(
-        self, stream: AsyncIterable[Any], batch: ToolBatch, *, strict: bool = False
-    ) -> None:
+    def __init__(self, stream: AsyncIterable[Any], batch: Batch, *, strict: bool = False) -> None:
         self._events = stream.__aiter__()
         self._batch = batch
         self._strict = strict

@@ -22,8 +22,7 @@ from .._arguments import NotArguments, kind_of, parse_arguments
 from .._content import ImageContent, ToolCall, ToolExecutionResult
 from .._errors import ToolArgsError
 from .._registry import ToolRegistry, ToolScope
-from .._scheduler import ToolBatch
-from ._common import ToolStream, content_parts, get, image_note, json_text
+from ._common import Batch, ToolStream, content_parts, get, image_note, json_text
 
 __all__ = [
     "AnthropicToolStream",
@@ -189,7 +188,7 @@ class AnthropicToolStream(ToolStream):
         return None
 
 
-def stream_calls(stream: AsyncIterable[Any], batch: ToolBatch) -> AnthropicToolStream:
+def stream_calls(stream: AsyncIterable[Any], batch: Batch) -> AnthropicToolStream:
     """Feed a streamed message's ``tool_use`` blocks into ``batch`` as they complete.
 
     Args:

@@ -18,8 +18,8 @@ from typing import Any
 
 from .._content import ToolCall, ToolExecutionResult
 from .._registry import ToolRegistry, ToolScope
-from .._scheduler import ToolBatch
 from ._common import (
+    Batch,
     ToolStream,
     content_parts,
     data_url,
@@ -194,7 +194,7 @@ class ChatToolStream(ToolStream):
 
 
 def stream_calls(
-    stream: AsyncIterable[Any], batch: ToolBatch, *, strict: bool = False
+    stream: AsyncIterable[Any], batch: Batch, *, strict: bool = False
 ) -> ChatToolStream:
     """Feed a streamed chat completion's tool calls into ``batch`` as they complete.
 

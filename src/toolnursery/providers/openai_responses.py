@@ -18,8 +18,8 @@ from typing import Any
 
 from .._content import ToolCall, ToolExecutionResult
 from .._registry import ToolRegistry, ToolScope
-from .._scheduler import ToolBatch
 from ._common import (
+    Batch,
     ToolStream,
     content_parts,
     data_url,
@@ -189,7 +189,7 @@ class ResponsesToolStream(ToolStream):
 
 
 def stream_calls(
-    stream: AsyncIterable[Any], batch: ToolBatch, *, strict: bool = False
+    stream: AsyncIterable[Any], batch: Batch, *, strict: bool = False
 ) -> ResponsesToolStream:
     """Feed a streamed response's function calls into ``batch`` as they complete.
 
