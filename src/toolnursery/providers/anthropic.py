@@ -22,7 +22,7 @@ from .._arguments import NotArguments, kind_of, parse_arguments
 from .._content import ImageContent, ToolCall, ToolExecutionResult
 from .._errors import ToolArgsError
 from .._registry import ToolRegistry, ToolScope
-from ._common import Batch, ToolStream, content_parts, get, image_note, json_text
+from ._common import Batch, ToolStream, content_parts, get, getter, image_note, json_text
 
 __all__ = [
     "AnthropicToolStream",
@@ -159,6 +159,7 @@ class AnthropicToolStream(ToolStream):
     """
 
     def _feed(self, event: Any) -> str | None:
+        get = getter(event)
         kind = get(event, "type")
         index = get(event, "index")
         if kind == "content_block_delta":

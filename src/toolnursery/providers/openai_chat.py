@@ -25,6 +25,7 @@ from ._common import (
     data_url,
     flat_text,
     get,
+    getter,
     json_text,
     strict_arguments,
     strict_parameters,
@@ -173,22 +174,27 @@ class ChatToolStream(ToolStream):
     _complete_on_json = True
 
     def _feed(self, chunk: Any) -> str | None:
+        g = getter(chunk)
         text: str | None = None
-        for choice in get(chunk, "choices") or ():
-            if get(choice, "index") not in (0, None):
+        for choice in g(chunk, "choices") or ():
+            if g(choice, "index") not in (0, None):
                 continue
-            delta = get(choice, "delta")
+            delta = g(choice, "delta")
             if delta is not None:
-                text = get(delta, "content")
-                for part in get(delta, "tool_calls") or ():
-                    index = get(part, "index")
-                    if not isinstance(index, int):
+                text = g(delta, "content")
+                for part in g(delta, "tool_calls") or ():
+                    index = g(part, "index")
+                    if type(index) is not int:
                         self.anomalies.append("a tool call delta without an index")
                         continue
-                    function = get(part, "function")
-                    self._start(index, get(part, "id"), get(function, "name"))
-                    self._append(index, get(function, "arguments"))
-            if get(choice, "finish_reason") is not None:
+                    function = g(part, "function")
+                    call_id = g(part, "id")
+                    name = g(function, "name") if function is not None else None
+                    if call_id is not None or name is not None:
+                        self._start(index, call_id, name)
+                    if function is not None:
+                        self._append(index, g(function, "arguments"))
+            if g(choice, "finish_reason") is not None:
                 self.finished = True
         return text
 

@@ -24,6 +24,7 @@ from ._common import (
     content_parts,
     data_url,
     get,
+    getter,
     json_text,
     strict_arguments,
     strict_parameters,
@@ -166,6 +167,7 @@ class ResponsesToolStream(ToolStream):
     """
 
     def _feed(self, event: Any) -> str | None:
+        get = getter(event)
         kind = get(event, "type")
         if kind == "response.output_text.delta":
             delta = get(event, "delta")
