@@ -297,7 +297,7 @@ async def test_chat_result_messages_in_model_order_then_the_contexts() -> None:
     assert [m.get("tool_call_id") for m in messages[:4]] == ["a", "b", "c", "d"]
     assert messages[0]["content"] == "echo x"
     assert messages[1]["content"] == (
-        "a picture\n[image: image/png, 9 bytes, not shown: this message takes text only]"
+        "a picture\n[image: image/png, 8 bytes, not shown: this message takes text only]"
     )
     assert messages[3]["content"].startswith("Error: ")
     assert messages[4]["content"] == [
@@ -346,7 +346,7 @@ def test_an_image_anthropic_does_not_take_becomes_a_note() -> None:
     assert message["content"][0]["content"] == [
         {
             "type": "text",
-            "text": "[image: image/tiff, 9 bytes, not shown: this message takes text only]",
+            "text": "[image: image/tiff, 8 bytes, not shown: this message takes text only]",
         }
     ]
 

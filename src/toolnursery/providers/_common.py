@@ -234,7 +234,8 @@ def strict_arguments(arguments: object) -> Any:
 
 def image_note(block: ImageContent) -> str:
     """The text that stands in for an image where a format takes only text."""
-    size = len(block.data) * 3 // 4
+    data = block.data.rstrip()
+    size = len(data) * 3 // 4 - data[-2:].count("=")
     return f"[image: {block.mime_type}, {size} bytes, not shown: this message takes text only]"
 
 
