@@ -10,8 +10,11 @@ The tree::
     │   ├── OutputSchemaError         UNSUPPORTED_SCHEMA: a schema outside the subset
     │   ├── ToolOutputError           INVALID_TOOL_OUTPUT: a body returned a value its
     │   │                             declared output does not allow
-    │   └── AsyncioHostError          NO_ASYNCIO_HOST: an asyncio tool called where no
-    │                                 asyncio loop hosts the trio run
+    │   ├── AsyncioHostError          NO_ASYNCIO_HOST: an asyncio tool called where no
+    │   │                             asyncio loop hosts the trio run
+    │   └── RemoteToolError           REMOTE_*: a body placed on a Ray cluster gave no
+    │                                 answer (worker or node died, no cluster, result
+    │                                 not encodable)
     └── RegistrationError (ValueError) a programmer error at registration time
 
 A :class:`ToolError` raised by a tool body, a policy hook or a wrapper becomes an
@@ -27,10 +30,15 @@ __all__ = [
     "TOOL_ABORTED",
     "TOOL_ABORTED_BEFORE_DISPATCH",
     "INVALID_TOOL_OUTPUT",
+    "REMOTE_NODE_DIED",
+    "REMOTE_RESULT_NOT_ENCODABLE",
+    "REMOTE_UNAVAILABLE",
+    "REMOTE_WORKER_DIED",
     "TOOL_TIMEOUT",
     "AsyncioHostError",
     "OutputSchemaError",
     "RegistrationError",
+    "RemoteToolError",
     "ToolArgsError",
     "ToolError",
     "ToolNotFoundError",
@@ -47,6 +55,14 @@ TOOL_TIMEOUT = "TOOL_TIMEOUT"
 """Code of a call whose timeout-policy deadline fired."""
 INVALID_TOOL_OUTPUT = "INVALID_TOOL_OUTPUT"
 """Code of a call whose body returned a value its declared output does not allow."""
+REMOTE_WORKER_DIED = "REMOTE_WORKER_DIED"
+"""Code of a remote call whose Ray worker (or actor) died while it ran."""
+REMOTE_NODE_DIED = "REMOTE_NODE_DIED"
+"""Code of a remote call whose node, or the object holding its answer, was lost."""
+REMOTE_UNAVAILABLE = "REMOTE_UNAVAILABLE"
+"""Code of a remote call that could not be placed: no Ray connection, or unschedulable."""
+REMOTE_RESULT_NOT_ENCODABLE = "REMOTE_RESULT_NOT_ENCODABLE"
+"""Code of a remote call whose body returned a value that cannot cross as msgspec bytes."""
 
 
 class ToolnurseryError(Exception):
@@ -168,6 +184,17 @@ class AsyncioHostError(ToolError):
             "started from asyncio through toolnursery.aio (run_tool_calls, open_tool_batch, "
             "execute), and this trio run has none"
         )
+
+
+class RemoteToolError(ToolError):
+    """Raised when a tool body placed on a Ray cluster gives no answer.
+
+    Its ``code`` says why: ``REMOTE_WORKER_DIED``, ``REMOTE_NODE_DIED``,
+    ``REMOTE_UNAVAILABLE`` or ``REMOTE_RESULT_NOT_ENCODABLE`` (see
+    :mod:`toolnursery.ray`).
+    """
+
+    code = REMOTE_UNAVAILABLE
 
 
 class RegistrationError(ToolnurseryError, ValueError):
