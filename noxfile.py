@@ -42,3 +42,5 @@ def bench(session: nox.Session) -> None:
     session.install("-e", ".")
     session.run("python", "benchmarks/bench_pipeline.py")
     session.run("python", "benchmarks/bench_scheduler.py")
+    session.install("-e", ".[ray]")
+    session.run("python", "benchmarks/bench_ray.py", "--quick")

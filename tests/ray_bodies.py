@@ -86,6 +86,15 @@ def spin_until_cancelled(args: Any, ctx: Any) -> str:
         Path(args["cleaned"]).write_text("cleaned")
 
 
+async def trio_spin_until_cancelled(args: Any, ctx: Any) -> str:
+    """An async body (run by ``trio.run`` in the worker) cancelled at a checkpoint."""
+    Path(args["started"]).write_text(str(os.getpid()))
+    try:
+        await trio.sleep_forever()
+    finally:
+        Path(args["cleaned"]).write_text("cleaned")
+
+
 def ignore_interrupts(args: Any, ctx: Any) -> str:
     """A body that swallows ray.cancel's KeyboardInterrupt: only force stops it."""
     Path(args["started"]).write_text(str(os.getpid()))
@@ -136,6 +145,8 @@ def count(args: Any, ctx: Any) -> str:
     state["calls"] += 1
     if args.get("crash"):
         os._exit(4)
+    if "started" in args:
+        hold_until(args, ctx)
     return f"{state['calls']}@{state['pid']}"
 
 

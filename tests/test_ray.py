@@ -195,10 +195,15 @@ async def test_waiting_parks_no_thread_per_call(cluster: str, tmp_path: Path) ->
     assert during <= before + 2
 
 
-async def test_batch_abort_cancels_the_running_remote_body(cluster: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "body", [ray_bodies.spin_until_cancelled, ray_bodies.trio_spin_until_cancelled]
+)
+async def test_batch_abort_cancels_the_running_remote_body(
+    cluster: str, tmp_path: Path, body: Any
+) -> None:
     """B153: an abort ends a started call as ABORTED — here by reaching the remote body."""
     registry = ToolRegistry()
-    registry.register(ray_tool(_tool("spin", ray_bodies.spin_until_cancelled)))
+    registry.register(ray_tool(_tool("spin", body)))
     started, cleaned = tmp_path / "started", tmp_path / "cleaned"
     signal = CancelSignal()
     results: list[ToolExecutionResult] = []
@@ -333,6 +338,44 @@ async def test_an_actor_pool_keeps_state_and_replaces_a_dead_actor(cluster: str)
     assert _code(crashed) == REMOTE_WORKER_DIED
     assert fresh.split("@")[0] == "1"
     assert fresh.split("@")[1] != pids[0]
+
+
+async def test_a_cancelled_actor_call_kills_and_replaces_its_actor(
+    cluster: str, tmp_path: Path
+) -> None:
+    registry = ToolRegistry()
+    registry.register(
+        ray_tool(
+            _tool("count", ray_bodies.count),
+            actors=1,
+            setup=ray_bodies.counter_setup,
+            cancel_grace_s=0.5,
+        )
+    )
+    signal = CancelSignal()
+    results: list[ToolExecutionResult] = []
+    started = tmp_path / "started"
+
+    async def held() -> None:
+        arguments = {"started": str(started), "release": str(tmp_path / "never")}
+        results.append(await _execute(registry, "count", arguments, signal))
+
+    with trio.fail_after(WAIT_S):
+        first = (await _execute(registry, "count", {})).content[0].text  # type: ignore[union-attr]
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(held)
+            await _wait_for_file(started)
+            signal.cancel()
+        after = (await _execute(registry, "count", {})).content[0].text  # type: ignore[union-attr]
+    assert _code(results[0]) == TOOL_ABORTED
+    assert first.split("@")[0] == "1"
+    # A running actor call cannot be interrupted: the actor was killed, a fresh one
+    # (new process, new state) serves the next call.
+    assert after.split("@")[0] == "1"
+    assert after.split("@")[1] != first.split("@")[1]
+    with trio.fail_after(WAIT_S):
+        while _alive(int(first.split("@")[1])):
+            await trio.sleep(0.02)  # polling: the raylet reaps the killed actor on its own
 
 
 async def test_a_cancelled_fleet_waiter_leaks_no_permit(cluster: str, tmp_path: Path) -> None:
