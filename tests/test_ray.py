@@ -46,6 +46,7 @@ from toolnursery import (  # noqa: E402
     run_tool_calls,
 )
 from toolnursery.ray import (  # noqa: E402
+    REMOTE_NODE_DIED,
     REMOTE_RESULT_NOT_ENCODABLE,
     REMOTE_UNAVAILABLE,
     REMOTE_WORKER_DIED,
@@ -561,3 +562,110 @@ def test_the_example_runs_on_the_cluster(cluster: str) -> None:
     out = done.stdout.decode()
     assert "8 calls" in out
     assert "errors: 0" in out
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        (ray.exceptions.WorkerCrashedError(), REMOTE_WORKER_DIED),
+        (ray.exceptions.ActorDiedError(), REMOTE_WORKER_DIED),
+        (ray.exceptions.OutOfMemoryError("killed"), REMOTE_WORKER_DIED),
+        (ray.exceptions.NodeDiedError("gone"), REMOTE_NODE_DIED),
+        (ray.exceptions.LocalRayletDiedError(), REMOTE_NODE_DIED),
+        (ray.exceptions.ObjectLostError("ab" * 14, None, ""), REMOTE_NODE_DIED),
+        (ray.exceptions.OwnerDiedError("ab" * 14, None, ""), REMOTE_NODE_DIED),
+        (ray.exceptions.TaskCancelledError(), TOOL_ABORTED),
+        (ray.exceptions.TaskUnschedulableError("no node"), REMOTE_UNAVAILABLE),
+        (ray.exceptions.RuntimeEnvSetupError(), REMOTE_UNAVAILABLE),
+    ],
+)
+def test_ray_failures_map_to_named_codes(error: Exception, code: str) -> None:
+    from toolnursery._ray_place import _translate
+
+    translated = _translate(error, "t")  # type: ignore[arg-type]
+    assert translated.code == code
+    assert translated.message.startswith('tool "t"')
+
+
+async def test_a_fleet_limit_mismatch_is_a_per_call_error(cluster: str, tmp_path: Path) -> None:
+    first, second = ToolRegistry(), ToolRegistry()
+    first.register(ray_tool(_tool("echo", ray_bodies.echo), fleet_limit=3, fleet_key="mismatch"))
+    second.register(ray_tool(_tool("echo", ray_bodies.echo), fleet_limit=4, fleet_key="mismatch"))
+    with trio.fail_after(WAIT_S):
+        ok = await _execute(first, "echo", {})
+        refused = await _execute(second, "echo", {})
+        usage = await fleet_usage("mismatch")
+    assert not ok.is_error
+    assert _code(refused) == REMOTE_UNAVAILABLE
+    assert 'fleet limit "mismatch" is held at 3' in refused.content[0].text  # type: ignore[union-attr]
+    assert (usage.limit, usage.held, usage.waiting) == (3, 0, 0)
+
+
+async def test_a_reset_fleet_limit_is_recreated(cluster: str) -> None:
+    registry = ToolRegistry()
+    registry.register(ray_tool(_tool("echo", ray_bodies.echo), fleet_limit=1, fleet_key="reset"))
+    with trio.fail_after(WAIT_S):
+        before = await _execute(registry, "echo", {})
+        ray.kill(ray.get_actor("fleet:reset", namespace="toolnursery"))
+        lost = await _execute(registry, "echo", {})
+        again = await _execute(registry, "echo", {})
+    assert not before.is_error
+    assert _code(lost) == REMOTE_UNAVAILABLE
+    assert 'fleet limit "reset" is unavailable' in lost.content[0].text  # type: ignore[union-attr]
+    assert not again.is_error
+
+
+_DYING_AGENT = textwrap.dedent(
+    """
+    import os, sys, time, trio, ray
+    from pathlib import Path
+    import ray_bodies
+    from toolnursery import CancelSignal, ToolDefinition, ToolExecutionInput, ToolRegistry
+    from toolnursery.ray import ray_tool
+
+    address, started, release = sys.argv[1:4]
+    ray.init(address=address, log_to_driver=False)
+    registry = ToolRegistry()
+    definition = ToolDefinition("hold", "h", {"type": "object"}, ray_bodies.hold_until)
+    registry.register(ray_tool(definition, num_cpus=0.1, fleet_limit=1, fleet_key="reclaim"))
+
+    async def main():
+        async with trio.open_nursery() as nursery:
+            arguments = {"started": started, "release": release}
+            call = ToolExecutionInput("dying", "hold", arguments, CancelSignal())
+            nursery.start_soon(registry.execute, call)
+            # Polling: the body runs in a Ray worker; the file is what it leaves.
+            while not Path(started).exists():
+                await trio.sleep(0.02)
+            os._exit(7)  # die holding the permit
+
+    trio.run(main)
+    """
+)
+
+
+async def test_permits_of_a_dead_agent_process_are_reclaimed(cluster: str, tmp_path: Path) -> None:
+    started, release = tmp_path / "started", tmp_path / "release"
+    with trio.fail_after(120):
+        done = await trio.run_process(
+            [sys.executable, "-c", _DYING_AGENT, cluster, str(started), str(release)],
+            capture_stdout=True,
+            capture_stderr=True,
+            env=_agent_env(),
+            check=False,
+        )
+        assert done.returncode == 7, done.stderr.decode()[-2000:]
+        leaked = await fleet_usage("reclaim")
+        registry = ToolRegistry()
+        registry.register(
+            ray_tool(_tool("hold", ray_bodies.hold_until), fleet_limit=1, fleet_key="reclaim")
+        )
+        release.write_text("go")
+        mine = await _execute(
+            registry, "hold", {"started": str(tmp_path / "mine"), "release": str(release)}
+        )
+        usage = await fleet_usage("reclaim")
+    assert started.exists()
+    assert leaked.held == 1  # nobody waited yet, so nothing was reclaimed
+    assert mine.content[0].text == "released"  # type: ignore[union-attr]
+    assert (usage.held, usage.waiting, usage.peak) == (0, 0, 1)

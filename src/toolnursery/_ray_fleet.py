@@ -21,6 +21,7 @@ import uuid
 from typing import Any, Final
 
 import ray
+import ray.exceptions as rex
 import trio
 
 from ._errors import REMOTE_UNAVAILABLE, RemoteToolError
@@ -172,8 +173,15 @@ class FleetLimit:
 
         Cancellable: a ``Cancelled`` (or any failure) while waiting sends the release
         that withdraws the request, so no permit is left behind.
+
+        Raises:
+            RemoteToolError: ``REMOTE_UNAVAILABLE``: the limit's actor cannot be
+                reached, or it holds a different limit for this key.
         """
-        actor = await self.handle()
+        try:
+            actor = await self.handle()
+        except rex.RayError as exc:
+            raise self._unavailable(tool_name, exc) from exc
         job = ray.get_runtime_context().get_job_id()
         holder = f"{job}:{uuid.uuid4().hex}"
         ref = actor.acquire.remote(holder, self.limit, job)
@@ -181,7 +189,11 @@ class FleetLimit:
         settled = False
         try:
             await done.wait()
-            status, limit = future.result()
+            try:
+                status, limit = future.result()
+            except rex.RayError as exc:
+                self._handle = None  # the actor is gone (killed to reset the key?)
+                raise self._unavailable(tool_name, exc) from exc
             settled = True
         finally:
             if not settled:
@@ -193,6 +205,13 @@ class FleetLimit:
                 code=REMOTE_UNAVAILABLE,
             )
         return actor, holder
+
+    def _unavailable(self, tool_name: str, exc: Exception) -> RemoteToolError:
+        return RemoteToolError(
+            f'tool "{tool_name}": fleet limit "{self.key}" is unavailable '
+            f"({type(exc).__name__}: {exc})",
+            code=REMOTE_UNAVAILABLE,
+        )
 
 
 async def release(actor: Any, holder: str) -> None:
