@@ -1,5 +1,5 @@
-"""The ``toolnursery`` command: ``run`` a batch of tool calls, ``replay`` a log, or
-watch the ``demo``.
+"""The ``toolnursery`` command: ``run`` a batch of tool calls, ``replay`` a log,
+watch the ``demo``, or ``serve`` a registry over MCP.
 
 Exit codes: 0 when the batch ran (tool failures are results, not exit codes) or the
 log was shown, 1 when the batch itself failed (e.g. the log could not be written), 2
@@ -40,6 +40,7 @@ from ._cli_cards import (
 )
 from ._cli_demo import render_demo, run_demo
 from ._cli_input import CallsInputError, parse_calls
+from ._cli_serve import add_serve_parser, serve_command
 from ._content import ToolCall, ToolExecutionResult
 from ._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH
 from ._recorder import JsonlRecorder, RecorderEvent, ToolCallEvent, ToolResultEvent
@@ -152,6 +153,7 @@ def _parser() -> argparse.ArgumentParser:
         "print a timeline of the tool bodies and every result.",
     )
     _common(demo)
+    add_serve_parser(commands)
     return parser
 
 
@@ -210,6 +212,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _replay_command(options)
         if options.command == "demo":
             return _demo_command(options)
+        if options.command == "serve":
+            return serve_command(options, load_registry, _example_registry, _say, UsageError)
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     except UsageError as exc:

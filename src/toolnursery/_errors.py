@@ -10,8 +10,13 @@ The tree::
     │   ├── OutputSchemaError         UNSUPPORTED_SCHEMA: a schema outside the subset
     │   ├── ToolOutputError           INVALID_TOOL_OUTPUT: a body returned a value its
     │   │                             declared output does not allow
-    │   └── AsyncioHostError          NO_ASYNCIO_HOST: an asyncio tool called where no
-    │                                 asyncio loop hosts the trio run
+    │   ├── AsyncioHostError          NO_ASYNCIO_HOST: an asyncio tool called where no
+    │   │                             asyncio loop hosts the trio run
+    │   ├── McpServerGoneError        MCP_SERVER_GONE: a mounted MCP server's connection
+    │   │                             ended before the call finished
+    │   └── McpCallError              MCP_TOOL_ERROR / MCP_REQUEST_FAILED: a mounted
+    │                                 MCP tool reported an error, or its request failed
+    ├── McpMountError                 an MCP server could not be mounted
     └── RegistrationError (ValueError) a programmer error at registration time
 
 A :class:`ToolError` raised by a tool body, a policy hook or a wrapper becomes an
@@ -28,7 +33,13 @@ __all__ = [
     "TOOL_ABORTED_BEFORE_DISPATCH",
     "INVALID_TOOL_OUTPUT",
     "TOOL_TIMEOUT",
+    "MCP_REQUEST_FAILED",
+    "MCP_SERVER_GONE",
+    "MCP_TOOL_ERROR",
     "AsyncioHostError",
+    "McpCallError",
+    "McpMountError",
+    "McpServerGoneError",
     "OutputSchemaError",
     "RegistrationError",
     "ToolArgsError",
@@ -47,6 +58,13 @@ TOOL_TIMEOUT = "TOOL_TIMEOUT"
 """Code of a call whose timeout-policy deadline fired."""
 INVALID_TOOL_OUTPUT = "INVALID_TOOL_OUTPUT"
 """Code of a call whose body returned a value its declared output does not allow."""
+
+MCP_SERVER_GONE = "MCP_SERVER_GONE"
+"""Code of a mounted MCP call whose server connection ended before it finished."""
+MCP_TOOL_ERROR = "MCP_TOOL_ERROR"
+"""Code of a mounted MCP call whose server answered with an ``isError`` result."""
+MCP_REQUEST_FAILED = "MCP_REQUEST_FAILED"
+"""Code of a mounted MCP call whose request the server answered with a JSON-RPC error."""
 
 
 class ToolnurseryError(Exception):
@@ -168,6 +186,39 @@ class AsyncioHostError(ToolError):
             "started from asyncio through toolnursery.aio (run_tool_calls, open_tool_batch, "
             "execute), and this trio run has none"
         )
+
+
+class McpServerGoneError(ToolError):
+    """Raised when a mounted MCP server's connection ends while a call needs it.
+
+    The server exited, crashed or closed the connection; calls in flight get this
+    error (code ``MCP_SERVER_GONE``) and the mount's tools are unregistered.
+    """
+
+    code = MCP_SERVER_GONE
+
+    def __init__(self, server: str, detail: str | None = None) -> None:
+        self.server = server
+        text = f'MCP server "{server}" is gone'
+        super().__init__(text if detail is None else f"{text}: {detail}")
+
+
+class McpCallError(ToolError):
+    """Raised when a mounted MCP tool fails: an ``isError`` result or a JSON-RPC error.
+
+    An ``isError`` result's text becomes the message (code ``MCP_TOOL_ERROR``); a
+    request the server rejected carries the JSON-RPC error's message (code
+    ``MCP_REQUEST_FAILED``).
+    """
+
+    code = MCP_TOOL_ERROR
+
+
+class McpMountError(ToolnurseryError):
+    """Raised when an MCP server cannot be mounted: it did not start or initialise in
+    time, answered something that is not MCP, or lists tools that cannot be
+    registered (a duplicate name, an ``inputSchema`` that is not an object schema, a
+    name already taken)."""
 
 
 class RegistrationError(ToolnurseryError, ValueError):
