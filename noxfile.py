@@ -42,6 +42,8 @@ def bench(session: nox.Session) -> None:
     session.install("-e", ".")
     session.run("python", "benchmarks/bench_pipeline.py")
     session.run("python", "benchmarks/bench_scheduler.py")
+    session.install("-e", ".[mcp]")
+    session.run("python", "benchmarks/bench_mcp.py")
 
 
 @nox.session
