@@ -96,8 +96,10 @@ from ._progress import ReportSink as ReportSink
 from ._progress import report_log as report_log
 from ._progress import report_progress as report_progress
 from ._progress import reporting as reporting
+from ._progress_log import ReportingRecorder as ReportingRecorder
 from ._recorder import ContextEvent as ContextEvent
 from ._recorder import JsonlRecorder as JsonlRecorder
+from ._recorder import ProgressEvent as ProgressEvent
 from ._recorder import RecorderEvent as RecorderEvent
 from ._recorder import ToolCallEvent as ToolCallEvent
 from ._recorder import ToolCallRecorder as ToolCallRecorder
@@ -178,10 +180,12 @@ __all__ = [
     "PostToolDecision",
     "PreExecuteListener",
     "PreToolDecision",
+    "ProgressEvent",
     "ProgressReport",
     "RecorderEvent",
     "RegistrationError",
     "ReportSink",
+    "ReportingRecorder",
     "ResourceContents",
     "ResourceKey",
     "ResourceLink",

@@ -20,7 +20,7 @@ import tempfile
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from functools import partial
 from pathlib import Path
 from typing import Any, Final, TextIO
@@ -43,7 +43,15 @@ from ._cli_input import CallsInputError, parse_calls
 from ._cli_serve import add_serve_parser, serve_command
 from ._content import ToolCall, ToolExecutionResult
 from ._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH
-from ._recorder import JsonlRecorder, RecorderEvent, ToolCallEvent, ToolResultEvent
+from ._progress import ProgressReport, reporting
+from ._progress_log import ReportingRecorder
+from ._recorder import (
+    JsonlRecorder,
+    ProgressEvent,
+    RecorderEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
 from ._registry import ToolRegistry
 from ._scheduler import open_tool_batch
 from ._signal import CancelSignal
@@ -267,12 +275,13 @@ def _run_command(options: argparse.Namespace) -> int:
         recorder = _open_log(options.log, stack)
         progress = _Progress(sys.stderr, len(calls), recorder) if _wants_progress(options) else None
         try:
+            sink = progress if progress is not None else recorder
             interrupted, results = trio.run(
                 _run_batch,
                 registry,
                 calls,
                 options.max_parallel,
-                progress if progress is not None else recorder,
+                ReportingRecorder(sink) if sink is not None else None,
                 _writer(progress, _card_writer(registry, options) if options.show else None),
                 partial(_interrupted, progress),
             )
@@ -481,7 +490,7 @@ async def _run_batch(
     registry: ToolRegistry,
     calls: list[ToolCall],
     max_parallel: int,
-    recorder: _Progress | JsonlRecorder | None,
+    recorder: ReportingRecorder | None,
     write: Callable[[ToolCall, ToolExecutionResult], None],
     on_interrupt: Callable[[], None],
 ) -> tuple[bool, list[ToolExecutionResult]]:
@@ -496,15 +505,17 @@ async def _run_batch(
         async with trio.open_nursery() as nursery:
             if threading.current_thread() is threading.main_thread():
                 await nursery.start(_cancel_on_sigint, cancel, on_interrupt)
-            async with open_tool_batch(
-                registry, signal=cancel, max_parallel=max_parallel, recorder=recorder
-            ) as batch:
-                for call in calls:
-                    batch.submit(call)
-                batch.close()
-                async for call, result in batch:
-                    results.append(result)
-                    write(call, result)
+            # The calls' progress reports join the log and the status line.
+            with reporting(recorder.report) if recorder is not None else nullcontext():
+                async with open_tool_batch(
+                    registry, signal=cancel, max_parallel=max_parallel, recorder=recorder
+                ) as batch:
+                    for call in calls:
+                        batch.submit(call)
+                    batch.close()
+                    async for call, result in batch:
+                        results.append(result)
+                        write(call, result)
             nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         # The signal task is ours, not the caller's: report the failure itself.
@@ -556,6 +567,7 @@ class _Progress:
         self.total = total
         self.inner = inner
         self.running: dict[int, str] = {}
+        self.progress: dict[int, str] = {}
         self.done = 0
         self.errors = 0
         self.shown = False
@@ -565,8 +577,14 @@ class _Progress:
             self.inner.record(event)
         if isinstance(event, ToolCallEvent):
             self.running[event.index] = event.call.name
+        elif isinstance(event, ProgressEvent):
+            report = event.report
+            if not isinstance(report, ProgressReport) or event.index not in self.running:
+                return
+            self.progress[event.index] = _progress_text(report)
         elif isinstance(event, ToolResultEvent):
             self.running.pop(event.index, None)
+            self.progress.pop(event.index, None)
             self.done += 1
             self.errors += event.result.is_error
         else:
@@ -578,6 +596,9 @@ class _Progress:
         counts = Counter(self.running.values())
         names = ", ".join(f"{n} x{c}" if c > 1 else n for n, c in counts.items())
         running = f"  running: {names}" if names else ""
+        latest = next(reversed(self.progress.items()), None)
+        if latest is not None:
+            running += f"  [{self.running[latest[0]]} {latest[1]}]"
         return f"toolnursery: {self.done}/{self.total} done{errors}{running}"
 
     def draw(self) -> None:
@@ -601,6 +622,11 @@ class _Progress:
             self.stream.flush()
         except (OSError, ValueError):
             pass  # a display that cannot be written is not worth failing the batch over
+
+
+def _progress_text(report: ProgressReport) -> str:
+    amount = f"{report.progress:g}" + (f"/{report.total:g}" if report.total is not None else "")
+    return f"{amount} {report.message}" if report.message else amount
 
 
 # -- replay -----------------------------------------------------------------------------
