@@ -1,5 +1,6 @@
-"""The ``toolnursery`` command: ``run`` a batch of tool calls, ``replay`` a log,
-watch the ``demo``, or ``serve`` a registry over MCP.
+"""The ``toolnursery`` command: ``run`` a batch of tool calls, ``replay`` a log, watch
+the ``demo``, ``bench`` the pipeline against a bare trio nursery, or ``serve`` a
+registry over MCP.
 
 Exit codes: 0 when the batch ran (tool failures are results, not exit codes) or the
 log was shown, 1 when the batch itself failed (e.g. the log could not be written), 2
@@ -29,7 +30,6 @@ import msgspec
 import trio
 
 from ._cli_cards import (
-    LogError,
     card_width,
     example_presenters,
     read_batches,
@@ -42,7 +42,7 @@ from ._cli_demo import render_demo, run_demo
 from ._cli_input import CallsInputError, parse_calls
 from ._cli_serve import add_serve_parser, serve_command
 from ._content import ToolCall, ToolExecutionResult
-from ._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH
+from ._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, LogFormatError
 from ._progress import ProgressReport, reporting
 from ._progress_log import ReportingRecorder
 from ._recorder import (
@@ -162,6 +162,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     _common(demo)
     add_serve_parser(commands)
+
+    from ._cli_bench import add_parser as add_bench_parser
+
+    add_bench_parser(commands, _positive_int)
     return parser
 
 
@@ -222,6 +226,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _demo_command(options)
         if options.command == "serve":
             return serve_command(options, load_registry, _example_registry, _say, UsageError)
+        if options.command == "bench":
+            from ._cli_bench import bench_command
+
+            return bench_command(options)
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     except UsageError as exc:
@@ -640,10 +648,14 @@ def _replay_command(options: argparse.Namespace) -> int:
     registry = load_registry(options.tools) if options.tools is not None else example_presenters()
     try:
         batches, torn = read_batches(options.log)
-    except LogError as exc:
-        raise UsageError(str(exc))
-    if torn is not None:
-        _say(f"{options.log} line {torn} is incomplete (a crash mid-write?); skipped")
+    except LogFormatError as exc:
+        raise UsageError(
+            f"{options.log} line {exc.line}: not a toolnursery event: {exc.text!r}"
+        ) from exc
+    except OSError as exc:
+        raise UsageError(f"cannot read LOG {options.log!r}: {exc.strerror or exc}") from exc
+    for number in torn:
+        _say(f"{options.log} line {number} is a torn event (a writer died mid-write); skipped")
     if not batches:
         _say(f"{options.log}: no tool calls recorded")
         return EXIT_OK
