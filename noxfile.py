@@ -48,3 +48,11 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/bench_pipeline.py")
     session.run("python", "benchmarks/bench_scheduler.py")
     session.run("python", "benchmarks/bench_peers.py")
+
+
+@nox.session
+def faults(session: nox.Session) -> None:
+    """The fault matrix and the log state machine with a bigger hypothesis budget."""
+    session.install("-e", ".[test]")
+    session.env["TOOLNURSERY_LOG_EXAMPLES"] = "60"
+    session.run("pytest", "tests/test_fault_matrix.py", "tests/test_log_machine.py")

@@ -255,6 +255,24 @@ def effects(path: Path) -> list[tuple[str, str, str]]:
     return [tuple(line.split()) for line in path.read_text().splitlines()]  # type: ignore[misc]
 
 
+def run_command(
+    module: Path, calls: Path, log: Path, *extra: str, crash: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """``toolnursery run CALLS --tools MODULE:registry --log LOG`` in a subprocess."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    if crash:
+        env["TOOLNURSERY_TEST_CRASH"] = "1"
+    command = ["run", str(calls), "--tools", f"{module}:registry", "--log", str(log), *extra]
+    return subprocess.run(
+        [sys.executable, "-m", "toolnursery", *command],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
 @pytest.fixture
 def crashed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, Path]:
     """A batch whose process died in c2: c0 and c1 committed, c3 never started."""
@@ -264,24 +282,7 @@ def crashed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path
     calls.write_text("".join(msgspec.json.encode(c).decode() + "\n" for c in RUN_CALLS))
     log, fx = tmp_path / "log.jsonl", tmp_path / "effects.txt"
     monkeypatch.setenv("TOOLNURSERY_TEST_EFFECTS", str(fx))
-    died = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "toolnursery",
-            "run",
-            str(calls),
-            "--tools",
-            f"{module}:registry",
-            "--log",
-            str(log),
-        ],
-        env={**os.environ, "TOOLNURSERY_TEST_CRASH": "1", "PYTHONPATH": os.pathsep.join(sys.path)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    died = run_command(module, calls, log, crash=True)
     assert died.returncode == 3, died.stderr
     assert [e[:2] for e in effects(fx)] == [("write", "c0"), ("read", "c1"), ("crash", "c2")]
     return module, calls, log
@@ -354,25 +355,7 @@ def test_the_command_resumes_and_prints_every_result_in_model_order(
     crashed: tuple[Path, Path, Path],
 ) -> None:
     module, calls, log = crashed
-    resumed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "toolnursery",
-            "run",
-            str(calls),
-            "--tools",
-            f"{module}:registry",
-            "--log",
-            str(log),
-            "--resume",
-        ],
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    resumed = run_command(module, calls, log, "--resume")
     assert resumed.returncode == 0, resumed.stderr
     lines = [msgspec.json.decode(line) for line in resumed.stdout.splitlines()]
     assert [line["id"] for line in lines] == ["c0", "c1", "c2", "c3", "c3"]
