@@ -48,6 +48,7 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/bench_pipeline.py")
     session.run("python", "benchmarks/bench_scheduler.py")
     session.run("python", "benchmarks/bench_peers.py")
+<<<<<<< HEAD
 
 
 @nox.session
@@ -56,3 +57,7 @@ def faults(session: nox.Session) -> None:
     session.install("-e", ".[test]")
     session.env["TOOLNURSERY_LOG_EXAMPLES"] = "60"
     session.run("pytest", "tests/test_fault_matrix.py", "tests/test_log_machine.py")
+=======
+    session.install("-e", ".[ray]")
+    session.run("python", "benchmarks/bench_ray.py", "--quick")
+>>>>>>> main

@@ -49,12 +49,14 @@ from ._errors import AbortError as AbortError
 from ._errors import AsyncioHostError as AsyncioHostError
 from ._errors import DuplicateCallIdError as DuplicateCallIdError
 from ._errors import FileToolError as FileToolError
+from ._errors import IncompleteCallError as IncompleteCallError
 from ._errors import InterruptedCallError as InterruptedCallError
 from ._errors import LogFormatError as LogFormatError
 from ._errors import NotJSONError as NotJSONError
 from ._errors import OutputSchemaError as OutputSchemaError
 from ._errors import OutsideRootError as OutsideRootError
 from ._errors import RegistrationError as RegistrationError
+from ._errors import RemoteToolError as RemoteToolError
 from ._errors import ResumeError as ResumeError
 from ._errors import StrictSchemaError as StrictSchemaError
 from ._errors import StructSchemaError as StructSchemaError
@@ -177,6 +179,7 @@ __all__ = [
     "GenericResultView",
     "HookContext",
     "ImageContent",
+    "IncompleteCallError",
     "InterruptedCallError",
     "JsonlRecorder",
     "LogFormatError",
@@ -190,6 +193,7 @@ __all__ = [
     "PreToolDecision",
     "RecorderEvent",
     "RegistrationError",
+    "RemoteToolError",
     "ResourceKey",
     "ResultObserver",
     "ResumeError",
