@@ -29,6 +29,7 @@ from toolnursery import (
     run_tool_calls,
 )
 from toolnursery._cli import main
+from toolnursery._cli_cards import read_batches
 from toolnursery._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, ABORTED_RESULT, _failure
 from toolnursery._recorder import ContextEvent
 from toolnursery._resume import plan_resume
@@ -328,6 +329,11 @@ async def test_resume_runs_what_never_ran_and_nothing_twice(
     batch_id = first_run[0][2].split(":")[0]
     assert effects(fx)[-1][2] == f"{batch_id}:c3"
     assert [r for _, r in replay_log(log)] == results
+    (batch,), torn = read_batches(log)  # what `toolnursery replay` shows: each call once
+    assert torn == []
+    assert [(entry.call.id, entry.result) for entry in batch.calls] == [
+        (call.id, result) for call, result in zip(RUN_CALLS, results, strict=True)
+    ]
     # Resuming again replays everything and runs nothing.
     with JsonlRecorder(log) as recorder:
         again = await run_tool_calls(
