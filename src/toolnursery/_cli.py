@@ -1,5 +1,6 @@
 """The ``toolnursery`` command: ``run`` a batch of tool calls, ``replay`` a log, watch
-the ``demo``, or ``bench`` the pipeline against a bare trio nursery.
+the ``demo``, ``bench`` the pipeline against a bare trio nursery, or ``serve`` a
+registry over MCP.
 
 Exit codes: 0 when the batch ran (tool failures are results, not exit codes) or the
 log was shown, 1 when the batch itself failed (e.g. the log could not be written), 2
@@ -20,7 +21,7 @@ import tempfile
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from functools import partial
 from pathlib import Path
 from typing import Any, Final, TextIO
@@ -39,10 +40,14 @@ from ._cli_cards import (
 )
 from ._cli_demo import render_demo, run_demo
 from ._cli_input import FORMATS, CallsInputError, parse_calls, provider_messages
+from ._cli_serve import add_serve_parser, serve_command
 from ._content import ToolCall, ToolExecutionResult
 from ._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, LogFormatError, ResumeError
+from ._progress import ProgressReport, reporting
+from ._progress_log import ReportingRecorder
 from ._recorder import (
     JsonlRecorder,
+    ProgressEvent,
     RecorderEvent,
     ToolCallEvent,
     ToolCallRecorder,
@@ -174,6 +179,7 @@ def _parser() -> argparse.ArgumentParser:
         "print a timeline of the tool bodies and every result.",
     )
     _common(demo)
+    add_serve_parser(commands)
 
     from ._cli_bench import add_parser as add_bench_parser
 
@@ -236,6 +242,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _replay_command(options)
         if options.command == "demo":
             return _demo_command(options)
+        if options.command == "serve":
+            return serve_command(options, load_registry, _example_registry, _say, UsageError)
         if options.command == "bench":
             from ._cli_bench import bench_command
 
@@ -306,12 +314,15 @@ def _run_command(options: argparse.Namespace) -> int:
             quiet=options.format != "toolnursery",
         )
         try:
+            sink: ToolCallRecorder | None = progress if progress is not None else recorder
+            if planned is not None:  # events of the calls that run keep their indices
+                sink = planned.recorder(sink)
             interrupted, results = trio.run(
                 _run_batch,
                 registry,
                 to_run,
                 options.max_parallel,
-                progress if progress is not None else recorder,
+                ReportingRecorder(sink) if sink is not None else None,
                 write,
                 partial(_interrupted, progress),
                 planned,
@@ -546,7 +557,7 @@ async def _run_batch(
     registry: ToolRegistry,
     calls: list[ToolCall],
     max_parallel: int,
-    recorder: ToolCallRecorder | None,
+    recorder: ReportingRecorder | None,
     write: Callable[[ToolCall, ToolExecutionResult], None],
     on_interrupt: Callable[[], None],
     planned: PlannedRun | None = None,
@@ -565,25 +576,25 @@ async def _run_batch(
         async with trio.open_nursery() as nursery:
             if threading.current_thread() is threading.main_thread():
                 await nursery.start(_cancel_on_sigint, cancel, on_interrupt)
-            if planned is not None:
-                recorder = planned.recorder(recorder)
-            async with open_tool_batch(
-                registry,
-                signal=cancel,
-                max_parallel=max_parallel,
-                recorder=recorder,
-                batch_id=None if planned is None else planned.plan.batch_id,
-            ) as batch:
-                for call in calls:
-                    batch.submit(call)
-                batch.close()
-                async for call, result in batch:
-                    results.append(result)
-                    if planned is None:
-                        write(call, result)
-                    else:
-                        for shown in planned.ordered(len(results), result):
-                            write(*shown)
+            # The calls' progress reports join the log and the status line.
+            with reporting(recorder.report) if recorder is not None else nullcontext():
+                async with open_tool_batch(
+                    registry,
+                    signal=cancel,
+                    max_parallel=max_parallel,
+                    recorder=recorder,
+                    batch_id=None if planned is None else planned.plan.batch_id,
+                ) as batch:
+                    for call in calls:
+                        batch.submit(call)
+                    batch.close()
+                    async for call, result in batch:
+                        results.append(result)
+                        if planned is None:
+                            write(call, result)
+                        else:
+                            for shown in planned.ordered(len(results), result):
+                                write(*shown)
             nursery.cancel_scope.cancel()
         if planned is not None:
             planned.finish()
@@ -640,6 +651,7 @@ class _Progress:
         self.total = total
         self.inner = inner
         self.running: dict[int, str] = {}
+        self.progress: dict[int, str] = {}
         self.done = 0
         self.errors = 0
         self.shown = False
@@ -649,8 +661,14 @@ class _Progress:
             self.inner.record(event)
         if isinstance(event, ToolCallEvent):
             self.running[event.index] = event.call.name
+        elif isinstance(event, ProgressEvent):
+            report = event.report
+            if not isinstance(report, ProgressReport) or event.index not in self.running:
+                return
+            self.progress[event.index] = _progress_text(report)
         elif isinstance(event, ToolResultEvent):
             self.running.pop(event.index, None)
+            self.progress.pop(event.index, None)
             self.done += 1
             self.errors += event.result.is_error
         else:
@@ -662,6 +680,9 @@ class _Progress:
         counts = Counter(self.running.values())
         names = ", ".join(f"{n} x{c}" if c > 1 else n for n, c in counts.items())
         running = f"  running: {names}" if names else ""
+        latest = next(reversed(self.progress.items()), None)
+        if latest is not None:
+            running += f"  [{self.running[latest[0]]} {latest[1]}]"
         return f"toolnursery: {self.done}/{self.total} done{errors}{running}"
 
     def draw(self) -> None:
@@ -685,6 +706,11 @@ class _Progress:
             self.stream.flush()
         except (OSError, ValueError):
             pass  # a display that cannot be written is not worth failing the batch over
+
+
+def _progress_text(report: ProgressReport) -> str:
+    amount = f"{report.progress:g}" + (f"/{report.total:g}" if report.total is not None else "")
+    return f"{amount} {report.message}" if report.message else amount
 
 
 # -- replay -----------------------------------------------------------------------------
