@@ -361,7 +361,7 @@ def test_the_command_resumes_and_prints_every_result_in_model_order(
     crashed: tuple[Path, Path, Path],
 ) -> None:
     module, calls, log = crashed
-    resumed = run_command(module, calls, log, "--resume")
+    resumed = run_command(module, calls, log, "--resume", "--progress", "always")
     assert resumed.returncode == 0, resumed.stderr
     lines = [msgspec.json.decode(line) for line in resumed.stdout.splitlines()]
     assert [line["id"] for line in lines] == ["c0", "c1", "c2", "c3", "c3"]
