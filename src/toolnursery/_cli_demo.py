@@ -219,7 +219,9 @@ def _notes(run: DemoRun) -> list[str]:
         return [
             j
             for j in range(group[i], i)
-            if modes[j] == "keyed" and spans[j] is not None and conflicting_resources(keys[j], keys[i])
+            if modes[j] == "keyed"
+            and spans[j] is not None
+            and conflicting_resources(keys[j], keys[i])
         ]
 
     barrier = next((i for i, mode in enumerate(modes) if mode == "exclusive"), len(calls))
