@@ -18,7 +18,7 @@ from ._classify import classify
 from ._content import ToolCall, ToolExecutionResult
 from ._decisions import PARALLEL, ResourceKey
 from ._outcomes import ABORTED_BEFORE_DISPATCH_RESULT
-from ._pipeline import dispatch, finalize, policy, start
+from ._pipeline import conclude, dispatch, finalize, policy, start
 from ._recorder import ContextEvent, ToolCallEvent, ToolCallRecorder, ToolResultEvent
 from ._registry import ToolRegistry, ToolScope
 from ._signal import CancelSignal, _ScopeLink
@@ -487,12 +487,16 @@ class ToolBatch:
                 passed = False
             else:
                 passed = True
-                if timings and call.plan.hooks.any_finalize:
+                plan = call.plan = call.plan.current()  # a listener added meanwhile runs
+                hooks = plan.hooks
+                if timings and hooks.any_finalize:
                     begun = _now()
                     result = await finalize(call)
                     self._stats.finalize += _now() - begun
-                else:
+                elif hooks.post and call.state == RESOLVED:
                     result = await finalize(call)
+                else:
+                    result = conclude(call)  # no post-execute due: no coroutine
             # A failure from here on leaves a call that passed finalize (its observers
             # ran) uncommitted: the registry counted it committed, not abandoned.
             if self._failure is not None:
