@@ -273,6 +273,9 @@ async def _plain_dispatch(call: CallRecord, plan: Any, carried: bool) -> ToolExe
         value = await plan.body(call.args, context)
     except Exception as exc:
         return _failure(exc)
+    finally:
+        if call.derived is not None:
+            call.end_attempt()  # the body read its deadline signal: unlink it
     result = _normalize(value, call.name)
     if caller._cancelled and not result.is_error:
         return ABORTED_RESULT
