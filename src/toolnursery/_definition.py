@@ -99,9 +99,12 @@ class ToolOptionArgs(TypedDict, Generic[A], total=False):
     """The options :func:`define_tool` and :func:`tool` take as keyword arguments.
 
     The keys of :class:`ToolOptions` (typed for the arguments ``A`` the hooks
-    receive) plus ``output`` and ``render_output``, which wrap the body instead of
-    being stored (see :func:`attach_output`). Omitted keys take the defaults of
-    :class:`ToolOptions`.
+    receive) plus three that shape the definition instead of being stored on it:
+    ``output`` and ``render_output`` (see :func:`attach_output`), and ``strict``
+    (advertise the provider-strict form of the parameters, see
+    :func:`strict_json_schema`; a ``null`` sent for an optional parameter then means
+    "absent"). Omitted keys take the defaults of :class:`ToolOptions` (``strict``:
+    ``False``).
     """
 
     timeout_ms: float | None
@@ -114,6 +117,7 @@ class ToolOptionArgs(TypedDict, Generic[A], total=False):
     nonblocking: bool
     output: Mapping[str, Any] | type[msgspec.Struct] | None
     render_output: Callable[[Any, Any], str | Sequence[ContentBlock] | ContentBlock] | None
+    strict: bool
 
 
 class ToolDefinition(ToolOptions, frozen=True):
