@@ -157,7 +157,7 @@ def build_rows() -> list[tuple[str, ToolRegistry, Any]]:
 
 async def measure(calls: int, repeat: int) -> None:
     rows = build_rows()
-    header = f"{'execute() case':<48} {'µs/call':>22} {'bare µs/call':>22} {'ratio':>20}"
+    header = f"{'execute() case':<56} {'µs/call':>22} {'bare µs/call':>22} {'ratio':>20}"
     print(f"µs per call and ratio: median (min–max) over {repeat} repetitions of {calls} calls")
     print(header)
     print("-" * len(header))
@@ -171,7 +171,7 @@ async def measure(calls: int, repeat: int) -> None:
             bare.append(await run_bare(body, calls) / calls * 1e6)
         ratios = [o / b for o, b in zip(ours, bare, strict=True)]
         print(
-            f"{label:<48} {_spread(ours):>22} {_spread(bare):>22} {_spread(ratios):>20}", flush=True
+            f"{label:<56} {_spread(ours):>22} {_spread(bare):>22} {_spread(ratios):>20}", flush=True
         )
 
 
