@@ -1,5 +1,6 @@
 """The ``toolnursery`` command: ``run`` a batch of tool calls, ``replay`` a log, watch
-the ``demo``, or ``bench`` the pipeline against a bare trio nursery.
+the ``demo``, ``bench`` the pipeline against a bare trio nursery, or ``serve`` a
+registry over MCP.
 
 Exit codes: 0 when the batch ran (tool failures are results, not exit codes) or the
 log was shown, 1 when the batch itself failed (e.g. the log could not be written), 2
@@ -20,7 +21,7 @@ import tempfile
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from functools import partial
 from pathlib import Path
 from typing import Any, Final, TextIO
@@ -39,10 +40,21 @@ from ._cli_cards import (
 )
 from ._cli_demo import render_demo, run_demo
 from ._cli_input import FORMATS, CallsInputError, parse_calls, provider_messages
+from ._cli_serve import add_serve_parser, serve_command
 from ._content import ToolCall, ToolExecutionResult
-from ._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, LogFormatError
-from ._recorder import JsonlRecorder, RecorderEvent, ToolCallEvent, ToolResultEvent
+from ._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, LogFormatError, ResumeError
+from ._progress import ProgressReport, reporting
+from ._progress_log import ReportingRecorder
+from ._recorder import (
+    JsonlRecorder,
+    ProgressEvent,
+    RecorderEvent,
+    ToolCallEvent,
+    ToolCallRecorder,
+    ToolResultEvent,
+)
 from ._registry import ToolRegistry
+from ._resume import PlannedRun, read_plan
 from ._scheduler import open_tool_batch
 from ._signal import CancelSignal
 from .examples import example_registry, fill_sandbox
@@ -115,6 +127,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     _common(run)
     run.add_argument(
+        "--resume",
+        action="store_true",
+        help="resume the batch recorded in --log after a crash: committed calls return "
+        "their recorded results without running again, interrupted calls of tools that "
+        "are not idempotent get an INTERRUPTED result",
+    )
+    run.add_argument(
         "--progress",
         choices=("auto", "always", "never"),
         default="auto",
@@ -160,6 +179,7 @@ def _parser() -> argparse.ArgumentParser:
         "print a timeline of the tool bodies and every result.",
     )
     _common(demo)
+    add_serve_parser(commands)
 
     from ._cli_bench import add_parser as add_bench_parser
 
@@ -222,6 +242,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _replay_command(options)
         if options.command == "demo":
             return _demo_command(options)
+        if options.command == "serve":
+            return serve_command(options, load_registry, _example_registry, _say, UsageError)
         if options.command == "bench":
             from ._cli_bench import bench_command
 
@@ -275,24 +297,35 @@ def _run_command(options: argparse.Namespace) -> int:
     if not calls:
         _say("no tool calls in the input; nothing to run")
         return EXIT_OK
+    if options.resume and options.log is None:
+        raise UsageError("--resume needs --log: the log of the batch to resume")
     with ExitStack() as stack:
         if registry is None:
             registry = _example_registry(options.root, stack)
+        planned = _resume_plan(registry, calls, options.log) if options.resume else None
         recorder = _open_log(options.log, stack)
-        progress = _Progress(sys.stderr, len(calls), recorder) if _wants_progress(options) else None
+        to_run = calls if planned is None else planned.calls
+        progress = (
+            _Progress(sys.stderr, len(to_run), recorder) if _wants_progress(options) else None
+        )
+        write = _writer(
+            progress,
+            _card_writer(registry, options) if options.show else None,
+            quiet=options.format != "toolnursery",
+        )
         try:
+            sink: ToolCallRecorder | None = progress if progress is not None else recorder
+            if planned is not None:  # events of the calls that run keep their indices
+                sink = planned.recorder(sink)
             interrupted, results = trio.run(
                 _run_batch,
                 registry,
-                calls,
+                to_run,
                 options.max_parallel,
-                progress if progress is not None else recorder,
-                _writer(
-                    progress,
-                    _card_writer(registry, options) if options.show else None,
-                    quiet=options.format != "toolnursery",
-                ),
+                ReportingRecorder(sink) if sink is not None else None,
+                write,
                 partial(_interrupted, progress),
+                planned,
             )
         except BrokenPipeError:
             raise
@@ -355,6 +388,23 @@ def _example_registry(root: str | None, stack: ExitStack) -> ToolRegistry:
         return example_registry(root)
     except NotADirectoryError:
         raise UsageError(f"--root {root!r} is not a directory")
+
+
+def _resume_plan(registry: ToolRegistry, calls: list[ToolCall], log: str) -> PlannedRun:
+    try:
+        plan = read_plan(registry, calls, log)
+    except (LogFormatError, ResumeError) as exc:
+        raise UsageError(f"cannot resume from --log: {exc}") from exc
+    except OSError as exc:
+        raise UsageError(f"cannot read --log {log!r}: {exc.strerror or exc}") from exc
+    if plan.batch_id is None:
+        _say(f"--resume: no batch in {log} has these calls; running all {len(calls)}")
+    else:
+        _say(
+            f"--resume: batch {plan.batch_id}: {plan.count('replay')} recorded, "
+            f"{plan.count('run')} to run, {plan.count('interrupted')} interrupted"
+        )
+    return PlannedRun(plan)
 
 
 def _open_log(path: str | None, stack: ExitStack) -> JsonlRecorder | None:
@@ -507,11 +557,15 @@ async def _run_batch(
     registry: ToolRegistry,
     calls: list[ToolCall],
     max_parallel: int,
-    recorder: _Progress | JsonlRecorder | None,
+    recorder: ReportingRecorder | None,
     write: Callable[[ToolCall, ToolExecutionResult], None],
     on_interrupt: Callable[[], None],
+    planned: PlannedRun | None = None,
 ) -> tuple[bool, list[ToolExecutionResult]]:
     """Run the batch, writing each result as it commits; Ctrl-C cancels it.
+
+    With ``planned`` (``--resume``), ``calls`` are the calls that run; every call's
+    result is still written, in model order.
 
     Returns:
         Whether Ctrl-C cancelled the batch, and the results in model order.
@@ -522,16 +576,31 @@ async def _run_batch(
         async with trio.open_nursery() as nursery:
             if threading.current_thread() is threading.main_thread():
                 await nursery.start(_cancel_on_sigint, cancel, on_interrupt)
-            async with open_tool_batch(
-                registry, signal=cancel, max_parallel=max_parallel, recorder=recorder
-            ) as batch:
-                for call in calls:
-                    batch.submit(call)
-                batch.close()
-                async for call, result in batch:
-                    results.append(result)
-                    write(call, result)
+            # The calls' progress reports join the log and the status line.
+            with reporting(recorder.report) if recorder is not None else nullcontext():
+                async with open_tool_batch(
+                    registry,
+                    signal=cancel,
+                    max_parallel=max_parallel,
+                    recorder=recorder,
+                    batch_id=None if planned is None else planned.plan.batch_id,
+                ) as batch:
+                    for call in calls:
+                        batch.submit(call)
+                    batch.close()
+                    async for call, result in batch:
+                        results.append(result)
+                        if planned is None:
+                            write(call, result)
+                        else:
+                            for shown in planned.ordered(len(results), result):
+                                write(*shown)
             nursery.cancel_scope.cancel()
+        if planned is not None:
+            planned.finish()
+            for shown in planned.ordered(len(results), None):
+                write(*shown)
+            results = planned.merge(results)
     except BaseExceptionGroup as group:
         # The signal task is ours, not the caller's: report the failure itself.
         raise _sole(group) from None
@@ -582,6 +651,7 @@ class _Progress:
         self.total = total
         self.inner = inner
         self.running: dict[int, str] = {}
+        self.progress: dict[int, str] = {}
         self.done = 0
         self.errors = 0
         self.shown = False
@@ -591,8 +661,14 @@ class _Progress:
             self.inner.record(event)
         if isinstance(event, ToolCallEvent):
             self.running[event.index] = event.call.name
+        elif isinstance(event, ProgressEvent):
+            report = event.report
+            if not isinstance(report, ProgressReport) or event.index not in self.running:
+                return
+            self.progress[event.index] = _progress_text(report)
         elif isinstance(event, ToolResultEvent):
             self.running.pop(event.index, None)
+            self.progress.pop(event.index, None)
             self.done += 1
             self.errors += event.result.is_error
         else:
@@ -604,6 +680,9 @@ class _Progress:
         counts = Counter(self.running.values())
         names = ", ".join(f"{n} x{c}" if c > 1 else n for n, c in counts.items())
         running = f"  running: {names}" if names else ""
+        latest = next(reversed(self.progress.items()), None)
+        if latest is not None:
+            running += f"  [{self.running[latest[0]]} {latest[1]}]"
         return f"toolnursery: {self.done}/{self.total} done{errors}{running}"
 
     def draw(self) -> None:
@@ -627,6 +706,11 @@ class _Progress:
             self.stream.flush()
         except (OSError, ValueError):
             pass  # a display that cannot be written is not worth failing the batch over
+
+
+def _progress_text(report: ProgressReport) -> str:
+    amount = f"{report.progress:g}" + (f"/{report.total:g}" if report.total is not None else "")
+    return f"{amount} {report.message}" if report.message else amount
 
 
 # -- replay -----------------------------------------------------------------------------
