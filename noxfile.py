@@ -46,3 +46,4 @@ def bench(session: nox.Session) -> None:
     session.install("-e", ".")
     session.run("python", "benchmarks/bench_pipeline.py")
     session.run("python", "benchmarks/bench_scheduler.py")
+    session.run("python", "benchmarks/bench_peers.py")

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import functools
+import json
+import textwrap
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -76,6 +79,23 @@ def live_tasks() -> int:
 
 class RecorderBrokeError(Exception):
     """What a deliberately broken recorder raises."""
+
+
+# -- the command line -------------------------------------------------------------------
+
+
+def write_calls(tmp_path: Path, *items: Any, name: str = "calls.jsonl") -> Path:
+    """A JSON-lines CALLS file holding ``items``."""
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(item) + "\n" for item in items), encoding="utf-8")
+    return path
+
+
+def tools_module(tmp_path: Path, source: str, name: str = "clitools.py") -> Path:
+    """A Python file holding ``source`` (dedented), for ``--tools PATH:ATTR``."""
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(source), encoding="utf-8")
+    return path
 
 
 # -- one execute(): the pipeline's tests and those of the modules it drives ------------

@@ -1,5 +1,5 @@
-"""The ``toolnursery`` command: ``run`` a batch of tool calls, ``replay`` a log, or
-watch the ``demo``.
+"""The ``toolnursery`` command: ``run`` a batch of tool calls, ``replay`` a log, watch
+the ``demo``, or ``bench`` the pipeline against a bare trio nursery.
 
 Exit codes: 0 when the batch ran (tool failures are results, not exit codes) or the
 log was shown, 1 when the batch itself failed (e.g. the log could not be written), 2
@@ -160,6 +160,10 @@ def _parser() -> argparse.ArgumentParser:
         "print a timeline of the tool bodies and every result.",
     )
     _common(demo)
+
+    from ._cli_bench import add_parser as add_bench_parser
+
+    add_bench_parser(commands, _positive_int)
     return parser
 
 
@@ -218,6 +222,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _replay_command(options)
         if options.command == "demo":
             return _demo_command(options)
+        if options.command == "bench":
+            from ._cli_bench import bench_command
+
+            return bench_command(options)
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     except UsageError as exc:

@@ -23,10 +23,10 @@ The tree::
     │       └── OutsideRootError      NOT_FOUND, OS_ERROR, NOT_A_REGULAR_FILE, ...
     ├── NotJSONError (ValueError)     a value is not lossless JSON (names the path)
     ├── StructSchemaError             a Struct cannot be a parameter schema
-    ├── StrictSchemaError (ValueError) a tool schema OpenAI's strict mode cannot take
     ├── LogFormatError (ValueError)   a file read as a log is not one (names the line)
     ├── ResumeError (ValueError)      a log cannot resume these calls
     └── RegistrationError (ValueError) a programmer error at registration time
+        └── StrictSchemaError         a schema provider-strict mode cannot take
 
 A :class:`ToolError` raised by a tool body, a policy hook or a wrapper becomes an
 ``is_error`` result whose ``error`` is ``ToolErrorInfo(name=<class name>, code=<code>)``;
@@ -214,27 +214,6 @@ class IncompleteCallError(ToolError):
     code = "INCOMPLETE_CALL"
 
 
-class StrictSchemaError(ToolnurseryError, ValueError):
-    """Raised when a tool's parameter schema is outside what OpenAI's strict mode takes.
-
-    The message names the tool, the keyword and where in the schema it is.
-
-    Args:
-        tool_name: the tool whose schema was refused.
-        keyword: the JSON Schema keyword strict mode cannot take.
-        path: where it is (``parameters.properties.x``).
-        reason: why.
-    """
-
-    def __init__(self, tool_name: str, keyword: str, path: str, reason: str) -> None:
-        self.tool_name = tool_name
-        self.keyword = keyword
-        self.path = path
-        super().__init__(
-            f'tool "{tool_name}": strict mode cannot take "{keyword}" at {path}: {reason}'
-        )
-
-
 class AbortError(ToolError):
     """Raised when a call is cancelled (the batch was aborted, or its signal fired).
 
@@ -345,3 +324,10 @@ class RegistrationError(ToolnurseryError, ValueError):
 
 def _format_ms(ms: float) -> str:
     return str(int(ms)) if float(ms).is_integer() else repr(float(ms))
+
+
+class StrictSchemaError(RegistrationError):
+    """Raised when a schema uses what provider-strict mode cannot take.
+
+    The message names the keyword and where it is (``#/properties/tags``).
+    """
