@@ -155,10 +155,11 @@ def test_strict_mode_refuses_what_it_cannot_take_naming_tool_and_keyword(
     reg.register(ToolDefinition(name="odd", description="", parameters=schema, execute=body))
     with pytest.raises(StrictSchemaError) as info:
         openai_chat.tools(reg, strict=True)
-    message = str(info.value)
-    assert message.startswith('tool "odd": strict mode ')
-    assert f'"{keyword}"' in message
-    assert f"(at {path}" in message
+    assert info.value.tool_name == "odd"
+    assert info.value.keyword == keyword
+    assert info.value.path == path
+    assert str(info.value).startswith('tool "odd": strict mode ')
+    assert f'"{keyword}"' in str(info.value)
     assert isinstance(info.value, ValueError)
 
 

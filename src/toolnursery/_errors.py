@@ -19,8 +19,16 @@ The tree::
     │   │                             asyncio loop hosts the trio run
     │   ├── IncompleteCallError       INCOMPLETE_CALL: a streamed call the model never
     │   │                             finished (the stream broke off, or it was garbled)
-    │   └── FileToolError             a bundled file tool's failure: OUTSIDE_ROOT,
-    │       └── OutsideRootError      NOT_FOUND, OS_ERROR, NOT_A_REGULAR_FILE, ...
+    │   ├── McpServerGoneError        MCP_SERVER_GONE: a mounted MCP server's connection
+    │   │                             ended before the call finished
+    │   ├── McpCallError              MCP_TOOL_ERROR / MCP_REQUEST_FAILED: a mounted
+    │   │                             MCP tool reported an error, or its request failed
+    │   ├── FileToolError             a bundled file tool's failure: OUTSIDE_ROOT,
+    │   │   └── OutsideRootError      NOT_FOUND, OS_ERROR, NOT_A_REGULAR_FILE, ...
+    │   └── RemoteToolError           REMOTE_*: a body placed on a Ray cluster gave no
+    │                                 answer (worker or node died, no cluster, result
+    │                                 not encodable)
+    ├── McpMountError                 an MCP server could not be mounted
     ├── NotJSONError (ValueError)     a value is not lossless JSON (names the path)
     ├── StructSchemaError             a Struct cannot be a parameter schema
     ├── LogFormatError (ValueError)   a file read as a log is not one (names the line)
@@ -42,8 +50,15 @@ __all__ = [
     "DUPLICATE_CALL_ID",
     "INTERRUPTED",
     "INVALID_TOOL_OUTPUT",
+    "MCP_REQUEST_FAILED",
+    "MCP_SERVER_GONE",
+    "MCP_TOOL_ERROR",
     "TOOL_ABORTED",
     "TOOL_ABORTED_BEFORE_DISPATCH",
+    "REMOTE_NODE_DIED",
+    "REMOTE_RESULT_NOT_ENCODABLE",
+    "REMOTE_UNAVAILABLE",
+    "REMOTE_WORKER_DIED",
     "TOOL_TIMEOUT",
     "AbortError",
     "AsyncioHostError",
@@ -52,6 +67,9 @@ __all__ = [
     "IncompleteCallError",
     "InterruptedCallError",
     "LogFormatError",
+    "McpCallError",
+    "McpMountError",
+    "McpServerGoneError",
     "NotJSONError",
     "OutputSchemaError",
     "OutsideRootError",
@@ -59,6 +77,7 @@ __all__ = [
     "ResumeError",
     "StrictSchemaError",
     "StructSchemaError",
+    "RemoteToolError",
     "ToolArgsError",
     "ToolError",
     "ToolNotFoundError",
@@ -80,6 +99,21 @@ DUPLICATE_CALL_ID = "DUPLICATE_CALL_ID"
 INTERRUPTED = "INTERRUPTED"
 """Code of a resumed call that started but never finished before the process died,
 and whose tool is not idempotent: it is not run again, so its effect happens at most once."""
+REMOTE_WORKER_DIED = "REMOTE_WORKER_DIED"
+"""Code of a remote call whose Ray worker (or actor) died while it ran."""
+REMOTE_NODE_DIED = "REMOTE_NODE_DIED"
+"""Code of a remote call whose node, or the object holding its answer, was lost."""
+REMOTE_UNAVAILABLE = "REMOTE_UNAVAILABLE"
+"""Code of a remote call that could not be placed: no Ray connection, or unschedulable."""
+REMOTE_RESULT_NOT_ENCODABLE = "REMOTE_RESULT_NOT_ENCODABLE"
+"""Code of a remote call whose body returned a value that cannot cross as msgspec bytes."""
+
+MCP_SERVER_GONE = "MCP_SERVER_GONE"
+"""Code of a mounted MCP call whose server connection ended before it finished."""
+MCP_TOOL_ERROR = "MCP_TOOL_ERROR"
+"""Code of a mounted MCP call whose server answered with an ``isError`` result."""
+MCP_REQUEST_FAILED = "MCP_REQUEST_FAILED"
+"""Code of a mounted MCP call whose request the server answered with a JSON-RPC error."""
 
 
 class ToolnurseryError(Exception):
@@ -214,6 +248,39 @@ class IncompleteCallError(ToolError):
     code = "INCOMPLETE_CALL"
 
 
+class McpServerGoneError(ToolError):
+    """Raised when a mounted MCP server's connection ends while a call needs it.
+
+    The server exited, crashed or closed the connection; calls in flight get this
+    error (code ``MCP_SERVER_GONE``) and the mount's tools are unregistered.
+    """
+
+    code = MCP_SERVER_GONE
+
+    def __init__(self, server: str, detail: str | None = None) -> None:
+        self.server = server
+        text = f'MCP server "{server}" is gone'
+        super().__init__(text if detail is None else f"{text}: {detail}")
+
+
+class McpCallError(ToolError):
+    """Raised when a mounted MCP tool fails: an ``isError`` result or a JSON-RPC error.
+
+    An ``isError`` result's text becomes the message (code ``MCP_TOOL_ERROR``); a
+    request the server rejected carries the JSON-RPC error's message (code
+    ``MCP_REQUEST_FAILED``).
+    """
+
+    code = MCP_TOOL_ERROR
+
+
+class McpMountError(ToolnurseryError):
+    """Raised when an MCP server cannot be mounted: it did not start or initialise in
+    time, answered something that is not MCP, or lists tools that cannot be
+    registered (a duplicate name, an ``inputSchema`` that is not an object schema, a
+    name already taken)."""
+
+
 class AbortError(ToolError):
     """Raised when a call is cancelled (the batch was aborted, or its signal fired).
 
@@ -318,6 +385,17 @@ class ResumeError(ToolnurseryError, ValueError):
     id, or the batch id is not in the log at all."""
 
 
+class RemoteToolError(ToolError):
+    """Raised when a tool body placed on a Ray cluster gives no answer.
+
+    Its ``code`` says why: ``REMOTE_WORKER_DIED``, ``REMOTE_NODE_DIED``,
+    ``REMOTE_UNAVAILABLE`` or ``REMOTE_RESULT_NOT_ENCODABLE`` (see
+    :mod:`toolnursery.ray`).
+    """
+
+    code = REMOTE_UNAVAILABLE
+
+
 class RegistrationError(ToolnurseryError, ValueError):
     """Raised when a definition, listener or restriction is rejected at registration."""
 
@@ -329,5 +407,20 @@ def _format_ms(ms: float) -> str:
 class StrictSchemaError(RegistrationError):
     """Raised when a schema uses what provider-strict mode cannot take.
 
-    The message names the keyword and where it is (``#/properties/tags``).
+    The message names the keyword and where it is (``#/properties/tags``), and the
+    tool when one is known.
+
+    Args:
+        message: what strict mode cannot take, and where.
+        keyword: the JSON Schema keyword that stops it.
+        path: where it is, as a JSON pointer fragment (``#/properties/tags``).
+        tool_name: the tool whose schema it is, when known.
     """
+
+    def __init__(
+        self, message: str, *, keyword: str = "", path: str = "#", tool_name: str | None = None
+    ) -> None:
+        self.keyword = keyword
+        self.path = path
+        self.tool_name = tool_name
+        super().__init__(message if tool_name is None else f'tool "{tool_name}": {message}')

@@ -88,23 +88,24 @@ def json_text(arguments: object) -> str:
 
 
 def strict_parameters(tool_name: str, parameters: Mapping[str, Any]) -> dict[str, Any]:
-    """The strict-mode form of a tool's parameter schema (:func:`~toolnursery.strict_json_schema`).
+    """The strict-mode form of a tool's parameter schema (see :func:`strict_json_schema`).
 
     Every object gets ``additionalProperties: false`` and lists every property as
     required; a property that was optional becomes nullable, so the model sends
-    ``null`` where it would have left it out. A top-level ``{"type": "object"}``
-    without ``properties`` is a tool without parameters.
+    ``null`` where it would have left it out.
 
     Raises:
         StrictSchemaError: the schema holds something strict mode cannot take; the
-            message names the tool, the keyword and where it is.
+            message names the tool, the keyword and the path.
     """
     if parameters.get("type") == "object" and "properties" not in parameters:
-        parameters = {**parameters, "properties": {}}
+        parameters = {**parameters, "properties": {}}  # a tool without parameters
     try:
         return strict_json_schema(parameters)
     except StrictSchemaError as exc:
-        raise StrictSchemaError(f'tool "{tool_name}": {exc}') from None
+        raise StrictSchemaError(
+            str(exc), keyword=exc.keyword, path=exc.path, tool_name=tool_name
+        ) from exc
 
 
 def drop_nulls(value: Any) -> Any:
