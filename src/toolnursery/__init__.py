@@ -67,6 +67,7 @@ from ._errors import NotJSONError as NotJSONError
 from ._errors import OutputSchemaError as OutputSchemaError
 from ._errors import OutsideRootError as OutsideRootError
 from ._errors import RegistrationError as RegistrationError
+from ._errors import RemoteToolError as RemoteToolError
 from ._errors import ResumeError as ResumeError
 from ._errors import StrictSchemaError as StrictSchemaError
 from ._errors import StructSchemaError as StructSchemaError
@@ -227,6 +228,7 @@ __all__ = [
     "ProgressReport",
     "RecorderEvent",
     "RegistrationError",
+    "RemoteToolError",
     "ReportSink",
     "ReportingRecorder",
     "ResourceContents",
