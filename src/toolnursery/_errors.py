@@ -17,12 +17,12 @@ The tree::
     │   │                             declared output does not allow
     │   ├── AsyncioHostError          NO_ASYNCIO_HOST: an asyncio tool called where no
     │   │                             asyncio loop hosts the trio run
+    │   ├── IncompleteCallError       INCOMPLETE_CALL: a streamed call the model never
+    │   │                             finished (the stream broke off, or it was garbled)
     │   ├── McpServerGoneError        MCP_SERVER_GONE: a mounted MCP server's connection
     │   │                             ended before the call finished
     │   ├── McpCallError              MCP_TOOL_ERROR / MCP_REQUEST_FAILED: a mounted
     │   │                             MCP tool reported an error, or its request failed
-    │   ├── IncompleteCallError       INCOMPLETE_CALL: a streamed call the model never
-    │   │                             finished (the stream broke off, or it was garbled)
     │   ├── FileToolError             a bundled file tool's failure: OUTSIDE_ROOT,
     │   │   └── OutsideRootError      NOT_FOUND, OS_ERROR, NOT_A_REGULAR_FILE, ...
     │   └── RemoteToolError           REMOTE_*: a body placed on a Ray cluster gave no
@@ -237,6 +237,17 @@ class AsyncioHostError(ToolError):
         )
 
 
+class IncompleteCallError(ToolError):
+    """Raised when a streamed tool call cannot run because the model never finished it.
+
+    The stream broke off before the call's arguments were complete, or it sent
+    something no call can be assembled from (two calls at one index, no tool name).
+    The call does not run; its result says why.
+    """
+
+    code = "INCOMPLETE_CALL"
+
+
 class McpServerGoneError(ToolError):
     """Raised when a mounted MCP server's connection ends while a call needs it.
 
@@ -268,17 +279,6 @@ class McpMountError(ToolnurseryError):
     time, answered something that is not MCP, or lists tools that cannot be
     registered (a duplicate name, an ``inputSchema`` that is not an object schema, a
     name already taken)."""
-
-
-class IncompleteCallError(ToolError):
-    """Raised when a streamed tool call cannot run because the model never finished it.
-
-    The stream broke off before the call's arguments were complete, or it sent
-    something no call can be assembled from (two calls at one index, no tool name).
-    The call does not run; its result says why.
-    """
-
-    code = "INCOMPLETE_CALL"
 
 
 class AbortError(ToolError):
