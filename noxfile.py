@@ -47,3 +47,14 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/bench_pipeline.py")
     session.run("python", "benchmarks/bench_scheduler.py")
     session.run("python", "benchmarks/bench_peers.py")
+
+
+@nox.session
+def mcp_conformance(session: nox.Session) -> None:
+    """The MCP project's conformance suite against ``toolnursery serve --http``.
+
+    Needs ``npm`` and the npm registry: Node 22 and the suite are installed into
+    ``.cache/`` on the first run. Arguments go to the script (``-- --scenario ping``).
+    """
+    session.install("-e", ".[mcp]")
+    session.run("python", "scripts/mcp-conformance", *session.posargs)
