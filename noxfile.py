@@ -47,6 +47,8 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/bench_pipeline.py")
     session.run("python", "benchmarks/bench_scheduler.py")
     session.run("python", "benchmarks/bench_peers.py")
+    session.install("-e", ".[mcp]")
+    session.run("python", "benchmarks/bench_mcp.py")
 
 
 @nox.session

@@ -1,5 +1,6 @@
 """The ``toolnursery`` command: ``run`` a batch of tool calls, ``replay`` a log, watch
-the ``demo``, or ``bench`` the pipeline against a bare trio nursery.
+the ``demo``, ``bench`` the pipeline against a bare trio nursery, or ``serve`` a
+registry over MCP.
 
 Exit codes: 0 when the batch ran (tool failures are results, not exit codes) or the
 log was shown, 1 when the batch itself failed (e.g. the log could not be written), 2
@@ -39,6 +40,7 @@ from ._cli_cards import (
 )
 from ._cli_demo import render_demo, run_demo
 from ._cli_input import CallsInputError, parse_calls
+from ._cli_serve import add_serve_parser, serve_command
 from ._content import ToolCall, ToolExecutionResult
 from ._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, LogFormatError
 from ._recorder import JsonlRecorder, RecorderEvent, ToolCallEvent, ToolResultEvent
@@ -155,6 +157,7 @@ def _parser() -> argparse.ArgumentParser:
     from ._cli_bench import add_parser as add_bench_parser
 
     add_bench_parser(commands, _positive_int)
+    add_serve_parser(commands)
     return parser
 
 
@@ -217,6 +220,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from ._cli_bench import bench_command
 
             return bench_command(options)
+        if options.command == "serve":
+            return serve_command(options, load_registry, _example_registry, _say, UsageError)
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     except UsageError as exc:

@@ -29,6 +29,7 @@ import msgspec
 from ._content import ContentBlock, ToolResult, ToolReturn
 from ._decisions import ResourceKey
 from ._execution import ToolRunContext
+from ._mcp_annotations import McpAnnotations
 from ._presentation import ToolCallView, ToolResultView
 
 __all__ = [
@@ -79,6 +80,11 @@ class ToolOptions(msgspec.Struct, frozen=True, kw_only=True):
         max_concurrency: the most bodies of this tool name that run at once through
             the registry it is registered in, across batches and ``execute()``
             calls (a positive ``int``; ``None``: unlimited).
+        mcp_annotations: the MCP hints and title the tool is listed with when it is
+            served over MCP (:class:`McpAnnotations`); a mounted MCP tool carries its
+            server's. They are hints for clients and policies (such as
+            :func:`install_destructive_ask`); how the call runs here is decided by
+            the other options.
     """
 
     timeout_ms: float | None = None
@@ -88,6 +94,7 @@ class ToolOptions(msgspec.Struct, frozen=True, kw_only=True):
     idempotent: bool = False
     concurrency_keys: Callable[[Any], Iterable[ResourceKey]] | None = None
     max_concurrency: int | None = None
+    mcp_annotations: McpAnnotations | None = None
 
 
 class ToolOptionArgs(TypedDict, Generic[A], total=False):
@@ -106,6 +113,7 @@ class ToolOptionArgs(TypedDict, Generic[A], total=False):
     idempotent: bool
     concurrency_keys: Callable[[A], Iterable[ResourceKey]] | None
     max_concurrency: int | None
+    mcp_annotations: McpAnnotations | None
     output: Mapping[str, Any] | type[msgspec.Struct] | None
     render_output: Callable[[Any, Any], str | Sequence[ContentBlock] | ContentBlock] | None
 
@@ -161,6 +169,9 @@ def option_problem(options: ToolOptions) -> str | None:
         return f"max_concurrency must be a positive integer, got {limit!r}"
     if type(options.idempotent) is not bool:
         return "idempotent must be a bool"
+    hints = options.mcp_annotations
+    if hints is not None and not isinstance(hints, McpAnnotations):
+        return f"mcp_annotations must be McpAnnotations, not {type(hints).__name__}"
     for hook in _HOOKS:
         value = getattr(options, hook)
         if value is not None and not callable(value):

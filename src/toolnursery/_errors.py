@@ -17,12 +17,17 @@ The tree::
     │   │                             declared output does not allow
     │   ├── AsyncioHostError          NO_ASYNCIO_HOST: an asyncio tool called where no
     │   │                             asyncio loop hosts the trio run
-    │   └── FileToolError             a bundled file tool's failure: OUTSIDE_ROOT,
-    │       └── OutsideRootError      NOT_FOUND, OS_ERROR, NOT_A_REGULAR_FILE, ...
+    │   ├── FileToolError             a bundled file tool's failure: OUTSIDE_ROOT,
+    │   │   └── OutsideRootError      NOT_FOUND, OS_ERROR, NOT_A_REGULAR_FILE, ...
+    │   ├── McpServerGoneError        MCP_SERVER_GONE: a mounted MCP server's connection
+    │   │                             ended before the call finished
+    │   └── McpCallError              MCP_TOOL_ERROR / MCP_REQUEST_FAILED: a mounted
+    │                                 MCP tool reported an error, or its request failed
     ├── NotJSONError (ValueError)     a value is not lossless JSON (names the path)
     ├── StructSchemaError             a Struct cannot be a parameter schema
     ├── LogFormatError (ValueError)   a file read as a log is not one (names the line)
     ├── ResumeError (ValueError)      a log cannot resume these calls
+    ├── McpMountError                 an MCP server could not be mounted
     └── RegistrationError (ValueError) a programmer error at registration time
 
 A :class:`ToolError` raised by a tool body, a policy hook or a wrapper becomes an
@@ -39,6 +44,9 @@ __all__ = [
     "DUPLICATE_CALL_ID",
     "INTERRUPTED",
     "INVALID_TOOL_OUTPUT",
+    "MCP_REQUEST_FAILED",
+    "MCP_SERVER_GONE",
+    "MCP_TOOL_ERROR",
     "TOOL_ABORTED",
     "TOOL_ABORTED_BEFORE_DISPATCH",
     "TOOL_TIMEOUT",
@@ -48,6 +56,9 @@ __all__ = [
     "FileToolError",
     "InterruptedCallError",
     "LogFormatError",
+    "McpCallError",
+    "McpMountError",
+    "McpServerGoneError",
     "NotJSONError",
     "OutputSchemaError",
     "OutsideRootError",
@@ -75,6 +86,13 @@ DUPLICATE_CALL_ID = "DUPLICATE_CALL_ID"
 INTERRUPTED = "INTERRUPTED"
 """Code of a resumed call that started but never finished before the process died,
 and whose tool is not idempotent: it is not run again, so its effect happens at most once."""
+
+MCP_SERVER_GONE = "MCP_SERVER_GONE"
+"""Code of a mounted MCP call whose server connection ended before it finished."""
+MCP_TOOL_ERROR = "MCP_TOOL_ERROR"
+"""Code of a mounted MCP call whose server answered with an ``isError`` result."""
+MCP_REQUEST_FAILED = "MCP_REQUEST_FAILED"
+"""Code of a mounted MCP call whose request the server answered with a JSON-RPC error."""
 
 
 class ToolnurseryError(Exception):
@@ -300,6 +318,39 @@ class LogFormatError(ToolnurseryError, ValueError):
 class ResumeError(ToolnurseryError, ValueError):
     """Raised when a log cannot resume a batch: it records other calls under that batch
     id, or the batch id is not in the log at all."""
+
+
+class McpServerGoneError(ToolError):
+    """Raised when a mounted MCP server's connection ends while a call needs it.
+
+    The server exited, crashed or closed the connection; calls in flight get this
+    error (code ``MCP_SERVER_GONE``) and the mount's tools are unregistered.
+    """
+
+    code = MCP_SERVER_GONE
+
+    def __init__(self, server: str, detail: str | None = None) -> None:
+        self.server = server
+        text = f'MCP server "{server}" is gone'
+        super().__init__(text if detail is None else f"{text}: {detail}")
+
+
+class McpCallError(ToolError):
+    """Raised when a mounted MCP tool fails: an ``isError`` result or a JSON-RPC error.
+
+    An ``isError`` result's text becomes the message (code ``MCP_TOOL_ERROR``); a
+    request the server rejected carries the JSON-RPC error's message (code
+    ``MCP_REQUEST_FAILED``).
+    """
+
+    code = MCP_TOOL_ERROR
+
+
+class McpMountError(ToolnurseryError):
+    """Raised when an MCP server cannot be mounted: it did not start or initialise in
+    time, answered something that is not MCP, or lists tools that cannot be
+    registered (a duplicate name, an ``inputSchema`` that is not an object schema, a
+    name already taken)."""
 
 
 class RegistrationError(ToolnurseryError, ValueError):

@@ -21,6 +21,7 @@ from typing import Any, Final, TypeVar
 import msgspec
 
 from ._content import (
+    CONTENT_BLOCK_TYPES,
     HookContext,
     ImageContent,
     TextContent,
@@ -66,7 +67,7 @@ def _normalize(value: Any, name: str) -> ToolExecutionResult:
             meta=value.meta,
             structured_content=value.structured,
         )
-    if t is TextContent or t is ImageContent:
+    if t in CONTENT_BLOCK_TYPES:
         return ToolExecutionResult((value,), False)
     return _text_result(
         f'Error: tool "{name}" returned {t.__name__}; a tool body returns a str, '
@@ -125,10 +126,22 @@ def _materialize(result: ToolExecutionResult) -> ToolExecutionResult:
 def _valid_block(block: object) -> bool:
     t = type(block)
     if t is TextContent:
-        return type(block.text) is str  # type: ignore[attr-defined]
+        if block.meta is None and block.annotations is None:  # type: ignore[attr-defined]
+            return type(block.text) is str  # type: ignore[attr-defined]
+        return _round_trips(block)
     if t is ImageContent:
-        return type(block.data) is str and type(block.mime_type) is str  # type: ignore[attr-defined]
-    return False
+        if block.meta is None and block.annotations is None:  # type: ignore[attr-defined]
+            return type(block.data) is str and type(block.mime_type) is str  # type: ignore[attr-defined]
+        return _round_trips(block)
+    return t in CONTENT_BLOCK_TYPES and _round_trips(block)
+
+
+def _round_trips(block: object) -> bool:
+    # The kinds beyond plain text and images are rare: check their JSON form in full.
+    try:
+        return msgspec.convert(msgspec.to_builtins(block), type(block)) == block
+    except (msgspec.ValidationError, TypeError, ValueError):
+        return False
 
 
 def _freeze_context(context: object) -> HookContext:
