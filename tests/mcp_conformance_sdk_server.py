@@ -21,6 +21,7 @@ from hypercorn.config import Config
 from hypercorn.trio import serve
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -97,7 +98,11 @@ def _resource(resource: dict[str, str]) -> types.EmbeddedResource:
 
 async def main(port: int) -> None:
     """Serve at ``http://127.0.0.1:PORT/mcp`` until interrupted."""
-    manager = StreamableHTTPSessionManager(app=make_server())
+    loopback = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+    security = TransportSecuritySettings(
+        allowed_hosts=loopback, allowed_origins=[f"http://{host}" for host in loopback]
+    )
+    manager = StreamableHTTPSessionManager(app=make_server(), security_settings=security)
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
