@@ -98,9 +98,9 @@ async def test_a_single_content_block_return_is_one_block() -> None:
     assert result == ToolExecutionResult((ImageContent("aGk=", "image/gif"),), False)
 
 
-@pytest.mark.parametrize("value", [None, 42, {"content": "x"}, object()])
+@pytest.mark.parametrize("value", [object(), {"f": len}, [TextContent("x"), object()]])
 async def test_b090_malformed_body_return_is_an_ordinary_error(value: Any) -> None:
-    """B090: a return that is neither text, blocks nor ToolReturn → an error result."""
+    """B090: a return that is not text, blocks, a ToolReturn or JSON → an error result."""
     registry = ToolRegistry()
 
     async def body(args: Any, ctx: ToolRunContext) -> Any:
@@ -218,7 +218,7 @@ async def test_b090_non_block_items_fail_final_materialization() -> None:
     registry = ToolRegistry()
 
     async def body(args: Any, ctx: ToolRunContext) -> Any:
-        return [{"type": "text", "text": "dict, not a block"}]
+        return [TextContent(123)]  # type: ignore[arg-type]  # a block, but not JSON text
 
     registry.register(tool(body=body))
     result = await registry.execute(call())

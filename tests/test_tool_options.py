@@ -42,6 +42,7 @@ def test_option_args_mirror_the_options_exactly() -> None:
         *ToolOptions.__struct_fields__,
         "output",
         "render_output",
+        "strict",
     }
     assert ToolOptionArgs.__required_keys__ == frozenset()
 

@@ -57,6 +57,7 @@ from ._errors import AbortError as AbortError
 from ._errors import AsyncioHostError as AsyncioHostError
 from ._errors import DuplicateCallIdError as DuplicateCallIdError
 from ._errors import FileToolError as FileToolError
+from ._errors import IncompleteCallError as IncompleteCallError
 from ._errors import InterruptedCallError as InterruptedCallError
 from ._errors import LogFormatError as LogFormatError
 from ._errors import McpCallError as McpCallError
@@ -66,7 +67,9 @@ from ._errors import NotJSONError as NotJSONError
 from ._errors import OutputSchemaError as OutputSchemaError
 from ._errors import OutsideRootError as OutsideRootError
 from ._errors import RegistrationError as RegistrationError
+from ._errors import RemoteToolError as RemoteToolError
 from ._errors import ResumeError as ResumeError
+from ._errors import StrictSchemaError as StrictSchemaError
 from ._errors import StructSchemaError as StructSchemaError
 from ._errors import ToolArgsError as ToolArgsError
 from ._errors import ToolError as ToolError
@@ -111,8 +114,10 @@ from ._progress import ReportSink as ReportSink
 from ._progress import report_log as report_log
 from ._progress import report_progress as report_progress
 from ._progress import reporting as reporting
+from ._progress_log import ReportingRecorder as ReportingRecorder
 from ._recorder import ContextEvent as ContextEvent
 from ._recorder import JsonlRecorder as JsonlRecorder
+from ._recorder import ProgressEvent as ProgressEvent
 from ._recorder import RecorderEvent as RecorderEvent
 from ._recorder import ToolCallEvent as ToolCallEvent
 from ._recorder import ToolCallRecorder as ToolCallRecorder
@@ -141,6 +146,8 @@ from ._schema import schema_spec_to_json_schema as schema_spec_to_json_schema
 from ._schema import validate_args as validate_args
 from ._signal import CancelSignal as CancelSignal
 from ._statistics import ToolStatistics as ToolStatistics
+from ._strict import from_strict_arguments as from_strict_arguments
+from ._strict import strict_json_schema as strict_json_schema
 from ._structured import assert_supported_output_schema as assert_supported_output_schema
 from ._structured import validate_structured_value as validate_structured_value
 from ._timeout import install_timeout_policy as install_timeout_policy
@@ -199,6 +206,7 @@ __all__ = [
     "GenericResultView",
     "HookContext",
     "ImageContent",
+    "IncompleteCallError",
     "InterruptedCallError",
     "JsonlRecorder",
     "LogFormatError",
@@ -216,10 +224,13 @@ __all__ = [
     "PostToolDecision",
     "PreExecuteListener",
     "PreToolDecision",
+    "ProgressEvent",
     "ProgressReport",
     "RecorderEvent",
     "RegistrationError",
+    "RemoteToolError",
     "ReportSink",
+    "ReportingRecorder",
     "ResourceContents",
     "ResourceKey",
     "ResourceLink",
@@ -228,6 +239,7 @@ __all__ = [
     "SchemaProp",
     "SchemaSpec",
     "SchemaType",
+    "StrictSchemaError",
     "StructSchemaError",
     "TerminalCallView",
     "TerminalResultView",
@@ -269,6 +281,7 @@ __all__ = [
     "attach_output",
     "call_view",
     "define_tool",
+    "from_strict_arguments",
     "install_destructive_ask",
     "install_otel_tracing",
     "install_retry_policy",
@@ -287,6 +300,7 @@ __all__ = [
     "result_view",
     "run_tool_calls",
     "schema_spec_to_json_schema",
+    "strict_json_schema",
     "thaw",
     "tool",
     "validate_args",

@@ -21,7 +21,7 @@ import tempfile
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from functools import partial
 from pathlib import Path
 from typing import Any, Final, TextIO
@@ -39,11 +39,19 @@ from ._cli_cards import (
     wants_color,
 )
 from ._cli_demo import render_demo, run_demo
-from ._cli_input import CallsInputError, parse_calls
+from ._cli_input import FORMATS, CallsInputError, parse_calls, provider_messages
 from ._cli_serve import add_serve_parser, serve_command
 from ._content import ToolCall, ToolExecutionResult
 from ._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, LogFormatError
-from ._recorder import JsonlRecorder, RecorderEvent, ToolCallEvent, ToolResultEvent
+from ._progress import ProgressReport, reporting
+from ._progress_log import ReportingRecorder
+from ._recorder import (
+    JsonlRecorder,
+    ProgressEvent,
+    RecorderEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
 from ._registry import ToolRegistry
 from ._scheduler import open_tool_batch
 from ._signal import CancelSignal
@@ -96,9 +104,11 @@ def _parser() -> argparse.ArgumentParser:
         help="run a batch of tool calls and print the results as JSON lines (or cards)",
         description=(
             "Run the tool calls in CALLS (JSON or JSON lines: toolnursery's "
-            '{"id","name","arguments"} or OpenAI\'s tool_calls shape) and print one JSON '
+            '{"id","name","arguments"}, OpenAI\'s tool_calls shape, Anthropic tool_use '
+            "blocks or a whole message, Responses function_call items or a whole "
+            "response) and print one JSON "
             'line per call, in model order: {"id","name","result"} — or, with --show, '
-            "one card per call."
+            "one card per call; with --format, the provider's messages that answer them."
         ),
     )
     run.add_argument("calls", metavar="CALLS", help="a file of tool calls, or - for stdin")
@@ -124,6 +134,13 @@ def _parser() -> argparse.ArgumentParser:
         "--show",
         action="store_true",
         help="print each call and its result as a card instead of a JSON line (needs rich)",
+    )
+    run.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="toolnursery",
+        help="the output: toolnursery's JSON lines (default), or the messages that answer "
+        "the calls in that provider's format, one JSON line each, once the batch is done",
     )
     _width(run)
 
@@ -153,11 +170,11 @@ def _parser() -> argparse.ArgumentParser:
         "print a timeline of the tool bodies and every result.",
     )
     _common(demo)
+    add_serve_parser(commands)
 
     from ._cli_bench import add_parser as add_bench_parser
 
     add_bench_parser(commands, _positive_int)
-    add_serve_parser(commands)
     return parser
 
 
@@ -216,12 +233,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _replay_command(options)
         if options.command == "demo":
             return _demo_command(options)
+        if options.command == "serve":
+            return serve_command(options, load_registry, _example_registry, _say, UsageError)
         if options.command == "bench":
             from ._cli_bench import bench_command
 
             return bench_command(options)
-        if options.command == "serve":
-            return serve_command(options, load_registry, _example_registry, _say, UsageError)
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     except UsageError as exc:
@@ -262,6 +279,8 @@ def _run_command(options: argparse.Namespace) -> int:
         raise UsageError("--root applies to the bundled example tools, not to --tools")
     if options.show:
         _require_rich("--show")
+        if options.format != "toolnursery":
+            raise UsageError("--show and --format are alternatives: choose one")
     elif options.width is not None:
         raise UsageError("--width applies to --show")
     calls = _read_calls(options.calls)
@@ -275,13 +294,18 @@ def _run_command(options: argparse.Namespace) -> int:
         recorder = _open_log(options.log, stack)
         progress = _Progress(sys.stderr, len(calls), recorder) if _wants_progress(options) else None
         try:
+            sink = progress if progress is not None else recorder
             interrupted, results = trio.run(
                 _run_batch,
                 registry,
                 calls,
                 options.max_parallel,
-                progress if progress is not None else recorder,
-                _writer(progress, _card_writer(registry, options) if options.show else None),
+                ReportingRecorder(sink) if sink is not None else None,
+                _writer(
+                    progress,
+                    _card_writer(registry, options) if options.show else None,
+                    quiet=options.format != "toolnursery",
+                ),
                 partial(_interrupted, progress),
             )
         except BrokenPipeError:
@@ -293,6 +317,10 @@ def _run_command(options: argparse.Namespace) -> int:
             return EXIT_FAILED
         if progress is not None:
             progress.finish()
+        if options.format != "toolnursery":
+            for message in provider_messages(options.format, calls[: len(results)], results):
+                sys.stdout.write(_encode_line(message).decode() + "\n")
+            sys.stdout.flush()
         if interrupted:
             aborted = sum(
                 1
@@ -449,8 +477,12 @@ def _interrupted(progress: _Progress | None) -> None:
 def _writer(
     progress: _Progress | None,
     show: Callable[[ToolCall, ToolExecutionResult], str] | None = None,
+    *,
+    quiet: bool = False,
 ) -> Callable[[ToolCall, ToolExecutionResult], None]:
     def write(call: ToolCall, result: ToolExecutionResult) -> None:
+        if quiet:
+            return  # the messages are written when the batch is done
         if show is not None:
             line = show(call, result)
         else:
@@ -489,7 +521,7 @@ async def _run_batch(
     registry: ToolRegistry,
     calls: list[ToolCall],
     max_parallel: int,
-    recorder: _Progress | JsonlRecorder | None,
+    recorder: ReportingRecorder | None,
     write: Callable[[ToolCall, ToolExecutionResult], None],
     on_interrupt: Callable[[], None],
 ) -> tuple[bool, list[ToolExecutionResult]]:
@@ -504,15 +536,17 @@ async def _run_batch(
         async with trio.open_nursery() as nursery:
             if threading.current_thread() is threading.main_thread():
                 await nursery.start(_cancel_on_sigint, cancel, on_interrupt)
-            async with open_tool_batch(
-                registry, signal=cancel, max_parallel=max_parallel, recorder=recorder
-            ) as batch:
-                for call in calls:
-                    batch.submit(call)
-                batch.close()
-                async for call, result in batch:
-                    results.append(result)
-                    write(call, result)
+            # The calls' progress reports join the log and the status line.
+            with reporting(recorder.report) if recorder is not None else nullcontext():
+                async with open_tool_batch(
+                    registry, signal=cancel, max_parallel=max_parallel, recorder=recorder
+                ) as batch:
+                    for call in calls:
+                        batch.submit(call)
+                    batch.close()
+                    async for call, result in batch:
+                        results.append(result)
+                        write(call, result)
             nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         # The signal task is ours, not the caller's: report the failure itself.
@@ -564,6 +598,7 @@ class _Progress:
         self.total = total
         self.inner = inner
         self.running: dict[int, str] = {}
+        self.progress: dict[int, str] = {}
         self.done = 0
         self.errors = 0
         self.shown = False
@@ -573,8 +608,14 @@ class _Progress:
             self.inner.record(event)
         if isinstance(event, ToolCallEvent):
             self.running[event.index] = event.call.name
+        elif isinstance(event, ProgressEvent):
+            report = event.report
+            if not isinstance(report, ProgressReport) or event.index not in self.running:
+                return
+            self.progress[event.index] = _progress_text(report)
         elif isinstance(event, ToolResultEvent):
             self.running.pop(event.index, None)
+            self.progress.pop(event.index, None)
             self.done += 1
             self.errors += event.result.is_error
         else:
@@ -586,6 +627,9 @@ class _Progress:
         counts = Counter(self.running.values())
         names = ", ".join(f"{n} x{c}" if c > 1 else n for n, c in counts.items())
         running = f"  running: {names}" if names else ""
+        latest = next(reversed(self.progress.items()), None)
+        if latest is not None:
+            running += f"  [{self.running[latest[0]]} {latest[1]}]"
         return f"toolnursery: {self.done}/{self.total} done{errors}{running}"
 
     def draw(self) -> None:
@@ -609,6 +653,11 @@ class _Progress:
             self.stream.flush()
         except (OSError, ValueError):
             pass  # a display that cannot be written is not worth failing the batch over
+
+
+def _progress_text(report: ProgressReport) -> str:
+    amount = f"{report.progress:g}" + (f"/{report.total:g}" if report.total is not None else "")
+    return f"{amount} {report.message}" if report.message else amount
 
 
 # -- replay -----------------------------------------------------------------------------

@@ -226,6 +226,14 @@ class ToolExecutionResult(msgspec.Struct, frozen=True, rename="camel", omit_defa
     meta: Any = None
     structured_content: Any = None
 
+    @property
+    def text(self) -> str:
+        """The text of the content: every text block's ``text``, concatenated in order.
+
+        Other blocks (images) contribute nothing; a failure reads ``Error: …``.
+        """
+        return _text_of(self.content)
+
 
 class ToolResult(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True):
     """What a result presenter sees: the content, whether it failed, ``meta``, and the
@@ -235,6 +243,15 @@ class ToolResult(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True
     is_error: bool
     meta: Any = None
     structured: Any = None
+
+    @property
+    def text(self) -> str:
+        """The text of the content: every text block's ``text``, concatenated in order."""
+        return _text_of(self.content)
+
+
+def _text_of(content: Sequence[object]) -> str:
+    return "".join(block.text for block in content if type(block) is TextContent)
 
 
 class ToolReturn(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True):

@@ -2,8 +2,9 @@
 
 :func:`define_tool` takes the parameters as a :data:`~toolnursery.SchemaSpec` (the body
 receives the validated, frozen argument mapping) or as a frozen :class:`msgspec.Struct`
-subclass (the body receives an instance of it). :func:`tool` derives the same from a
-typed function signature and its Google-style docstring.
+subclass (the body receives an instance of it) or, with pydantic installed, a
+``BaseModel`` subclass. :func:`tool` derives the same from a typed function signature
+and its docstring (Google, Sphinx or NumPy style).
 
 Either way the definition's ``execute`` validates before the body runs and raises
 :class:`~toolnursery.ToolArgsError` on violations; presenters and the concurrency
@@ -27,18 +28,23 @@ from ._content import ToolResult
 from ._decisions import ResourceKey
 from ._definition import MAX_TIMEOUT_MS as MAX_TIMEOUT_MS  # re-exported for callers
 from ._definition import ToolDefinition, ToolOptionArgs, ToolOptions, option_problem
-from ._errors import RegistrationError, StructSchemaError, ToolArgsError
+from ._docstrings import field_docs as _field_docs
+from ._docstrings import parse_docstring as parse_docstring
+from ._errors import (
+    NotJSONError,
+    RegistrationError,
+    StrictSchemaError,
+    StructSchemaError,
+    ToolArgsError,
+)
 from ._execution import ToolRunContext
+from ._json import snapshot
 from ._output import OutputRenderer, attach_output
 from ._pipeline import is_async, mark_may_suspend
-from ._schema import (
-    SchemaProp,
-    Validator,
-    compile_validator,
-    schema_spec_to_json_schema,
-    struct_schema,
-    validator_for,
-)
+from ._pydantic_params import model_plan, signature_plan, uses_pydantic
+from ._schema import SchemaProp, Validator, compile_spec, validator_for
+from ._strict import from_strict_arguments, strict_json_schema
+from ._struct_schema import struct_schema
 
 __all__ = ["define_tool", "tool"]
 
@@ -104,10 +110,11 @@ def define_tool(
             :class:`msgspec.Struct` subclass — the body then receives an instance of it
             (field defaults applied). Nested Structs are inlined into the JSON Schema.
         execute: the body ``(args, ctx)``; an ``async def`` body stays async, a plain
-            ``def`` one stays sync (the registry runs it in a worker thread).
+            ``def`` one stays sync (the registry runs it in a worker thread, or inline
+            with ``nonblocking=True``).
         **options: the tool's options, keyword-only (:class:`ToolOptionArgs`): every
             field of :class:`ToolOptions` — ``timeout_ms``, ``idempotent``,
-            ``max_concurrency``, and the hooks ``is_concurrency_safe``,
+            ``max_concurrency``, ``nonblocking``, and the hooks ``is_concurrency_safe``,
             ``concurrency_keys``, ``present_call`` and ``present_result``, which
             receive the *validated* arguments (invalid arguments, or a hook that
             raises, give ``False`` / exclusive / ``None`` without calling it) — plus
@@ -128,7 +135,7 @@ def define_tool(
             express.
     """
     owner = f"define_tool({name})"
-    checked, output, render_output = _options(owner, options)
+    checked, output, render_output, strict = _options(owner, options)
     if not callable(execute):
         raise RegistrationError(f"{owner}: execute must be callable")
     if (
@@ -137,10 +144,11 @@ def define_tool(
         and parameters is not msgspec.Struct
     ):
         schema, parse = _struct_plan(parameters, owner, None, "field")
+    elif isinstance(parameters, type) and uses_pydantic([parameters]):
+        schema, parse = model_plan(parameters, owner, _field_docs(parameters))
     elif isinstance(parameters, Mapping):
         try:
-            validate = compile_validator(parameters)
-            schema = schema_spec_to_json_schema(parameters)
+            schema, validate = compile_spec(parameters)
         except (TypeError, ValueError) as exc:
             raise RegistrationError(f"{owner}: {exc}") from exc
         parse = _spec_parser(validate)
@@ -149,6 +157,8 @@ def define_tool(
             f"{owner}: parameters must be a SchemaSpec (a dict of SchemaProp) "
             "or a frozen msgspec.Struct subclass"
         )
+    if strict:
+        schema, parse = _strict_plan(owner, schema, parse)
     definition = _definition(name, description, schema, parse, execute, is_async(execute), checked)
     mark_may_suspend(definition.execute, execute)
     return _with_output(owner, definition, output, render_output)
@@ -156,11 +166,14 @@ def define_tool(
 
 def _options(
     owner: str, given: Mapping[str, Any]
-) -> tuple[ToolOptions, Any, OutputRenderer | None]:
-    """Check the keyword options once: ``(the ToolOptions, output, render_output)``."""
+) -> tuple[ToolOptions, Any, OutputRenderer | None, bool]:
+    """Check the keyword options once: ``(ToolOptions, output, render_output, strict)``."""
     options = dict(given)
     output = options.pop("output", None)
     render_output = options.pop("render_output", None)
+    strict = options.pop("strict", False)
+    if type(strict) is not bool:
+        raise RegistrationError(f"{owner}: strict must be a bool")
     unknown = sorted(set(options) - set(ToolOptions.__struct_fields__))
     if unknown:
         raise RegistrationError(f"{owner}: unknown option {unknown[0]!r}")
@@ -168,7 +181,28 @@ def _options(
     problem = option_problem(checked)
     if problem is not None:
         raise RegistrationError(f"{owner}: {problem}")
-    return checked, output, render_output
+    return checked, output, render_output, strict
+
+
+def _strict_plan(
+    owner: str, schema: dict[str, Any], parse: _Parse
+) -> tuple[dict[str, Any], _Parse]:
+    """Advertise the provider-strict schema; read ``null`` for an optional as absent."""
+    try:
+        strict = strict_json_schema(schema)
+    except StrictSchemaError as exc:
+        raise StrictSchemaError(f"{owner}: {exc}", keyword=exc.keyword, path=exc.path) from None
+
+    def parse_strict(args: Any) -> Any:
+        restored = from_strict_arguments(schema, args)
+        if restored is not args:
+            try:
+                restored = snapshot(restored)
+            except NotJSONError:
+                restored = args
+        return parse(restored)
+
+    return strict, parse_strict
 
 
 def _with_output(
@@ -340,65 +374,6 @@ def _readable(exc: msgspec.ValidationError) -> str:
     return f'"{match[2].removeprefix(".")}" is invalid: {match[1]}'
 
 
-# --- docstrings -----------------------------------------------------------------------------
-
-_SECTION = re.compile(
-    r"^(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments|Attributes|Returns?"
-    r"|Yields?|Raises|Examples?|Notes?|Warnings?|See Also|Todo|References|Methods)\s*:\s*$"
-)
-_ENTRY = re.compile(r"^\*{0,2}([A-Za-z_]\w*)\s*(?:\([^)]*\))?\s*:(.*)$")
-_ARG_SECTIONS = frozenset({"Args", "Arguments", "Parameters", "Params", "Keyword Args"})
-_FIELD_SECTIONS = frozenset({"Attributes", *_ARG_SECTIONS})
-
-
-def _field_docs(cls: type) -> Mapping[str, str]:
-    return parse_docstring(cls.__doc__, _FIELD_SECTIONS)[1]
-
-
-def parse_docstring(
-    doc: str | None, sections: frozenset[str] = _ARG_SECTIONS
-) -> tuple[str, dict[str, str]]:
-    """Split a Google-style docstring into its summary and per-name descriptions.
-
-    Args:
-        doc: the docstring (indentation is normalized here).
-        sections: the section names whose ``name (type): text`` entries are collected.
-
-    Returns:
-        ``(summary, descriptions)``: the text before the first section header, and the
-        entries of the wanted sections (continuation lines joined with spaces).
-    """
-    if not doc:
-        return "", {}
-    summary: list[str] = []
-    found: dict[str, str] = {}
-    section: str | None = None
-    entry_indent = -1
-    current: str | None = None
-    for line in inspect.cleandoc(doc).splitlines():
-        stripped = line.strip()
-        indent = len(line) - len(line.lstrip())
-        header = _SECTION.match(stripped) if indent == 0 else None
-        if header is not None:
-            section, current, entry_indent = header[1], None, -1
-            continue
-        if section is None:
-            summary.append(line)
-            continue
-        if not stripped or section not in sections:
-            continue
-        if indent == 0:
-            section = ""
-            continue
-        entry = _ENTRY.match(stripped) if entry_indent < 0 or indent <= entry_indent else None
-        if entry is not None:
-            entry_indent, current = indent, entry[1]
-            found[current] = entry[2].strip()
-        elif current is not None:
-            found[current] = f"{found[current]} {stripped}".strip()
-    return "\n".join(summary).strip(), found
-
-
 # --- @tool ------------------------------------------------------------------------------------
 
 
@@ -431,13 +406,17 @@ def tool(
     it, or call ``definition.execute(args, ctx)``. The tool's parameters are the
     function's annotated parameters (a parameter with a default is optional); the
     one annotated :class:`ToolRunContext`, if any, receives the run context instead.
-    The name defaults to the function's name, the description to the docstring text
-    before its first section (``Args:``, ``Returns:``, …), and each parameter's
-    description comes from the docstring's ``Args:`` entry (or ``Annotated[T,
-    msgspec.Meta(description=...)]``). Supported annotations: ``str``, ``int``,
-    ``float``, ``bool``, ``Literal``/``Enum`` of strings or of integers, ``list``,
-    ``tuple[T, ...]``, ``set``, ``dict[str, T]``, frozen Structs, ``T | None``,
-    ``Any``. Annotations must be resolvable at decoration time.
+    The name defaults to the function's name, the description to the docstring's
+    summary and free text (no section: arguments, returns, raises, examples), and each
+    parameter's description comes from the docstring's entry for it (Google, Sphinx or
+    NumPy style) or ``Annotated[T, msgspec.Meta(description=...)]``. Supported
+    annotations: ``str``, ``int``, ``float``, ``bool``, ``datetime``, ``date``,
+    ``time``, ``timedelta``, ``UUID``, ``Decimal``, ``Literal``/``Enum``, unions of
+    those, ``list``, ``tuple[T, ...]``, ``set``, ``dict[str, T]``, frozen Structs,
+    ``T | None``, ``Any``, ``Annotated[T, msgspec.Meta(...)]``; with pydantic
+    installed, ``BaseModel`` parameters and ``pydantic.Field`` metadata (the whole
+    signature is then checked by pydantic). Annotations must be resolvable at
+    decoration time.
 
     Example::
 
@@ -472,8 +451,8 @@ def tool(
     def decorate(function: Callable[..., Any]) -> ToolDefinition:
         tool_name = name if name is not None else getattr(function, "__name__", "tool")
         owner = f"@tool {tool_name}"
-        checked, output, render_output = _options(owner, options)
-        definition = _tool_from_function(function, tool_name, description, checked)
+        checked, output, render_output, strict = _options(owner, options)
+        definition = _tool_from_function(function, tool_name, description, checked, strict)
         return _with_output(owner, definition, output, render_output)
 
     if fn is None:
@@ -482,7 +461,11 @@ def tool(
 
 
 def _tool_from_function(
-    fn: Callable[..., Any], tool_name: str, description: str | None, options: ToolOptions
+    fn: Callable[..., Any],
+    tool_name: str,
+    description: str | None,
+    options: ToolOptions,
+    strict: bool,
 ) -> ToolDefinition:
     owner = f"@tool {tool_name}"
     try:
@@ -491,7 +474,7 @@ def _tool_from_function(
     except (NameError, TypeError, ValueError) as exc:
         raise RegistrationError(f"{owner}: cannot read the signature: {exc}") from exc
     summary, arg_docs = parse_docstring(inspect.getdoc(fn))
-    fields: list[tuple[str, Any] | tuple[str, Any, Any]] = []
+    params: list[tuple[str, Any, Any]] = []  # (name, annotation, default or empty)
     plan: list[tuple[str, bool, bool]] = []  # (name, is the context, positional-only)
     for param in signature.parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
@@ -503,19 +486,14 @@ def _tool_from_function(
             raise RegistrationError(f'{owner}: parameter "{param.name}" needs a type annotation')
         is_context = annotation is ToolRunContext
         plan.append((param.name, is_context, param.kind is param.POSITIONAL_ONLY))
-        if is_context:
-            continue
-        if param.default is param.empty:
-            fields.append((param.name, annotation))
-        else:
-            fields.append((param.name, annotation, param.default))
-    try:
-        args_type = msgspec.defstruct(
-            f"{tool_name}_args", fields, frozen=True, kw_only=True, module=fn.__module__
-        )
-    except (TypeError, ValueError) as exc:
-        raise RegistrationError(f"{owner}: {exc}") from exc
-    schema, parse = _struct_plan(args_type, owner, arg_docs, "parameter")
+        if not is_context:
+            params.append((param.name, annotation, param.default))
+    if uses_pydantic([a for _, a, _ in params], [d for _, _, d in params]):
+        schema, parse = signature_plan(tool_name, owner, params, arg_docs, inspect.Parameter.empty)
+    else:
+        schema, parse = _signature_struct_plan(fn, tool_name, owner, params, arg_docs)
+    if strict:
+        schema, parse = _strict_plan(owner, schema, parse)
     definition = _definition(
         tool_name,
         description if description is not None else summary,
@@ -527,6 +505,23 @@ def _tool_from_function(
     )
     mark_may_suspend(definition.execute, fn)
     return definition
+
+
+def _signature_struct_plan(
+    fn: Callable[..., Any],
+    tool_name: str,
+    owner: str,
+    params: list[tuple[str, Any, Any]],
+    arg_docs: Mapping[str, str],
+) -> tuple[dict[str, Any], _Parse]:
+    fields = [(n, a) if d is inspect.Parameter.empty else (n, a, d) for n, a, d in params]
+    try:
+        args_type = msgspec.defstruct(
+            f"{tool_name}_args", fields, frozen=True, kw_only=True, module=fn.__module__
+        )
+    except (TypeError, ValueError) as exc:
+        raise RegistrationError(f"{owner}: {exc}") from exc
+    return _struct_plan(args_type, owner, arg_docs, "parameter")
 
 
 def _invoker(fn: Callable[..., Any], plan: list[tuple[str, bool, bool]]) -> _Invoke:

@@ -48,7 +48,7 @@ ToolBodyReturn: TypeAlias = str | ToolReturn | Sequence[ContentBlock] | ContentB
 
 ToolBody: TypeAlias = Callable[[Any, ToolRunContext], Awaitable[Any] | Any]
 """A tool body: ``async def`` (runs in the caller's task) or plain ``def`` (runs in a
-worker thread via ``trio.to_thread.run_sync``)."""
+worker thread via ``trio.to_thread.run_sync``, or inline when declared ``nonblocking``)."""
 
 MAX_TIMEOUT_MS: Final = 31_536_000_000
 """The largest accepted ``timeout_ms``: one year."""
@@ -85,6 +85,10 @@ class ToolOptions(msgspec.Struct, frozen=True, kw_only=True):
             server's. They are hints for clients and policies (such as
             :func:`install_destructive_ask`); how the call runs here is decided by
             the other options.
+        nonblocking: the body is a plain ``def`` that is cheap and never blocks (no
+            I/O, no sleeping, no long computation): it runs inline on the trio thread
+            instead of in a worker thread. Nothing can interrupt it while it runs.
+            No effect on an ``async def`` body.
     """
 
     timeout_ms: float | None = None
@@ -95,15 +99,19 @@ class ToolOptions(msgspec.Struct, frozen=True, kw_only=True):
     concurrency_keys: Callable[[Any], Iterable[ResourceKey]] | None = None
     max_concurrency: int | None = None
     mcp_annotations: McpAnnotations | None = None
+    nonblocking: bool = False
 
 
 class ToolOptionArgs(TypedDict, Generic[A], total=False):
     """The options :func:`define_tool` and :func:`tool` take as keyword arguments.
 
     The keys of :class:`ToolOptions` (typed for the arguments ``A`` the hooks
-    receive) plus ``output`` and ``render_output``, which wrap the body instead of
-    being stored (see :func:`attach_output`). Omitted keys take the defaults of
-    :class:`ToolOptions`.
+    receive) plus three that shape the definition instead of being stored on it:
+    ``output`` and ``render_output`` (see :func:`attach_output`), and ``strict``
+    (advertise the provider-strict form of the parameters, see
+    :func:`strict_json_schema`; a ``null`` sent for an optional parameter then means
+    "absent"). Omitted keys take the defaults of :class:`ToolOptions` (``strict``:
+    ``False``).
     """
 
     timeout_ms: float | None
@@ -114,8 +122,10 @@ class ToolOptionArgs(TypedDict, Generic[A], total=False):
     concurrency_keys: Callable[[A], Iterable[ResourceKey]] | None
     max_concurrency: int | None
     mcp_annotations: McpAnnotations | None
+    nonblocking: bool
     output: Mapping[str, Any] | type[msgspec.Struct] | None
     render_output: Callable[[Any, Any], str | Sequence[ContentBlock] | ContentBlock] | None
+    strict: bool
 
 
 class ToolDefinition(ToolOptions, frozen=True):
@@ -172,6 +182,8 @@ def option_problem(options: ToolOptions) -> str | None:
     hints = options.mcp_annotations
     if hints is not None and not isinstance(hints, McpAnnotations):
         return f"mcp_annotations must be McpAnnotations, not {type(hints).__name__}"
+    if type(options.nonblocking) is not bool:
+        return "nonblocking must be a bool"
     for hook in _HOOKS:
         value = getattr(options, hook)
         if value is not None and not callable(value):

@@ -17,18 +17,24 @@ The tree::
     │   │                             declared output does not allow
     │   ├── AsyncioHostError          NO_ASYNCIO_HOST: an asyncio tool called where no
     │   │                             asyncio loop hosts the trio run
-    │   ├── FileToolError             a bundled file tool's failure: OUTSIDE_ROOT,
-    │   │   └── OutsideRootError      NOT_FOUND, OS_ERROR, NOT_A_REGULAR_FILE, ...
+    │   ├── IncompleteCallError       INCOMPLETE_CALL: a streamed call the model never
+    │   │                             finished (the stream broke off, or it was garbled)
     │   ├── McpServerGoneError        MCP_SERVER_GONE: a mounted MCP server's connection
     │   │                             ended before the call finished
-    │   └── McpCallError              MCP_TOOL_ERROR / MCP_REQUEST_FAILED: a mounted
-    │                                 MCP tool reported an error, or its request failed
+    │   ├── McpCallError              MCP_TOOL_ERROR / MCP_REQUEST_FAILED: a mounted
+    │   │                             MCP tool reported an error, or its request failed
+    │   ├── FileToolError             a bundled file tool's failure: OUTSIDE_ROOT,
+    │   │   └── OutsideRootError      NOT_FOUND, OS_ERROR, NOT_A_REGULAR_FILE, ...
+    │   └── RemoteToolError           REMOTE_*: a body placed on a Ray cluster gave no
+    │                                 answer (worker or node died, no cluster, result
+    │                                 not encodable)
+    ├── McpMountError                 an MCP server could not be mounted
     ├── NotJSONError (ValueError)     a value is not lossless JSON (names the path)
     ├── StructSchemaError             a Struct cannot be a parameter schema
     ├── LogFormatError (ValueError)   a file read as a log is not one (names the line)
     ├── ResumeError (ValueError)      a log cannot resume these calls
-    ├── McpMountError                 an MCP server could not be mounted
     └── RegistrationError (ValueError) a programmer error at registration time
+        └── StrictSchemaError         a schema provider-strict mode cannot take
 
 A :class:`ToolError` raised by a tool body, a policy hook or a wrapper becomes an
 ``is_error`` result whose ``error`` is ``ToolErrorInfo(name=<class name>, code=<code>)``;
@@ -49,11 +55,16 @@ __all__ = [
     "MCP_TOOL_ERROR",
     "TOOL_ABORTED",
     "TOOL_ABORTED_BEFORE_DISPATCH",
+    "REMOTE_NODE_DIED",
+    "REMOTE_RESULT_NOT_ENCODABLE",
+    "REMOTE_UNAVAILABLE",
+    "REMOTE_WORKER_DIED",
     "TOOL_TIMEOUT",
     "AbortError",
     "AsyncioHostError",
     "DuplicateCallIdError",
     "FileToolError",
+    "IncompleteCallError",
     "InterruptedCallError",
     "LogFormatError",
     "McpCallError",
@@ -64,7 +75,9 @@ __all__ = [
     "OutsideRootError",
     "RegistrationError",
     "ResumeError",
+    "StrictSchemaError",
     "StructSchemaError",
+    "RemoteToolError",
     "ToolArgsError",
     "ToolError",
     "ToolNotFoundError",
@@ -86,6 +99,14 @@ DUPLICATE_CALL_ID = "DUPLICATE_CALL_ID"
 INTERRUPTED = "INTERRUPTED"
 """Code of a resumed call that started but never finished before the process died,
 and whose tool is not idempotent: it is not run again, so its effect happens at most once."""
+REMOTE_WORKER_DIED = "REMOTE_WORKER_DIED"
+"""Code of a remote call whose Ray worker (or actor) died while it ran."""
+REMOTE_NODE_DIED = "REMOTE_NODE_DIED"
+"""Code of a remote call whose node, or the object holding its answer, was lost."""
+REMOTE_UNAVAILABLE = "REMOTE_UNAVAILABLE"
+"""Code of a remote call that could not be placed: no Ray connection, or unschedulable."""
+REMOTE_RESULT_NOT_ENCODABLE = "REMOTE_RESULT_NOT_ENCODABLE"
+"""Code of a remote call whose body returned a value that cannot cross as msgspec bytes."""
 
 MCP_SERVER_GONE = "MCP_SERVER_GONE"
 """Code of a mounted MCP call whose server connection ended before it finished."""
@@ -216,6 +237,50 @@ class AsyncioHostError(ToolError):
         )
 
 
+class IncompleteCallError(ToolError):
+    """Raised when a streamed tool call cannot run because the model never finished it.
+
+    The stream broke off before the call's arguments were complete, or it sent
+    something no call can be assembled from (two calls at one index, no tool name).
+    The call does not run; its result says why.
+    """
+
+    code = "INCOMPLETE_CALL"
+
+
+class McpServerGoneError(ToolError):
+    """Raised when a mounted MCP server's connection ends while a call needs it.
+
+    The server exited, crashed or closed the connection; calls in flight get this
+    error (code ``MCP_SERVER_GONE``) and the mount's tools are unregistered.
+    """
+
+    code = MCP_SERVER_GONE
+
+    def __init__(self, server: str, detail: str | None = None) -> None:
+        self.server = server
+        text = f'MCP server "{server}" is gone'
+        super().__init__(text if detail is None else f"{text}: {detail}")
+
+
+class McpCallError(ToolError):
+    """Raised when a mounted MCP tool fails: an ``isError`` result or a JSON-RPC error.
+
+    An ``isError`` result's text becomes the message (code ``MCP_TOOL_ERROR``); a
+    request the server rejected carries the JSON-RPC error's message (code
+    ``MCP_REQUEST_FAILED``).
+    """
+
+    code = MCP_TOOL_ERROR
+
+
+class McpMountError(ToolnurseryError):
+    """Raised when an MCP server cannot be mounted: it did not start or initialise in
+    time, answered something that is not MCP, or lists tools that cannot be
+    registered (a duplicate name, an ``inputSchema`` that is not an object schema, a
+    name already taken)."""
+
+
 class AbortError(ToolError):
     """Raised when a call is cancelled (the batch was aborted, or its signal fired).
 
@@ -320,37 +385,15 @@ class ResumeError(ToolnurseryError, ValueError):
     id, or the batch id is not in the log at all."""
 
 
-class McpServerGoneError(ToolError):
-    """Raised when a mounted MCP server's connection ends while a call needs it.
+class RemoteToolError(ToolError):
+    """Raised when a tool body placed on a Ray cluster gives no answer.
 
-    The server exited, crashed or closed the connection; calls in flight get this
-    error (code ``MCP_SERVER_GONE``) and the mount's tools are unregistered.
+    Its ``code`` says why: ``REMOTE_WORKER_DIED``, ``REMOTE_NODE_DIED``,
+    ``REMOTE_UNAVAILABLE`` or ``REMOTE_RESULT_NOT_ENCODABLE`` (see
+    :mod:`toolnursery.ray`).
     """
 
-    code = MCP_SERVER_GONE
-
-    def __init__(self, server: str, detail: str | None = None) -> None:
-        self.server = server
-        text = f'MCP server "{server}" is gone'
-        super().__init__(text if detail is None else f"{text}: {detail}")
-
-
-class McpCallError(ToolError):
-    """Raised when a mounted MCP tool fails: an ``isError`` result or a JSON-RPC error.
-
-    An ``isError`` result's text becomes the message (code ``MCP_TOOL_ERROR``); a
-    request the server rejected carries the JSON-RPC error's message (code
-    ``MCP_REQUEST_FAILED``).
-    """
-
-    code = MCP_TOOL_ERROR
-
-
-class McpMountError(ToolnurseryError):
-    """Raised when an MCP server cannot be mounted: it did not start or initialise in
-    time, answered something that is not MCP, or lists tools that cannot be
-    registered (a duplicate name, an ``inputSchema`` that is not an object schema, a
-    name already taken)."""
+    code = REMOTE_UNAVAILABLE
 
 
 class RegistrationError(ToolnurseryError, ValueError):
@@ -359,3 +402,25 @@ class RegistrationError(ToolnurseryError, ValueError):
 
 def _format_ms(ms: float) -> str:
     return str(int(ms)) if float(ms).is_integer() else repr(float(ms))
+
+
+class StrictSchemaError(RegistrationError):
+    """Raised when a schema uses what provider-strict mode cannot take.
+
+    The message names the keyword and where it is (``#/properties/tags``), and the
+    tool when one is known.
+
+    Args:
+        message: what strict mode cannot take, and where.
+        keyword: the JSON Schema keyword that stops it.
+        path: where it is, as a JSON pointer fragment (``#/properties/tags``).
+        tool_name: the tool whose schema it is, when known.
+    """
+
+    def __init__(
+        self, message: str, *, keyword: str = "", path: str = "#", tool_name: str | None = None
+    ) -> None:
+        self.keyword = keyword
+        self.path = path
+        self.tool_name = tool_name
+        super().__init__(message if tool_name is None else f'tool "{tool_name}": {message}')

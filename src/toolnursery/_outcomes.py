@@ -16,12 +16,13 @@ the command's output) can fail to encode a result the pipeline accepted.
 from __future__ import annotations
 
 import re
+import typing
 from typing import Any, Final, TypeVar
 
 import msgspec
 
 from ._content import (
-    CONTENT_BLOCK_TYPES,
+    ContentBlock,
     HookContext,
     ImageContent,
     TextContent,
@@ -51,14 +52,19 @@ _ARGS_NOT_JSON: Final = _text_result(
 _RESULT_NOT_JSON: Final = _text_result("Error: tool result must be losslessly JSON-serializable")
 
 
+_BLOCK_TYPES: Final = frozenset(typing.get_args(ContentBlock))
+
+
 def _normalize(value: Any, name: str) -> ToolExecutionResult:
+    """Turn a body's return value into a result.
+
+    Text, content blocks (a list or tuple all of whose items are blocks) and a
+    :class:`ToolReturn` are content; any other JSON-encodable value becomes one text
+    block holding its JSON (see :func:`encode_value`).
+    """
     t = type(value)
     if t is str:
         return ToolExecutionResult((TextContent(value),), False)
-    if t is tuple:
-        return ToolExecutionResult(value, False)
-    if t is list:
-        return ToolExecutionResult(tuple(value), False)
     if t is ToolReturn:
         content = value.content
         return ToolExecutionResult(
@@ -67,12 +73,39 @@ def _normalize(value: Any, name: str) -> ToolExecutionResult:
             meta=value.meta,
             structured_content=value.structured,
         )
-    if t in CONTENT_BLOCK_TYPES:
+    if t in _BLOCK_TYPES:
         return ToolExecutionResult((value,), False)
-    return _text_result(
-        f'Error: tool "{name}" returned {t.__name__}; a tool body returns a str, '
-        "a sequence of content blocks, or a ToolReturn"
-    )
+    if (t is tuple or t is list) and all(type(item) in _BLOCK_TYPES for item in value):
+        return ToolExecutionResult(value if t is tuple else tuple(value), False)
+    try:
+        text = encode_value(value)
+    except NotJSONError as exc:
+        return _text_result(
+            f'Error: tool "{name}" returned {t.__name__}, which is not JSON-encodable ({exc}); '
+            "a tool body returns a str, content blocks, a ToolReturn or a JSON-encodable value"
+        )
+    return ToolExecutionResult((TextContent(text),), False)
+
+
+def encode_value(value: object) -> str:
+    """Encode a tool's return value as compact, deterministic JSON text.
+
+    Anything msgspec can encode is accepted — dicts, lists, tuples, numbers,
+    booleans, ``None``, Structs, dataclasses, ``datetime``/``UUID``/``Decimal``
+    (as strings), enums (as their values), sets (as sorted arrays) — provided the
+    result is lossless JSON (no ``nan``, infinities or ``-0.0``). Dict keys are
+    sorted (non-string keys become strings); Struct and dataclass fields keep their
+    declaration order. So equal values always give the same text.
+
+    Raises:
+        NotJSONError: the value cannot be encoded, or not losslessly.
+    """
+    try:
+        builtins = msgspec.to_builtins(value, str_keys=True, order="deterministic")
+    except (TypeError, ValueError, OverflowError, RecursionError) as exc:
+        raise NotJSONError(str(exc)) from None
+    snapshot(builtins)
+    return msgspec.json.encode(builtins).decode()
 
 
 def _materialize(result: ToolExecutionResult) -> ToolExecutionResult:
@@ -133,7 +166,7 @@ def _valid_block(block: object) -> bool:
         if block.meta is None and block.annotations is None:  # type: ignore[attr-defined]
             return type(block.data) is str and type(block.mime_type) is str  # type: ignore[attr-defined]
         return _round_trips(block)
-    return t in CONTENT_BLOCK_TYPES and _round_trips(block)
+    return t in _BLOCK_TYPES and _round_trips(block)
 
 
 def _round_trips(block: object) -> bool:

@@ -1,9 +1,14 @@
 """Per-call progress and log messages from tool bodies.
 
-A body reports with :func:`report_progress` and :func:`report_log`; the reports go to
-the sink of the call it runs in (whoever runs the call installs one with
-:func:`reporting`), in the order they were made. With no sink installed, reporting
-costs one context-variable read and does nothing.
+A body reports with ``ctx.report_progress(...)`` / ``ctx.log(...)`` (or the
+module-level :func:`report_progress` and :func:`report_log`); each report goes,
+synchronously and in the order it was made, to every sink installed around the call
+with :func:`reporting` — by whoever runs it: an MCP server, a batch's recorder, the
+command's live display, a program driving ``open_tool_batch``. Sinks live in a
+context variable, so a batch's worker tasks (which inherit the context of the task
+that opened the batch) report to the sinks installed around the batch. A report made
+through ``ctx`` carries the call's id. With no sink installed, reporting costs one
+context-variable read and does nothing.
 """
 
 from __future__ import annotations
@@ -36,20 +41,29 @@ LogLevel: TypeAlias = Literal[
 _LEVELS: Final = frozenset(LogLevel.__args__)  # type: ignore[attr-defined]
 
 
-class ProgressReport(msgspec.Struct, frozen=True, kw_only=True, tag="progress", omit_defaults=True):
-    """How far a call has got: ``progress`` (increasing), of ``total`` if known."""
+class ProgressReport(
+    msgspec.Struct, frozen=True, kw_only=True, tag="progress", omit_defaults=True, rename="camel"
+):
+    """How far a call has got: ``progress`` (increasing), of ``total`` if known.
+
+    ``call_id`` is the reporting call's id (``None`` from the module-level function).
+    """
 
     progress: float
     total: float | None = None
     message: str | None = None
+    call_id: str | None = None
 
 
-class LogReport(msgspec.Struct, frozen=True, kw_only=True, tag="log", omit_defaults=True):
+class LogReport(
+    msgspec.Struct, frozen=True, kw_only=True, tag="log", omit_defaults=True, rename="camel"
+):
     """A log message from a call's body (``data`` is any JSON value)."""
 
     level: LogLevel
     data: Any
     logger: str | None = None
+    call_id: str | None = None
 
 
 CallReport: TypeAlias = ProgressReport | LogReport
@@ -63,8 +77,22 @@ _sink: ContextVar[ReportSink | None] = ContextVar("toolnursery_report_sink", def
 
 @contextmanager
 def reporting(sink: ReportSink) -> Iterator[None]:
-    """Send the reports of bodies run inside the block (in this task) to ``sink``."""
-    token = _sink.set(sink)
+    """Also send the reports of calls run inside the block to ``sink``.
+
+    Sinks nest: a report reaches the innermost sink first, then the ones installed
+    around it. Calls run by tasks started inside the block (a batch's workers)
+    report here too. A sink that raises fails the report, and so the body that
+    made it.
+    """
+    outer = _sink.get()
+    chained: ReportSink = sink
+    if outer is not None:
+
+        def chained(report: CallReport) -> None:
+            sink(report)
+            outer(report)
+
+    token = _sink.set(chained)
     try:
         yield
     finally:
@@ -77,7 +105,11 @@ def current_sink() -> ReportSink | None:
 
 
 def report_progress(
-    progress: float, total: float | None = None, message: str | None = None
+    progress: float,
+    total: float | None = None,
+    message: str | None = None,
+    *,
+    call_id: str | None = None,
 ) -> None:
     """Report the current call's progress.
 
@@ -85,6 +117,7 @@ def report_progress(
         progress: how far it has got; should increase with every report.
         total: the value ``progress`` reaches at the end, if known.
         message: a human-readable note.
+        call_id: the reporting call's id (``ctx.report_progress`` passes it).
 
     Raises:
         ValueError: ``progress`` or ``total`` is not a finite number.
@@ -97,10 +130,12 @@ def report_progress(
             isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
         ):
             raise ValueError(f"report_progress(): {what} must be a finite number, got {value!r}")
-    sink(ProgressReport(progress=progress, total=total, message=message))
+    sink(ProgressReport(progress=progress, total=total, message=message, call_id=call_id))
 
 
-def report_log(level: LogLevel, data: Any, *, logger: str | None = None) -> None:
+def report_log(
+    level: LogLevel, data: Any, *, logger: str | None = None, call_id: str | None = None
+) -> None:
     """Report a log message from the current call (``data``: a str or any JSON value).
 
     Raises:
@@ -110,4 +145,4 @@ def report_log(level: LogLevel, data: Any, *, logger: str | None = None) -> None
         raise ValueError(f"report_log(): level must be one of {sorted(_LEVELS)}, got {level!r}")
     sink = _sink.get()
     if sink is not None:
-        sink(LogReport(level=level, data=data, logger=logger))
+        sink(LogReport(level=level, data=data, logger=logger, call_id=call_id))
