@@ -21,7 +21,7 @@ import tempfile
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
-from contextlib import ExitStack, nullcontext
+from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
 from typing import Any, Final, TextIO
@@ -43,8 +43,7 @@ from ._cli_input import FORMATS, CallsInputError, parse_calls, provider_messages
 from ._cli_serve import add_serve_parser, serve_command
 from ._content import ToolCall, ToolExecutionResult
 from ._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, LogFormatError
-from ._progress import ProgressReport, reporting
-from ._progress_log import ReportingRecorder
+from ._progress import ProgressReport
 from ._recorder import (
     JsonlRecorder,
     ProgressEvent,
@@ -294,13 +293,12 @@ def _run_command(options: argparse.Namespace) -> int:
         recorder = _open_log(options.log, stack)
         progress = _Progress(sys.stderr, len(calls), recorder) if _wants_progress(options) else None
         try:
-            sink = progress if progress is not None else recorder
             interrupted, results = trio.run(
                 _run_batch,
                 registry,
                 calls,
                 options.max_parallel,
-                ReportingRecorder(sink) if sink is not None else None,
+                progress if progress is not None else recorder,
                 _writer(
                     progress,
                     _card_writer(registry, options) if options.show else None,
@@ -521,7 +519,7 @@ async def _run_batch(
     registry: ToolRegistry,
     calls: list[ToolCall],
     max_parallel: int,
-    recorder: ReportingRecorder | None,
+    recorder: _Progress | JsonlRecorder | None,
     write: Callable[[ToolCall, ToolExecutionResult], None],
     on_interrupt: Callable[[], None],
 ) -> tuple[bool, list[ToolExecutionResult]]:
@@ -536,17 +534,15 @@ async def _run_batch(
         async with trio.open_nursery() as nursery:
             if threading.current_thread() is threading.main_thread():
                 await nursery.start(_cancel_on_sigint, cancel, on_interrupt)
-            # The calls' progress reports join the log and the status line.
-            with reporting(recorder.report) if recorder is not None else nullcontext():
-                async with open_tool_batch(
-                    registry, signal=cancel, max_parallel=max_parallel, recorder=recorder
-                ) as batch:
-                    for call in calls:
-                        batch.submit(call)
-                    batch.close()
-                    async for call, result in batch:
-                        results.append(result)
-                        write(call, result)
+            async with open_tool_batch(
+                registry, signal=cancel, max_parallel=max_parallel, recorder=recorder
+            ) as batch:
+                for call in calls:
+                    batch.submit(call)
+                batch.close()
+                async for call, result in batch:
+                    results.append(result)
+                    write(call, result)
             nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         # The signal task is ours, not the caller's: report the failure itself.
