@@ -6,7 +6,12 @@ and docs/contributing.md); this file checks what a reader or the package index s
 
 from __future__ import annotations
 
+import importlib
+import os
+import pkgutil
 import re
+import subprocess
+import sys
 import tomllib
 from importlib import metadata
 from pathlib import Path
@@ -24,6 +29,11 @@ MARKDOWN_LINK = re.compile(r"\]\(([^)\s]+)[^)]*\)|<(https?://[^>]+)>")
 
 def _links(text: str) -> list[str]:
     return [m.group(1) or m.group(2) for m in MARKDOWN_LINK.finditer(text)]
+
+
+def _public_modules() -> list[str]:
+    names = [f"toolnursery.{m.name}" for m in pkgutil.iter_modules(toolnursery.__path__)]
+    return ["toolnursery", *sorted(n for n in names if not n.rsplit(".", 1)[1].startswith("_"))]
 
 
 def _ids(path: Path) -> str:
@@ -79,3 +89,34 @@ def test_every_docs_page_is_in_the_site_navigation() -> None:
     nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     pages = [str(p.relative_to(ROOT / "docs")) for p in sorted((ROOT / "docs").rglob("*.md"))]
     assert [page for page in pages if page not in nav] == []
+
+
+def test_the_site_builds_strictly_and_documents_every_public_name(tmp_path: Path) -> None:
+    """The API reference is generated: every ``__all__`` name gets its own entry."""
+    pytest.importorskip("mkdocs")
+    pytest.importorskip("mkdocstrings_handlers.python")
+    site = tmp_path / "site"
+    build = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(site)],
+        cwd=ROOT,
+        check=False,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+    )
+    assert build.returncode == 0, build.stderr
+    missing = []
+    for module_name in _public_modules():
+        page = site / "reference" / module_name.rsplit(".", 1)[-1] / "index.html"
+        if not page.exists():  # a public module needs docs/reference/<name>.md
+            missing.append(f"{module_name} (no reference page)")
+            continue
+        html = page.read_text(encoding="utf-8")
+        anchors = set(re.findall(r'id="(toolnursery\.[\w.]+)"', html))
+        # docs_sphinx_roles.py turns the docstrings' Sphinx roles into code spans.
+        assert re.findall(r":(?:func|class|meth|data|attr|exc):<code>", html) == [], page
+        module = importlib.import_module(module_name)
+        missing += [
+            f"{module_name}.{n}" for n in module.__all__ if f"{module_name}.{n}" not in anchors
+        ]
+    assert missing == []

@@ -118,7 +118,7 @@ def _name(
     if tool_name is not None:
         return tool_name
     for value in (*args, *kwargs.values()):
-        if type(value) is ToolRunContext:
+        if isinstance(value, ToolRunContext):
             return value.name
     return getattr(fn, "__name__", "?")
 

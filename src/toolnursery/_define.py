@@ -110,10 +110,11 @@ def define_tool(
             :class:`msgspec.Struct` subclass — the body then receives an instance of it
             (field defaults applied). Nested Structs are inlined into the JSON Schema.
         execute: the body ``(args, ctx)``; an ``async def`` body stays async, a plain
-            ``def`` one stays sync (the registry runs it in a worker thread).
+            ``def`` one stays sync (the registry runs it in a worker thread, or inline
+            with ``nonblocking=True``).
         **options: the tool's options, keyword-only (:class:`ToolOptionArgs`): every
             field of :class:`ToolOptions` — ``timeout_ms``, ``idempotent``,
-            ``max_concurrency``, and the hooks ``is_concurrency_safe``,
+            ``max_concurrency``, ``nonblocking``, and the hooks ``is_concurrency_safe``,
             ``concurrency_keys``, ``present_call`` and ``present_result``, which
             receive the *validated* arguments (invalid arguments, or a hook that
             raises, give ``False`` / exclusive / ``None`` without calling it) — plus

@@ -47,7 +47,7 @@ ToolBodyReturn: TypeAlias = str | ToolReturn | Sequence[ContentBlock] | ContentB
 
 ToolBody: TypeAlias = Callable[[Any, ToolRunContext], Awaitable[Any] | Any]
 """A tool body: ``async def`` (runs in the caller's task) or plain ``def`` (runs in a
-worker thread via ``trio.to_thread.run_sync``)."""
+worker thread via ``trio.to_thread.run_sync``, or inline when declared ``nonblocking``)."""
 
 MAX_TIMEOUT_MS: Final = 31_536_000_000
 """The largest accepted ``timeout_ms``: one year."""
@@ -79,6 +79,10 @@ class ToolOptions(msgspec.Struct, frozen=True, kw_only=True):
         max_concurrency: the most bodies of this tool name that run at once through
             the registry it is registered in, across batches and ``execute()``
             calls (a positive ``int``; ``None``: unlimited).
+        nonblocking: the body is a plain ``def`` that is cheap and never blocks (no
+            I/O, no sleeping, no long computation): it runs inline on the trio thread
+            instead of in a worker thread. Nothing can interrupt it while it runs.
+            No effect on an ``async def`` body.
     """
 
     timeout_ms: float | None = None
@@ -88,6 +92,7 @@ class ToolOptions(msgspec.Struct, frozen=True, kw_only=True):
     idempotent: bool = False
     concurrency_keys: Callable[[Any], Iterable[ResourceKey]] | None = None
     max_concurrency: int | None = None
+    nonblocking: bool = False
 
 
 class ToolOptionArgs(TypedDict, Generic[A], total=False):
@@ -109,6 +114,7 @@ class ToolOptionArgs(TypedDict, Generic[A], total=False):
     idempotent: bool
     concurrency_keys: Callable[[A], Iterable[ResourceKey]] | None
     max_concurrency: int | None
+    nonblocking: bool
     output: Mapping[str, Any] | type[msgspec.Struct] | None
     render_output: Callable[[Any, Any], str | Sequence[ContentBlock] | ContentBlock] | None
     strict: bool
@@ -165,6 +171,8 @@ def option_problem(options: ToolOptions) -> str | None:
         return f"max_concurrency must be a positive integer, got {limit!r}"
     if type(options.idempotent) is not bool:
         return "idempotent must be a bool"
+    if type(options.nonblocking) is not bool:
+        return "nonblocking must be a bool"
     for hook in _HOOKS:
         value = getattr(options, hook)
         if value is not None and not callable(value):
