@@ -17,10 +17,13 @@ The tree::
     │   │                             declared output does not allow
     │   ├── AsyncioHostError          NO_ASYNCIO_HOST: an asyncio tool called where no
     │   │                             asyncio loop hosts the trio run
+    │   ├── IncompleteCallError       INCOMPLETE_CALL: a streamed call the model never
+    │   │                             finished (the stream broke off, or it was garbled)
     │   └── FileToolError             a bundled file tool's failure: OUTSIDE_ROOT,
     │       └── OutsideRootError      NOT_FOUND, OS_ERROR, NOT_A_REGULAR_FILE, ...
     ├── NotJSONError (ValueError)     a value is not lossless JSON (names the path)
     ├── StructSchemaError             a Struct cannot be a parameter schema
+    ├── StrictSchemaError (ValueError) a tool schema OpenAI's strict mode cannot take
     ├── LogFormatError (ValueError)   a file read as a log is not one (names the line)
     ├── ResumeError (ValueError)      a log cannot resume these calls
     └── RegistrationError (ValueError) a programmer error at registration time
@@ -47,6 +50,7 @@ __all__ = [
     "AsyncioHostError",
     "DuplicateCallIdError",
     "FileToolError",
+    "IncompleteCallError",
     "InterruptedCallError",
     "LogFormatError",
     "NotJSONError",
@@ -197,6 +201,38 @@ class AsyncioHostError(ToolError):
             f'asyncio tool "{tool_name}" needs an asyncio host loop: it runs only in calls '
             "started from asyncio through toolnursery.aio (run_tool_calls, open_tool_batch, "
             "execute), and this trio run has none"
+        )
+
+
+class IncompleteCallError(ToolError):
+    """Raised when a streamed tool call cannot run because the model never finished it.
+
+    The stream broke off before the call's arguments were complete, or it sent
+    something no call can be assembled from (two calls at one index, no tool name).
+    The call does not run; its result says why.
+    """
+
+    code = "INCOMPLETE_CALL"
+
+
+class StrictSchemaError(ToolnurseryError, ValueError):
+    """Raised when a tool's parameter schema is outside what OpenAI's strict mode takes.
+
+    The message names the tool, the keyword and where in the schema it is.
+
+    Args:
+        tool_name: the tool whose schema was refused.
+        keyword: the JSON Schema keyword strict mode cannot take.
+        path: where it is (``parameters.properties.x``).
+        reason: why.
+    """
+
+    def __init__(self, tool_name: str, keyword: str, path: str, reason: str) -> None:
+        self.tool_name = tool_name
+        self.keyword = keyword
+        self.path = path
+        super().__init__(
+            f'tool "{tool_name}": strict mode cannot take "{keyword}" at {path}: {reason}'
         )
 
 
