@@ -27,7 +27,6 @@ The tree::
     ├── LogFormatError (ValueError)   a file read as a log is not one (names the line)
     ├── ResumeError (ValueError)      a log cannot resume these calls
     └── RegistrationError (ValueError) a programmer error at registration time
-        └── StrictSchemaError         a schema provider-strict mode cannot take
 
 A :class:`ToolError` raised by a tool body, a policy hook or a wrapper becomes an
 ``is_error`` result whose ``error`` is ``ToolErrorInfo(name=<class name>, code=<code>)``;
@@ -346,10 +345,3 @@ class RegistrationError(ToolnurseryError, ValueError):
 
 def _format_ms(ms: float) -> str:
     return str(int(ms)) if float(ms).is_integer() else repr(float(ms))
-
-
-class StrictSchemaError(RegistrationError):
-    """Raised when a schema uses what provider-strict mode cannot take.
-
-    The message names the keyword and where it is (``#/properties/tags``).
-    """
