@@ -48,3 +48,5 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/bench_pipeline.py")
     session.run("python", "benchmarks/bench_scheduler.py")
     session.run("python", "benchmarks/bench_peers.py")
+    session.install("-e", ".[ray]")
+    session.run("python", "benchmarks/bench_ray.py", "--quick")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import enum
+import json
 import sys
 import uuid
 from decimal import Decimal
@@ -30,10 +31,10 @@ from toolnursery import (
     ToolDefinition,
     define_tool,
     from_strict_arguments,
+    strict_json_schema,
     tool,
 )
 from toolnursery._json import snapshot
-from toolnursery.providers import strict_parameters
 
 JUDGE = jsonschema.Draft202012Validator
 
@@ -474,36 +475,80 @@ def book(origin: str, seats: int = 1, cabin: Cabin = Cabin.ECONOMY, leg: Leg | N
     return f"{origin} {seats} {cabin.value} {leg}"
 
 
-def test_strict_option_advertises_the_strict_form() -> None:
-    """strict=True: the one strict rewrite (providers.strict_parameters) of the parameters."""
+def test_strict_schema_requires_everything_and_makes_optionals_nullable() -> None:
     schema = book.parameters
     assert schema["additionalProperties"] is False
     assert schema["required"] == ["origin", "seats", "cabin", "leg"]
     props = schema["properties"]
     assert props["origin"] == {"type": "string"}
     assert props["seats"] == {"type": ["integer", "null"], "description": "Default: 1."}
-    assert props["cabin"]["type"] == ["string", "null"]
-    assert props["cabin"]["enum"] == ["economy", "business", None]
+    assert props["cabin"] == {
+        "type": ["string", "null"],
+        "enum": ["economy", "business", None],
+        "description": 'Default: "economy".',
+    }
     assert props["leg"]["type"] == ["object", "null"]
+    assert props["leg"]["additionalProperties"] is False
     assert props["leg"]["required"] == ["origin", "stops"]
-    assert props["leg"]["properties"]["stops"]["type"] == ["integer", "null"]
+    assert props["leg"]["properties"]["stops"] == {
+        "type": ["integer", "null"],
+        "description": "Default: 0.",
+    }
     JUDGE.check_schema(schema)
 
 
 def test_strict_tool_reads_null_as_absent() -> None:
     sent = {"origin": "LAX", "seats": None, "cabin": None, "leg": {"origin": "JFK", "stops": None}}
     assert JUDGE(book.parameters).is_valid(sent)
-    assert (
-        book.execute(snapshot(sent), None)  # type: ignore[arg-type]
-        == "LAX 1 economy Leg(origin='JFK', stops=0)"
-    )
+    assert book.execute(snapshot(sent), None) == "LAX 1 economy Leg(origin='JFK', stops=0)"  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        (
+            {
+                "type": "object",
+                "properties": {
+                    "t": {"type": "object", "additionalProperties": {"type": "integer"}}
+                },
+            },
+            'strict mode needs "additionalProperties": false (at #/properties/t',
+        ),
+        (
+            {"type": "object", "properties": {"s": {"type": "string", "minLength": 1}}},
+            'strict mode does not take "minLength" (at #/properties/s)',
+        ),
+        (
+            {"type": "object", "properties": {"p": {"type": "string", "format": "decimal"}}},
+            'strict mode does not take "format": "decimal" (at #/properties/p)',
+        ),
+        (
+            {"type": "object", "properties": {"a": {}}},
+            'strict mode needs a "type" (at #/properties/a',
+        ),
+        (
+            {"type": "object", "properties": {"o": {"type": "object"}}},
+            'strict mode needs "properties" on every object (at #/properties/o',
+        ),
+        (
+            {"type": "object", "properties": {"u": {"oneOf": [{"type": "string"}]}}},
+            'strict mode does not take "oneOf" (at #/properties/u)',
+        ),
+        ({"type": "array"}, "strict mode needs an object-rooted schema"),
+    ],
+)
+def test_strict_refuses_what_strict_mode_cannot_take_naming_the_keyword(
+    schema: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(StrictSchemaError) as info:
+        strict_json_schema(schema)
+    assert str(info.value).startswith(message)
 
 
 def test_strict_option_refuses_at_definition_naming_the_tool() -> None:
     with pytest.raises(
-        StrictSchemaError,
-        match=r'^tool "t": strict mode cannot take "additionalProperties" at '
-        r"parameters.properties.table",
+        StrictSchemaError, match=r'^@tool t: strict mode needs "additionalProperties"'
     ):
 
         @tool(strict=True)
@@ -511,18 +556,18 @@ def test_strict_option_refuses_at_definition_naming_the_tool() -> None:
             return ""
 
 
-def test_strict_form_of_a_pydantic_tool_keeps_refs_and_rewrites_defs() -> None:
-    @tool(strict=True)
+def test_strict_keeps_refs_and_rewrites_defs() -> None:
+    @tool
     def go(to: Point, speed: Annotated[int, pydantic.Field(ge=1)] = 5) -> str:
-        return f"{to.x} {speed}"
+        return ""
 
-    strict = go.parameters
+    strict = strict_json_schema(go.parameters)
     assert strict["required"] == ["to", "speed"]
     assert strict["$defs"]["Point"]["additionalProperties"] is False
     assert strict["$defs"]["Point"]["required"] == ["x", "y"]
     assert strict["properties"]["speed"]["type"] == ["integer", "null"]
-    assert go.execute(snapshot({"to": {"x": 2, "y": None}, "speed": None}), None) == "2 5"  # type: ignore[arg-type]
-    assert strict_parameters("go", strict) == strict  # already strict: a fixed point
+    assert "default" not in json.dumps(strict)
+    assert go.parameters["required"] == ["to"]  # the input is not modified
 
 
 def test_constraints_inside_unions_and_boolean_literals() -> None:

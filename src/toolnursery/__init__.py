@@ -123,6 +123,7 @@ from ._schema import validate_args as validate_args
 from ._signal import CancelSignal as CancelSignal
 from ._statistics import ToolStatistics as ToolStatistics
 from ._strict import from_strict_arguments as from_strict_arguments
+from ._strict import strict_json_schema as strict_json_schema
 from ._structured import assert_supported_output_schema as assert_supported_output_schema
 from ._structured import validate_structured_value as validate_structured_value
 from ._timeout import install_timeout_policy as install_timeout_policy
@@ -251,6 +252,7 @@ __all__ = [
     "result_view",
     "run_tool_calls",
     "schema_spec_to_json_schema",
+    "strict_json_schema",
     "thaw",
     "tool",
     "validate_args",

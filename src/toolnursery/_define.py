@@ -33,6 +33,7 @@ from ._docstrings import parse_docstring as parse_docstring
 from ._errors import (
     NotJSONError,
     RegistrationError,
+    StrictSchemaError,
     StructSchemaError,
     ToolArgsError,
 )
@@ -42,9 +43,8 @@ from ._output import OutputRenderer, attach_output
 from ._pipeline import is_async, mark_may_suspend
 from ._pydantic_params import model_plan, signature_plan, uses_pydantic
 from ._schema import SchemaProp, Validator, compile_spec, validator_for
-from ._strict import from_strict_arguments
+from ._strict import from_strict_arguments, strict_json_schema
 from ._struct_schema import struct_schema
-from .providers._common import strict_parameters
 
 __all__ = ["define_tool", "tool"]
 
@@ -158,7 +158,7 @@ def define_tool(
             "or a frozen msgspec.Struct subclass"
         )
     if strict:
-        schema, parse = _strict_plan(name, schema, parse)
+        schema, parse = _strict_plan(owner, schema, parse)
     definition = _definition(name, description, schema, parse, execute, is_async(execute), checked)
     mark_may_suspend(definition.execute, execute)
     return _with_output(owner, definition, output, render_output)
@@ -185,10 +185,13 @@ def _options(
 
 
 def _strict_plan(
-    tool_name: str, schema: dict[str, Any], parse: _Parse
+    owner: str, schema: dict[str, Any], parse: _Parse
 ) -> tuple[dict[str, Any], _Parse]:
     """Advertise the provider-strict schema; read ``null`` for an optional as absent."""
-    strict = strict_parameters(tool_name, schema)
+    try:
+        strict = strict_json_schema(schema)
+    except StrictSchemaError as exc:
+        raise StrictSchemaError(f"{owner}: {exc}", keyword=exc.keyword, path=exc.path) from None
 
     def parse_strict(args: Any) -> Any:
         restored = from_strict_arguments(schema, args)
@@ -490,7 +493,7 @@ def _tool_from_function(
     else:
         schema, parse = _signature_struct_plan(fn, tool_name, owner, params, arg_docs)
     if strict:
-        schema, parse = _strict_plan(tool_name, schema, parse)
+        schema, parse = _strict_plan(owner, schema, parse)
     definition = _definition(
         tool_name,
         description if description is not None else summary,

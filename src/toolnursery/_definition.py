@@ -102,8 +102,7 @@ class ToolOptionArgs(TypedDict, Generic[A], total=False):
     receive) plus three that shape the definition instead of being stored on it:
     ``output`` and ``render_output`` (see :func:`attach_output`), and ``strict``
     (advertise the provider-strict form of the parameters, see
-    :func:`toolnursery.providers.strict_parameters`; a ``null`` sent for an optional
-    parameter then means
+    :func:`strict_json_schema`; a ``null`` sent for an optional parameter then means
     "absent"). Omitted keys take the defaults of :class:`ToolOptions` (``strict``:
     ``False``).
     """

@@ -19,14 +19,17 @@ The tree::
     │   │                             asyncio loop hosts the trio run
     │   ├── IncompleteCallError       INCOMPLETE_CALL: a streamed call the model never
     │   │                             finished (the stream broke off, or it was garbled)
-    │   └── FileToolError             a bundled file tool's failure: OUTSIDE_ROOT,
-    │       └── OutsideRootError      NOT_FOUND, OS_ERROR, NOT_A_REGULAR_FILE, ...
+    │   ├── FileToolError             a bundled file tool's failure: OUTSIDE_ROOT,
+    │   │   └── OutsideRootError      NOT_FOUND, OS_ERROR, NOT_A_REGULAR_FILE, ...
+    │   └── RemoteToolError           REMOTE_*: a body placed on a Ray cluster gave no
+    │                                 answer (worker or node died, no cluster, result
+    │                                 not encodable)
     ├── NotJSONError (ValueError)     a value is not lossless JSON (names the path)
     ├── StructSchemaError             a Struct cannot be a parameter schema
-    ├── StrictSchemaError (ValueError) a tool schema OpenAI's strict mode cannot take
     ├── LogFormatError (ValueError)   a file read as a log is not one (names the line)
     ├── ResumeError (ValueError)      a log cannot resume these calls
     └── RegistrationError (ValueError) a programmer error at registration time
+        └── StrictSchemaError         a schema provider-strict mode cannot take
 
 A :class:`ToolError` raised by a tool body, a policy hook or a wrapper becomes an
 ``is_error`` result whose ``error`` is ``ToolErrorInfo(name=<class name>, code=<code>)``;
@@ -44,6 +47,10 @@ __all__ = [
     "INVALID_TOOL_OUTPUT",
     "TOOL_ABORTED",
     "TOOL_ABORTED_BEFORE_DISPATCH",
+    "REMOTE_NODE_DIED",
+    "REMOTE_RESULT_NOT_ENCODABLE",
+    "REMOTE_UNAVAILABLE",
+    "REMOTE_WORKER_DIED",
     "TOOL_TIMEOUT",
     "AbortError",
     "AsyncioHostError",
@@ -59,6 +66,7 @@ __all__ = [
     "ResumeError",
     "StrictSchemaError",
     "StructSchemaError",
+    "RemoteToolError",
     "ToolArgsError",
     "ToolError",
     "ToolNotFoundError",
@@ -80,6 +88,14 @@ DUPLICATE_CALL_ID = "DUPLICATE_CALL_ID"
 INTERRUPTED = "INTERRUPTED"
 """Code of a resumed call that started but never finished before the process died,
 and whose tool is not idempotent: it is not run again, so its effect happens at most once."""
+REMOTE_WORKER_DIED = "REMOTE_WORKER_DIED"
+"""Code of a remote call whose Ray worker (or actor) died while it ran."""
+REMOTE_NODE_DIED = "REMOTE_NODE_DIED"
+"""Code of a remote call whose node, or the object holding its answer, was lost."""
+REMOTE_UNAVAILABLE = "REMOTE_UNAVAILABLE"
+"""Code of a remote call that could not be placed: no Ray connection, or unschedulable."""
+REMOTE_RESULT_NOT_ENCODABLE = "REMOTE_RESULT_NOT_ENCODABLE"
+"""Code of a remote call whose body returned a value that cannot cross as msgspec bytes."""
 
 
 class ToolnurseryError(Exception):
@@ -214,27 +230,6 @@ class IncompleteCallError(ToolError):
     code = "INCOMPLETE_CALL"
 
 
-class StrictSchemaError(ToolnurseryError, ValueError):
-    """Raised when a tool's parameter schema is outside what OpenAI's strict mode takes.
-
-    The message names the tool, the keyword and where in the schema it is.
-
-    Args:
-        tool_name: the tool whose schema was refused.
-        keyword: the JSON Schema keyword strict mode cannot take.
-        path: where it is (``parameters.properties.x``).
-        reason: why.
-    """
-
-    def __init__(self, tool_name: str, keyword: str, path: str, reason: str) -> None:
-        self.tool_name = tool_name
-        self.keyword = keyword
-        self.path = path
-        super().__init__(
-            f'tool "{tool_name}": strict mode cannot take "{keyword}" at {path}: {reason}'
-        )
-
-
 class AbortError(ToolError):
     """Raised when a call is cancelled (the batch was aborted, or its signal fired).
 
@@ -339,9 +334,42 @@ class ResumeError(ToolnurseryError, ValueError):
     id, or the batch id is not in the log at all."""
 
 
+class RemoteToolError(ToolError):
+    """Raised when a tool body placed on a Ray cluster gives no answer.
+
+    Its ``code`` says why: ``REMOTE_WORKER_DIED``, ``REMOTE_NODE_DIED``,
+    ``REMOTE_UNAVAILABLE`` or ``REMOTE_RESULT_NOT_ENCODABLE`` (see
+    :mod:`toolnursery.ray`).
+    """
+
+    code = REMOTE_UNAVAILABLE
+
+
 class RegistrationError(ToolnurseryError, ValueError):
     """Raised when a definition, listener or restriction is rejected at registration."""
 
 
 def _format_ms(ms: float) -> str:
     return str(int(ms)) if float(ms).is_integer() else repr(float(ms))
+
+
+class StrictSchemaError(RegistrationError):
+    """Raised when a schema uses what provider-strict mode cannot take.
+
+    The message names the keyword and where it is (``#/properties/tags``), and the
+    tool when one is known.
+
+    Args:
+        message: what strict mode cannot take, and where.
+        keyword: the JSON Schema keyword that stops it.
+        path: where it is, as a JSON pointer fragment (``#/properties/tags``).
+        tool_name: the tool whose schema it is, when known.
+    """
+
+    def __init__(
+        self, message: str, *, keyword: str = "", path: str = "#", tool_name: str | None = None
+    ) -> None:
+        self.keyword = keyword
+        self.path = path
+        self.tool_name = tool_name
+        super().__init__(message if tool_name is None else f'tool "{tool_name}": {message}')

@@ -1,19 +1,95 @@
-"""Arguments sent against a provider-strict schema, back in the original schema's form.
+"""Provider-strict schemas: the subset a strict function-calling mode decodes against.
 
-Strict function-calling modes (OpenAI's ``strict: true``) need every property required
-and optional ones nullable; :func:`toolnursery.providers.strict_parameters` rewrites a
-schema so. A model then sends ``null`` for "not given": :func:`from_strict_arguments`
-turns such arguments back into what the original schema expects — a ``null`` is
-removed only where the original had the property optional *and* not nullable, so a
-meaningful ``null`` (an ``int | None`` parameter) survives.
+Strict modes (OpenAI's ``strict: true`` tools, for one) constrain the model's output to
+the schema, and take only a subset of JSON Schema: every object lists all its
+properties as required and allows no others, an optional property is expressed as
+nullable instead, and a handful of keywords are not accepted at all.
+:func:`strict_json_schema` rewrites a tool's parameter schema into that form, or says
+which keyword stops it; :func:`from_strict_arguments` turns arguments a model sent
+against the strict form back into the original form (a ``null`` for a property that
+was optional and not nullable means "absent").
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
-__all__ = ["from_strict_arguments"]
+import msgspec
+
+from ._errors import StrictSchemaError
+
+__all__ = ["from_strict_arguments", "strict_json_schema"]
+
+UNSUPPORTED: Final = frozenset(
+    {
+        "allOf",
+        "oneOf",
+        "not",
+        "if",
+        "then",
+        "else",
+        "dependentRequired",
+        "dependentSchemas",
+        "patternProperties",
+        "unevaluatedProperties",
+        "propertyNames",
+        "minProperties",
+        "maxProperties",
+        "unevaluatedItems",
+        "contains",
+        "minContains",
+        "maxContains",
+        "uniqueItems",
+        "minLength",
+        "maxLength",
+    }
+)
+"""Keywords strict mode does not take (the schema is refused, naming the keyword)."""
+
+FORMATS: Final = frozenset(
+    {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
+)
+"""The string formats strict mode takes."""
+
+_DROPPED: Final = ("title",)
+"""Annotations strict mode has no use for, removed. (A ``default`` moves into the
+``description`` instead: strict mode has none, and the model should still see it.)"""
+
+
+def strict_json_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the provider-strict form of a tool's parameter schema (a new dict).
+
+    At every object: ``additionalProperties`` is ``false``, ``required`` lists every
+    property, and each property that was optional becomes nullable (``"type": [...,
+    "null"]``, ``None`` added to an ``enum``, or ``{"type": "null"}`` added to an
+    ``anyOf``) — a model then sends ``null`` for "not given", which
+    :func:`from_strict_arguments` turns back into an absent key. A ``default`` moves
+    into the ``description`` (``"Default: 10."``); ``title`` is dropped. ``$defs`` are rewritten in place; ``$ref`` stays.
+
+    Args:
+        schema: an object-rooted JSON Schema, e.g. a definition's ``parameters``.
+
+    Returns:
+        The strict schema; ``schema`` is not modified.
+
+    Raises:
+        StrictSchemaError: the schema uses something strict mode cannot take — a
+            keyword in :data:`UNSUPPORTED`, an ``additionalProperties`` other than
+            ``false`` (a ``dict[str, T]``), an object without ``properties``, a
+            schema with no ``type`` (``Any``), a ``format`` outside :data:`FORMATS`
+            — naming the keyword and its path (``#/properties/tags``).
+    """
+    out = copy.deepcopy(dict(schema))
+    if _types(out) != {"object"}:
+        raise StrictSchemaError(
+            'strict mode needs an object-rooted schema ("type": "object")', keyword="type"
+        )
+    _strict(out, "#")
+    for name, sub in (out.get("$defs") or {}).items():
+        _strict(sub, f"#/$defs/{name}")
+    return out
 
 
 def _types(schema: Mapping[str, Any]) -> set[str]:
@@ -23,6 +99,87 @@ def _types(schema: Mapping[str, Any]) -> set[str]:
     if isinstance(kind, list):
         return {k for k in kind if isinstance(k, str)}
     return set()
+
+
+def _strict(schema: dict[str, Any], path: str) -> None:
+    for keyword in schema:
+        if keyword in UNSUPPORTED:
+            raise StrictSchemaError(
+                f'strict mode does not take "{keyword}" (at {path})', keyword=keyword, path=path
+            )
+    for keyword in _DROPPED:
+        schema.pop(keyword, None)
+    if "default" in schema:
+        note = f"Default: {msgspec.json.encode(schema.pop('default')).decode()}."
+        described = schema.get("description")
+        schema["description"] = f"{described} {note}" if described else note
+    fmt = schema.get("format")
+    if fmt is not None and fmt not in FORMATS:
+        raise StrictSchemaError(
+            f'strict mode does not take "format": "{fmt}" (at {path})', keyword="format", path=path
+        )
+    if not ({"type", "enum", "const", "anyOf", "$ref"} & set(schema)):
+        raise StrictSchemaError(
+            f'strict mode needs a "type" (at {path}: any value is allowed)',
+            keyword="type",
+            path=path,
+        )
+    for i, member in enumerate(schema.get("anyOf") or ()):
+        _strict(member, f"{path}/anyOf/{i}")
+    if "object" in _types(schema):
+        _object(schema, path)
+    items = schema.get("items")
+    if isinstance(items, dict):
+        _strict(items, f"{path}/items")
+    for i, item in enumerate(schema.get("prefixItems") or ()):
+        _strict(item, f"{path}/prefixItems/{i}")
+
+
+def _object(schema: dict[str, Any], path: str) -> None:
+    extra = schema.get("additionalProperties", False)
+    if extra is not False:
+        raise StrictSchemaError(
+            f'strict mode needs "additionalProperties": false (at {path}: a mapping of '
+            "arbitrary keys cannot be strict)",
+            keyword="additionalProperties",
+            path=path,
+        )
+    properties = schema.get("properties")
+    if properties is None and path == "#":
+        properties = schema["properties"] = {}  # a tool without parameters
+    if not isinstance(properties, dict):
+        raise StrictSchemaError(
+            f'strict mode needs "properties" on every object (at {path}: a free-form object)',
+            keyword="properties",
+            path=path,
+        )
+    required = set(schema.get("required") or ())
+    for name, sub in properties.items():
+        _strict(sub, f"{path}/properties/{name}")
+        if name not in required:
+            properties[name] = _nullable(sub)
+    schema["additionalProperties"] = False
+    schema["required"] = list(properties)
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    if "$ref" in schema:
+        return {"anyOf": [schema, {"type": "null"}]}
+    if "anyOf" in schema:
+        members = schema["anyOf"]
+        if not any(_types(m) == {"null"} for m in members):
+            members.append({"type": "null"})
+        return schema
+    kind = schema.get("type")
+    if isinstance(kind, str) and kind != "null":
+        schema["type"] = [kind, "null"]
+    elif isinstance(kind, list) and "null" not in kind:
+        kind.append("null")
+    if "enum" in schema and None not in schema["enum"]:
+        schema["enum"] = [*schema["enum"], None]
+    if "const" in schema:
+        return {"anyOf": [schema, {"type": "null"}]}
+    return schema
 
 
 def from_strict_arguments(schema: Mapping[str, Any], arguments: Any) -> Any:

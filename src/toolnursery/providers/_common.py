@@ -15,6 +15,7 @@ import msgspec
 from .._arguments import parse_arguments
 from .._content import ImageContent, TextContent, ToolCall, ToolErrorInfo, ToolExecutionResult
 from .._errors import IncompleteCallError, StrictSchemaError, ToolArgsError
+from .._strict import strict_json_schema
 
 __all__ = [
     "Batch",
@@ -29,34 +30,6 @@ __all__ = [
 
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
-
-# Keywords OpenAI's strict mode does not take (its documented subset leaves them out).
-_REFUSED: Final = frozenset(
-    {
-        "allOf",
-        "oneOf",
-        "not",
-        "if",
-        "then",
-        "else",
-        "dependentRequired",
-        "dependentSchemas",
-        "dependencies",
-        "patternProperties",
-        "unevaluatedProperties",
-        "unevaluatedItems",
-        "propertyNames",
-        "prefixItems",
-        "contains",
-        "minContains",
-        "maxContains",
-        "minProperties",
-        "maxProperties",
-        "uniqueItems",
-    }
-)
-_SCHEMA_LISTS: Final = ("anyOf",)
-_SCHEMA_MAPS: Final = ("$defs", "definitions")
 
 
 class Batch(Protocol):
@@ -105,106 +78,22 @@ def json_text(arguments: object) -> str:
 
 
 def strict_parameters(tool_name: str, parameters: Mapping[str, Any]) -> dict[str, Any]:
-    """The strict-mode form of a tool's parameter schema.
+    """The strict-mode form of a tool's parameter schema (see :func:`strict_json_schema`).
 
     Every object gets ``additionalProperties: false`` and lists every property as
-    required; a property that was optional becomes nullable (``"type": [T, "null"]``,
-    ``null`` added to an ``enum``, or ``anyOf`` with ``{"type": "null"}``), so the
-    model sends ``null`` where it would have left it out. A ``default`` moves into the
-    ``description`` (``"Default: 10."``): strict mode has no defaults. A top-level
-    ``{"type": "object"}`` without ``properties`` is a tool without parameters.
+    required; a property that was optional becomes nullable, so the model sends
+    ``null`` where it would have left it out.
 
     Raises:
-        StrictSchemaError: the schema holds something strict mode cannot take (a
-            keyword outside its subset, an object without listed properties or with
-            ``additionalProperties`` other than ``false``); the message names the
-            tool, the keyword and the path.
+        StrictSchemaError: the schema holds something strict mode cannot take; the
+            message names the tool, the keyword and the path.
     """
-    return _strict(tool_name, parameters, "parameters")
-
-
-def _strict(tool: str, node: Mapping[str, Any], path: str) -> dict[str, Any]:
-    if not isinstance(node, Mapping):
-        raise StrictSchemaError(tool, "type", path, "a schema must be an object")
-    for keyword in node:
-        if keyword in _REFUSED:
-            raise StrictSchemaError(tool, keyword, path, "outside the strict-mode subset")
-    out: dict[str, Any] = {}
-    for key, value in node.items():
-        if key in ("properties", "required", "additionalProperties", "default"):
-            continue
-        if key == "items":
-            out[key] = _strict(tool, value, f"{path}.items")
-        elif key in _SCHEMA_LISTS:
-            out[key] = [_strict(tool, v, f"{path}.{key}[{i}]") for i, v in enumerate(value)]
-        elif key in _SCHEMA_MAPS:
-            out[key] = {k: _strict(tool, v, f"{path}.{key}.{k}") for k, v in value.items()}
-        else:
-            out[key] = _plain(value)
-    if "default" in node:
-        # Strict mode has no defaults: the model sends every property (null for one it
-        # leaves out), so the default stays model-visible in the description only.
-        note = f"Default: {_encode(node['default']).decode()}."
-        described = out.get("description")
-        out["description"] = f"{described} {note}" if described else note
-    kind = node.get("type")
-    is_object = kind == "object" or (isinstance(kind, list) and "object" in kind)
-    if is_object or "properties" in node:
-        extra = node.get("additionalProperties", False)
-        if extra is not False:
-            raise StrictSchemaError(
-                tool, "additionalProperties", path, "strict mode needs it false on every object"
-            )
-        properties = node.get("properties")
-        if properties is None and path == "parameters":
-            properties = {}  # a tool without parameters
-        if not isinstance(properties, Mapping):
-            raise StrictSchemaError(
-                tool,
-                "properties",
-                path,
-                "strict mode needs every object's properties listed (a free-form object "
-                "cannot be strict)",
-            )
-        required = set(node.get("required") or ())
-        strict_props: dict[str, Any] = {}
-        for name, prop in properties.items():
-            converted = _strict(tool, prop, f"{path}.properties.{name}")
-            strict_props[name] = converted if name in required else _nullable(converted)
-        out["properties"] = strict_props
-        out["required"] = list(strict_props)
-        out["additionalProperties"] = False
-    elif "type" not in node and not any(k in node for k in ("anyOf", "$ref", "enum", "const")):
-        raise StrictSchemaError(tool, "type", path, "strict mode needs a type on every schema")
-    return out
-
-
-def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
-    kind = schema.get("type")
-    out = dict(schema)
-    if isinstance(kind, str):
-        out["type"] = [kind, "null"] if kind != "null" else "null"
-    elif isinstance(kind, list):
-        if "null" not in kind:
-            out["type"] = [*kind, "null"]
-    elif "anyOf" in schema:
-        if not any(get(option, "type") == "null" for option in schema["anyOf"]):
-            out["anyOf"] = [*schema["anyOf"], {"type": "null"}]
-        return out
-    else:
-        return {"anyOf": [schema, {"type": "null"}]}
-    enum = out.get("enum")
-    if isinstance(enum, list) and None not in enum:
-        out["enum"] = [*enum, None]
-    return out
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
+    try:
+        return strict_json_schema(parameters)
+    except StrictSchemaError as exc:
+        raise StrictSchemaError(
+            str(exc), keyword=exc.keyword, path=exc.path, tool_name=tool_name
+        ) from exc
 
 
 def drop_nulls(value: Any) -> Any:

@@ -1,0 +1,46 @@
+"""Run tool bodies on a Ray cluster: :func:`ray_tool` places a definition's body there.
+
+Install the extra (``pip install 'toolnursery[ray]'``), connect (``ray.init()`` for a
+local cluster, ``ray.init(address=...)`` for a real one) and register
+``ray_tool(definition, ...)`` instead of ``definition``. Only the body moves: the
+argument snapshot, policies, guards, classification, model order and the recorder
+stay in the agent's process, and a remote call ends as a local one would — its
+result, ``ABORTED`` after a batch abort, ``TOOL_TIMEOUT`` after a deadline — or with
+a :class:`RemoteToolError` code when Ray lost the worker (``REMOTE_WORKER_DIED``),
+the node (``REMOTE_NODE_DIED``), could not place it (``REMOTE_UNAVAILABLE``, also
+when this process is not connected to Ray), or the body's return cannot be sent back
+(``REMOTE_RESULT_NOT_ENCODABLE``). See ``docs/ray.md``.
+"""
+
+from __future__ import annotations
+
+try:
+    import ray as _ray  # the Ray package itself: absolute imports never find this module
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "toolnursery.ray needs Ray: install the extra with pip install 'toolnursery[ray]'"
+    ) from exc
+
+from ._errors import REMOTE_NODE_DIED as REMOTE_NODE_DIED
+from ._errors import REMOTE_RESULT_NOT_ENCODABLE as REMOTE_RESULT_NOT_ENCODABLE
+from ._errors import REMOTE_UNAVAILABLE as REMOTE_UNAVAILABLE
+from ._errors import REMOTE_WORKER_DIED as REMOTE_WORKER_DIED
+from ._errors import RemoteToolError as RemoteToolError
+from ._ray_fleet import FleetUsage as FleetUsage
+from ._ray_fleet import fleet_usage as fleet_usage
+from ._ray_place import ray_tool as ray_tool
+from ._ray_remote import RemoteContext as RemoteContext
+
+del _ray
+
+__all__ = [
+    "REMOTE_NODE_DIED",
+    "REMOTE_RESULT_NOT_ENCODABLE",
+    "REMOTE_UNAVAILABLE",
+    "REMOTE_WORKER_DIED",
+    "FleetUsage",
+    "RemoteContext",
+    "RemoteToolError",
+    "fleet_usage",
+    "ray_tool",
+]

@@ -1,0 +1,157 @@
+"""Tool bodies for tests/test_ray.py, in a module Ray workers can import by name.
+
+Bodies signal the test through files (paths come in the arguments): a worker is
+another process, so a file is the one signal both sides can see.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import trio
+
+from toolnursery import ImageContent, TextContent, ToolError, ToolReturn
+
+
+class Pair(msgspec.Struct, frozen=True):
+    """Typed arguments (importable, so a worker can rebuild the class)."""
+
+    name: str
+    counts: tuple[int, ...]
+
+
+class QuotaError(ToolError):
+    """Raised when a test body reports a ToolError subclass with its own code."""
+
+    code = "QUOTA"
+
+
+def echo(args: Any, ctx: Any) -> str:
+    return f"{ctx.name}:{ctx.call_id}:{msgspec.json.encode(args).decode()}:{type(args).__name__}"
+
+
+def typed(args: Pair, ctx: Any) -> str:
+    return f"{args.name}={sum(args.counts)}"
+
+
+def returns(args: Any, ctx: Any) -> Any:
+    kind = args["kind"]
+    if kind == "text":
+        return "plain ünïcode text"
+    if kind == "return":
+        return ToolReturn(
+            content=[TextContent("a"), ImageContent(data="aGk=", mime_type="image/png")],
+            meta={"n": 1, "f": 0.1, "nested": [1, {"x": None}]},
+        )
+    if kind == "blocks":
+        return [TextContent("one"), TextContent("two")]
+    if kind == "block":
+        return TextContent("single")
+    if kind == "value":
+        return {"z": 1, "a": [1.5, True, None, "s"], "big": 2**62}
+    if kind == "tool-error":
+        raise QuotaError("over quota for " + args.get("who", "?"))
+    if kind == "custom-code":
+        raise ToolError("custom", code="MY_CODE")
+    if kind == "error":
+        raise ValueError("bad value")
+    if kind == "empty-error":
+        raise RuntimeError
+    if kind == "unencodable":
+        return {"handle": object()}
+    raise AssertionError(kind)
+
+
+async def trio_body(args: Any, ctx: Any) -> str:
+    await trio.sleep(0)
+    return f"trio:{args['n'] * 2}"
+
+
+def _mark(directory: str, prefix: str) -> None:
+    Path(directory, f"{prefix}-{os.getpid()}-{uuid.uuid4().hex}").write_text(str(time.time()))
+
+
+def spin_until_cancelled(args: Any, ctx: Any) -> str:
+    """Busy-loop (pure Python, no sleep) until Ray interrupts it; record cleanup."""
+    Path(args["started"]).write_text(str(os.getpid()))
+    try:
+        while True:
+            sum(range(1000))
+    finally:
+        Path(args["cleaned"]).write_text("cleaned")
+
+
+async def trio_spin_until_cancelled(args: Any, ctx: Any) -> str:
+    """An async body (run by ``trio.run`` in the worker) cancelled at a checkpoint."""
+    Path(args["started"]).write_text(str(os.getpid()))
+    try:
+        await trio.sleep_forever()
+    finally:
+        Path(args["cleaned"]).write_text("cleaned")
+
+
+def ignore_interrupts(args: Any, ctx: Any) -> str:
+    """A body that swallows ray.cancel's KeyboardInterrupt: only force stops it."""
+    Path(args["started"]).write_text(str(os.getpid()))
+    while True:
+        try:
+            while True:
+                sum(range(1000))
+        except KeyboardInterrupt:
+            Path(args["interrupted"]).write_text("interrupted")
+
+
+def maybe_crash(args: Any, ctx: Any) -> str:
+    """Record a run; crash the worker when asked (or on the first run only)."""
+    directory = args["runs"]
+    first = not any(Path(directory).iterdir())
+    _mark(directory, "run")
+    if args.get("crash") == "always" or (args.get("crash") == "first" and first):
+        os._exit(3)
+    return "survived"
+
+
+def work(args: Any, ctx: Any) -> str:
+    """Sleep in the worker and record the interval it ran in."""
+    start = time.time()
+    time.sleep(args["seconds"])
+    Path(args["runs"], f"{ctx.call_id}-{uuid.uuid4().hex}").write_text(f"{start} {time.time()}")
+    return "worked"
+
+
+def hold_until(args: Any, ctx: Any) -> str:
+    """Hold the call until a file appears (the test's release); bounded."""
+    Path(args["started"]).write_text("started")
+    deadline = time.monotonic() + 60
+    # Polling: the test process can signal a worker process only through the file.
+    while not Path(args["release"]).exists():
+        if time.monotonic() > deadline:
+            return "gave up"
+        time.sleep(0.02)
+    return "released"
+
+
+def counter_setup() -> dict[str, int]:
+    return {"calls": 0, "pid": os.getpid()}
+
+
+def count(args: Any, ctx: Any) -> str:
+    state = ctx.state
+    state["calls"] += 1
+    if args.get("crash"):
+        os._exit(4)
+    if "started" in args:
+        hold_until(args, ctx)
+    return f"{state['calls']}@{state['pid']}"
+
+
+def cpu(args: Any, ctx: Any) -> str:
+    total = 0
+    for i in range(args["n"]):
+        total += i * i
+    return str(total)
