@@ -82,7 +82,7 @@ def test_strict_parameters_require_everything_and_make_optional_nullable() -> No
         "type": "object",
         "properties": {
             "path": {"type": "string", "description": "Where."},
-            "limit": {"type": ["integer", "null"], "description": "Default: 10."},
+            "limit": {"type": ["integer", "null"]},
             "mode": {"type": ["string", "null"], "enum": ["fast", "slow", None]},
         },
         "required": ["path", "limit", "mode"],

@@ -16,8 +16,6 @@ import copy
 from collections.abc import Mapping
 from typing import Any, Final
 
-import msgspec
-
 from ._errors import StrictSchemaError
 
 __all__ = ["from_strict_arguments", "strict_json_schema"]
@@ -53,9 +51,8 @@ FORMATS: Final = frozenset(
 )
 """The string formats strict mode takes."""
 
-_DROPPED: Final = ("title",)
-"""Annotations strict mode has no use for, removed. (A ``default`` moves into the
-``description`` instead: strict mode has none, and the model should still see it.)"""
+_DROPPED: Final = ("default", "title")
+"""Annotations strict mode has no use for (every property is sent), removed."""
 
 
 def strict_json_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -65,8 +62,8 @@ def strict_json_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     property, and each property that was optional becomes nullable (``"type": [...,
     "null"]``, ``None`` added to an ``enum``, or ``{"type": "null"}`` added to an
     ``anyOf``) — a model then sends ``null`` for "not given", which
-    :func:`from_strict_arguments` turns back into an absent key. A ``default`` moves
-    into the ``description`` (``"Default: 10."``); ``title`` is dropped. ``$defs`` are rewritten in place; ``$ref`` stays.
+    :func:`from_strict_arguments` turns back into an absent key. ``default`` and
+    ``title`` are dropped. ``$defs`` are rewritten in place; ``$ref`` stays.
 
     Args:
         schema: an object-rooted JSON Schema, e.g. a definition's ``parameters``.
@@ -109,10 +106,6 @@ def _strict(schema: dict[str, Any], path: str) -> None:
             )
     for keyword in _DROPPED:
         schema.pop(keyword, None)
-    if "default" in schema:
-        note = f"Default: {msgspec.json.encode(schema.pop('default')).decode()}."
-        described = schema.get("description")
-        schema["description"] = f"{described} {note}" if described else note
     fmt = schema.get("format")
     if fmt is not None and fmt not in FORMATS:
         raise StrictSchemaError(
