@@ -628,7 +628,7 @@ def test_asyncio_tool_results_and_errors_map_as_a_trio_body() -> None:
     assert expected[0].content == (TextContent("plain"),)
     assert expected[2].meta == {"k": (1, 2)}
     assert expected[4].error == ToolErrorInfo("ToolError", "QUOTA")
-    assert expected[5].is_error
+    assert expected[5].content == (TextContent("42"),)  # a JSON value is encoded
 
 
 def test_asyncio_tool_runs_on_the_asyncio_loop_with_the_callers_context() -> None:

@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ import msgspec
 import pytest
 import trio
 
+from support import tools_module, write_calls
 from toolnursery import (
     JsonlRecorder,
     TextContent,
@@ -32,20 +32,6 @@ from toolnursery.examples import fill_sandbox
 Capture = pytest.CaptureFixture[str]
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    sandbox = tmp_path / "root"
-    sandbox.mkdir()
-    fill_sandbox(sandbox)
-    return sandbox
-
-
-def write_calls(tmp_path: Path, *items: Any, name: str = "calls.jsonl") -> Path:
-    path = tmp_path / name
-    path.write_text("".join(json.dumps(item) + "\n" for item in items), encoding="utf-8")
-    return path
-
-
 def output(capsys: Capture) -> tuple[list[dict[str, Any]], str]:
     captured = capsys.readouterr()
     return [json.loads(line) for line in captured.out.splitlines()], captured.err
@@ -53,12 +39,6 @@ def output(capsys: Capture) -> tuple[list[dict[str, Any]], str]:
 
 def result_of(line: dict[str, Any]) -> ToolExecutionResult:
     return msgspec.json.decode(json.dumps(line["result"]), type=ToolExecutionResult)
-
-
-def tools_module(tmp_path: Path, source: str, name: str = "clitools.py") -> Path:
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(source), encoding="utf-8")
-    return path
 
 
 # -- CALLS shapes ----------------------------------------------------------------------------

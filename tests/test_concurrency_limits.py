@@ -17,7 +17,8 @@ import pytest
 import trio
 import trio.testing
 
-from support import no_deadlock
+from support import no_deadlock, registry_with, text
+from support import noop as _noop
 from toolnursery import (
     CancelSignal,
     RegistrationError,
@@ -100,21 +101,6 @@ def limited(
 
 def call(call_id: str, name: str = "lim", d: float = 1) -> ToolCall:
     return ToolCall(call_id, name, json.dumps({"d": d}))
-
-
-def registry_with(*tools: ToolDefinition) -> ToolRegistry:
-    registry = ToolRegistry()
-    for definition in tools:
-        registry.register(definition)
-    return registry
-
-
-def text(result: ToolExecutionResult) -> str:
-    return "".join(b.text for b in result.content if isinstance(b, TextContent))
-
-
-async def _noop(args: Any, ctx: ToolRunContext) -> str:
-    return "ok"
 
 
 # -- validation ---------------------------------------------------------------------
@@ -520,3 +506,62 @@ async def test_streaming_calls_of_a_limited_tool(autojump_clock: trio.testing.Mo
         pairs = [(c.id, text(r)) async for c, r in batch]
     assert pairs == [(f"c{i}", f"lim:c{i}") for i in range(3)]
     assert [log.at("start", f"c{i}") for i in range(3)] == [0, 1, 2]
+
+
+@pytest.mark.parametrize("where", ["batch", "execute"])
+@no_deadlock
+async def test_b126_abort_while_a_retry_attempt_waits_for_the_token_is_aborted(
+    autojump_clock: trio.testing.MockClock, where: str
+) -> None:
+    """B126 (issue 10, defect 7): the body ran in the first attempt, so an abort that
+    reaches the second attempt while it waits for the tool's token is ABORTED."""
+    from toolnursery import ToolError, install_retry_policy
+
+    attempts: dict[str, int] = {}
+
+    async def body(args: Any, ctx: ToolRunContext) -> str:
+        attempts[ctx.call_id] = attempts.get(ctx.call_id, 0) + 1
+        if ctx.call_id == "c1":
+            await trio.sleep(0.1)
+            raise ToolError("flaky", code="FLAKY")
+        await trio.sleep(10)  # holds the only token through c1's backoff and beyond
+        return "held"
+
+    registry = ToolRegistry()
+    registry.register(
+        ToolDefinition(
+            "t",
+            "t",
+            {"type": "object"},
+            body,
+            is_concurrency_safe=lambda args: True,
+            idempotent=True,
+            max_concurrency=1,
+        )
+    )
+    install_retry_policy(registry, codes=["FLAKY"], backoff_ms=100, jitter=0)
+    signal = CancelSignal()
+    results: dict[str, ToolExecutionResult] = {}
+    async with trio.open_nursery() as nursery:
+
+        async def abort() -> None:
+            await trio.sleep(1)
+            signal.cancel("stop")
+
+        nursery.start_soon(abort)
+        if where == "batch":
+            c1, c2 = await run_tool_calls(
+                registry, [ToolCall("c1", "t", "{}"), ToolCall("c2", "t", "{}")], signal=signal
+            )
+            results = {"c1": c1, "c2": c2}
+        else:
+
+            async def run(call_id: str, own: CancelSignal) -> None:
+                results[call_id] = await registry.execute(ToolExecutionInput(call_id, "t", {}, own))
+
+            nursery.start_soon(run, "c1", signal)
+            await trio.sleep(0.05)  # c1 takes the token first
+            nursery.start_soon(run, "c2", CancelSignal())
+    assert attempts["c1"] == 1  # the second attempt never got the token
+    assert results["c1"].error == ToolErrorInfo("AbortError", "ABORTED")
+    assert results["c1"].content == (TextContent("Error: tool call aborted"),)

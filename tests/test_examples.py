@@ -13,6 +13,7 @@ import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from support import code, text
 from toolnursery import (
     EXCLUSIVE,
     PARALLEL,
@@ -57,14 +58,6 @@ TOOLS = ["read_file", "list_dir", "search_text", "write_file", "move_path", "sle
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
-    sandbox = tmp_path / "root"
-    sandbox.mkdir()
-    fill_sandbox(sandbox)
-    return sandbox
-
-
-@pytest.fixture
 def outside(tmp_path: Path) -> Path:
     secret = tmp_path / "secret.txt"
     secret.write_text("TODO: the secret\n")
@@ -78,14 +71,6 @@ def registry(root: Path) -> ToolRegistry:
 
 async def call(registry: ToolRegistry, name: str, args: Any) -> ToolExecutionResult:
     return await registry.execute(ToolExecutionInput("c1", name, args))
-
-
-def text(result: ToolExecutionResult) -> str:
-    return "\n".join(b.text for b in result.content if isinstance(b, TextContent))
-
-
-def code(result: ToolExecutionResult) -> str | None:
-    return result.error.code if result.error is not None else None
 
 
 # -- the registry -------------------------------------------------------------------------

@@ -20,6 +20,7 @@ import pytest
 import trio
 import trio.testing
 
+from support import text
 from toolnursery import (
     INVALID_TOOL_OUTPUT,
     TOOL_ABORTED,
@@ -90,10 +91,6 @@ async def run(definition: ToolDefinition, args: Any = None, **kwargs: Any) -> To
     return await registry.execute(
         ToolExecutionInput("c1", definition.name, {} if args is None else args, **kwargs)
     )
-
-
-def text(result: ToolExecutionResult) -> str:
-    return "\n".join(b.text for b in result.content if isinstance(b, TextContent))
 
 
 def failure(message: str) -> ToolExecutionResult:

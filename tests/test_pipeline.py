@@ -1,7 +1,10 @@
 """The pipeline of one ``execute()``: snapshot, policy, wrappers, dispatch, post, observers.
 
-Reference behaviours B045–B115, B129–B132 and B205–B207 (cancellation precedence,
-B116–B126, lives in test_cancellation.py).
+Reference behaviours B045–B115, B129–B132 and B205–B207, except those of the modules the
+pipeline drives, which have their own files: the views (test_execution.py), signal
+replacement (test_signal.py), building results (test_outcomes.py), error texts and
+codes (test_errors.py) and decisions (test_decisions.py). Cancellation precedence,
+B116–B126, lives in test_cancellation.py.
 """
 
 from __future__ import annotations
@@ -15,12 +18,11 @@ import pytest
 import trio
 import trio.testing
 
+from support import OK, Trace, call, context, text, tool, wire
 from toolnursery import (
     EXCLUSIVE,
     PARALLEL,
-    TOOL_ABORTED,
     TOOL_ABORTED_BEFORE_DISPATCH,
-    TOOL_TIMEOUT,
     Accept,
     Allow,
     ApprovalRequest,
@@ -30,12 +32,7 @@ from toolnursery import (
     Deny,
     FrozenDict,
     HookContext,
-    ImageContent,
-    OutputSchemaError,
-    RegistrationError,
     TextContent,
-    ToolArgsError,
-    ToolDefinition,
     ToolDispatchExecution,
     ToolError,
     ToolErrorInfo,
@@ -43,96 +40,16 @@ from toolnursery import (
     ToolExecutionInput,
     ToolExecutionResult,
     ToolExecutionToken,
-    ToolNotFoundError,
     ToolRegistry,
     ToolReturn,
     ToolRunContext,
-    ToolScope,
-    ToolTimeoutError,
 )
 
 Body = Callable[[Any, ToolRunContext], Awaitable[Any]]
 
 
-async def _ok_body(args: Any, ctx: ToolRunContext) -> list[TextContent]:
-    return [TextContent("ok")]
-
-
-def tool(name: str = "echo", body: Any = None, **kwargs: Any) -> ToolDefinition:
-    return ToolDefinition(
-        name, f"the {name} tool", {"type": "object", "properties": {}}, body or _ok_body, **kwargs
-    )
-
-
-def call(
-    name: str = "echo",
-    arguments: Any = None,
-    *,
-    call_id: str = "c1",
-    signal: CancelSignal | None = None,
-    agent: ToolScope | None = None,
-    parent: ToolExecutionToken | None = None,
-) -> ToolExecutionInput:
-    return ToolExecutionInput(
-        call_id,
-        name,
-        {} if arguments is None else arguments,
-        signal if signal is not None else CancelSignal(),
-        agent,
-        parent,
-    )
-
-
-def text(result: ToolExecutionResult) -> str:
-    return "".join(block.text for block in result.content if isinstance(block, TextContent))
-
-
-def wire(result: ToolExecutionResult) -> Any:
-    return msgspec.json.decode(msgspec.json.encode(result))
-
-
-def context(label: str, meta: Any = None) -> HookContext:
-    return HookContext((TextContent(label),), "test", meta)
-
-
 def context_labels(result: ToolExecutionResult) -> list[str]:
     return [c.content[0].text for c in result.additional_contexts]  # type: ignore[union-attr]
-
-
-OK = ToolExecutionResult((TextContent("ok"),), False)
-
-
-class Trace:
-    """Records every phase's sight of a call and passes through."""
-
-    def __init__(self, owner: ToolRegistry | ToolScope) -> None:
-        self.events: list[str] = []
-        self.executions: list[Any] = []
-        self.results: list[ToolExecutionResult] = []
-        owner.on_pre_execute(self.pre)
-        owner.on_execute(self.wrap)
-        owner.on_post_execute(self.post)
-        owner.on_result(self.observe)
-
-    async def pre(self, execution: ToolExecution, next_: Any) -> Any:
-        self.events.append("pre")
-        self.executions.append(execution)
-        return await next_()
-
-    async def wrap(self, view: ToolDispatchExecution, next_: Any) -> Any:
-        self.events.append("execute")
-        self.executions.append(view.execution)
-        return await next_()
-
-    async def post(self, execution: ToolExecution, result: Any, next_: Any) -> Any:
-        self.events.append("post")
-        self.executions.append(execution)
-        return await next_()
-
-    def observe(self, execution: ToolExecution, result: ToolExecutionResult) -> None:
-        self.events.append("result")
-        self.executions.append(execution)
-        self.results.append(result)
 
 
 class Approval:
@@ -353,59 +270,6 @@ async def test_b051_argument_failure_beats_a_pre_aborted_signal() -> None:
     assert text(result) == "Error: tool execution arguments must be losslessly JSON-serializable"
     assert result.error is None
     assert trace.events == ["result"]
-
-
-async def test_b053_observers_see_a_frozen_execution_with_the_callers_signal() -> None:
-    """B053: the execution is frozen, its arguments deep-frozen, its signal the caller's."""
-    registry = ToolRegistry()
-    registry.register(tool())
-    trace = Trace(registry)
-    signal = CancelSignal()
-    await registry.execute(call(arguments={"a": [1, {"b": 2}]}, signal=signal))
-    execution = trace.executions[-1]
-    assert execution.signal is signal
-    with pytest.raises(AttributeError):
-        execution.name = "other"
-    with pytest.raises(TypeError):
-        execution.arguments["a"] = 1
-    with pytest.raises(TypeError):
-        execution.arguments["a"][1]["b"] = 3
-
-
-async def test_b054_signal_is_read_only_except_on_the_dispatch_view() -> None:
-    """B054: execution and body views cannot rebind signal; the wrapper view cannot remove it."""
-    registry = ToolRegistry()
-    replacement = CancelSignal()
-    failures: list[str] = []
-
-    async def pre(execution: ToolExecution, next_: Any) -> Any:
-        with pytest.raises(AttributeError):
-            execution.signal = CancelSignal()  # type: ignore[misc]
-        failures.append("pre")
-        return await next_()
-
-    async def wrap(view: ToolDispatchExecution, next_: Any) -> Any:
-        with pytest.raises(TypeError):
-            view.signal = None  # type: ignore[assignment]
-        with pytest.raises(AttributeError):
-            del view.signal
-        view.signal = replacement
-        assert view.signal is replacement
-        failures.append("wrap")
-        return await next_()
-
-    async def body(args: Any, ctx: ToolRunContext) -> str:
-        with pytest.raises(AttributeError):
-            ctx.signal = CancelSignal()  # type: ignore[misc]
-        failures.append("body")
-        return "ok"
-
-    registry.register(tool(body=body))
-    registry.on_pre_execute(pre)
-    registry.on_execute(wrap)
-    result = await registry.execute(call())
-    assert result == OK
-    assert failures == ["pre", "wrap", "body"]
 
 
 # -- E. pre-execute, ask and approval ----------------------------------------------------
@@ -766,14 +630,6 @@ async def test_b065_caller_cancellation_overtaking_approval(outcome: str, expect
         assert result.error is None
 
 
-def test_b066_decisions_carry_no_argument_field() -> None:
-    """B066: policy cannot rewrite arguments — no decision has an arguments field."""
-    for decision_type in (Allow, Deny, Ask, Accept, Block):
-        fields = {f.name for f in msgspec.structs.fields(decision_type)}
-        assert "arguments" not in fields
-        assert "args" not in fields
-
-
 # -- F. guards ----------------------------------------------------------------------------
 
 
@@ -1047,311 +903,7 @@ async def test_b076_raising_wrapper_skips_post_and_drops_deferred_contexts(
     assert trace.events == ["pre", "execute", "result"]
 
 
-async def test_b077_replacement_is_refused_with_the_caller_signal() -> None:
-    """B077: the body gets a fused signal, neither caller's nor replacement, firing on either."""
-    registry = ToolRegistry()
-    body_signals: list[CancelSignal] = []
-    replacements: list[CancelSignal] = []
-    gate = trio.Event()
-
-    async def body(args: Any, ctx: ToolRunContext) -> str:
-        body_signals.append(ctx.signal)
-        await gate.wait()
-        return "ok"
-
-    async def wrap(view: ToolDispatchExecution, next_: Any) -> Any:
-        replacement = CancelSignal()
-        replacements.append(replacement)
-        view.signal = replacement
-        return await next_()
-
-    registry.register(tool(body=body))
-    registry.on_execute(wrap)
-    caller = CancelSignal()
-    results: list[ToolExecutionResult] = []
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(lambda: _collect(registry, call(signal=caller), results))
-        await trio.testing.wait_all_tasks_blocked()
-        (fused,) = body_signals
-        assert fused is not caller
-        assert fused is not replacements[0]
-        assert not fused.cancelled
-        replacements[0].cancel("deadline")
-        assert fused.cancelled
-        assert fused.reason == "deadline"
-        assert not caller.cancelled
-    assert results[0].error == ToolErrorInfo("AbortError", TOOL_ABORTED)
-
-
-async def _collect(
-    registry: ToolRegistry, input_: ToolExecutionInput, results: list[ToolExecutionResult]
-) -> None:
-    results.append(await registry.execute(input_))
-
-
-async def test_b078_caller_abort_reaches_the_body_but_not_the_replacement() -> None:
-    """B078: a caller abort fires the fused signal; the replacement stays un-aborted → ABORTED."""
-    registry = ToolRegistry()
-    body_signals: list[CancelSignal] = []
-    replacement = CancelSignal()
-    finished: list[str] = []
-
-    async def body(args: Any, ctx: ToolRunContext) -> str:
-        body_signals.append(ctx.signal)
-        try:
-            await trio.sleep_forever()
-        finally:
-            finished.append("body unwound")
-
-    async def wrap(view: ToolDispatchExecution, next_: Any) -> Any:
-        view.signal = replacement
-        return await next_()
-
-    registry.register(tool(body=body))
-    registry.on_execute(wrap)
-    caller = CancelSignal()
-    results: list[ToolExecutionResult] = []
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(lambda: _collect(registry, call(signal=caller), results))
-        await trio.testing.wait_all_tasks_blocked()
-        caller.cancel("user stop")
-    assert body_signals[0].cancelled
-    assert body_signals[0].reason == "user stop"
-    assert not replacement.cancelled
-    assert finished == ["body unwound"]
-    assert wire(results[0]) == {
-        "content": [{"type": "text", "text": "Error: tool call aborted"}],
-        "isError": True,
-        "error": {"name": "AbortError", "code": "ABORTED"},
-    }
-
-
-async def test_b079_without_replacement_the_body_gets_the_callers_signal_itself() -> None:
-    """B079: no replacement → identity preserved, with or without pass-through wrappers."""
-    registry = ToolRegistry()
-    seen: list[CancelSignal] = []
-
-    async def body(args: Any, ctx: ToolRunContext) -> str:
-        seen.append(ctx.signal)
-        return "ok"
-
-    async def wrap(view: Any, next_: Any) -> Any:
-        return await next_()
-
-    registry.register(tool(body=body))
-    caller = CancelSignal()
-    await registry.execute(call(signal=caller))
-    registry.on_execute(wrap)
-    await registry.execute(call(signal=caller))
-    assert seen == [caller, caller]
-
-
-async def test_b080_registry_checks_use_the_captured_caller_signal() -> None:
-    """B080: a wrapper that leaves a fired replacement behind does not abort the call;
-    post-execute and observers still see the caller's signal."""
-    registry = ToolRegistry()
-    registry.register(tool())
-    replacement = CancelSignal()
-    after: list[CancelSignal] = []
-
-    async def wrap(view: ToolDispatchExecution, next_: Any) -> Any:
-        view.signal = replacement
-        result = await next_()
-        after.append(view.signal)
-        replacement.cancel("late")  # never restored, and fired after the body settled
-        return result
-
-    caller = CancelSignal()
-    trace = Trace(registry)
-    registry.on_execute(wrap)
-    result = await registry.execute(call(signal=caller))
-    assert result == OK
-    assert after == [replacement]
-    assert [e.signal for e in trace.executions] == [caller] * 4
-
-
-async def test_b081_already_aborted_replacement_skips_dispatch() -> None:
-    """B081: a replacement already fired at dispatch → ABORTED_BEFORE_DISPATCH, body not run."""
-    registry = ToolRegistry()
-    ran: list[str] = []
-
-    async def body(args: Any, ctx: ToolRunContext) -> str:
-        ran.append("body")
-        return "ok"
-
-    async def wrap(view: ToolDispatchExecution, next_: Any) -> Any:
-        fired = CancelSignal()
-        fired.cancel("expired")
-        view.signal = fired
-        return await next_()
-
-    registry.register(tool(body=body))
-    registry.on_execute(wrap)
-    caller = CancelSignal()
-    result = await registry.execute(call(signal=caller))
-    assert ran == []
-    assert not caller.cancelled
-    assert wire(result) == {
-        "content": [{"type": "text", "text": "Error: tool call aborted before dispatch"}],
-        "isError": True,
-        "error": {"name": "AbortError", "code": "ABORTED_BEFORE_DISPATCH"},
-    }
-
-
-async def test_b082_fused_reason_is_the_first_aborter_and_links_are_removed() -> None:
-    """B082: the fused signal carries the first reason; fusion unlinks when the body settles."""
-    registry = ToolRegistry()
-    seen: list[CancelSignal] = []
-    replacement = CancelSignal()
-
-    async def body(args: Any, ctx: ToolRunContext) -> str:
-        seen.append(ctx.signal)
-        replacement.cancel("first")
-        ctx.execution.signal.cancel("second")
-        return "ok"
-
-    async def wrap(view: ToolDispatchExecution, next_: Any) -> Any:
-        view.signal = replacement
-        return await next_()
-
-    registry.register(tool(body=body))
-    registry.on_execute(wrap)
-    await registry.execute(call())
-    assert seen[0].reason == "first"
-
-    # A fresh caller signal and replacement: after the call no callbacks stay linked.
-    registry2 = ToolRegistry()
-    slow_gate = trio.Event()
-    replacement2 = CancelSignal()
-
-    async def body2(args: Any, ctx: ToolRunContext) -> str:
-        await slow_gate.wait()
-        return "ok"
-
-    async def wrap2(view: ToolDispatchExecution, next_: Any) -> Any:
-        view.signal = replacement2
-        return await next_()
-
-    registry2.register(tool(body=body2))
-    registry2.on_execute(wrap2)
-    caller = CancelSignal()
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(registry2.execute, call(signal=caller))
-        await trio.testing.wait_all_tasks_blocked()
-        assert caller._callbacks
-        assert replacement2._callbacks
-        slow_gate.set()
-    assert not caller._callbacks
-    assert not replacement2._callbacks
-
-
-async def test_b082_same_object_replacement_does_not_fuse() -> None:
-    """B082: assigning the caller's own signal is no replacement — the body gets it as is."""
-    registry = ToolRegistry()
-    seen: list[CancelSignal] = []
-
-    async def body(args: Any, ctx: ToolRunContext) -> str:
-        seen.append(ctx.signal)
-        return "ok"
-
-    async def wrap(view: ToolDispatchExecution, next_: Any) -> Any:
-        view.signal = view.signal
-        return await next_()
-
-    registry.register(tool(body=body))
-    registry.on_execute(wrap)
-    caller = CancelSignal()
-    await registry.execute(call(signal=caller))
-    assert seen == [caller]
-
-
-async def test_b083_wrappers_nest_in_order_and_inner_sees_outer_replacement() -> None:
-    """B083: first registered (or prepended) is outermost; the inner sees the outer's signal."""
-    registry = ToolRegistry()
-    registry.register(tool())
-    order: list[str] = []
-    outer_signal = CancelSignal()
-    inner_saw: list[CancelSignal] = []
-
-    async def outer(view: ToolDispatchExecution, next_: Any) -> Any:
-        order.append("outer")
-        view.signal = outer_signal
-        return await next_()
-
-    async def middle(view: ToolDispatchExecution, next_: Any) -> Any:
-        order.append("middle")
-        return await next_()
-
-    async def inner(view: ToolDispatchExecution, next_: Any) -> Any:
-        order.append("inner")
-        inner_saw.append(view.signal)
-        return await next_()
-
-    registry.on_execute(middle)
-    registry.on_execute(inner)
-    registry.on_execute(outer, prepend=True)
-    await registry.execute(call())
-    assert order == ["outer", "middle", "inner"]
-    assert inner_saw == [outer_signal]
-
-
 # -- H. dispatch: resolution and normalization ------------------------------------------
-
-
-async def test_b084_content_list_is_exactly_content_and_is_error() -> None:
-    """B084: a content list → exactly {content, isError: false}; str and a tuple likewise."""
-    registry = ToolRegistry()
-    returns: list[Any] = [
-        [TextContent("a"), ImageContent("aGk=", "image/png")],
-        (TextContent("a"), ImageContent("aGk=", "image/png")),
-    ]
-
-    async def body(args: Any, ctx: ToolRunContext) -> Any:
-        return returns.pop(0)
-
-    registry.register(tool(body=body))
-    for _ in range(2):
-        result = await registry.execute(call())
-        assert wire(result) == {
-            "content": [
-                {"type": "text", "text": "a"},
-                {"type": "image", "data": "aGk=", "mimeType": "image/png"},
-            ],
-            "isError": False,
-        }
-        assert type(result.content) is tuple
-
-    async def text_body(args: Any, ctx: ToolRunContext) -> str:
-        return "plain"
-
-    registry.register(tool("text", body=text_body))
-    assert wire(await registry.execute(call("text"))) == {
-        "content": [{"type": "text", "text": "plain"}],
-        "isError": False,
-    }
-
-
-async def test_b085_tool_return_threads_meta_and_omits_it_when_absent() -> None:
-    """B085: ToolReturn(content, meta) puts meta on the result; no meta → no key."""
-    registry = ToolRegistry()
-    returns = [
-        ToolReturn([TextContent("a")], meta={"lines": [1, 2]}),
-        ToolReturn((TextContent("b"),)),
-    ]
-
-    async def body(args: Any, ctx: ToolRunContext) -> Any:
-        return returns.pop(0)
-
-    registry.register(tool(body=body))
-    with_meta = await registry.execute(call())
-    without = await registry.execute(call())
-    assert wire(with_meta) == {
-        "content": [{"type": "text", "text": "a"}],
-        "isError": False,
-        "meta": {"lines": [1, 2]},
-    }
-    assert type(with_meta.meta) is FrozenDict
-    assert wire(without) == {"content": [{"type": "text", "text": "b"}], "isError": False}
 
 
 async def test_b086_unknown_tool_is_resolved_at_dispatch_and_passes_post() -> None:
@@ -1381,104 +933,6 @@ async def test_b086_pre_execute_deny_on_an_unknown_name_wins() -> None:
     result = await registry.execute(call("nope"))
     assert text(result) == "Error: not on my watch"
     assert result.error is None
-
-
-def test_b086_tool_not_found_error_message_and_code() -> None:
-    """B086: ToolNotFoundError('ghost') is a ToolError with a stable message and code."""
-    error = ToolNotFoundError("ghost")
-    assert isinstance(error, ToolError)
-    assert str(error) == 'unknown tool "ghost"'
-    assert (error.name, error.code, error.tool_name) == (
-        "ToolNotFoundError",
-        "UNKNOWN_TOOL",
-        "ghost",
-    )
-
-
-class CustomToolError(ToolError):
-    code = "CUSTOM"
-
-
-@pytest.mark.parametrize(
-    ("exc", "error"),
-    [
-        (ToolError("tool failed", code="BOOM"), {"name": "ToolError", "code": "BOOM"}),
-        (CustomToolError("tool failed"), {"name": "CustomToolError", "code": "CUSTOM"}),
-        (ToolArgsError(["tool failed"]), {"name": "ToolArgsError", "code": "INVALID_ARGS"}),
-        (ValueError("tool failed"), None),
-    ],
-)
-async def test_b087_raising_body_reports_message_and_tool_error_identity(
-    exc: Exception, error: Any
-) -> None:
-    """B087/B113: Error: message; {name, code} only for ToolError, named by concrete class."""
-    registry = ToolRegistry()
-
-    async def body(args: Any, ctx: ToolRunContext) -> str:
-        raise exc
-
-    registry.register(tool(body=body))
-    result = await registry.execute(call())
-    message = "invalid arguments: tool failed" if isinstance(exc, ToolArgsError) else "tool failed"
-    expected: dict[str, Any] = {
-        "content": [{"type": "text", "text": f"Error: {message}"}],
-        "isError": True,
-    }
-    if error is not None:
-        expected["error"] = error
-    assert wire(result) == expected
-
-
-async def test_b088_message_extraction_never_raises() -> None:
-    """B088: an exception whose str() raises → <unprintable thrown value>; an empty one → its
-    class name."""
-
-    class Hostile(Exception):
-        def __str__(self) -> str:
-            raise RuntimeError("no printing")
-
-    registry = ToolRegistry()
-    raised: list[Exception] = [Hostile(), KeyError(), RuntimeError()]
-
-    async def body(args: Any, ctx: ToolRunContext) -> str:
-        raise raised.pop(0)
-
-    registry.register(tool(body=body))
-    assert text(await registry.execute(call())) == "Error: <unprintable thrown value>"
-    assert text(await registry.execute(call())) == "Error: KeyError"
-    assert text(await registry.execute(call())) == "Error: RuntimeError"
-
-
-@pytest.mark.parametrize("value", [None, 42, {"content": "x"}, object()])
-async def test_b090_malformed_body_return_is_an_ordinary_error(value: Any) -> None:
-    """B090: a return that is neither text, blocks nor ToolReturn → an error result."""
-    registry = ToolRegistry()
-
-    async def body(args: Any, ctx: ToolRunContext) -> Any:
-        return value
-
-    registry.register(tool(body=body))
-    result = await registry.execute(call())
-    assert result.is_error
-    assert text(result).startswith('Error: tool "echo" returned ')
-    assert result.error is None
-
-
-async def test_b090_non_block_items_fail_final_materialization() -> None:
-    """B090/B112: a list holding non-blocks fails the lossless-result check."""
-    registry = ToolRegistry()
-
-    async def body(args: Any, ctx: ToolRunContext) -> Any:
-        return [{"type": "text", "text": "dict, not a block"}]
-
-    registry.register(tool(body=body))
-    result = await registry.execute(call())
-    assert wire(result) == {
-        "content": [
-            {"type": "text", "text": "Error: tool result must be losslessly JSON-serializable"}
-        ],
-        "isError": True,
-    }
 
 
 # -- I. post-execute --------------------------------------------------------------------
@@ -1747,91 +1201,6 @@ async def test_b098_execute_returns_the_frozen_object_observers_received() -> No
 
 
 @pytest.mark.parametrize(
-    "bad_result",
-    [
-        ToolExecutionResult((TextContent("x"),), False, meta=lambda: 1),
-        ToolExecutionResult((TextContent("x"),), False, meta={"n": float("nan")}),
-        ToolExecutionResult(
-            (TextContent("x"),), False, additional_contexts=(context("c", meta={1, 2}),)
-        ),
-        ToolExecutionResult((TextContent(42),), False),  # type: ignore[arg-type]
-        ToolExecutionResult(("not a block",), False),  # type: ignore[arg-type]
-        ToolExecutionResult((TextContent("x"),), False, error="not info"),  # type: ignore[arg-type]
-    ],
-    ids=["function-meta", "nan-meta", "set-context-meta", "int-text", "str-block", "str-error"],
-)
-async def test_b099_non_json_final_result_is_replaced_before_observers(
-    bad_result: ToolExecutionResult,
-) -> None:
-    """B099/B112: a lossy final outcome → the exact error; contexts and meta dropped."""
-    registry = ToolRegistry()
-    registry.register(tool())
-
-    async def wrap(view: Any, next_: Any) -> Any:
-        return bad_result
-
-    registry.on_execute(wrap)
-    trace = Trace(registry)
-    result = await registry.execute(call())
-    assert wire(result) == {
-        "content": [
-            {"type": "text", "text": "Error: tool result must be losslessly JSON-serializable"}
-        ],
-        "isError": True,
-    }
-    assert trace.results == [result]
-    assert trace.results[0].is_error
-
-
-async def test_b099_wrapper_result_with_list_content_is_frozen_not_rejected() -> None:
-    """B098: a wrapper result built with lists is materialized into tuples, not rejected."""
-    registry = ToolRegistry()
-    registry.register(tool())
-    ctx_with_list = HookContext([TextContent("c")], "test", {"m": [1]})  # type: ignore[arg-type]
-
-    async def wrap(view: Any, next_: Any) -> Any:
-        return ToolExecutionResult(
-            [TextContent("x")],  # type: ignore[arg-type]
-            False,
-            additional_contexts=[ctx_with_list],  # type: ignore[arg-type]
-            meta=[1, {"a": 2}],
-        )
-
-    registry.on_execute(wrap)
-    result = await registry.execute(call())
-    assert type(result.content) is tuple
-    assert type(result.additional_contexts) is tuple
-    assert type(result.additional_contexts[0].content) is tuple
-    assert result.meta == (1, {"a": 2})
-    assert wire(result) == {
-        "content": [{"type": "text", "text": "x"}],
-        "isError": False,
-        "additionalContexts": [
-            {"content": [{"type": "text", "text": "c"}], "source": "test", "meta": {"m": [1]}}
-        ],
-        "meta": [1, {"a": 2}],
-    }
-
-
-async def test_b098_empty_context_list_from_a_wrapper_is_normalized() -> None:
-    """B084/B098: an empty list of contexts is frozen to () and omitted on the wire."""
-    registry = ToolRegistry()
-    registry.register(tool())
-
-    async def wrap(view: Any, next_: Any) -> Any:
-        return ToolExecutionResult(
-            (TextContent("x"),),
-            False,
-            additional_contexts=[],  # type: ignore[arg-type]
-        )
-
-    registry.on_execute(wrap)
-    result = await registry.execute(call())
-    assert result.additional_contexts == ()
-    assert wire(result) == {"content": [{"type": "text", "text": "x"}], "isError": False}
-
-
-@pytest.mark.parametrize(
     "case",
     ["success", "deny", "unknown", "raise", "non-json-args", "pre-aborted", "bad-result"],
 )
@@ -1954,59 +1323,6 @@ async def test_b103_observers_run_before_execute_returns() -> None:
     assert registry.execution_mode(call()) == PARALLEL
 
 
-# -- K. error codes and texts -----------------------------------------------------------
-
-
-async def test_b105_tool_args_error_from_a_raw_body() -> None:
-    """B105/B029: violations joined by '; ' with INVALID_ARGS."""
-    registry = ToolRegistry()
-
-    async def body(args: Any, ctx: ToolRunContext) -> str:
-        raise ToolArgsError(['missing required property "a"', '"b" must be a number'])
-
-    registry.register(tool(body=body))
-    result = await registry.execute(call())
-    assert wire(result) == {
-        "content": [
-            {
-                "type": "text",
-                "text": 'Error: invalid arguments: missing required property "a"; "b" must be a number',
-            }
-        ],
-        "isError": True,
-        "error": {"name": "ToolArgsError", "code": "INVALID_ARGS"},
-    }
-
-
-def test_b108_timeout_error_text_and_code() -> None:
-    """B108: ToolTimeoutError(100) → 'tool call timed out after 100ms', TOOL_TIMEOUT."""
-    error = ToolTimeoutError(100)
-    assert str(error) == "tool call timed out after 100ms"
-    assert (error.name, error.code) == ("ToolTimeoutError", "TOOL_TIMEOUT")
-    assert str(ToolTimeoutError(2.5)) == "tool call timed out after 2.5ms"
-
-
-def test_b114_output_schema_error_text_and_code() -> None:
-    """B114: violations joined by '; ' behind 'unsupported output schema: '."""
-    error = OutputSchemaError(["schema.a is bad", "schema.b is bad"])
-    assert str(error) == "unsupported output schema: schema.a is bad; schema.b is bad"
-    assert (error.name, error.code, error.violations) == (
-        "OutputSchemaError",
-        "UNSUPPORTED_SCHEMA",
-        ("schema.a is bad", "schema.b is bad"),
-    )
-    assert isinstance(error, ToolError)
-    assert not isinstance(RegistrationError("x"), ToolError)
-    assert isinstance(RegistrationError("x"), ValueError)
-
-
-def test_b115_exported_code_constants() -> None:
-    """B115: the three owned codes."""
-    assert TOOL_ABORTED == "ABORTED"
-    assert TOOL_ABORTED_BEFORE_DISPATCH == "ABORTED_BEFORE_DISPATCH"
-    assert TOOL_TIMEOUT == "TOOL_TIMEOUT"
-
-
 # -- M. contexts ------------------------------------------------------------------------
 
 
@@ -2074,31 +1390,6 @@ async def test_b130_deferred_contexts_survive_a_raising_body_but_not_a_block() -
     blocked = await registry.execute(call())
     assert blocked.additional_contexts == ()
     assert text(blocked) == "blocked"
-
-
-async def test_b132_final_materialization_failure_drops_contexts() -> None:
-    """B132: a result that fails materialization loses its contexts."""
-    registry = ToolRegistry()
-
-    async def body(args: Any, ctx: ToolRunContext) -> Any:
-        ctx.defer_context(context("deferred"))
-        return ToolReturn([TextContent("x")], meta=object())
-
-    registry.register(tool(body=body))
-    result = await registry.execute(call())
-    assert text(result) == "Error: tool result must be losslessly JSON-serializable"
-    assert result.additional_contexts == ()
-
-
-def test_defer_context_takes_only_hook_contexts() -> None:
-    """defer_context rejects anything but a HookContext at the call site."""
-    ctx = ToolRunContext(
-        ToolExecution("c", "n", {}, CancelSignal(), None, None, ToolExecutionToken()),
-        CancelSignal(),
-        [],
-    )
-    with pytest.raises(TypeError):
-        ctx.defer_context({"content": []})  # type: ignore[arg-type]
 
 
 # -- S. event mechanics -----------------------------------------------------------------
@@ -2389,126 +1680,6 @@ async def test_ten_thousand_deep_arguments_are_rejected_as_not_lossless() -> Non
 
 
 # -- views, stages and edge normalizations -----------------------------------------------
-
-
-async def test_views_expose_the_execution_fields() -> None:
-    """ToolRunContext and ToolDispatchExecution mirror the execution read-only."""
-    registry = ToolRegistry()
-    scope = registry.scope()
-    parent = ToolExecutionToken()
-    seen: dict[str, Any] = {}
-
-    async def body(args: Any, ctx: ToolRunContext) -> str:
-        seen["ctx"] = (ctx.call_id, ctx.name, ctx.arguments, ctx.agent, ctx.parent, ctx.token)
-        return "ok"
-
-    async def wrap(view: ToolDispatchExecution, next_: Any) -> Any:
-        seen["view"] = (
-            view.call_id,
-            view.name,
-            view.arguments,
-            view.agent,
-            view.parent,
-            view.token,
-        )
-        return await next_()
-
-    registry.register(tool(body=body))
-    registry.on_execute(wrap)
-    trace = Trace(registry)
-    await registry.execute(call(arguments={"a": 1}, agent=scope, parent=parent))
-    execution = trace.executions[0]
-    expected = ("c1", "echo", {"a": 1}, scope, parent, execution.token)
-    assert seen["ctx"] == expected
-    assert seen["view"] == expected
-    assert repr(execution.token).startswith("<ToolExecutionToken 0x")
-
-
-async def test_input_signal_must_be_a_cancel_signal() -> None:
-    """A ToolExecutionInput whose signal is not a CancelSignal is a programmer error."""
-    registry = ToolRegistry()
-    registry.register(tool())
-    with pytest.raises(TypeError, match="must be a CancelSignal"):
-        await registry.execute(ToolExecutionInput("c1", "echo", {}, None))  # type: ignore[arg-type]
-
-
-async def test_a_single_content_block_return_is_one_block() -> None:
-    """B084: returning one block is the same as a one-element list."""
-    registry = ToolRegistry()
-
-    async def body(args: Any, ctx: ToolRunContext) -> Any:
-        return ImageContent("aGk=", "image/gif")
-
-    registry.register(tool(body=body))
-    result = await registry.execute(call())
-    assert result == ToolExecutionResult((ImageContent("aGk=", "image/gif"),), False)
-
-
-@pytest.mark.parametrize(
-    "contexts",
-    [
-        ("not a context",),
-        (HookContext((TextContent(1),), "src"),),  # type: ignore[arg-type]
-        (HookContext((TextContent("x"),), 7),),  # type: ignore[arg-type]
-    ],
-    ids=["not-a-context", "bad-block", "bad-source"],
-)
-async def test_b099_malformed_contexts_fail_materialization(contexts: Any) -> None:
-    """B099/B132: contexts are checked like the rest of the final result."""
-    registry = ToolRegistry()
-    registry.register(tool())
-
-    async def wrap(view: Any, next_: Any) -> Any:
-        return ToolExecutionResult((TextContent("x"),), False, additional_contexts=contexts)
-
-    registry.on_execute(wrap)
-    result = await registry.execute(call())
-    assert text(result) == "Error: tool result must be losslessly JSON-serializable"
-    assert result.additional_contexts == ()
-
-
-async def test_unreachable_values_render_even_when_unprintable() -> None:
-    """B088: rogue values are rendered as JSON, else repr, else <unprintable thrown value>."""
-
-    class Opaque:
-        def __repr__(self) -> str:
-            return "<opaque>"
-
-    class Hostile:
-        def __repr__(self) -> str:
-            raise RuntimeError("no repr")
-
-    registry = ToolRegistry()
-    registry.register(tool())
-    values: list[Any] = [Opaque(), Hostile()]
-    registry.guard(lambda execution: values.pop(0))
-    first = await registry.execute(call())
-    second = await registry.execute(call())
-    assert text(first) == "Error: unreachable variant in ToolGuard result: <opaque>"
-    assert text(second) == (
-        "Error: unreachable variant in ToolGuard result: <unprintable thrown value>"
-    )
-
-
-async def test_tool_error_with_broken_identity_keeps_only_its_text() -> None:
-    """B087: a ToolError whose code cannot be read still yields Error: message."""
-
-    class Broken(ToolError):
-        @property
-        def code(self) -> str:  # type: ignore[override]
-            raise RuntimeError("no code")
-
-    registry = ToolRegistry()
-
-    async def body(args: Any, ctx: ToolRunContext) -> str:
-        raise Broken("broken identity")
-
-    registry.register(tool(body=body))
-    result = await registry.execute(call())
-    assert wire(result) == {
-        "content": [{"type": "text", "text": "Error: broken identity"}],
-        "isError": True,
-    }
 
 
 async def test_b101_observer_returning_a_non_coroutine_awaitable_is_reported(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
@@ -13,11 +15,13 @@ import pytest
 import trio
 import trio.testing
 
+from support import registry_with
 from toolnursery import (
     Accept,
     ContextEvent,
     HookContext,
     JsonlRecorder,
+    LogFormatError,
     PostToolDecision,
     PreToolDecision,
     RecorderEvent,
@@ -27,14 +31,15 @@ from toolnursery import (
     ToolDefinition,
     ToolExecution,
     ToolExecutionResult,
-    ToolRegistry,
     ToolResultEvent,
     ToolRunContext,
+    iter_log,
     open_tool_batch,
     read_log,
     replay_log,
     run_tool_calls,
 )
+from toolnursery import _recorder as _recorder_module
 
 OBJECT: dict[str, Any] = {"type": "object"}
 
@@ -58,13 +63,6 @@ async def with_context(args: Any, ctx: ToolRunContext) -> str:
     ctx.defer_context(HookContext((TextContent(f"deferred by {ctx.call_id}"),), "tool"))
     await trio.lowlevel.checkpoint()  # a body that suspends runs as a pool task
     return "ok"
-
-
-def registry_with(*definitions: ToolDefinition) -> ToolRegistry:
-    registry = ToolRegistry()
-    for definition in definitions:
-        registry.register(definition)
-    return registry
 
 
 def parallel(name: str, body: Any) -> ToolDefinition:
@@ -288,28 +286,42 @@ def test_a_torn_last_line_is_skipped_and_every_complete_event_is_read(tmp_path: 
     ]
 
 
-def test_a_corrupt_line_before_the_last_raises_naming_the_line(tmp_path: Path) -> None:
+def test_a_torn_line_in_the_middle_is_skipped(tmp_path: Path) -> None:
+    """A writer died mid-write; the next writer started a fresh line after it."""
     path = tmp_path / "log.jsonl"
+    first = ToolCallEvent("b1", 0, ToolCall("a", "read", ""))
+    second = ToolCallEvent("b1", 1, ToolCall("b", "read", ""))
     with JsonlRecorder(path) as recorder:
-        recorder.record(ToolCallEvent("b1", 0, ToolCall("a", "read", "")))
+        recorder.record(first)
     with open(path, "ab") as file:
-        file.write(b'{"event": "tool_call", "batch": \n')
+        file.write(b'{"event": "tool_call", "batch": ')
     with JsonlRecorder(path) as recorder:
-        recorder.record(ToolCallEvent("b1", 1, ToolCall("b", "read", "")))
-
-    with pytest.raises(ValueError, match=r"log\.jsonl:2: not a toolnursery event"):
-        read_log(path)
-    with pytest.raises(ValueError, match=r":2:"):
-        replay_log(path)
+        recorder.record(second)
+    assert path.read_bytes().count(b"\n") == 3
+    assert read_log(path) == [first, second]
+    assert [event for _, event, _ in iter_log(path)] == [first, None, second]
 
 
-def test_a_valid_json_line_that_is_not_an_event_is_corrupt_too(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "line",
+    [
+        "hello world",
+        '{"a": 1}',
+        '{"event": "other"}',
+        '{"event": "tool_call", "batch": "b"}',
+        "[1,",
+    ],
+)
+def test_a_line_that_is_not_an_event_raises_naming_the_line(tmp_path: Path, line: str) -> None:
     path = tmp_path / "log.jsonl"
-    path.write_text('{"event": "tool_call", "batch": "b"}\n{"event": "other"}\n')
-    with pytest.raises(ValueError, match=r":1:"):
-        read_log(path)
-    path.write_text('{"event": "other"}\n')  # alone, it is a torn last line
-    assert read_log(path) == []
+    event = msgspec.json.encode(ToolCallEvent("b1", 0, ToolCall("a", "read", ""))).decode()
+    for text in (f"{event}\n{line}\n{event}\n", f"{event}\n{line}"):  # middle, or last
+        path.write_text(text)
+        with pytest.raises(LogFormatError, match=r"log\.jsonl:2: not a toolnursery event") as info:
+            read_log(path)
+        assert (info.value.line, isinstance(info.value, ValueError)) == (2, True)
+        with pytest.raises(ValueError, match=r":2:"):
+            replay_log(path)
 
 
 def test_blank_lines_are_ignored(tmp_path: Path) -> None:
@@ -368,10 +380,126 @@ def test_appending_after_a_crash_loses_no_event(tmp_path: Path) -> None:
     assert read_log(path) == [before, after]
 
 
-def test_a_log_that_is_only_a_torn_line_is_emptied_on_reopen(tmp_path: Path) -> None:
+def test_a_log_that_is_only_a_torn_line_keeps_it_and_reads_past_it(tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
     path.write_bytes(b'{"event": "tool_ca')
     event = ToolCallEvent("b1", 0, ToolCall("a", "t", ""))
     with JsonlRecorder(path) as recorder:
         recorder.record(event)
+    assert path.read_bytes().startswith(b'{"event": "tool_ca\n')
     assert read_log(path) == [event]
+
+
+def test_a_complete_last_event_without_a_newline_is_never_deleted(tmp_path: Path) -> None:
+    """Reopening used to cut everything after the last newline, a whole event included."""
+    path = tmp_path / "log.jsonl"
+    first = ToolCallEvent("b1", 0, ToolCall("a", "t", ""))
+    second = ToolCallEvent("b1", 1, ToolCall("b", "t", ""))
+    path.write_bytes(msgspec.json.encode(first))  # no trailing newline
+    assert read_log(path) == [first]
+    with JsonlRecorder(path) as recorder:
+        assert read_log(path) == [first]  # opening changes nothing
+        recorder.record(second)
+    assert read_log(path) == [first, second]
+
+
+def test_opening_a_log_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b'{"event": "tool_result", "ba')
+    JsonlRecorder(path).close()
+    assert path.read_bytes() == b'{"event": "tool_result", "ba'
+
+
+def test_a_failed_write_removes_only_its_own_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "log.jsonl"
+    before = ToolCallEvent("b1", 0, ToolCall("a", "t", ""))
+    with JsonlRecorder(path) as recorder:
+        recorder.record(before)
+        size = path.stat().st_size
+        real_write = os.write
+
+        def half_then_full(fd: int, data: Any) -> int:
+            real_write(fd, bytes(data)[: len(data) // 2])
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(os, "write", half_then_full)
+        with pytest.raises(OSError, match="No space"):
+            recorder.record(ToolCallEvent("b1", 1, ToolCall("b", "t", "x" * 1000)))
+        monkeypatch.undo()
+        assert path.stat().st_size == size
+        recorder.record(before)
+    assert read_log(path) == [before, before]
+
+
+def test_fsync_flushes_every_event(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[int] = []
+    monkeypatch.setattr(_recorder_module, "_sync", synced.append)
+    event = ToolCallEvent("b1", 0, ToolCall("a", "t", ""))
+    with JsonlRecorder(tmp_path / "a.jsonl", fsync=True) as recorder:
+        recorder.record(event)
+        recorder.record(event)
+    with JsonlRecorder(tmp_path / "b.jsonl") as recorder:
+        recorder.record(event)
+    assert len(synced) == 2
+
+
+def test_two_recorders_on_one_log_interleave_whole_lines(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    events = [ToolCallEvent(f"b{i % 2}", i, ToolCall(f"c{i}", "t", "x" * i)) for i in range(50)]
+    with JsonlRecorder(path) as one, JsonlRecorder(path) as two:
+        for event in events:
+            (one if event.index % 2 else two).record(event)
+    assert read_log(path) == events
+
+
+_APPENDER = """
+import sys
+from toolnursery import JsonlRecorder, TextContent, ToolExecutionResult, ToolResultEvent
+
+path, count, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+with JsonlRecorder(path) as recorder:
+    print("ready", flush=True)
+    for i in range(count):
+        result = ToolExecutionResult((TextContent(str(i) * size),), False)
+        recorder.record(ToolResultEvent("big", i, f"c{i}", result))
+"""
+
+
+def test_a_second_opener_never_cuts_another_process_event_in_flight(tmp_path: Path) -> None:
+    """Another process appends 8 MB events while this one opens the log and appends,
+    again and again: every event of both survives (it used to lose 10 of 10)."""
+    path = tmp_path / "log.jsonl"
+    count, size = 10, 8 * 1024 * 1024
+    mine = 0
+    with subprocess.Popen(
+        [sys.executable, "-c", _APPENDER, str(path), str(count), str(size)],
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    ) as child:
+        assert child.stdout is not None
+        assert child.stdout.readline() == b"ready\n"
+        while child.poll() is None:
+            with JsonlRecorder(path) as recorder:
+                recorder.record(ToolCallEvent("small", mine, ToolCall(f"s{mine}", "t", "")))
+            mine += 1
+    assert child.returncode == 0
+    events = read_log(path)
+    big = [e for e in events if isinstance(e, ToolResultEvent)]
+    small = [e for e in events if isinstance(e, ToolCallEvent)]
+    assert [e.index for e in big] == list(range(count))
+    assert all(e.result.content == (TextContent(str(e.index) * size),) for e in big)
+    assert [e.index for e in small] == list(range(mine))
+    assert mine > 0
+    assert all(event is not None for _, event, _ in iter_log(path))  # not one torn line
+
+
+def test_an_event_holding_a_lone_surrogate_is_recorded_escaped(tmp_path: Path) -> None:
+    """A call id or raw arguments no stage made JSON-safe must not fail the recorder."""
+    path = tmp_path / "log.jsonl"
+    with JsonlRecorder(path) as recorder:
+        recorder.record(ToolCallEvent("b1", 0, ToolCall("id\udce9", "t", '{"p": "\ud800"}')))
+    (event,) = read_log(path)
+    assert isinstance(event, ToolCallEvent)
+    assert event.call == ToolCall("id\\xe9", "t", '{"p": "\\ud800"}')

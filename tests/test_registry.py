@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from support import text
 from toolnursery import (
     RegistrationError,
     TextContent,
@@ -41,10 +42,6 @@ def make_tool(name: str, **kwargs: Any) -> ToolDefinition:
 
 def names(registry: ToolRegistry, scope: Any = None) -> list[str]:
     return [s.name for s in registry.schemas(scope)]
-
-
-def text(result: ToolExecutionResult) -> str:
-    return "".join(block.text for block in result.content if isinstance(block, TextContent))
 
 
 # -- A. registration and projection ---------------------------------------------------

@@ -214,8 +214,8 @@ batch b1: 4 calls, 2 without a result
 ╰────────────────────────────────────────────╯
 """
     )
-    assert (
-        captured.err == f"toolnursery: {log} line 7 is incomplete (a crash mid-write?); skipped\n"
+    assert captured.err == (
+        f"toolnursery: {log} line 7 is a torn event (a writer died mid-write); skipped\n"
     )
 
 
@@ -279,7 +279,7 @@ batch <id>: 7 calls, 1 without a result
 ╰──────────────────────────────────────────────────────────╯
 """
     )
-    assert f"line {c7 + 2} is incomplete" in captured.err
+    assert f"line {c7 + 2} is a torn event" in captured.err
 
 
 def test_a_process_that_died_mid_batch(tmp_path: Path) -> None:
@@ -348,7 +348,7 @@ def test_a_process_that_died_mid_batch(tmp_path: Path) -> None:
         "│ not finish)                          │\n"
         "╰──────────────────────────────────────╯\n"
     )
-    assert "line 4 is incomplete" in shown.stderr
+    assert "line 4 is a torn event" in shown.stderr
 
 
 # -- what the log holds ----------------------------------------------------------------------
@@ -377,7 +377,7 @@ def test_batches_keep_their_calls_in_index_order(tmp_path: Path, capsys: Capture
 def test_a_result_whose_call_line_is_missing_is_still_shown(tmp_path: Path) -> None:
     log = write_log(tmp_path / "log.jsonl", [ToolResultEvent("b1", 0, "x", ok("orphan"))])
     batches, torn = read_batches(log)
-    assert torn is None
+    assert torn == []
     assert len(batches) == 1
     (entry,) = batches[0].calls
     assert (entry.position, entry.call, entry.result) == (
@@ -387,12 +387,10 @@ def test_a_result_whose_call_line_is_missing_is_still_shown(tmp_path: Path) -> N
     )
 
 
-def test_a_corrupt_line_before_the_last_is_an_error_naming_it(
-    tmp_path: Path, capsys: Capture
-) -> None:
+def test_a_corrupt_line_is_an_error_naming_it(tmp_path: Path, capsys: Capture) -> None:
     log = write_log(tmp_path / "log.jsonl", FINISHED[:1])
     with open(log, "ab") as file:
-        file.write(b'{"event": "tool_call", "batch": \n')
+        file.write(b'{"event": "tool_call", "batch": 1}\n')
     with JsonlRecorder(log) as recorder:
         recorder.record(FINISHED[1])
     assert main(["replay", str(log)]) == 2
@@ -400,7 +398,36 @@ def test_a_corrupt_line_before_the_last_is_an_error_naming_it(
     assert captured.out == ""
     assert captured.err == (
         f"toolnursery: error: {log} line 2: not a toolnursery event: "
-        '\'{"event": "tool_call", "batch":\'\n'
+        '\'{"event": "tool_call", "batch": 1}\'\n'
+    )
+
+
+@pytest.mark.parametrize("text", ["hello, world", "hello, world\n", "# notes\n\n* one\n"])
+def test_a_file_that_is_not_a_log_exits_2_naming_the_line(
+    tmp_path: Path, capsys: Capture, text: str
+) -> None:
+    """It used to say the line was incomplete ("a crash mid-write?") and exit 0."""
+    log = tmp_path / "notes.md"
+    log.write_text(text)
+    assert main(["replay", str(log)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(f"toolnursery: error: {log} line 1: not a toolnursery event: ")
+    assert "crash" not in captured.err
+
+
+def test_torn_lines_anywhere_are_each_reported_and_skipped(tmp_path: Path, capsys: Capture) -> None:
+    log = write_log(tmp_path / "log.jsonl", FINISHED[:1])
+    tear(log, FINISHED[1])  # a writer died mid-write...
+    write_log(log, FINISHED[1:2])  # ...and the next one started a fresh line
+    tear(log, FINISHED[2])
+    batches, torn = read_batches(log)
+    assert torn == [2, 4]
+    assert [entry.call for entry in batches[0].calls] == [README, WRITE]
+    assert main(["replay", str(log), "--markdown"]) == 0
+    assert capsys.readouterr().err == (
+        f"toolnursery: {log} line 2 is a torn event (a writer died mid-write); skipped\n"
+        f"toolnursery: {log} line 4 is a torn event (a writer died mid-write); skipped\n"
     )
 
 

@@ -26,7 +26,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule
 
-from support import no_deadlock
+from support import live_tasks, no_deadlock, registry_with, text
+from support import noop as _noop
 from toolnursery import (
     EXCLUSIVE,
     PARALLEL,
@@ -130,21 +131,6 @@ def read(call_id: str, path: str, d: float = 1) -> ToolCall:
 
 def write(call_id: str, path: str, d: float = 1) -> ToolCall:
     return ToolCall(call_id, "fs", json.dumps({"path": path, "mode": "write", "d": d}))
-
-
-def registry_with(*tools: ToolDefinition) -> ToolRegistry:
-    registry = ToolRegistry()
-    for definition in tools:
-        registry.register(definition)
-    return registry
-
-
-def text(result: ToolExecutionResult) -> str:
-    return "".join(b.text for b in result.content if isinstance(b, TextContent))
-
-
-async def _noop(args: Any, ctx: ToolRunContext) -> str:
-    return "ok"
 
 
 def keyed_tool(keys: Any, safe: Any = None) -> ToolDefinition:
@@ -785,18 +771,6 @@ def conflicts(a: Op, b: Op) -> bool:
         return False
     shared = set(a.resources) & set(b.resources)
     return bool(shared) and (a.mode == "write" or b.mode == "write")
-
-
-def live_tasks() -> int:
-    root = trio.lowlevel.current_root_task()
-    assert root is not None
-    count, stack = 0, [root]
-    while stack:
-        task = stack.pop()
-        count += 1
-        for nursery in task.child_nurseries:
-            stack.extend(nursery.child_tasks)
-    return count
 
 
 async def check_script(script: Script) -> None:

@@ -22,6 +22,7 @@ import trio
 import trio.testing
 
 import toolnursery._scheduler as scheduler_module
+from support import RecorderBrokeError, live_tasks, registry_with, text
 from toolnursery import (
     EXCLUSIVE,
     Accept,
@@ -168,17 +169,6 @@ def call(call_id: str, name: str = "p", d: float | None = None) -> ToolCall:
     return ToolCall(call_id, name, "{}" if d is None else json.dumps({"d": d}))
 
 
-def text(result: ToolExecutionResult) -> str:
-    return "".join(b.text for b in result.content if isinstance(b, TextContent))
-
-
-def registry_with(*tools: ToolDefinition) -> ToolRegistry:
-    registry = ToolRegistry()
-    for definition in tools:
-        registry.register(definition)
-    return registry
-
-
 def context(label: str, source: str = "policy", meta: Any = None) -> HookContext:
     return HookContext((TextContent(label),), source, meta)
 
@@ -204,20 +194,6 @@ def post_with_context(
 async def cancel_at(signal: CancelSignal, when: float, reason: str = "user stop") -> None:
     await trio.sleep(when)
     signal.cancel(reason)
-
-
-def live_tasks() -> int:
-    """Every task in the run (the scheduler's included), counted from the root."""
-    root = trio.lowlevel.current_root_task()
-    assert root is not None
-    count = 0
-    stack = [root]
-    while stack:
-        task = stack.pop()
-        count += 1
-        for nursery in task.child_nurseries:
-            stack.extend(nursery.child_tasks)
-    return count
 
 
 # -- B145 input planning ------------------------------------------------------------
@@ -893,10 +869,6 @@ async def test_b160_b161_abort_skips_the_exclusive_barrier_after_a_parallel_grou
 
 
 # -- B162 internal failures -----------------------------------------------------------
-
-
-class RecorderBrokeError(Exception):
-    pass
 
 
 async def test_b162_a_raising_recorder_stops_starting_drains_and_raises_unwrapped(

@@ -24,6 +24,7 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from support import code, live_tasks, text
 from toolnursery import (
     Accept,
     CancelSignal,
@@ -93,27 +94,6 @@ scripts = st.builds(
 
 class BoomError(Exception):
     pass
-
-
-def text(result: ToolExecutionResult) -> str:
-    return "".join(b.text for b in result.content if isinstance(b, TextContent))
-
-
-def code(result: ToolExecutionResult) -> str | None:
-    return None if result.error is None else result.error.code
-
-
-def live_tasks() -> int:
-    root = trio.lowlevel.current_root_task()
-    assert root is not None
-    count = 0
-    stack = [root]
-    while stack:
-        task = stack.pop()
-        count += 1
-        for nursery in task.child_nurseries:
-            stack.extend(nursery.child_tasks)
-    return count
 
 
 class World:

@@ -17,6 +17,7 @@ import trio.testing
 
 import toolnursery._pipeline as pipeline_module
 import toolnursery._scheduler as scheduler_module
+from support import RecorderBrokeError
 from toolnursery import (
     CancelSignal,
     Deny,
@@ -60,7 +61,8 @@ async def sleepy(args: Any, ctx: ToolRunContext) -> str:
 
 
 def registry_with(*tools: ToolDefinition) -> ToolRegistry:
-    registry = ToolRegistry()
+    """A registry that times its phases (``phase_seconds`` is opt-in)."""
+    registry = ToolRegistry(phase_timings=True)
     for definition in tools:
         registry.register(definition)
     return registry
@@ -286,10 +288,6 @@ async def test_batch_wait_phase_and_waiting_count(
     assert phases(batch.statistics()) == (0, 3, 4, 0)
 
 
-class RecorderBrokeError(Exception):
-    pass
-
-
 async def test_an_internal_failure_abandons_the_calls_that_did_not_commit(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
@@ -391,3 +389,33 @@ async def test_a_worker_failure_noticed_after_finalize_keeps_the_counts_balanced
         await run_tool_calls(registry, calls)
     stats = registry.statistics()
     assert (stats.started, stats.committed, stats.abandoned, stats.in_flight) == (3, 1, 2, 0)
+
+
+async def test_phase_timings_are_opt_in_and_the_counters_always_on() -> None:
+    """Off (the default): every phase reads 0.0 and no clock is read; counters count."""
+    reads: list[int] = []
+
+    registry = ToolRegistry()
+    assert registry.phase_timings is False
+    registry.register(parallel())
+    registry.on_pre_execute(lambda execution, next_: next_())  # type: ignore[arg-type,return-value]
+    with pytest.MonkeyPatch.context() as patch:
+
+        def now() -> int:
+            reads.append(1)
+            return 0
+
+        patch.setattr(pipeline_module, "_now", now)
+        patch.setattr(scheduler_module, "_now", now)
+        await registry.execute(execute_input("a"))
+        await run_tool_calls(registry, [ToolCall("b", "p", "{}")])
+        assert reads == []
+        registry.phase_timings = True
+        await registry.execute(execute_input("c"))
+        assert reads  # on: the phases are timed
+    stats = registry.statistics()
+    assert stats.started == stats.committed == 3
+    assert tuple(stats.phase_seconds) == PHASES
+    assert ToolRegistry(phase_timings=True).phase_timings is True
+    with pytest.raises(TypeError, match="phase_timings must be a bool"):
+        registry.phase_timings = 1  # type: ignore[assignment]

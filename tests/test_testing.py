@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from support import text
 from toolnursery import (
     EXCLUSIVE,
     PARALLEL,
@@ -21,11 +22,6 @@ from toolnursery import (
     ToolRunContext,
 )
 from toolnursery.testing import PhaseRecorder, ScriptedApproval, make_input, tool_from_function
-
-
-def text(result: Any) -> str:
-    return "".join(block.text for block in result.content)
-
 
 # -- tool_from_function ------------------------------------------------------------------
 

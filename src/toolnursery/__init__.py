@@ -8,6 +8,9 @@ Define tools once (:func:`define_tool`, ``@tool``), register them on a
 
 from __future__ import annotations
 
+from importlib import metadata as _metadata
+
+from . import _execution, _presentation
 from ._arguments import parse_arguments as parse_arguments
 from ._content import ContentBlock as ContentBlock
 from ._content import HookContext as HookContext
@@ -34,12 +37,28 @@ from ._decisions import ToolRestriction as ToolRestriction
 from ._define import define_tool as define_tool
 from ._define import tool as tool
 from ._definition import ToolDefinition as ToolDefinition
+from ._definition import ToolOptionArgs as ToolOptionArgs
+from ._definition import ToolOptions as ToolOptions
+from ._errors import DUPLICATE_CALL_ID as DUPLICATE_CALL_ID
+from ._errors import INTERRUPTED as INTERRUPTED
 from ._errors import INVALID_TOOL_OUTPUT as INVALID_TOOL_OUTPUT
 from ._errors import TOOL_ABORTED as TOOL_ABORTED
 from ._errors import TOOL_ABORTED_BEFORE_DISPATCH as TOOL_ABORTED_BEFORE_DISPATCH
 from ._errors import TOOL_TIMEOUT as TOOL_TIMEOUT
+from ._errors import AbortError as AbortError
+from ._errors import AsyncioHostError as AsyncioHostError
+from ._errors import DuplicateCallIdError as DuplicateCallIdError
+from ._errors import FileToolError as FileToolError
+from ._errors import InterruptedCallError as InterruptedCallError
+from ._errors import LogFormatError as LogFormatError
+from ._errors import NotJSONError as NotJSONError
 from ._errors import OutputSchemaError as OutputSchemaError
+from ._errors import OutsideRootError as OutsideRootError
 from ._errors import RegistrationError as RegistrationError
+from ._errors import RemoteToolError as RemoteToolError
+from ._errors import ResumeError as ResumeError
+from ._errors import StrictSchemaError as StrictSchemaError
+from ._errors import StructSchemaError as StructSchemaError
 from ._errors import ToolArgsError as ToolArgsError
 from ._errors import ToolError as ToolError
 from ._errors import ToolNotFoundError as ToolNotFoundError
@@ -79,6 +98,7 @@ from ._recorder import RecorderEvent as RecorderEvent
 from ._recorder import ToolCallEvent as ToolCallEvent
 from ._recorder import ToolCallRecorder as ToolCallRecorder
 from ._recorder import ToolResultEvent as ToolResultEvent
+from ._recorder import iter_log as iter_log
 from ._recorder import read_log as read_log
 from ._recorder import replay_log as replay_log
 from ._registry import Disposer as Disposer
@@ -102,23 +122,41 @@ from ._schema import schema_spec_to_json_schema as schema_spec_to_json_schema
 from ._schema import validate_args as validate_args
 from ._signal import CancelSignal as CancelSignal
 from ._statistics import ToolStatistics as ToolStatistics
+from ._strict import from_strict_arguments as from_strict_arguments
+from ._strict import strict_json_schema as strict_json_schema
 from ._structured import assert_supported_output_schema as assert_supported_output_schema
 from ._structured import validate_structured_value as validate_structured_value
 from ._timeout import install_timeout_policy as install_timeout_policy
 
+try:
+    __version__: str = _metadata.version("toolnursery")
+    """The installed distribution's version (from the package metadata)."""
+except _metadata.PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
+
+# Annotations that name a class across an import cycle import it for type checkers
+# only; bind those names at runtime now that every module is loaded, so that help(),
+# inspect.signature and typing.get_type_hints resolve them (tests/test_introspection.py).
+vars(_execution).setdefault("ToolScope", ToolScope)
+vars(_presentation).setdefault("ToolDefinition", ToolDefinition)
+
 __all__ = [
+    "DUPLICATE_CALL_ID",
     "EXCLUSIVE",
+    "INTERRUPTED",
     "INVALID_TOOL_OUTPUT",
     "PARALLEL",
     "TOOL_ABORTED",
     "TOOL_ABORTED_BEFORE_DISPATCH",
     "TOOL_TIMEOUT",
+    "AbortError",
     "Accept",
     "Allow",
     "ApprovalOutcome",
     "ApprovalRequest",
     "ApprovalService",
     "Ask",
+    "AsyncioHostError",
     "Block",
     "CancelSignal",
     "ContentBlock",
@@ -127,28 +165,38 @@ __all__ = [
     "DiffCallView",
     "DiffResultView",
     "Disposer",
+    "DuplicateCallIdError",
     "ExecuteWrapper",
     "FileDiff",
     "FileLocation",
+    "FileToolError",
     "FrozenDict",
     "GenericCallView",
     "GenericResultView",
     "HookContext",
     "ImageContent",
+    "InterruptedCallError",
     "JsonlRecorder",
+    "LogFormatError",
+    "NotJSONError",
     "OutputRenderer",
     "OutputSchemaError",
+    "OutsideRootError",
     "PostExecuteListener",
     "PostToolDecision",
     "PreExecuteListener",
     "PreToolDecision",
     "RecorderEvent",
     "RegistrationError",
+    "RemoteToolError",
     "ResourceKey",
     "ResultObserver",
+    "ResumeError",
     "SchemaProp",
     "SchemaSpec",
     "SchemaType",
+    "StrictSchemaError",
+    "StructSchemaError",
     "TerminalCallView",
     "TerminalResultView",
     "TextContent",
@@ -170,6 +218,8 @@ __all__ = [
     "ToolExecutionToken",
     "ToolGuard",
     "ToolNotFoundError",
+    "ToolOptionArgs",
+    "ToolOptions",
     "ToolOutputError",
     "ToolRegistry",
     "ToolRestriction",
@@ -187,9 +237,11 @@ __all__ = [
     "attach_output",
     "call_view",
     "define_tool",
+    "from_strict_arguments",
     "install_otel_tracing",
     "install_retry_policy",
     "install_timeout_policy",
+    "iter_log",
     "open_tool_batch",
     "output_schema",
     "parse_arguments",
@@ -200,6 +252,7 @@ __all__ = [
     "result_view",
     "run_tool_calls",
     "schema_spec_to_json_schema",
+    "strict_json_schema",
     "thaw",
     "tool",
     "validate_args",

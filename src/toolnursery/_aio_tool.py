@@ -22,7 +22,7 @@ import trio
 
 from ._aio_host import HOST, Host
 from ._definition import ToolDefinition
-from ._errors import TOOL_ABORTED, AsyncioHostError, RegistrationError, ToolError
+from ._errors import AbortError, AsyncioHostError, RegistrationError
 from ._execution import ToolRunContext
 from ._pipeline import is_async
 
@@ -32,19 +32,6 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 _MARK: Final = "__toolnursery_asyncio_tool__"
-
-
-class AbortError(ToolError):
-    """Raised when an asyncio tool's task was cancelled on the asyncio side.
-
-    Its result equals the registry's ``ABORTED`` result (``Error: tool call aborted``,
-    ``{name: "AbortError", code: "ABORTED"}``).
-    """
-
-    code = TOOL_ABORTED
-
-    def __init__(self) -> None:
-        super().__init__("tool call aborted")
 
 
 @overload
@@ -131,7 +118,7 @@ def _name(
     if tool_name is not None:
         return tool_name
     for value in (*args, *kwargs.values()):
-        if type(value) is ToolRunContext:
+        if isinstance(value, ToolRunContext):
             return value.name
     return getattr(fn, "__name__", "?")
 

@@ -1,21 +1,104 @@
-"""Reading a model's raw tool-call arguments: the one place a call's argument text is parsed."""
+"""Reading a model's tool-call arguments: the one place a call's arguments are parsed.
+
+A call's ``arguments`` is the raw JSON text a model sent (OpenAI) or an already-parsed
+mapping (Anthropic, MCP). Anything else cannot be arguments: :func:`parse_arguments`
+raises :class:`~toolnursery.ToolArgsError`, which a batch turns into that call's
+``INVALID_ARGS`` result without running it.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 
-__all__ = ["parse_arguments"]
+from ._errors import ToolArgsError
+
+__all__ = ["parse_arguments", "safe_arguments"]
 
 _decode = msgspec.json.Decoder().decode
+_encode = msgspec.json.Encoder().encode
 
 
-def parse_arguments(text: str) -> Any:
-    """Parse a model's raw argument text once: ``""`` → ``{}``; not JSON → the text itself."""
-    if not text:
-        return {}
-    try:
-        return _decode(text)
-    except (msgspec.DecodeError, RecursionError):
-        return text
+def parse_arguments(arguments: str | Mapping[str, Any]) -> Any:
+    """Parse a call's arguments once.
+
+    Text: ``""`` → ``{}``; JSON → its value; text that is not JSON → the text itself
+    (the tool's schema then reports it). A mapping is taken as the parsed value, the
+    same value its JSON text would parse to.
+
+    Args:
+        arguments: the call's ``arguments``.
+
+    Returns:
+        The parsed value (a fresh ``dict`` for a mapping that is not a ``dict``).
+
+    Raises:
+        ToolArgsError: ``arguments`` is neither text nor a mapping, or it holds a lone
+            surrogate (text no JSON encoder can write, so no log could record it).
+    """
+    if type(arguments) is str:
+        if not arguments:
+            return {}
+        try:
+            return _decode(arguments)
+        except (msgspec.DecodeError, RecursionError):
+            return arguments
+        except UnicodeEncodeError as exc:
+            raise ToolArgsError([_surrogate(arguments, exc)]) from None
+    if isinstance(arguments, Mapping):
+        value = arguments if isinstance(arguments, dict) else dict(arguments)
+        try:
+            _encode(value)
+        except UnicodeEncodeError as exc:
+            raise ToolArgsError(
+                [f'"arguments" holds a lone surrogate ({exc.object[exc.start : exc.end]!a})']
+            ) from None
+        except (TypeError, msgspec.EncodeError, RecursionError) as exc:
+            raise ToolArgsError([f'"arguments" is not JSON data: {exc}']) from None
+        return value
+    if isinstance(arguments, str):
+        return parse_arguments(str(arguments))
+    raise ToolArgsError([f'"arguments" must be JSON text or an object, got {_kind(arguments)}'])
+
+
+def safe_arguments(arguments: object) -> str | dict[str, Any]:
+    """A stand-in for arguments that :func:`parse_arguments` refused, safe to log.
+
+    Lone surrogates become ``\\udcXX`` escapes; a value of another type becomes its
+    ``repr``. Arguments it accepts are returned unchanged.
+    """
+    if isinstance(arguments, str):
+        return arguments.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(arguments, dict):
+        try:
+            _encode(arguments)
+        except Exception:
+            return repr(arguments).encode("utf-8", "backslashreplace").decode("utf-8")
+        return arguments
+    return repr(arguments).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _surrogate(text: str, exc: UnicodeEncodeError) -> str:
+    start = exc.start
+    if exc.object is not text:  # the encoder's own copy: find the position again
+        start = next(i for i, ch in enumerate(text) if 0xD800 <= ord(ch) <= 0xDFFF)
+    return (
+        f'"arguments" holds a lone surrogate ({text[start]!a} at index {start}), '
+        "which is not valid Unicode text"
+    )
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, list | tuple):
+        return "an array"
+    if isinstance(value, bytes | bytearray):
+        return "bytes"
+    return type(value).__name__

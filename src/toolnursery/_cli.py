@@ -1,5 +1,5 @@
-"""The ``toolnursery`` command: ``run`` a batch of tool calls, ``replay`` a log, or
-watch the ``demo``.
+"""The ``toolnursery`` command: ``run`` a batch of tool calls, ``replay`` a log, watch
+the ``demo``, or ``bench`` the pipeline against a bare trio nursery.
 
 Exit codes: 0 when the batch ran (tool failures are results, not exit codes) or the
 log was shown, 1 when the batch itself failed (e.g. the log could not be written), 2
@@ -29,7 +29,6 @@ import msgspec
 import trio
 
 from ._cli_cards import (
-    LogError,
     card_width,
     example_presenters,
     read_batches,
@@ -41,7 +40,7 @@ from ._cli_cards import (
 from ._cli_demo import render_demo, run_demo
 from ._cli_input import CallsInputError, parse_calls
 from ._content import ToolCall, ToolExecutionResult
-from ._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH
+from ._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, LogFormatError
 from ._recorder import JsonlRecorder, RecorderEvent, ToolCallEvent, ToolResultEvent
 from ._registry import ToolRegistry
 from ._scheduler import open_tool_batch
@@ -152,6 +151,10 @@ def _parser() -> argparse.ArgumentParser:
         "print a timeline of the tool bodies and every result.",
     )
     _common(demo)
+
+    from ._cli_bench import add_parser as add_bench_parser
+
+    add_bench_parser(commands, _positive_int)
     return parser
 
 
@@ -210,6 +213,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _replay_command(options)
         if options.command == "demo":
             return _demo_command(options)
+        if options.command == "bench":
+            from ._cli_bench import bench_command
+
+            return bench_command(options)
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     except UsageError as exc:
@@ -610,10 +617,14 @@ def _replay_command(options: argparse.Namespace) -> int:
     registry = load_registry(options.tools) if options.tools is not None else example_presenters()
     try:
         batches, torn = read_batches(options.log)
-    except LogError as exc:
-        raise UsageError(str(exc))
-    if torn is not None:
-        _say(f"{options.log} line {torn} is incomplete (a crash mid-write?); skipped")
+    except LogFormatError as exc:
+        raise UsageError(
+            f"{options.log} line {exc.line}: not a toolnursery event: {exc.text!r}"
+        ) from exc
+    except OSError as exc:
+        raise UsageError(f"cannot read LOG {options.log!r}: {exc.strerror or exc}") from exc
+    for number in torn:
+        _say(f"{options.log} line {number} is a torn event (a writer died mid-write); skipped")
     if not batches:
         _say(f"{options.log}: no tool calls recorded")
         return EXIT_OK

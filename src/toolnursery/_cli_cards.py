@@ -3,8 +3,8 @@
 A card is a call's presentation — the tool's ``present_call`` / ``present_result``
 views through :func:`call_view` / :func:`result_view`, with their fallbacks — drawn
 by :func:`render_terminal` (rich) or :func:`render_markdown`. ``replay`` reads a
-:class:`JsonlRecorder` log as :func:`read_log` does (a torn last line, left by a
-crash mid-write, is skipped; any other line that is not an event is an error naming
+:class:`JsonlRecorder` log as :func:`read_log` does (a torn line, left by a writer that
+died mid-write, is skipped; any other line that is not an event is an error naming
 it) and prints each batch's calls in log order, a call without a result as pending.
 """
 
@@ -17,8 +17,9 @@ import tempfile
 from collections.abc import Iterator
 from typing import NamedTuple, TextIO
 
-from ._arguments import parse_arguments
+from ._arguments import parse_arguments, safe_arguments
 from ._content import HookContext, TextContent, ToolCall, ToolExecutionResult
+from ._errors import ToolArgsError
 from ._presentation import call_view, result_view
 from ._recorder import ContextEvent, ToolCallEvent, ToolResultEvent, iter_log
 from ._registry import ToolRegistry
@@ -27,7 +28,6 @@ from .examples import example_tools
 
 __all__ = [
     "NO_RESULT",
-    "LogError",
     "ReplayedBatch",
     "ReplayedCall",
     "card_width",
@@ -41,10 +41,6 @@ __all__ = [
 
 NO_RESULT = "no result recorded (the batch did not finish)"
 """The note on a replayed call whose result was never recorded."""
-
-
-class LogError(Exception):
-    """Raised when a log cannot be read, or a line other than the last is not an event."""
 
 
 class ReplayedCall(NamedTuple):
@@ -120,7 +116,10 @@ def render_card(
         color: ANSI styles in the terminal card.
     """
     definition = registry.get(call.name) if registry is not None else None
-    args = parse_arguments(call.arguments)
+    try:
+        args = parse_arguments(call.arguments)
+    except ToolArgsError:
+        args = safe_arguments(call.arguments)  # shown as given; the call did not run
     pending = call_view(definition, args, name=call.name)
     completed = result_view(definition, args, result) if result is not None else None
     note = NO_RESULT if result is None else None
@@ -129,48 +128,42 @@ def render_card(
     return render_terminal(pending, completed, raw=result, width=width, color=color, note=note)
 
 
-def read_batches(path: str | os.PathLike[str]) -> tuple[list[ReplayedBatch], int | None]:
+def read_batches(path: str | os.PathLike[str]) -> tuple[list[ReplayedBatch], list[int]]:
     """Read a log's batches, pairing each call with its result and contexts.
 
     Returns:
-        The batches in the order their first call was recorded, and the number of a
-        torn last line that was skipped (``None`` when there is none).
+        The batches in the order their first call was recorded, and the numbers of the
+        torn lines that were skipped.
 
     Raises:
-        LogError: the log cannot be read, or a line before the last is not an event.
+        LogFormatError: a line is not an event (the message names it).
+        OSError: the log cannot be read.
     """
     batches: dict[str, dict[int, ReplayedCall]] = {}
-    torn: tuple[int, str] | None = None
-    try:
-        for number, event, raw in iter_log(path):
-            if torn is not None:
-                raise LogError(_corrupt(path, *torn))
-            if event is None:
-                torn = (number, raw)
-                continue
-            calls = batches.setdefault(event.batch, {})
-            if isinstance(event, ToolCallEvent):
+    torn: list[int] = []
+    for number, event, _ in iter_log(path):
+        if event is None:
+            torn.append(number)
+            continue
+        calls = batches.setdefault(event.batch, {})
+        if isinstance(event, ToolCallEvent):
+            known = calls.get(event.index)
+            if known is None:
                 calls[event.index] = ReplayedCall(event.index, event.call, None, [])
-                continue
-            entry = calls.get(event.index)
-            if entry is None:  # its tool_call line is missing: keep what is known
-                entry = ReplayedCall(event.index, ToolCall(event.call_id, "unknown tool"), None, [])
-            if isinstance(event, ToolResultEvent):
-                calls[event.index] = entry._replace(result=event.result)
-            elif isinstance(event, ContextEvent):
-                calls[event.index] = entry
-                entry.contexts.append(event.context)
-    except OSError as exc:
-        raise LogError(f"cannot read LOG {os.fspath(path)!r}: {exc.strerror or exc}") from None
+            continue
+        entry = calls.get(event.index)
+        if entry is None:  # its tool_call line is missing: keep what is known
+            entry = ReplayedCall(event.index, ToolCall(event.call_id, "unknown tool"), None, [])
+        if isinstance(event, ToolResultEvent):
+            calls[event.index] = entry._replace(result=event.result)
+        elif isinstance(event, ContextEvent):
+            calls[event.index] = entry
+            entry.contexts.append(event.context)
     out = [
         ReplayedBatch(batch, [calls[index] for index in sorted(calls)])
         for batch, calls in batches.items()
     ]
-    return out, None if torn is None else torn[0]
-
-
-def _corrupt(path: str | os.PathLike[str], number: int, raw: str) -> str:
-    return f"{os.fspath(path)} line {number}: not a toolnursery event: {raw.strip()[:80]!r}"
+    return out, torn
 
 
 def render_replay(

@@ -170,6 +170,10 @@ def _text(result: ToolExecutionResult) -> str:
     return "\n".join(b.text for b in result.content if isinstance(b, TextContent))
 
 
+def _arguments_text(arguments: object) -> str:
+    return arguments if isinstance(arguments, str) else msgspec.json.encode(arguments).decode()
+
+
 def _preview(text: str, width: int) -> str:
     lines = text.splitlines() or [""]
     first = lines[0]
@@ -324,7 +328,7 @@ def render_demo(run: DemoRun, sandbox: str) -> str:
     name_w = max(len(c.name) for c in run.calls)
     for call, mode in zip(run.calls, run.modes, strict=True):
         out.append(
-            f"  {call.id:<3} {call.name:<{name_w}}  {mode:<9}  {_preview(call.arguments, 60)}"
+            f"  {call.id:<3} {call.name:<{name_w}}  {mode:<9}  {_preview(_arguments_text(call.arguments), 60)}"
         )
     total = max((s.end_ms for s in run.spans if s is not None), default=0.0) or 1.0
     out += ["", "timeline: when each tool body ran (ms since the batch started)"]

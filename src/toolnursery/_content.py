@@ -92,6 +92,14 @@ class ToolExecutionResult(msgspec.Struct, frozen=True, rename="camel", omit_defa
     meta: Any = None
     structured_content: Any = None
 
+    @property
+    def text(self) -> str:
+        """The text of the content: every text block's ``text``, concatenated in order.
+
+        Other blocks (images) contribute nothing; a failure reads ``Error: …``.
+        """
+        return _text_of(self.content)
+
 
 class ToolResult(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True):
     """What a result presenter sees: the content, whether it failed, ``meta``, and the
@@ -101,6 +109,15 @@ class ToolResult(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True
     is_error: bool
     meta: Any = None
     structured: Any = None
+
+    @property
+    def text(self) -> str:
+        """The text of the content: every text block's ``text``, concatenated in order."""
+        return _text_of(self.content)
+
+
+def _text_of(content: Sequence[object]) -> str:
+    return "".join(block.text for block in content if type(block) is TextContent)
 
 
 class ToolReturn(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True):
@@ -136,9 +153,12 @@ class ToolCall(msgspec.Struct, frozen=True, rename="camel"):
         id: the model's call id.
         name: the tool name.
         arguments: the raw JSON text of the arguments (``""`` means ``{}``; text that
-            is not JSON is passed on to the tool as the string itself).
+            is not JSON is passed on to the tool as the string itself), or the
+            already-parsed arguments as a mapping (what Anthropic and MCP hand out),
+            taken as the value its JSON text would parse to. Any other value gives the
+            call an ``INVALID_ARGS`` result; it does not run.
     """
 
     id: str
     name: str
-    arguments: str = ""
+    arguments: str | dict[str, Any] = ""

@@ -150,7 +150,9 @@ class ToolExecutionMode(msgspec.Struct, frozen=True, omit_defaults=True):
 
 
 PARALLEL: Final = ToolExecutionMode("parallel")
+"""The mode of a call that may overlap any other call of its batch."""
 EXCLUSIVE: Final = ToolExecutionMode("exclusive")
+"""The mode of a call that runs alone: a barrier between the calls before and after it."""
 
 
 class ToolRestriction(msgspec.Struct, frozen=True, omit_defaults=True):

@@ -2,8 +2,9 @@
 
 :func:`define_tool` takes the parameters as a :data:`~toolnursery.SchemaSpec` (the body
 receives the validated, frozen argument mapping) or as a frozen :class:`msgspec.Struct`
-subclass (the body receives an instance of it). :func:`tool` derives the same from a
-typed function signature and its Google-style docstring.
+subclass (the body receives an instance of it) or, with pydantic installed, a
+``BaseModel`` subclass. :func:`tool` derives the same from a typed function signature
+and its docstring (Google, Sphinx or NumPy style).
 
 Either way the definition's ``execute`` validates before the body runs and raises
 :class:`~toolnursery.ToolArgsError` on violations; presenters and the concurrency
@@ -19,36 +20,35 @@ import inspect
 import re
 import typing
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeAlias, TypeVar, overload
+from typing import Any, TypeAlias, TypeVar, Unpack, overload
 
 import msgspec
 
 from ._content import ToolResult
 from ._decisions import ResourceKey
-from ._definition import ToolDefinition
-from ._errors import RegistrationError, ToolArgsError
+from ._definition import MAX_TIMEOUT_MS as MAX_TIMEOUT_MS  # re-exported for callers
+from ._definition import ToolDefinition, ToolOptionArgs, ToolOptions, option_problem
+from ._docstrings import field_docs as _field_docs
+from ._docstrings import parse_docstring as parse_docstring
+from ._errors import (
+    NotJSONError,
+    RegistrationError,
+    StrictSchemaError,
+    StructSchemaError,
+    ToolArgsError,
+)
 from ._execution import ToolRunContext
+from ._json import snapshot
 from ._output import OutputRenderer, attach_output
 from ._pipeline import is_async, mark_may_suspend
-from ._schema import (
-    SchemaProp,
-    StructSchemaError,
-    Validator,
-    compile_validator,
-    schema_spec_to_json_schema,
-    struct_schema,
-    validator_for,
-)
-
-if typing.TYPE_CHECKING:
-    from ._presentation import ToolCallView, ToolResultView
+from ._pydantic_params import model_plan, signature_plan, uses_pydantic
+from ._schema import SchemaProp, Validator, compile_spec, validator_for
+from ._strict import from_strict_arguments, strict_json_schema
+from ._struct_schema import struct_schema
 
 __all__ = ["define_tool", "tool"]
 
 S = TypeVar("S", bound=msgspec.Struct)
-
-MAX_TIMEOUT_MS = 31_536_000_000
-"""The largest accepted ``timeout_ms``: one year."""
 
 _Parse: TypeAlias = Callable[[Any], Any]
 _Invoke: TypeAlias = Callable[[Any, ToolRunContext], Any]
@@ -64,15 +64,7 @@ def define_tool(
     description: str,
     parameters: type[S],
     execute: Callable[[S, ToolRunContext], Any],
-    timeout_ms: float | None = None,
-    is_concurrency_safe: Callable[[S], object] | None = None,
-    present_call: Callable[[S], ToolCallView | None] | None = None,
-    present_result: Callable[[S, ToolResult], ToolResultView | None] | None = None,
-    idempotent: bool = False,
-    concurrency_keys: Callable[[S], Iterable[ResourceKey]] | None = None,
-    max_concurrency: int | None = None,
-    output: Mapping[str, Any] | type[msgspec.Struct] | None = None,
-    render_output: OutputRenderer | None = None,
+    **options: Unpack[ToolOptionArgs[S]],
 ) -> ToolDefinition: ...
 
 
@@ -83,15 +75,7 @@ def define_tool(
     description: str,
     parameters: Mapping[str, SchemaProp],
     execute: Callable[[Any, ToolRunContext], Any],
-    timeout_ms: float | None = None,
-    is_concurrency_safe: Callable[[Any], object] | None = None,
-    present_call: Callable[[Any], ToolCallView | None] | None = None,
-    present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
-    idempotent: bool = False,
-    concurrency_keys: Callable[[Any], Iterable[ResourceKey]] | None = None,
-    max_concurrency: int | None = None,
-    output: Mapping[str, Any] | type[msgspec.Struct] | None = None,
-    render_output: OutputRenderer | None = None,
+    **options: Unpack[ToolOptionArgs[Any]],
 ) -> ToolDefinition: ...
 
 
@@ -101,15 +85,7 @@ def define_tool(
     description: str,
     parameters: Mapping[str, SchemaProp] | type[msgspec.Struct],
     execute: Callable[[Any, ToolRunContext], Any],
-    timeout_ms: float | None = None,
-    is_concurrency_safe: Callable[[Any], object] | None = None,
-    present_call: Callable[[Any], Any] | None = None,
-    present_result: Callable[[Any, ToolResult], Any] | None = None,
-    idempotent: bool = False,
-    concurrency_keys: Callable[[Any], Iterable[ResourceKey]] | None = None,
-    max_concurrency: int | None = None,
-    output: Mapping[str, Any] | type[msgspec.Struct] | None = None,
-    render_output: OutputRenderer | None = None,
+    **options: Unpack[ToolOptionArgs[Any]],
 ) -> ToolDefinition:
     """Define a tool whose arguments are validated before its body runs.
 
@@ -134,121 +110,112 @@ def define_tool(
             :class:`msgspec.Struct` subclass — the body then receives an instance of it
             (field defaults applied). Nested Structs are inlined into the JSON Schema.
         execute: the body ``(args, ctx)``; an ``async def`` body stays async, a plain
-            ``def`` one stays sync (the registry runs it in a worker thread).
-        timeout_ms: cooperative time budget in milliseconds: positive, finite, at
-            most one year. Never sent to the model.
-        is_concurrency_safe: classifier ``args -> bool``; invalid arguments and a
-            classifier that raises count as ``False``.
-        present_call: ``args -> ToolCallView | None``; invalid arguments, or a
-            presenter that raises, give ``None``.
-        present_result: ``(args, ToolResult) -> ToolResultView | None``; likewise.
-        idempotent: the tool may safely run again with the same arguments (required
-            by :func:`install_retry_policy`).
-        concurrency_keys: classifier ``args -> Iterable[ResourceKey]``, consulted
-            when ``is_concurrency_safe`` is absent or does not answer ``True``: the
-            call overlaps its siblings except earlier calls whose keys conflict with
-            its own. Invalid arguments, a classifier that raises and a result that is
-            not an iterable of :class:`ResourceKey` make the call exclusive.
-        output: a structured-output schema (the subset) or a ``msgspec.Struct`` type:
-            the body then returns that value, which is validated, rendered to content
-            and kept as the result's ``structured_content`` (see :func:`attach_output`).
-        render_output: ``(args, value) -> str | content blocks`` for ``output``; the
-            default renders the value as indented JSON. ``args`` are the call's
-            frozen arguments as received.
-        max_concurrency: the most bodies of this tool that run at once through a
-            registry (a positive ``int``; ``None``: unlimited).
+            ``def`` one stays sync (the registry runs it in a worker thread, or inline
+            with ``nonblocking=True``).
+        **options: the tool's options, keyword-only (:class:`ToolOptionArgs`): every
+            field of :class:`ToolOptions` — ``timeout_ms``, ``idempotent``,
+            ``max_concurrency``, ``nonblocking``, and the hooks ``is_concurrency_safe``,
+            ``concurrency_keys``, ``present_call`` and ``present_result``, which
+            receive the *validated* arguments (invalid arguments, or a hook that
+            raises, give ``False`` / exclusive / ``None`` without calling it) — plus
+            ``output``, a structured-output schema (the subset) or a
+            ``msgspec.Struct`` type the body then returns (validated, rendered to
+            content, kept as the result's ``structured_content``; see
+            :func:`attach_output`), and ``render_output``, ``(args, value) -> str |
+            content blocks`` for ``output`` (default: the value as indented JSON).
 
     Returns:
         A :class:`ToolDefinition` ready to register.
 
     Raises:
-        RegistrationError: ``timeout_ms`` is not a positive finite number,
-            ``max_concurrency`` is not a positive ``int``, the parameters are neither
-            a valid spec nor a frozen Struct subclass, or a Struct field has a type
-            the schema cannot express.
+        RegistrationError: an option is unknown or invalid (``timeout_ms`` not a
+            positive finite number of at most a year, ``max_concurrency`` not a
+            positive ``int``, …), the parameters are neither a valid spec nor a
+            frozen Struct subclass, or a Struct field has a type the schema cannot
+            express.
     """
-    checked_timeout = _check_timeout(name, timeout_ms)
     owner = f"define_tool({name})"
-    _check_limit(owner, max_concurrency)
+    checked, output, render_output, strict = _options(owner, options)
     if not callable(execute):
-        raise RegistrationError(f"define_tool({name}): execute must be callable")
+        raise RegistrationError(f"{owner}: execute must be callable")
     if (
         isinstance(parameters, type)
         and issubclass(parameters, msgspec.Struct)
         and parameters is not msgspec.Struct
     ):
-        schema, parse = _struct_plan(parameters, f"define_tool({name})", None, "field")
+        schema, parse = _struct_plan(parameters, owner, None, "field")
+    elif isinstance(parameters, type) and uses_pydantic([parameters]):
+        schema, parse = model_plan(parameters, owner, _field_docs(parameters))
     elif isinstance(parameters, Mapping):
         try:
-            validate = compile_validator(parameters)
-            schema = schema_spec_to_json_schema(parameters)
+            schema, validate = compile_spec(parameters)
         except (TypeError, ValueError) as exc:
-            raise RegistrationError(f"define_tool({name}): {exc}") from exc
+            raise RegistrationError(f"{owner}: {exc}") from exc
         parse = _spec_parser(validate)
     else:
         raise RegistrationError(
-            f"define_tool({name}): parameters must be a SchemaSpec (a dict of SchemaProp) "
+            f"{owner}: parameters must be a SchemaSpec (a dict of SchemaProp) "
             "or a frozen msgspec.Struct subclass"
         )
-    definition = _definition(
-        name,
-        description,
-        schema,
-        parse,
-        execute,
-        is_async(execute),
-        checked_timeout,
-        is_concurrency_safe,
-        present_call,
-        present_result,
-        concurrency_keys,
-    )
+    if strict:
+        schema, parse = _strict_plan(owner, schema, parse)
+    definition = _definition(name, description, schema, parse, execute, is_async(execute), checked)
     mark_may_suspend(definition.execute, execute)
-    definition = _with_options(definition, owner, idempotent, max_concurrency)
-    return _with_output(definition, output, render_output)
+    return _with_output(owner, definition, output, render_output)
 
 
-def _with_options(
-    definition: ToolDefinition, owner: str, idempotent: object, max_concurrency: int | None
-) -> ToolDefinition:
-    if type(idempotent) is not bool:
-        raise RegistrationError(f"{owner}: idempotent must be a bool")
-    if idempotent or max_concurrency is not None:
-        return msgspec.structs.replace(
-            definition, idempotent=idempotent, max_concurrency=max_concurrency
-        )
-    return definition
+def _options(
+    owner: str, given: Mapping[str, Any]
+) -> tuple[ToolOptions, Any, OutputRenderer | None, bool]:
+    """Check the keyword options once: ``(ToolOptions, output, render_output, strict)``."""
+    options = dict(given)
+    output = options.pop("output", None)
+    render_output = options.pop("render_output", None)
+    strict = options.pop("strict", False)
+    if type(strict) is not bool:
+        raise RegistrationError(f"{owner}: strict must be a bool")
+    unknown = sorted(set(options) - set(ToolOptions.__struct_fields__))
+    if unknown:
+        raise RegistrationError(f"{owner}: unknown option {unknown[0]!r}")
+    checked = ToolOptions(**options)
+    problem = option_problem(checked)
+    if problem is not None:
+        raise RegistrationError(f"{owner}: {problem}")
+    return checked, output, render_output, strict
+
+
+def _strict_plan(
+    owner: str, schema: dict[str, Any], parse: _Parse
+) -> tuple[dict[str, Any], _Parse]:
+    """Advertise the provider-strict schema; read ``null`` for an optional as absent."""
+    try:
+        strict = strict_json_schema(schema)
+    except StrictSchemaError as exc:
+        raise StrictSchemaError(f"{owner}: {exc}") from None
+
+    def parse_strict(args: Any) -> Any:
+        restored = from_strict_arguments(schema, args)
+        if restored is not args:
+            try:
+                restored = snapshot(restored)
+            except NotJSONError:
+                restored = args
+        return parse(restored)
+
+    return strict, parse_strict
 
 
 def _with_output(
+    owner: str,
     definition: ToolDefinition,
     output: Mapping[str, Any] | type[msgspec.Struct] | None,
     render: OutputRenderer | None,
 ) -> ToolDefinition:
     if output is None:
         if render is not None:
-            raise RegistrationError(f"define_tool({definition.name}): render_output needs output")
+            raise RegistrationError(f"{owner}: render_output needs output")
         return definition
     return attach_output(definition, output, render=render)
-
-
-def _check_limit(owner: str, max_concurrency: object) -> None:
-    if max_concurrency is not None and (type(max_concurrency) is not int or max_concurrency < 1):
-        raise RegistrationError(
-            f"{owner}: max_concurrency must be a positive integer, got {max_concurrency!r}"
-        )
-
-
-def _check_timeout(name: str, timeout_ms: object) -> float | None:
-    if timeout_ms is None:
-        return None
-    if (
-        isinstance(timeout_ms, bool)
-        or not isinstance(timeout_ms, int | float)
-        or not 0 < timeout_ms <= MAX_TIMEOUT_MS
-    ):
-        raise RegistrationError(f"define_tool({name}): timeout_ms must be a positive finite number")
-    return timeout_ms
 
 
 def _spec_parser(validate: Validator) -> _Parse:
@@ -268,11 +235,7 @@ def _definition(
     parse: _Parse,
     invoke: _Invoke,
     is_async: bool,
-    timeout_ms: float | None,
-    classifier: Callable[[Any], object] | None,
-    present_call: Callable[[Any], Any] | None,
-    present_result: Callable[[Any, ToolResult], Any] | None,
-    concurrency_keys: Callable[[Any], Iterable[ResourceKey]] | None,
+    options: ToolOptions,
 ) -> ToolDefinition:
     execute: Callable[[Any, ToolRunContext], Any]
     if is_async:
@@ -287,17 +250,11 @@ def _definition(
             return invoke(parse(args), ctx)
 
         execute = execute_sync
-    return ToolDefinition(
-        name=name,
-        description=description,
-        parameters=schema,
-        execute=execute,
-        timeout_ms=timeout_ms,
-        is_concurrency_safe=None if classifier is None else _soft_classifier(parse, classifier),
-        present_call=None if present_call is None else _soft_call(parse, present_call),
-        present_result=None if present_result is None else _soft_result(parse, present_result),
-        concurrency_keys=None if concurrency_keys is None else _soft_keys(parse, concurrency_keys),
-    )
+    fields = msgspec.structs.asdict(options)
+    for hook, soften in _SOFT_HOOKS.items():
+        if fields[hook] is not None:
+            fields[hook] = soften(parse, fields[hook])
+    return ToolDefinition(name, description, schema, execute, **fields)
 
 
 _INVALID: Any = object()
@@ -364,6 +321,15 @@ def _soft_result(
     return present_result
 
 
+_SOFT_HOOKS: dict[str, Callable[[_Parse, Any], Callable[..., Any]]] = {
+    "is_concurrency_safe": _soft_classifier,
+    "concurrency_keys": _soft_keys,
+    "present_call": _soft_call,
+    "present_result": _soft_result,
+}
+"""The options that receive the call's arguments: each gets them validated (softly)."""
+
+
 # --- Struct parameters --------------------------------------------------------------------
 
 
@@ -408,65 +374,6 @@ def _readable(exc: msgspec.ValidationError) -> str:
     return f'"{match[2].removeprefix(".")}" is invalid: {match[1]}'
 
 
-# --- docstrings -----------------------------------------------------------------------------
-
-_SECTION = re.compile(
-    r"^(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments|Attributes|Returns?"
-    r"|Yields?|Raises|Examples?|Notes?|Warnings?|See Also|Todo|References|Methods)\s*:\s*$"
-)
-_ENTRY = re.compile(r"^\*{0,2}([A-Za-z_]\w*)\s*(?:\([^)]*\))?\s*:(.*)$")
-_ARG_SECTIONS = frozenset({"Args", "Arguments", "Parameters", "Params", "Keyword Args"})
-_FIELD_SECTIONS = frozenset({"Attributes", *_ARG_SECTIONS})
-
-
-def _field_docs(cls: type) -> Mapping[str, str]:
-    return parse_docstring(cls.__doc__, _FIELD_SECTIONS)[1]
-
-
-def parse_docstring(
-    doc: str | None, sections: frozenset[str] = _ARG_SECTIONS
-) -> tuple[str, dict[str, str]]:
-    """Split a Google-style docstring into its summary and per-name descriptions.
-
-    Args:
-        doc: the docstring (indentation is normalized here).
-        sections: the section names whose ``name (type): text`` entries are collected.
-
-    Returns:
-        ``(summary, descriptions)``: the text before the first section header, and the
-        entries of the wanted sections (continuation lines joined with spaces).
-    """
-    if not doc:
-        return "", {}
-    summary: list[str] = []
-    found: dict[str, str] = {}
-    section: str | None = None
-    entry_indent = -1
-    current: str | None = None
-    for line in inspect.cleandoc(doc).splitlines():
-        stripped = line.strip()
-        indent = len(line) - len(line.lstrip())
-        header = _SECTION.match(stripped) if indent == 0 else None
-        if header is not None:
-            section, current, entry_indent = header[1], None, -1
-            continue
-        if section is None:
-            summary.append(line)
-            continue
-        if not stripped or section not in sections:
-            continue
-        if indent == 0:
-            section = ""
-            continue
-        entry = _ENTRY.match(stripped) if entry_indent < 0 or indent <= entry_indent else None
-        if entry is not None:
-            entry_indent, current = indent, entry[1]
-            found[current] = entry[2].strip()
-        elif current is not None:
-            found[current] = f"{found[current]} {stripped}".strip()
-    return "\n".join(summary).strip(), found
-
-
 # --- @tool ------------------------------------------------------------------------------------
 
 
@@ -481,15 +388,7 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    timeout_ms: float | None = None,
-    is_concurrency_safe: Callable[[Any], object] | None = None,
-    present_call: Callable[[Any], ToolCallView | None] | None = None,
-    present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
-    idempotent: bool = False,
-    concurrency_keys: Callable[[Any], Iterable[ResourceKey]] | None = None,
-    max_concurrency: int | None = None,
-    output: Mapping[str, Any] | type[msgspec.Struct] | None = None,
-    render_output: OutputRenderer | None = None,
+    **options: Unpack[ToolOptionArgs[Any]],
 ) -> Callable[[Callable[..., Any]], ToolDefinition]: ...
 
 
@@ -499,15 +398,7 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    timeout_ms: float | None = None,
-    is_concurrency_safe: Callable[[Any], object] | None = None,
-    present_call: Callable[[Any], Any] | None = None,
-    present_result: Callable[[Any, ToolResult], Any] | None = None,
-    idempotent: bool = False,
-    concurrency_keys: Callable[[Any], Iterable[ResourceKey]] | None = None,
-    max_concurrency: int | None = None,
-    output: Mapping[str, Any] | type[msgspec.Struct] | None = None,
-    render_output: OutputRenderer | None = None,
+    **options: Unpack[ToolOptionArgs[Any]],
 ) -> ToolDefinition | Callable[[Callable[..., Any]], ToolDefinition]:
     """Turn a typed function into a :class:`ToolDefinition` (use as ``@tool`` or ``@tool(...)``).
 
@@ -515,13 +406,17 @@ def tool(
     it, or call ``definition.execute(args, ctx)``. The tool's parameters are the
     function's annotated parameters (a parameter with a default is optional); the
     one annotated :class:`ToolRunContext`, if any, receives the run context instead.
-    The name defaults to the function's name, the description to the docstring text
-    before its first section (``Args:``, ``Returns:``, …), and each parameter's
-    description comes from the docstring's ``Args:`` entry (or ``Annotated[T,
-    msgspec.Meta(description=...)]``). Supported annotations: ``str``, ``int``,
-    ``float``, ``bool``, ``Literal``/``Enum`` of strings or of integers, ``list``,
-    ``tuple[T, ...]``, ``set``, ``dict[str, T]``, frozen Structs, ``T | None``,
-    ``Any``. Annotations must be resolvable at decoration time.
+    The name defaults to the function's name, the description to the docstring's
+    summary and free text (no section: arguments, returns, raises, examples), and each
+    parameter's description comes from the docstring's entry for it (Google, Sphinx or
+    NumPy style) or ``Annotated[T, msgspec.Meta(description=...)]``. Supported
+    annotations: ``str``, ``int``, ``float``, ``bool``, ``datetime``, ``date``,
+    ``time``, ``timedelta``, ``UUID``, ``Decimal``, ``Literal``/``Enum``, unions of
+    those, ``list``, ``tuple[T, ...]``, ``set``, ``dict[str, T]``, frozen Structs,
+    ``T | None``, ``Any``, ``Annotated[T, msgspec.Meta(...)]``; with pydantic
+    installed, ``BaseModel`` parameters and ``pydantic.Field`` metadata (the whole
+    signature is then checked by pydantic). Annotations must be resolvable at
+    decoration time.
 
     Example::
 
@@ -534,47 +429,31 @@ def tool(
                 path: the directory to search.
             \"\"\"
 
-    The classifier and the presenters receive the validated arguments as a frozen
-    Struct whose attributes are the parameters (``lambda a: a.path.startswith("/")``).
+    The hooks (classifiers and presenters) receive the validated arguments as a
+    frozen Struct whose attributes are the parameters (``lambda a:
+    a.path.startswith("/")``).
 
     Args:
         fn: the function (when used as a bare ``@tool``).
         name: the tool name; defaults to ``fn.__name__``.
         description: the model-facing description; defaults to the docstring summary.
-        timeout_ms: as for :func:`define_tool`.
-        is_concurrency_safe: as for :func:`define_tool`.
-        present_call: as for :func:`define_tool`.
-        present_result: as for :func:`define_tool`.
-        idempotent: as for :func:`define_tool`.
-        concurrency_keys: as for :func:`define_tool`.
-        max_concurrency: as for :func:`define_tool`.
-        output: as for :func:`define_tool`.
-        render_output: as for :func:`define_tool`.
+        **options: the tool's options, as for :func:`define_tool`.
 
     Returns:
         The definition, or (when called with options only) a decorator producing it.
 
     Raises:
         RegistrationError: a parameter is unannotated, variadic, or has an annotation
-            the schema cannot express (the message names the parameter), or
-            ``timeout_ms`` or ``max_concurrency`` is invalid.
+            the schema cannot express (the message names the parameter), or an option
+            is unknown or invalid.
     """
 
     def decorate(function: Callable[..., Any]) -> ToolDefinition:
-        owner = f"@tool {name if name is not None else getattr(function, '__name__', 'tool')}"
-        _check_limit(owner, max_concurrency)
-        definition = _tool_from_function(
-            function,
-            name,
-            description,
-            timeout_ms,
-            is_concurrency_safe,
-            present_call,
-            present_result,
-            concurrency_keys,
-        )
-        definition = _with_options(definition, owner, idempotent, max_concurrency)
-        return _with_output(definition, output, render_output)
+        tool_name = name if name is not None else getattr(function, "__name__", "tool")
+        owner = f"@tool {tool_name}"
+        checked, output, render_output, strict = _options(owner, options)
+        definition = _tool_from_function(function, tool_name, description, checked, strict)
+        return _with_output(owner, definition, output, render_output)
 
     if fn is None:
         return decorate
@@ -583,24 +462,19 @@ def tool(
 
 def _tool_from_function(
     fn: Callable[..., Any],
-    name: str | None,
+    tool_name: str,
     description: str | None,
-    timeout_ms: float | None,
-    classifier: Callable[[Any], object] | None,
-    present_call: Callable[[Any], Any] | None,
-    present_result: Callable[[Any, ToolResult], Any] | None,
-    concurrency_keys: Callable[[Any], Iterable[ResourceKey]] | None = None,
+    options: ToolOptions,
+    strict: bool,
 ) -> ToolDefinition:
-    tool_name = name if name is not None else getattr(fn, "__name__", "tool")
     owner = f"@tool {tool_name}"
-    checked_timeout = _check_timeout(tool_name, timeout_ms)
     try:
         signature = inspect.signature(fn)
         hints = typing.get_type_hints(fn, include_extras=True)
     except (NameError, TypeError, ValueError) as exc:
         raise RegistrationError(f"{owner}: cannot read the signature: {exc}") from exc
     summary, arg_docs = parse_docstring(inspect.getdoc(fn))
-    fields: list[tuple[str, Any] | tuple[str, Any, Any]] = []
+    params: list[tuple[str, Any, Any]] = []  # (name, annotation, default or empty)
     plan: list[tuple[str, bool, bool]] = []  # (name, is the context, positional-only)
     for param in signature.parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
@@ -612,19 +486,14 @@ def _tool_from_function(
             raise RegistrationError(f'{owner}: parameter "{param.name}" needs a type annotation')
         is_context = annotation is ToolRunContext
         plan.append((param.name, is_context, param.kind is param.POSITIONAL_ONLY))
-        if is_context:
-            continue
-        if param.default is param.empty:
-            fields.append((param.name, annotation))
-        else:
-            fields.append((param.name, annotation, param.default))
-    try:
-        args_type = msgspec.defstruct(
-            f"{tool_name}_args", fields, frozen=True, kw_only=True, module=fn.__module__
-        )
-    except (TypeError, ValueError) as exc:
-        raise RegistrationError(f"{owner}: {exc}") from exc
-    schema, parse = _struct_plan(args_type, owner, arg_docs, "parameter")
+        if not is_context:
+            params.append((param.name, annotation, param.default))
+    if uses_pydantic([a for _, a, _ in params], [d for _, _, d in params]):
+        schema, parse = signature_plan(tool_name, owner, params, arg_docs, inspect.Parameter.empty)
+    else:
+        schema, parse = _signature_struct_plan(fn, tool_name, owner, params, arg_docs)
+    if strict:
+        schema, parse = _strict_plan(owner, schema, parse)
     definition = _definition(
         tool_name,
         description if description is not None else summary,
@@ -632,14 +501,27 @@ def _tool_from_function(
         parse,
         _invoker(fn, plan),
         is_async(fn),
-        checked_timeout,
-        classifier,
-        present_call,
-        present_result,
-        concurrency_keys,
+        options,
     )
     mark_may_suspend(definition.execute, fn)
     return definition
+
+
+def _signature_struct_plan(
+    fn: Callable[..., Any],
+    tool_name: str,
+    owner: str,
+    params: list[tuple[str, Any, Any]],
+    arg_docs: Mapping[str, str],
+) -> tuple[dict[str, Any], _Parse]:
+    fields = [(n, a) if d is inspect.Parameter.empty else (n, a, d) for n, a, d in params]
+    try:
+        args_type = msgspec.defstruct(
+            f"{tool_name}_args", fields, frozen=True, kw_only=True, module=fn.__module__
+        )
+    except (TypeError, ValueError) as exc:
+        raise RegistrationError(f"{owner}: {exc}") from exc
+    return _struct_plan(args_type, owner, arg_docs, "parameter")
 
 
 def _invoker(fn: Callable[..., Any], plan: list[tuple[str, bool, bool]]) -> _Invoke:

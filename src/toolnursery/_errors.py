@@ -7,19 +7,32 @@ The tree::
     │   ├── ToolArgsError             INVALID_ARGS: arguments violate the schema
     │   ├── ToolNotFoundError         UNKNOWN_TOOL: nothing visible under that name
     │   ├── ToolTimeoutError          TOOL_TIMEOUT: the timeout policy's deadline fired
+    │   ├── AbortError                ABORTED / ABORTED_BEFORE_DISPATCH: the call was
+    │   │                             cancelled after / before its body was invoked
+    │   ├── DuplicateCallIdError      DUPLICATE_CALL_ID: a call id seen before in a batch
+    │   ├── InterruptedCallError      INTERRUPTED: a resumed call had started, unfinished,
+    │   │                             when the process died, and may not run twice
     │   ├── OutputSchemaError         UNSUPPORTED_SCHEMA: a schema outside the subset
     │   ├── ToolOutputError           INVALID_TOOL_OUTPUT: a body returned a value its
     │   │                             declared output does not allow
     │   ├── AsyncioHostError          NO_ASYNCIO_HOST: an asyncio tool called where no
     │   │                             asyncio loop hosts the trio run
+    │   ├── FileToolError             a bundled file tool's failure: OUTSIDE_ROOT,
+    │   │   └── OutsideRootError      NOT_FOUND, OS_ERROR, NOT_A_REGULAR_FILE, ...
     │   └── RemoteToolError           REMOTE_*: a body placed on a Ray cluster gave no
     │                                 answer (worker or node died, no cluster, result
     │                                 not encodable)
+    ├── NotJSONError (ValueError)     a value is not lossless JSON (names the path)
+    ├── StructSchemaError             a Struct cannot be a parameter schema
+    ├── LogFormatError (ValueError)   a file read as a log is not one (names the line)
+    ├── ResumeError (ValueError)      a log cannot resume these calls
     └── RegistrationError (ValueError) a programmer error at registration time
+        └── StrictSchemaError         a schema provider-strict mode cannot take
 
 A :class:`ToolError` raised by a tool body, a policy hook or a wrapper becomes an
 ``is_error`` result whose ``error`` is ``ToolErrorInfo(name=<class name>, code=<code>)``;
-any other exception becomes an ``is_error`` result with the text only.
+any other exception becomes an ``is_error`` result with the text only. Exceptions of
+other libraries are translated where they enter (``raise … from exc``), never here.
 """
 
 from __future__ import annotations
@@ -27,18 +40,30 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
-    "TOOL_ABORTED",
-    "TOOL_ABORTED_BEFORE_DISPATCH",
+    "DUPLICATE_CALL_ID",
+    "INTERRUPTED",
     "INVALID_TOOL_OUTPUT",
     "REMOTE_NODE_DIED",
     "REMOTE_RESULT_NOT_ENCODABLE",
     "REMOTE_UNAVAILABLE",
     "REMOTE_WORKER_DIED",
+    "TOOL_ABORTED",
+    "TOOL_ABORTED_BEFORE_DISPATCH",
     "TOOL_TIMEOUT",
+    "AbortError",
     "AsyncioHostError",
+    "DuplicateCallIdError",
+    "FileToolError",
+    "InterruptedCallError",
+    "LogFormatError",
+    "NotJSONError",
     "OutputSchemaError",
+    "OutsideRootError",
     "RegistrationError",
     "RemoteToolError",
+    "ResumeError",
+    "StrictSchemaError",
+    "StructSchemaError",
     "ToolArgsError",
     "ToolError",
     "ToolNotFoundError",
@@ -63,10 +88,15 @@ REMOTE_UNAVAILABLE = "REMOTE_UNAVAILABLE"
 """Code of a remote call that could not be placed: no Ray connection, or unschedulable."""
 REMOTE_RESULT_NOT_ENCODABLE = "REMOTE_RESULT_NOT_ENCODABLE"
 """Code of a remote call whose body returned a value that cannot cross as msgspec bytes."""
+DUPLICATE_CALL_ID = "DUPLICATE_CALL_ID"
+"""Code of a call whose id an earlier call of the same batch already used."""
+INTERRUPTED = "INTERRUPTED"
+"""Code of a resumed call that started but never finished before the process died,
+and whose tool is not idempotent: it is not run again, so its effect happens at most once."""
 
 
 class ToolnurseryError(Exception):
-    """Base class of every exception toolnursery defines."""
+    """Raised when toolnursery fails: the base class of every exception it defines."""
 
 
 class ToolError(ToolnurseryError):
@@ -186,6 +216,78 @@ class AsyncioHostError(ToolError):
         )
 
 
+class AbortError(ToolError):
+    """Raised when a call is cancelled (the batch was aborted, or its signal fired).
+
+    Results report it as ``{name: "AbortError", code: "ABORTED"}`` when the body had
+    been invoked, ``code: "ABORTED_BEFORE_DISPATCH"`` when it had not; an asyncio
+    tool whose task was cancelled on the asyncio side raises it.
+
+    Args:
+        before_dispatch: the body had not been invoked yet.
+    """
+
+    code = TOOL_ABORTED
+
+    def __init__(self, *, before_dispatch: bool = False) -> None:
+        if before_dispatch:
+            super().__init__("tool call aborted before dispatch", code=TOOL_ABORTED_BEFORE_DISPATCH)
+        else:
+            super().__init__("tool call aborted")
+
+
+class DuplicateCallIdError(ToolError):
+    """Raised when a batch is given a call whose id an earlier call of it already used.
+
+    The later call is not run; its result is ``Error: duplicate tool call id "<id>" in
+    this batch``.
+    """
+
+    code = DUPLICATE_CALL_ID
+
+    def __init__(self, call_id: str) -> None:
+        self.call_id = call_id
+        super().__init__(f'duplicate tool call id "{call_id}" in this batch')
+
+
+class InterruptedCallError(ToolError):
+    """Raised when a resumed call had started, and not finished, before a crash.
+
+    Its tool is not idempotent, so it is not run again: whether its side effect
+    happened is unknown. The model can check (e.g. read the file it was writing) and
+    call again.
+    """
+
+    code = INTERRUPTED
+
+    def __init__(self, tool_name: str) -> None:
+        self.tool_name = tool_name
+        super().__init__(
+            f'tool call "{tool_name}" was interrupted: it started before the process '
+            "stopped and did not finish, so its effect may or may not have happened; it "
+            "was not run again because the tool is not idempotent"
+        )
+
+
+class FileToolError(ToolError):
+    """Raised when a bundled file tool (:mod:`toolnursery.examples`) fails.
+
+    Its message names paths relative to the tools' root only, never the host path;
+    ``code`` says what went wrong (``NOT_FOUND``, ``OS_ERROR``, ``NOT_A_REGULAR_FILE``,
+    ``IS_A_DIRECTORY``, ...).
+    """
+
+
+class OutsideRootError(FileToolError):
+    """Raised when a path argument resolves to somewhere outside the tools' root."""
+
+    code = "OUTSIDE_ROOT"
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(f'path "{path}" is outside the root directory')
+
+
 class RemoteToolError(ToolError):
     """Raised when a tool body placed on a Ray cluster gives no answer.
 
@@ -197,9 +299,48 @@ class RemoteToolError(ToolError):
     code = REMOTE_UNAVAILABLE
 
 
+class NotJSONError(ToolnurseryError, ValueError):
+    """Raised when a value is not lossless JSON; the message names the path."""
+
+
+class StructSchemaError(ToolnurseryError):
+    """Raised when a Struct cannot be a parameter schema; the message names the culprit."""
+
+
+class LogFormatError(ToolnurseryError, ValueError):
+    """Raised when a file read as a recorder log holds a line that is not an event.
+
+    A torn line (an event cut short by a writer that died mid-write) is not an error;
+    anything else is, and the message names the file and the line.
+
+    Attributes:
+        path: the file.
+        line: the 1-based number of the offending line.
+        text: the start of that line (at most 80 characters).
+    """
+
+    def __init__(self, path: str, line: int, text: str) -> None:
+        self.path = path
+        self.line = line
+        self.text = text[:80]
+        super().__init__(f"{path}:{line}: not a toolnursery event: {self.text!r}")
+
+
+class ResumeError(ToolnurseryError, ValueError):
+    """Raised when a log cannot resume a batch: it records other calls under that batch
+    id, or the batch id is not in the log at all."""
+
+
 class RegistrationError(ToolnurseryError, ValueError):
     """Raised when a definition, listener or restriction is rejected at registration."""
 
 
 def _format_ms(ms: float) -> str:
     return str(int(ms)) if float(ms).is_integer() else repr(float(ms))
+
+
+class StrictSchemaError(RegistrationError):
+    """Raised when a schema uses what provider-strict mode cannot take.
+
+    The message names the keyword and where it is (``#/properties/tags``).
+    """

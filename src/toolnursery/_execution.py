@@ -74,8 +74,9 @@ class ToolExecution(msgspec.Struct, frozen=True):
 class ToolRunContext:
     """What a tool body receives beside its arguments.
 
-    The execution's fields, the signal the body runs under (the caller's, or the
-    caller's fused with a wrapper's replacement), and :meth:`defer_context`.
+    The execution's fields, the signal the body runs under (the caller's; or one
+    derived from it under a deadline or a wrapper's replacement signal), the batch id
+    and idempotency key, and :meth:`defer_context`.
     """
 
     __slots__ = ("_deferred", "_execution", "_signal")
@@ -127,6 +128,22 @@ class ToolRunContext:
         """This execution's token (pass it as ``parent`` to nested dispatches)."""
         return self._execution.token
 
+    @property
+    def batch_id(self) -> str | None:
+        """The id of the batch this call runs in (``None`` under ``registry.execute()``)."""
+        return None
+
+    @property
+    def idempotency_key(self) -> str:
+        """A stable key of this call for exactly-once effects of the body's own.
+
+        ``"<batch id>:<call id>"`` in a batch (a resumed batch keeps its id, so a
+        call keeps its key); the call id under ``registry.execute()``.
+        """
+        batch_id = self.batch_id
+        call_id = self.call_id
+        return call_id if batch_id is None else f"{batch_id}:{call_id}"
+
     def defer_context(self, context: HookContext) -> None:
         """Attach ``context`` to this call's result, after the result reaches the loop.
 
@@ -146,11 +163,12 @@ class ToolDispatchExecution:
     caller's signal before the body runs.
     """
 
-    __slots__ = ("_signal", "execution")
+    __slots__ = ("_record", "_signal", "execution")
 
     def __init__(self, execution: ToolExecution) -> None:
         self.execution = execution
         self._signal = execution.signal
+        self._record: Any = None  # the pipeline's record of the call (internal)
 
     @property
     def signal(self) -> CancelSignal:

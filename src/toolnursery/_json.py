@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NoReturn, TypeAlias
 
+from ._errors import NotJSONError
+
 __all__ = ["MAX_JSON_DEPTH", "FrozenDict", "JSONValue", "NotJSONError", "snapshot", "thaw"]
 
 JSONValue: TypeAlias = "bool | int | float | str | tuple[JSONValue, ...] | FrozenDict | list[Any] | dict[str, Any] | None"
@@ -23,10 +25,6 @@ JSONValue: TypeAlias = "bool | int | float | str | tuple[JSONValue, ...] | Froze
 MAX_JSON_DEPTH = 256
 """Containers nested deeper than this are rejected: they cannot be encoded and
 decoded again within Python's recursion limit, so they are not lossless here."""
-
-
-class NotJSONError(ValueError):
-    """Raised when a value is not lossless JSON; the message names the path."""
 
 
 def _readonly(self: Any, *args: Any, **kwargs: Any) -> NoReturn:

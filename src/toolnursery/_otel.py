@@ -18,6 +18,11 @@ from ._registry import Disposer, ToolRegistry, ToolScope
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
+else:  # the annotation's name at runtime, for help() and typing.get_type_hints
+    try:
+        from opentelemetry.trace import Tracer
+    except ImportError:  # the extra is optional: install_otel_tracing says so when called
+        Tracer = Any
 
 __all__ = ["install_otel_tracing"]
 

@@ -4,15 +4,25 @@ Everything here is synchronous and allocation-light: the canonical cancellation
 results are built once, a body's return value is normalized into a result, a final
 result is checked to be lossless JSON and frozen (else the B099 error), and an
 exception becomes ``Error: <message>`` with ``{name, code}`` for a :class:`ToolError`.
+
+Materialization also makes every string of a result JSON-safe, once: a lone
+surrogate (what ``os.fsdecode`` makes of a file name's undecodable byte) cannot be
+encoded as UTF-8, so it is escaped — ``\\xNN`` for an undecodable byte ``NN``
+(U+DC80–U+DCFF), ``\\uXXXX`` for any other lone surrogate, and a high-low pair is
+joined into the character it encodes. After that, nothing downstream (a recorder,
+the command's output) can fail to encode a result the pipeline accepted.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+import re
+import typing
+from typing import Any, Final, TypeVar
 
 import msgspec
 
 from ._content import (
+    ContentBlock,
     HookContext,
     ImageContent,
     TextContent,
@@ -20,35 +30,41 @@ from ._content import (
     ToolExecutionResult,
     ToolReturn,
 )
-from ._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, ToolError
-from ._json import NotJSONError, snapshot
+from ._errors import AbortError, NotJSONError, ToolError
+from ._json import FrozenDict, snapshot
+
+T = TypeVar("T")
 
 
 def _text_result(text: str, error: ToolErrorInfo | None = None) -> ToolExecutionResult:
     return ToolExecutionResult((TextContent(text),), True, error)
 
 
-ABORTED_RESULT: Final = _text_result(
-    "Error: tool call aborted", ToolErrorInfo("AbortError", TOOL_ABORTED)
-)
-ABORTED_BEFORE_DISPATCH_RESULT: Final = _text_result(
-    "Error: tool call aborted before dispatch",
-    ToolErrorInfo("AbortError", TOOL_ABORTED_BEFORE_DISPATCH),
-)
+def _error_result(exc: ToolError) -> ToolExecutionResult:
+    return _text_result("Error: " + exc.message, ToolErrorInfo(exc.name, exc.code))
+
+
+ABORTED_RESULT: Final = _error_result(AbortError())
+ABORTED_BEFORE_DISPATCH_RESULT: Final = _error_result(AbortError(before_dispatch=True))
 _ARGS_NOT_JSON: Final = _text_result(
     "Error: tool execution arguments must be losslessly JSON-serializable"
 )
 _RESULT_NOT_JSON: Final = _text_result("Error: tool result must be losslessly JSON-serializable")
 
 
+_BLOCK_TYPES: Final = frozenset(typing.get_args(ContentBlock))
+
+
 def _normalize(value: Any, name: str) -> ToolExecutionResult:
+    """Turn a body's return value into a result.
+
+    Text, content blocks (a list or tuple all of whose items are blocks) and a
+    :class:`ToolReturn` are content; any other JSON-encodable value becomes one text
+    block holding its JSON (see :func:`encode_value`).
+    """
     t = type(value)
     if t is str:
         return ToolExecutionResult((TextContent(value),), False)
-    if t is tuple:
-        return ToolExecutionResult(value, False)
-    if t is list:
-        return ToolExecutionResult(tuple(value), False)
     if t is ToolReturn:
         content = value.content
         return ToolExecutionResult(
@@ -57,31 +73,67 @@ def _normalize(value: Any, name: str) -> ToolExecutionResult:
             meta=value.meta,
             structured_content=value.structured,
         )
-    if t is TextContent or t is ImageContent:
+    if t in _BLOCK_TYPES:
         return ToolExecutionResult((value,), False)
-    return _text_result(
-        f'Error: tool "{name}" returned {t.__name__}; a tool body returns a str, '
-        "a sequence of content blocks, or a ToolReturn"
-    )
+    if (t is tuple or t is list) and all(type(item) in _BLOCK_TYPES for item in value):
+        return ToolExecutionResult(value if t is tuple else tuple(value), False)
+    try:
+        text = encode_value(value)
+    except NotJSONError as exc:
+        return _text_result(
+            f'Error: tool "{name}" returned {t.__name__}, which is not JSON-encodable ({exc}); '
+            "a tool body returns a str, content blocks, a ToolReturn or a JSON-encodable value"
+        )
+    return ToolExecutionResult((TextContent(text),), False)
+
+
+def encode_value(value: object) -> str:
+    """Encode a tool's return value as compact, deterministic JSON text.
+
+    Anything msgspec can encode is accepted — dicts, lists, tuples, numbers,
+    booleans, ``None``, Structs, dataclasses, ``datetime``/``UUID``/``Decimal``
+    (as strings), enums (as their values), sets (as sorted arrays) — provided the
+    result is lossless JSON (no ``nan``, infinities or ``-0.0``). Dict keys are
+    sorted (non-string keys become strings); Struct and dataclass fields keep their
+    declaration order. So equal values always give the same text.
+
+    Raises:
+        NotJSONError: the value cannot be encoded, or not losslessly.
+    """
+    try:
+        builtins = msgspec.to_builtins(value, str_keys=True, order="deterministic")
+    except (TypeError, ValueError, OverflowError, RecursionError) as exc:
+        raise NotJSONError(str(exc)) from None
+    snapshot(builtins)
+    return msgspec.json.encode(builtins).decode()
 
 
 def _materialize(result: ToolExecutionResult) -> ToolExecutionResult:
-    """Check the final result is lossless JSON and deep-frozen; else the B099 error."""
+    """Check the final result is lossless JSON and deep-frozen; else the B099 error.
+
+    Every string in it is made JSON-safe (lone surrogates escaped) on the way.
+    """
     try:
         content = result.content
+        escape = False
         for block in content:
             if not _valid_block(block):
                 return _RESULT_NOT_JSON
+            if type(block) is TextContent and not _text_is_safe(block.text):
+                escape = True
         error = result.error
-        if error is not None and not (
-            type(error) is ToolErrorInfo and type(error.name) is str and type(error.code) is str
-        ):
-            return _RESULT_NOT_JSON
+        if error is not None:
+            if not (
+                type(error) is ToolErrorInfo and type(error.name) is str and type(error.code) is str
+            ):
+                return _RESULT_NOT_JSON
+            escape = escape or not (_text_is_safe(error.name) and _text_is_safe(error.code))
         contexts = result.additional_contexts
         meta = result.meta
         structured = result.structured_content
         if (
-            type(content) is tuple
+            not escape
+            and type(content) is tuple
             and not contexts
             and type(contexts) is tuple
             and meta is None
@@ -90,13 +142,15 @@ def _materialize(result: ToolExecutionResult) -> ToolExecutionResult:
         ):
             return result
         frozen_contexts = tuple(_freeze_context(c) for c in contexts)
-        return ToolExecutionResult(
-            tuple(content),
-            bool(result.is_error) if type(result.is_error) is not bool else result.is_error,
-            error,
-            frozen_contexts,
-            None if meta is None else snapshot(meta),
-            None if structured is None else snapshot(structured),
+        return json_safe(
+            ToolExecutionResult(
+                tuple(content),
+                bool(result.is_error) if type(result.is_error) is not bool else result.is_error,
+                error,
+                frozen_contexts,
+                None if meta is None else snapshot(meta),
+                None if structured is None else snapshot(structured),
+            )
         )
     except Exception:
         return _RESULT_NOT_JSON
@@ -122,6 +176,72 @@ def _freeze_context(context: object) -> HookContext:
     meta = context.meta
     content = context.content if type(context.content) is tuple else tuple(context.content)
     return HookContext(content, context.source, None if meta is None else snapshot(meta))
+
+
+# -- JSON-safe strings -------------------------------------------------------------------
+
+_SURROGATES: Final = re.compile("[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]")
+
+
+def _text_is_safe(text: str) -> bool:
+    # ``isascii`` is O(1) in CPython: the common case costs no scan at all.
+    return text.isascii() or _SURROGATES.search(text) is None
+
+
+def _escape_surrogate(match: re.Match[str]) -> str:
+    found = match.group()
+    if len(found) == 2:  # a high-low pair: the character it encodes
+        return chr(0x10000 + ((ord(found[0]) - 0xD800) << 10) + (ord(found[1]) - 0xDC00))
+    point = ord(found)
+    if 0xDC80 <= point <= 0xDCFF:  # an undecodable byte, as os.fsdecode escapes it
+        return f"\\x{point - 0xDC00:02x}"
+    return f"\\u{point:04x}"
+
+
+def json_safe_text(text: str) -> str:
+    """Return ``text`` with every lone surrogate escaped, so it encodes as UTF-8.
+
+    ``\\xNN`` for an undecodable byte ``NN`` (U+DC80–U+DCFF, as ``os.fsdecode`` makes
+    it), ``\\uXXXX`` for any other lone surrogate; a high-low surrogate pair becomes
+    the character it encodes. Text without surrogates is returned as is.
+    """
+    if _text_is_safe(text):
+        return text
+    return _SURROGATES.sub(_escape_surrogate, text)
+
+
+def json_safe(value: T) -> T:
+    """Return ``value`` with every string in it made JSON-safe by :func:`json_safe_text`.
+
+    Walks Structs, tuples, lists and dicts (keys too); returns the very same object
+    when nothing needed escaping, so a clean value costs no copies.
+    """
+    return _safe(value)  # type: ignore[no-any-return]
+
+
+def _safe(value: Any) -> Any:
+    t = type(value)
+    if t is str:
+        return json_safe_text(value)
+    if t is tuple or t is list:
+        items = [_safe(v) for v in value]
+        if all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        return tuple(items) if t is tuple else items
+    if isinstance(value, dict):
+        pairs = [(_safe(k), _safe(v)) for k, v in value.items()]
+        if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(pairs, value.items(), strict=True)):
+            return value
+        return FrozenDict(pairs) if isinstance(value, FrozenDict) else dict(pairs)
+    if isinstance(value, msgspec.Struct):
+        changes = {}
+        for name in value.__struct_fields__:
+            old = getattr(value, name)
+            new = _safe(old)
+            if new is not old:
+                changes[name] = new
+        return msgspec.structs.replace(value, **changes) if changes else value
+    return value
 
 
 class _Unreachable(Exception):

@@ -40,7 +40,7 @@ __all__ = [
 
 """Code of a call whose body returned a value outside its declared output."""
 
-OutputRenderer: TypeAlias = Callable[[Any, Any], "str | Sequence[ContentBlock] | ContentBlock"]
+OutputRenderer: TypeAlias = Callable[[Any, Any], str | Sequence[ContentBlock] | ContentBlock]
 """``render(args, value)``: the model-facing content of an output value."""
 
 _SCHEMA_ATTR: Final = "__toolnursery_output_schema__"

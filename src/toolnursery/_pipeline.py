@@ -1,9 +1,9 @@
 """The pipeline of one call, in three stages the scheduler can drive separately.
 
-``prepare``  materialize → pre-aborted check → pre-execute waterfall (+ approval) →
+``prepare``  begin (snapshot, pre-aborted check) → pre-execute waterfall (+ approval) →
              guards → cancellation re-check
-``dispatch`` execute wrappers around the base dispatch (fuse signals, resolve the
-             tool, run the body, normalize) → deferred contexts → cancellation check
+``dispatch`` execute wrappers around the base dispatch (resolve the tool now, take its
+             limit, run the body, normalize) → deferred contexts → cancellation check
 ``finalize`` post-execute waterfall → cancellation check → materialize → observers
 
 A call leaves ``prepare`` in one of three states: PENDING (dispatch it), RESOLVED
@@ -11,43 +11,36 @@ A call leaves ``prepare`` in one of three states: PENDING (dispatch it), RESOLVE
 (a result exists and skips post-execute: argument failures, pre-aborted entries,
 raising policy hooks).
 
-Cancellation: the body runs inline in the calling task, inside one cancel scope linked
-to its (fused) signal (:func:`_run_in_scope`); the scope absorbs only its own
-``Cancelled``. Under the scheduler's pool (``dispatch(call, carried=True)``) a call
-without wrappers runs with no scope of its own: the pool's scope carries the abort.
+Everything a stage needs about the tool and the hooks comes from the call's compiled
+:class:`~toolnursery._plan.ToolPlan`; each stage starts with ``plan.current()`` (a
+version compare), so a listener registered during one phase joins the next phases of
+the same call, never the phase already running, and dispatch resolves the definition
+current when it starts.
 
-Each phase reads the hook tuples when it starts (:func:`_current_hooks`, a version
-compare), so a listener registered during one phase joins the next phases of the same
-call, never the phase already running.
+Cancellation: under ``registry.execute()`` (``carried=False``) a body that may suspend
+runs in one cancel scope linked to the caller's signal; the scope absorbs only its
+own ``Cancelled``. Under a batch (``carried=True``) an enclosing scope carries the
+abort: the body and every execute wrapper see ``trio.Cancelled``, and the batch maps
+the call by whether its body was invoked (:meth:`CallRecord.aborted`). A wrapper's
+replacement signal is linked (O(1)) to a scope around the body; a timeout budget is a
+deadline scope around the dispatch (:mod:`toolnursery._deadline`).
 """
 
 from __future__ import annotations
 
-import dis
-import inspect
-import logging
-import types
 from collections.abc import Awaitable
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import msgspec
 import trio
 
-from ._content import (
-    HookContext,
-    ToolExecutionResult,
-)
-from ._decisions import Accept, Allow, Ask, Block, Deny, PostToolDecision, PreToolDecision
+from . import _deadline
+from ._bodies import is_async, mark_may_suspend, may_suspend
+from ._call import FINAL, PENDING, RESOLVED, AttemptContext, CallRecord
+from ._content import ToolExecutionResult
+from ._decisions import Allow
 from ._errors import ToolNotFoundError
-from ._execution import (
-    ApprovalRequest,
-    ApprovalService,
-    ToolDispatchExecution,
-    ToolExecution,
-    ToolExecutionInput,
-    ToolExecutionToken,
-    ToolRunContext,
-)
+from ._execution import ToolDispatchExecution, ToolExecutionInput
 from ._json import NotJSONError, snapshot
 from ._outcomes import (
     _ARGS_NOT_JSON,
@@ -55,53 +48,39 @@ from ._outcomes import (
     ABORTED_RESULT,
     _failure,
     _materialize,
-    _message,
     _normalize,
     _text_result,
-    _Unreachable,
     _unreachable,
 )
-from ._signal import CancelSignal, fuse
+from ._signal import CancelSignal, _ScopeLink
 from ._statistics import now as _now
+from ._waterfalls import apply_post, notify, resolve_decision, run_post, run_pre
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ._definition import ToolDefinition
+    from ._plan import ToolPlan
     from ._registry import ToolRegistry
 
-logger = logging.getLogger("toolnursery")
+__all__ = [
+    "FINAL",
+    "PENDING",
+    "RESOLVED",
+    "Call",
+    "Gate",
+    "begin",
+    "check_trio",
+    "dispatch",
+    "execute",
+    "finalize",
+    "is_async",
+    "mark_may_suspend",
+    "may_suspend",
+    "policy",
+    "prepare",
+    "start",
+]
 
-PENDING: Final = 0
-RESOLVED: Final = 1
-FINAL: Final = 2
-
-_ALLOW: Final = Allow()
-_ACCEPT: Final = Accept()
-_UNSET: Final = msgspec.UNSET
-
-
-class _Hooks:
-    """The hook tuples one scope's calls see, captured when a stage starts."""
-
-    __slots__ = ("approval", "execute", "guards", "post", "pre", "result", "version")
-
-    def __init__(
-        self,
-        version: int,
-        pre: tuple[Any, ...],
-        execute: tuple[Any, ...],
-        post: tuple[Any, ...],
-        result: tuple[Any, ...],
-        guards: tuple[Any, ...],
-        approval: ApprovalService | None,
-    ) -> None:
-        self.version = version
-        self.pre = pre
-        self.execute = execute
-        self.post = post
-        self.result = result
-        self.guards = guards
-        self.approval = approval
+Call = CallRecord
+"""The record the stages pass along (the scheduler's name for it)."""
 
 
 class Gate(Protocol):
@@ -112,132 +91,99 @@ class Gate(Protocol):
     one again (holding the token) before the body runs.
     """
 
-    def _leave(self, call: Call) -> None:
+    def _leave(self, call: CallRecord) -> None:
         """Give the call's batch slot back: it is about to wait."""
 
-    async def _rejoin(self, call: Call) -> None:
+    async def _rejoin(self, call: CallRecord) -> None:
         """Wait for a batch slot for the call again."""
-
-
-class Call:
-    """One call's state between the stages (internal; the scheduler holds these)."""
-
-    __slots__ = (
-        "deferred",
-        "execution",
-        "gate",
-        "hooks",
-        "invoked",
-        "registry",
-        "result",
-        "signal",
-        "state",
-    )
-
-    def __init__(self, registry: ToolRegistry, hooks: _Hooks, signal: CancelSignal) -> None:
-        self.registry = registry
-        self.hooks = hooks
-        self.signal = signal
-        self.execution: ToolExecution
-        self.state = PENDING
-        self.result: ToolExecutionResult | None = None
-        self.invoked = False
-        self.deferred: list[HookContext] = []
-        self.gate: Gate | None = None
-
-    def resolve(self, result: ToolExecutionResult, state: int) -> Call:
-        self.result = result
-        self.state = state
-        return self
 
 
 # -- stage 1: prepare ---------------------------------------------------------------
 
 
-def begin(registry: ToolRegistry, input: ToolExecutionInput, *, frozen: bool = False) -> Call:
-    """Read the input once, snapshot the arguments, mint the token, check pre-abort.
+def start(record: CallRecord, plan: ToolPlan, arguments: Any, *, frozen: bool) -> None:
+    """Begin a call: count it, snapshot its arguments, check for a pre-aborted signal.
 
-    ``frozen=True`` says ``input.arguments`` already is a snapshot made by the caller
-    (the scheduler freezes once, for the classifier and the body alike).
+    ``frozen=True`` says ``arguments`` already is a snapshot made by the caller (the
+    scheduler freezes once, for the classifier and the body alike).
     """
-    call_id, name, arguments, signal, agent, parent = (
-        input.call_id,
-        input.name,
-        input.arguments,
-        input.signal,
-        input.agent,
-        input.parent,
-    )
+    record.plan = plan
+    plan.stats.started += 1
+    if frozen:
+        record.args = arguments
+    else:
+        try:
+            record.args = snapshot(arguments)
+        except NotJSONError:
+            record.arguments_json = False
+            record.resolve(_ARGS_NOT_JSON, FINAL)
+            return
+        except Exception as exc:
+            record.arguments_json = False
+            record.resolve(_failure(exc), FINAL)
+            return
+    if record.caller._cancelled:
+        record.resolve(ABORTED_BEFORE_DISPATCH_RESULT, FINAL)
+
+
+def begin(registry: ToolRegistry, input: ToolExecutionInput, *, frozen: bool = False) -> CallRecord:
+    """Read the input once and :func:`start` its record.
+
+    Raises:
+        TypeError: the input's signal is not a :class:`CancelSignal`.
+        ValueError: the input's agent is a scope of another registry.
+    """
+    signal, agent = input.signal, input.agent
     if type(signal) is not CancelSignal and not isinstance(signal, CancelSignal):
         raise TypeError(
             f"ToolExecutionInput.signal must be a CancelSignal, not {type(signal).__name__}"
         )
-    call = Call(registry, registry._hooks_for(agent), signal)
-    registry._stats.started += 1
-    try:
-        args = arguments if frozen else snapshot(arguments)
-    except NotJSONError:
-        failure: ToolExecutionResult | None = _ARGS_NOT_JSON
-    except Exception as exc:
-        failure = _failure(exc)
-    else:
-        failure = None
-    if failure is not None:
-        call.execution = ToolExecution(
-            call_id, name, _UNSET, signal, agent, parent, ToolExecutionToken()
-        )
-        return call.resolve(failure, FINAL)
-    call.execution = ToolExecution(call_id, name, args, signal, agent, parent, ToolExecutionToken())
-    if signal._cancelled:
-        return call.resolve(ABORTED_BEFORE_DISPATCH_RESULT, FINAL)
-    return call
+    if agent is not None:
+        registry._check_agent(agent)
+    record = CallRecord(input.call_id, input.name, signal, agent, input.parent)
+    record.timings = registry.phase_timings
+    start(record, registry._plan(input.name, agent), input.arguments, frozen=frozen)
+    return record
 
 
-def _current_hooks(call: Call) -> _Hooks:
-    """The hooks a phase starting now sees (each waterfall captures its list as it starts).
-
-    A version compare on the hot path; the tuples are rebuilt only after a change.
-    """
-    hooks = call.hooks
-    registry = call.registry
-    if hooks.version != registry._version:
-        call.hooks = hooks = registry._hooks_for(call.execution.agent)
-    return hooks
-
-
-async def policy(call: Call) -> None:
+async def policy(call: CallRecord) -> None:
     """Pre-execute waterfall (with approval), guards, then the cancellation re-check."""
-    hooks = _current_hooks(call)
-    execution = call.execution
+    plan = call.plan = call.plan.current()  # type: ignore[union-attr]
+    hooks = plan.hooks
     if hooks.pre:
+        execution = call.execution
         try:
-            decision = await _run_pre(hooks.pre, execution)
+            decision = await run_pre(hooks.pre, execution)
             if type(decision) is not Allow:
-                denial = await _resolve_decision(decision, execution, hooks.approval)
+                denial = await resolve_decision(decision, execution, hooks.approval)
                 if denial is not None:
                     call.resolve(denial, RESOLVED)
                     return
         except Exception as exc:
             call.resolve(_failure(exc), FINAL)
             return
-        hooks = _current_hooks(call)
-    for guard in hooks.guards:
-        try:
-            reason = guard(execution)
-        except Exception as exc:
-            call.resolve(_failure(exc), FINAL)
-            return
-        if reason is not None:
-            if isinstance(reason, str):
-                call.resolve(_text_result("Error: " + reason), RESOLVED)
-            else:
-                call.resolve(_unreachable("ToolGuard result", reason), FINAL)
-            return
-    if call.signal._cancelled:
+        plan = call.plan = plan.current()
+        hooks = plan.hooks
+    guards = hooks.guards
+    if guards:
+        execution = call.execution
+        for guard in guards:
+            try:
+                reason = guard(execution)
+            except Exception as exc:
+                call.resolve(_failure(exc), FINAL)
+                return
+            if reason is not None:
+                if isinstance(reason, str):
+                    call.resolve(_text_result("Error: " + reason), RESOLVED)
+                else:
+                    call.resolve(_unreachable("ToolGuard result", reason), FINAL)
+                return
+    if call.caller._cancelled:
         call.resolve(ABORTED_BEFORE_DISPATCH_RESULT, RESOLVED)
 
 
-async def prepare(registry: ToolRegistry, input: ToolExecutionInput) -> Call:
+async def prepare(registry: ToolRegistry, input: ToolExecutionInput) -> CallRecord:
     """Stage 1: :func:`begin`, then :func:`policy` when the call is still pending."""
     call = begin(registry, input)
     if call.state == PENDING:
@@ -245,115 +191,91 @@ async def prepare(registry: ToolRegistry, input: ToolExecutionInput) -> Call:
     return call
 
 
-async def _allow() -> PreToolDecision:
-    return _ALLOW
-
-
-async def _run_pre(listeners: tuple[Any, ...], execution: ToolExecution) -> PreToolDecision:
-    if len(listeners) == 1:
-        decision: PreToolDecision = await listeners[0](execution, _allow)
-        return decision
-    return await _PreQueue(listeners, execution)()
-
-
-# The waterfall queues are small objects rather than recursive closures: a closure that
-# refers to itself is a reference cycle per call, left to the cyclic GC (measured: ~3 µs
-# per call of collector time on the hot path).
-
-
-class _PreQueue:
-    """``next()`` of a pre-execute waterfall: each call runs the next listener."""
-
-    __slots__ = ("execution", "index", "listeners")
-
-    def __init__(self, listeners: tuple[Any, ...], execution: ToolExecution) -> None:
-        self.listeners = listeners
-        self.execution = execution
-        self.index = 0
-
-    async def __call__(self) -> PreToolDecision:
-        index = self.index
-        listeners = self.listeners
-        if index < len(listeners):
-            self.index = index + 1
-            decision: PreToolDecision = await listeners[index](self.execution, self)
-            return decision
-        return _ALLOW
-
-
-async def _resolve_decision(
-    decision: object, execution: ToolExecution, approval: ApprovalService | None
-) -> ToolExecutionResult | None:
-    """Turn a non-Allow decision into a denial result, or ``None`` when the call proceeds."""
-    if type(decision) is Deny:
-        return _text_result("Error: " + str(decision.reason))
-    if type(decision) is not Ask:
-        raise _Unreachable("PreToolDecision", decision)
-    name = execution.name
-    if approval is None:
-        reason = (
-            decision.reason
-            if decision.reason is not None
-            else f'tool "{name}" requires approval (not yet supported)'
-        )
-        return _text_result("Error: " + reason)
-    agent = execution.agent
-    if agent is None:
-        return _text_result(
-            f'Error: tool "{name}" requires approval, but the call has no agent to route it through'
-        )
-    outcome = await approval.request(
-        ApprovalRequest(agent, name, execution.call_id, decision.reason, execution.signal)
-    )
-    if outcome == "allowed-once" or outcome == "cancelled":
-        if execution.signal._cancelled:
-            return ABORTED_BEFORE_DISPATCH_RESULT
-        if outcome == "allowed-once":
-            return None
-        return _text_result(f'Error: approval for tool "{name}" was cancelled')
-    if outcome == "rejected":
-        return _text_result(f'Error: the user rejected tool "{name}"')
-    if outcome == "unavailable":
-        return _text_result(
-            f'Error: tool "{name}" requires approval, but no approval channel is available'
-        )
-    raise _Unreachable("ApprovalOutcome", outcome)
-
-
 # -- stage 2: dispatch --------------------------------------------------------------
 
 
-async def dispatch(call: Call, *, carried: bool = False) -> None:
+async def dispatch(call: CallRecord, *, carried: bool = False) -> None:
     """Stage 2: run the execute wrappers around the body; leaves the call RESOLVED or FINAL.
 
     Args:
         call: a PENDING call.
-        carried: the caller's signal is already linked to a cancel scope enclosing
-            this task (the scheduler's pool). With no wrappers, the body then runs
-            without a scope of its own and a cancellation reaches the caller as
-            ``trio.Cancelled`` after :attr:`Call.invoked` was set.
+        carried: an enclosing cancel scope carries the caller's abort (a batch). The
+            body then runs without a scope of its own (unless a wrapper replaced its
+            signal), and an abort reaches the caller — through every wrapper — as
+            ``trio.Cancelled``, with :attr:`CallRecord.invoked` telling whether the
+            body ran.
     """
-    wrappers = _current_hooks(call).execute
+    plan: Any = call.plan
+    if plan.version != plan.versions.value:
+        plan = call.plan = plan.rebuild(plan.name, plan.agent)
+    wrappers = plan.hooks.execute
+    caller = call.caller
     if not wrappers:
-        result = await _base_dispatch(call, call.signal, carried)
+        budget = plan.budget
+        if budget is None:
+            if plan.direct and (carried or not plan.suspends) and not caller._cancelled:
+                # The common case, without a coroutine layer: no limit, an async body
+                # that an enclosing scope (or nothing) interrupts.
+                context: Any = AttemptContext(call) if call.invoked else call
+                call.invoked = True
+                try:
+                    value = await plan.body(call.args, context)
+                except Exception as exc:
+                    result = _failure(exc)
+                else:
+                    result = _normalize(value, call.name)
+                    if caller._cancelled and not result.is_error:
+                        result = ABORTED_RESULT
+            else:
+                result = await _base_dispatch(call, caller, carried)
+        else:
+            # The view's only wrapper is the timeout policy: its deadline scope, here.
+            scope, outer = _deadline.enter(call, budget)
+            try:
+                with scope:
+                    result = await _plain_dispatch(call, plan, carried)
+            except trio.Cancelled:
+                _deadline.unwound(call, scope, budget)
+                raise
+            finally:
+                call.deadline = outer
+            result = _deadline.timed_out(call, scope, budget) or result
     else:
         view = ToolDispatchExecution(call.execution)
+        view._record = call
         try:
-            result = await _ExecuteNext(wrappers, view, call, 0)()
+            result = await _ExecuteNext(wrappers, view, call, 0, carried)()
         except Exception as exc:
-            call.resolve(_failure(exc), FINAL)
+            call.result = _failure(exc)
+            call.state = FINAL
             return
         if type(result) is not ToolExecutionResult:
             call.resolve(_unreachable("tools/execute result", result), FINAL)
             return
-    deferred = call.deferred
-    if deferred:
-        result = msgspec.structs.replace(
-            result, additional_contexts=(*deferred, *result.additional_contexts)
-        )
-    if call.signal._cancelled and not result.is_error:
+    if call._deferred:
+        result = call.with_deferred(result)
+    if caller._cancelled and not result.is_error:
         result = _aborted(call, result)
-    call.resolve(result, RESOLVED)
+    call.result = result
+    call.state = RESOLVED
+
+
+async def _plain_dispatch(call: CallRecord, plan: Any, carried: bool) -> ToolExecutionResult:
+    """The base dispatch without wrappers (under a deadline scope), as in :func:`dispatch`."""
+    caller = call.caller
+    if not (plan.direct and (carried or not plan.suspends)) or caller._cancelled:
+        return await _base_dispatch(call, caller, carried)
+    # No limit, an async body that an enclosing scope (or nothing) interrupts.
+    context: Any = AttemptContext(call) if call.invoked else call
+    call.invoked = True
+    try:
+        value = await plan.body(call.args, context)
+    except Exception as exc:
+        return _failure(exc)
+    result = _normalize(value, call.name)
+    if caller._cancelled and not result.is_error:
+        return ABORTED_RESULT
+    return result
 
 
 class _ExecuteNext:
@@ -366,201 +288,152 @@ class _ExecuteNext:
     of every wrapper outside it.
     """
 
-    __slots__ = ("call", "index", "view", "wrappers")
+    __slots__ = ("call", "carried", "index", "view", "wrappers")
 
     def __init__(
-        self, wrappers: tuple[Any, ...], view: ToolDispatchExecution, call: Call, index: int
+        self,
+        wrappers: tuple[Any, ...],
+        view: ToolDispatchExecution,
+        call: CallRecord,
+        index: int,
+        carried: bool,
     ) -> None:
         self.wrappers = wrappers
         self.view = view
         self.call = call
         self.index = index
+        self.carried = carried
 
-    async def __call__(self) -> ToolExecutionResult:
+    def __call__(self) -> Awaitable[ToolExecutionResult]:
+        # Returns the next coroutine itself (no coroutine layer of its own per wrapper).
         index = self.index
         wrappers = self.wrappers
         if index < len(wrappers):
-            inner = _ExecuteNext(wrappers, self.view, self.call, index + 1)
-            result: ToolExecutionResult = await wrappers[index](self.view, inner)
-            return result
-        return await _base_dispatch(self.call, self.view._signal)
+            inner = _ExecuteNext(wrappers, self.view, self.call, index + 1, self.carried)
+            awaitable: Awaitable[ToolExecutionResult] = wrappers[index](self.view, inner)
+            return awaitable
+        return _base_dispatch(self.call, self.view._signal, self.carried)
 
 
 _CANCELLED: Final = object()
 
 
+def _cut_short(call: CallRecord) -> ToolExecutionResult:
+    """An attempt that ends before its body runs: ABORTED if an earlier attempt ran it."""
+    return ABORTED_RESULT if call.invoked else ABORTED_BEFORE_DISPATCH_RESULT
+
+
 async def _base_dispatch(
-    call: Call, signal: CancelSignal, carried: bool = False
+    call: CallRecord, signal: CancelSignal, carried: bool
 ) -> ToolExecutionResult:
-    """Fuse signals, resolve the tool now, run the body; never raises an ``Exception``."""
-    caller = call.signal
-    fusion = None
-    if signal is not caller:
-        fusion = fuse(caller, signal)
-        signal = fusion.signal
+    """Resolve the tool now, take its limit, run the body; never raises an ``Exception``."""
+    caller = call.caller
+    replaced = signal is not caller
+    if caller._cancelled or (replaced and signal._cancelled):
+        return _cut_short(call)
+    plan = call.plan = call.plan.current()  # type: ignore[union-attr]
+    definition = plan.definition
+    if definition is None:
+        return _failure(ToolNotFoundError(call.name))
+    limiter = plan.limiter
+    if limiter is not None and not await _acquire(call, limiter, signal, carried):
+        return _cut_short(call)
+    call.view_signal = signal
+    # A later attempt of a retry gets a fresh context object over the same record.
+    context: Any = AttemptContext(call) if call.invoked else call
+    call.invoked = True
+    body: Any = plan.body
     try:
-        if signal._cancelled:
-            return ABORTED_BEFORE_DISPATCH_RESULT
-        execution = call.execution
-        definition = call.registry.get(execution.name, execution.agent)
-        if definition is None:
-            return _failure(ToolNotFoundError(execution.name))
-        body = definition.execute
-        context = ToolRunContext(execution, signal, call.deferred)
-        limiter = None
-        if definition.max_concurrency is not None:
-            limiter = await _acquire(call, definition, context, signal, carried)
-            if limiter is None:
-                return ABORTED_BEFORE_DISPATCH_RESULT
-        call.invoked = True
-        try:
-            if not is_async(body):
-                value = await trio.to_thread.run_sync(body, execution.arguments, context)
-            elif carried or not may_suspend(body):
-                # No scope needed: the pool's scope carries the abort, or the body
-                # cannot reach a checkpoint, so a scope could never interrupt it.
-                value = await body(execution.arguments, context)
-            else:
-                value = await _run_in_scope(body(execution.arguments, context), signal)
-        except Exception as exc:
-            return _failure(exc)
-        finally:
-            if limiter is not None:
-                limiter.release_on_behalf_of(context)
-        if value is _CANCELLED:
-            return ABORTED_RESULT
-        result = _normalize(value, execution.name)
-        if signal._cancelled and not result.is_error:
-            return ABORTED_RESULT
-        return result
+        if plan.threaded:
+            call.signal  # noqa: B018  (a derived signal is made here, in the trio thread)
+            value = await trio.to_thread.run_sync(body, call.args, context)
+        elif not plan.is_async:
+            value = body(call.args, context)  # declared nonblocking: inline, no thread
+        elif not plan.suspends or (carried and not replaced):
+            # No scope needed: the body cannot reach a checkpoint, or an enclosing
+            # scope carries the abort.
+            value = await body(call.args, context)
+        else:
+            value = await _in_scope(body(call.args, context), call, signal, carried)
+    except Exception as exc:
+        return _failure(exc)
     finally:
-        if fusion is not None:
-            fusion.close()
+        if limiter is not None:
+            limiter.release_on_behalf_of(call)
+        call.view_signal = caller
+        if call.derived is not None:
+            call.end_attempt()
+    if value is _CANCELLED:
+        return ABORTED_RESULT
+    result = _normalize(value, call.name)
+    if (caller._cancelled or signal._cancelled) and not result.is_error:
+        return ABORTED_RESULT
+    return result
+
+
+async def _in_scope(awaitable: Any, call: CallRecord, signal: CancelSignal, carried: bool) -> Any:
+    """Await in a cancel scope that the caller's signal (unless an enclosing scope
+    carries it) and a replacement ``signal`` cancel; ``_CANCELLED`` if one did.
+
+    The scope absorbs only its own ``Cancelled``; one from an enclosing scope passes.
+    """
+    scope = trio.CancelScope()
+    link = _ScopeLink(scope)
+    caller = call.caller
+    if not carried:
+        caller._link(link)
+    if signal is not caller:
+        signal._link(link)
+    try:
+        with scope:
+            return await awaitable
+    finally:
+        caller._unlink(link)
+        signal._unlink(link)
+    return _CANCELLED
 
 
 async def _acquire(
-    call: Call,
-    definition: ToolDefinition,
-    borrower: object,
-    signal: CancelSignal,
-    carried: bool,
-) -> trio.CapacityLimiter | None:
+    call: CallRecord, limiter: trio.CapacityLimiter, signal: CancelSignal, carried: bool
+) -> bool:
     """Take a token of the tool's ``max_concurrency`` limiter for one body.
 
-    Returns the limiter (the caller releases the token when the body ends), or
-    ``None`` when the call's signal fired while it waited. A pooled call gives its
-    batch slot back while it waits and takes one again, token in hand, before its
-    body runs. Under the pool's scope (``carried``) an abort arrives as
-    ``trio.Cancelled``.
+    Returns whether the call holds it (the caller releases it when the body ends);
+    ``False`` when an abort arrived while it waited. A pooled call gives its batch
+    slot back while it waits and takes one again, token in hand, before its body runs.
     """
-    registry = call.registry
-    limiter = registry._limiter(definition)
     try:
-        limiter.acquire_on_behalf_of_nowait(borrower)
+        limiter.acquire_on_behalf_of_nowait(call)
     except trio.WouldBlock:
         pass
     else:
-        return limiter
-    stats = registry._stats
+        return True
+    stats = call.plan.stats  # type: ignore[union-attr]
     gate = call.gate
     if gate is not None:
         gate._leave(call)
     stats.waiting += 1
     try:
-        if carried:
-            await limiter.acquire_on_behalf_of(borrower)
-        elif await _run_in_scope(limiter.acquire_on_behalf_of(borrower), signal) is _CANCELLED:
-            return None
+        if carried and signal is call.caller:
+            await limiter.acquire_on_behalf_of(call)
+        elif (
+            await _in_scope(limiter.acquire_on_behalf_of(call), call, signal, carried) is _CANCELLED
+        ):
+            return False
     finally:
         stats.waiting -= 1
     held = False
     try:
         if gate is not None:
             await gate._rejoin(call)
-        held = not signal._cancelled
+        held = not (call.caller._cancelled or signal._cancelled)
     finally:
         if not held:
-            limiter.release_on_behalf_of(borrower)
-    return limiter if held else None
+            limiter.release_on_behalf_of(call)
+    return held
 
 
-async def _run_in_scope(coro: Awaitable[Any], signal: CancelSignal) -> Any:
-    """Await the body in a cancel scope that ``signal`` cancels.
-
-    The scope absorbs only its own ``Cancelled`` (reported as ``_CANCELLED``); a
-    ``Cancelled`` from an enclosing scope passes through untouched.
-    """
-    scope = trio.CancelScope()
-
-    def cancel(_: CancelSignal) -> None:
-        scope.cancel()
-
-    signal._link(cancel)
-    try:
-        with scope:
-            return await coro
-    finally:
-        signal._unlink(cancel)
-    return _CANCELLED
-
-
-_CO_COROUTINE: Final = inspect.CO_COROUTINE
-_SUSPENDING_OPS: Final = frozenset(
-    dis.opmap[name]
-    for name in (
-        "GET_AWAITABLE",
-        "GET_AITER",
-        "GET_ANEXT",
-        "BEFORE_ASYNC_WITH",
-        "SEND",
-        "YIELD_VALUE",
-    )
-    if name in dis.opmap
-)
-_MAY_SUSPEND_ATTR: Final = "__toolnursery_may_suspend__"
-_suspends: dict[types.CodeType, bool] = {}
-
-
-def may_suspend(fn: Any) -> bool:
-    """Whether an ``async def`` body can ever yield to trio (reach a checkpoint).
-
-    A coroutine function whose code has no ``await``, ``async for`` or ``async with``
-    runs to completion in one step: no cancellation can be delivered to it, so it needs
-    no cancel scope. Wrappers that only await another body (``define_tool``'s,
-    ``attach_output``'s) carry their body's answer in ``__toolnursery_may_suspend__``.
-    Anything that cannot be inspected may suspend.
-    """
-    marked = getattr(fn, _MAY_SUSPEND_ATTR, None)
-    if type(marked) is bool:
-        return marked
-    if type(fn) is not types.FunctionType:
-        return True
-    code = fn.__code__
-    answer = _suspends.get(code)
-    if answer is None:
-        answer = _suspends[code] = any(
-            instruction.opcode in _SUSPENDING_OPS for instruction in dis.get_instructions(code)
-        )
-    return answer
-
-
-def mark_may_suspend(wrapper: Any, body: Any) -> None:
-    """Record on ``wrapper`` (which only awaits ``body``) whether ``body`` may suspend."""
-    try:
-        setattr(wrapper, _MAY_SUSPEND_ATTR, may_suspend(body))
-    except (AttributeError, TypeError):
-        pass
-
-
-def is_async(fn: Any) -> bool:
-    """Whether calling ``fn`` returns a coroutine: the one test every module applies, so
-    a wrapper is async exactly when its body is and runs where the body would have."""
-    if type(fn) is types.FunctionType:
-        return bool(fn.__code__.co_flags & _CO_COROUTINE)
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
-
-
-def _aborted(call: Call, result: ToolExecutionResult) -> ToolExecutionResult:
+def _aborted(call: CallRecord, result: ToolExecutionResult) -> ToolExecutionResult:
     base = ABORTED_RESULT if call.invoked else ABORTED_BEFORE_DISPATCH_RESULT
     contexts = result.additional_contexts
     return msgspec.structs.replace(base, additional_contexts=contexts) if contexts else base
@@ -569,149 +442,87 @@ def _aborted(call: Call, result: ToolExecutionResult) -> ToolExecutionResult:
 # -- stage 3: finalize --------------------------------------------------------------
 
 
-async def _accept(*_: object) -> PostToolDecision:
-    return _ACCEPT
-
-
-async def finalize(call: Call) -> ToolExecutionResult:
+async def finalize(call: CallRecord) -> ToolExecutionResult:
     """Run post-execute (when the call is RESOLVED), materialize, notify observers."""
     result = call.result
     assert result is not None
-    hooks = _current_hooks(call)
+    plan = call.plan = call.plan.current()  # type: ignore[union-attr]
+    hooks = plan.hooks
     if call.state == RESOLVED:
         post = hooks.post
         if post:
             try:
-                decision = await _run_post(post, call.execution, result)
-                result = _apply_post(decision, result)
+                decision = await run_post(post, call.execution, result)
+                result = apply_post(decision, result)
             except Exception as exc:
                 result = _failure(exc)
             else:
-                if call.signal._cancelled and not result.is_error:
+                if call.caller._cancelled and not result.is_error:
                     result = _aborted(call, result)
-            hooks = _current_hooks(call)
-        elif call.signal._cancelled and not result.is_error:
+            plan = call.plan = plan.current()
+            hooks = plan.hooks
+        elif call.caller._cancelled and not result.is_error:
             result = _aborted(call, result)
     result = _materialize(result)
     call.result = result
     call.state = FINAL
     if result.is_error:
-        call.registry._stats.count_error(result)
+        plan.stats.count_error(result)
     else:
-        call.registry._stats.ok += 1
+        plan.stats.ok += 1
     observers = hooks.result
     if observers:
-        _notify(observers, call.execution, result)
+        notify(observers, call.execution, result)
     return result
-
-
-async def _run_post(
-    listeners: tuple[Any, ...], execution: ToolExecution, result: ToolExecutionResult
-) -> PostToolDecision:
-    if len(listeners) == 1:
-        decision: PostToolDecision = await listeners[0](execution, result, _accept)
-        return decision
-    return await _PostQueue(listeners, execution, result)()
-
-
-class _PostQueue:
-    """``next()`` of a post-execute waterfall: each call runs the next listener."""
-
-    __slots__ = ("execution", "index", "listeners", "result")
-
-    def __init__(
-        self, listeners: tuple[Any, ...], execution: ToolExecution, result: ToolExecutionResult
-    ) -> None:
-        self.listeners = listeners
-        self.execution = execution
-        self.result = result
-        self.index = 0
-
-    async def __call__(self) -> PostToolDecision:
-        index = self.index
-        listeners = self.listeners
-        if index < len(listeners):
-            self.index = index + 1
-            decision: PostToolDecision = await listeners[index](self.execution, self.result, self)
-            return decision
-        return _ACCEPT
-
-
-def _apply_post(decision: object, result: ToolExecutionResult) -> ToolExecutionResult:
-    t = type(decision)
-    if t is Accept:
-        content = decision.content  # type: ignore[attr-defined]
-        contexts = decision.additional_contexts  # type: ignore[attr-defined]
-        if content is None and not contexts:
-            return result
-        return msgspec.structs.replace(
-            result,
-            content=result.content if content is None else tuple(content),
-            additional_contexts=(*result.additional_contexts, *contexts),
-        )
-    if t is Block:
-        return ToolExecutionResult(
-            tuple(decision.feedback),  # type: ignore[attr-defined]
-            True,
-            additional_contexts=tuple(decision.additional_contexts),  # type: ignore[attr-defined]
-        )
-    raise _Unreachable("PostToolDecision", decision)
-
-
-def _notify(
-    observers: tuple[Any, ...], execution: ToolExecution, result: ToolExecutionResult
-) -> None:
-    for observer in observers:
-        try:
-            returned = observer(execution, result)
-        except Exception as exc:
-            _observer_failed(execution, _message(exc))
-            continue
-        if inspect.isawaitable(returned):
-            if inspect.iscoroutine(returned):
-                returned.close()
-            _observer_failed(
-                execution, "observer returned an awaitable; observers must be synchronous"
-            )
-
-
-def _observer_failed(execution: ToolExecution, message: str) -> None:
-    logger.warning(
-        'tool "%s" (%s): tools/result observer failed: %s',
-        execution.name,
-        execution.call_id,
-        message,
-    )
 
 
 # -- the whole pipeline ---------------------------------------------------------------
 
 
+def check_trio() -> None:
+    """Refuse to run under asyncio (or outside any event loop) with a clear error."""
+    try:
+        trio.lowlevel.current_task()
+    except RuntimeError:
+        raise RuntimeError(
+            "toolnursery's batch and execute API runs under trio; from asyncio use "
+            "toolnursery.aio (aio.run_tool_calls, aio.open_tool_batch, aio.execute)"
+        ) from None
+
+
 async def execute(registry: ToolRegistry, input: ToolExecutionInput) -> ToolExecutionResult:
     """Run one call through prepare, dispatch and finalize.
 
-    Phase times are taken around the hooks and the body only: a phase with no hooks
-    reads no clock (its few microseconds of CPU are the benchmarks' business).
+    With the registry's ``phase_timings`` on, each phase with work is timed (two clock
+    reads); off, a phase costs no clock read.
     """
+    check_trio()
     call = begin(registry, input)
-    stats = registry._stats
+    plan = call.plan
+    assert plan is not None
+    stats = plan.stats
+    timings = call.timings
     committed = False
     try:
         if call.state == PENDING:
-            hooks = call.hooks
-            if hooks.pre or hooks.guards:
-                start = _now()
-                await policy(call)
-                stats.prepare += _now() - start
+            if plan.hooks.any_prepare:
+                if timings:
+                    begun = _now()
+                    await policy(call)
+                    stats.prepare += _now() - begun
+                else:
+                    await policy(call)
             if call.state == PENDING:
-                start = _now()
-                await dispatch(call)
-                stats.dispatch += _now() - start
-        hooks = call.hooks
-        if hooks.post or hooks.result:
-            start = _now()
+                if timings:
+                    begun = _now()
+                    await dispatch(call)
+                    stats.dispatch += _now() - begun
+                else:
+                    await dispatch(call)
+        if timings and call.plan.hooks.any_finalize:  # type: ignore[union-attr]
+            begun = _now()
             result = await finalize(call)
-            stats.finalize += _now() - start
+            stats.finalize += _now() - begun
         else:
             result = await finalize(call)
         committed = True

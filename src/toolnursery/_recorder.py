@@ -9,13 +9,17 @@ the batch, so a log holding several batches (or duplicate call ids) pairs exactl
 from __future__ import annotations
 
 import os
+import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Protocol, TypeAlias
+from typing import Final, Protocol, TypeAlias
 
 import msgspec
 
 from ._content import HookContext, ToolCall, ToolExecutionResult
+from ._errors import LogFormatError
+from ._outcomes import json_safe
 
 __all__ = [
     "ContextEvent",
@@ -24,6 +28,8 @@ __all__ = [
     "ToolCallEvent",
     "ToolCallRecorder",
     "ToolResultEvent",
+    "encode_event",
+    "iter_log",
     "read_log",
     "replay_log",
 ]
@@ -81,38 +87,73 @@ class ToolCallRecorder(Protocol):
 
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(RecorderEvent)
+_json_any = msgspec.json.Decoder()
+_EVENT_PREFIX: Final = b'{"event":'
+_TORN: Final = re.compile(rb'\A\{\s*"event"\s*:')
 
 
 class JsonlRecorder:
-    """Append events to a JSON-lines file, one whole line per ``write(2)``.
+    """Append events to a JSON-lines file, one whole line per event, never truncating.
 
-    Each event is written with a single unbuffered append, so a crash leaves at worst
-    one torn last line, which :func:`read_log` skips. Opening a log whose last line is
-    torn cuts that line off first, so the events appended next stay readable. Use it as
-    a context manager, or call :meth:`close`.
+    Every event is one ``write(2)`` to a file opened with ``O_APPEND``, made under an
+    exclusive ``flock`` that every :class:`JsonlRecorder` takes per event, so writers
+    in several processes (two ``toolnursery run --log same.jsonl``) never interleave or
+    cut each other's lines, however large. Nothing already in the file is ever removed:
+    when the file does not end with a newline (a writer that died mid-write, or a
+    complete last event written without one), the next event starts with a newline,
+    so the torn bytes stay a line of their own that readers skip, and a complete
+    event stays readable. Use it as a context manager, or call :meth:`close`.
+
+    Once :meth:`record` returns, the event is in the operating system's page cache:
+    it survives the process crashing or being killed; with ``fsync=True`` it is also
+    on the storage device, and survives a power loss or kernel crash.
 
     Args:
         path: the log file (created if missing, appended to otherwise).
-        fsync: also ``fsync`` after every event (survives power loss; slower).
+        fsync: also flush every event to the storage device (``fdatasync``) before
+            :meth:`record` returns; survives power loss, costs a device flush per event.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False) -> None:
         self.path = Path(path)
         self._fsync = fsync
         self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        _drop_torn_tail(self._fd)
+        # The file size right after this recorder's last write: when the file still has
+        # that size, it ends with our newline and needs no look at its last byte.
+        self._end = -1
 
     def record(self, event: RecorderEvent, /) -> None:
-        """Write one event as one line."""
+        """Append one event as one line.
+
+        Raises:
+            ValueError: the recorder is closed.
+            OSError: the write failed (the partial line, if any, is removed: those bytes
+                are this recorder's own).
+        """
         fd = self._fd
         if fd is None:
             raise ValueError(f"JsonlRecorder({str(self.path)!r}) is closed")
-        line = _encoder.encode(event) + b"\n"
-        written = os.write(fd, line)
-        while written < len(line):  # pragma: no cover - short writes are rare on files
-            written += os.write(fd, line[written:])
-        if self._fsync:
-            os.fsync(fd)
+        line = encode_event(event) + b"\n"
+        _lock(fd)
+        try:
+            size = os.fstat(fd).st_size
+            if size != self._end and size > 0 and os.pread(fd, 1, size - 1) != b"\n":
+                line = b"\n" + line
+            whole = False
+            try:
+                written = os.write(fd, line)
+                while written < len(line):  # pragma: no cover - short writes are rare on files
+                    written += os.write(fd, memoryview(line)[written:])
+                whole = True
+            finally:
+                if not whole:
+                    # Only bytes this call appended are cut: every writer holds the lock.
+                    os.ftruncate(fd, size)
+            self._end = size + len(line)
+            if self._fsync:
+                _sync(fd)
+        finally:
+            _unlock(fd)
 
     def close(self) -> None:
         """Close the file; idempotent."""
@@ -127,24 +168,63 @@ class JsonlRecorder:
         self.close()
 
 
-def _drop_torn_tail(fd: int) -> None:
-    """Truncate a file after its last newline (a crash's torn last line)."""
-    size = os.fstat(fd).st_size
-    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
-        return
-    end = size
-    while end > 0:
-        start = max(0, end - 65536)
-        cut = os.pread(fd, end - start, start).rfind(b"\n")
-        if cut >= 0:
-            os.ftruncate(fd, start + cut + 1)
-            return
-        end = start
-    os.ftruncate(fd, 0)
+if sys.platform == "win32":  # pragma: no cover - no flock; one writer per log there
+
+    def _lock(fd: int) -> None:
+        pass
+
+    _unlock = _lock
+    _sync = os.fsync
+else:
+    import fcntl
+
+    def _lock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+
+    def _unlock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+    _sync = getattr(os, "fdatasync", os.fsync)
+
+
+def encode_event(event: RecorderEvent) -> bytes:
+    """Encode one event as its JSON line (without the newline).
+
+    A string no pipeline stage made JSON-safe (a call id or raw argument text holding
+    a lone surrogate) is escaped as results are, rather than failing the batch.
+    """
+    try:
+        return _encoder.encode(event)
+    except UnicodeEncodeError:
+        return _encoder.encode(json_safe(event))
+
+
+def _is_torn(line: bytes) -> bool:
+    """Whether an undecodable line is an event cut short by a writer that died.
+
+    Such a line starts like an event (or is a prefix of that start) and is not JSON;
+    anything else is not a toolnursery log.
+    """
+    if not (_TORN.match(line) or _EVENT_PREFIX.startswith(line)):
+        return False
+    try:
+        _json_any.decode(line)
+    except msgspec.DecodeError:
+        return True
+    return False
 
 
 def iter_log(path: str | os.PathLike[str]) -> Iterator[tuple[int, RecorderEvent | None, str]]:
-    """Yield ``(line_number, event_or_None, raw_line)`` for each non-empty line."""
+    """Yield ``(line_number, event, raw_line)`` for each non-empty line of a log.
+
+    ``event`` is ``None`` for a torn line (an event cut short by a writer that died
+    mid-write): readers skip it.
+
+    Raises:
+        LogFormatError: a line is neither an event nor a torn one (the file is not a
+            toolnursery log, or was damaged); the message names the line.
+        OSError: the file cannot be read.
+    """
     with open(path, "rb") as file:
         for number, raw in enumerate(file, 1):
             stripped = raw.strip()
@@ -153,28 +233,24 @@ def iter_log(path: str | os.PathLike[str]) -> Iterator[tuple[int, RecorderEvent 
             try:
                 event: RecorderEvent | None = _decoder.decode(stripped)
             except msgspec.DecodeError:
+                if not _is_torn(stripped):
+                    raise LogFormatError(
+                        os.fspath(path), number, stripped.decode("utf-8", "replace")
+                    ) from None
                 event = None
             yield number, event, raw.decode("utf-8", "replace")
 
 
 def read_log(path: str | os.PathLike[str]) -> list[RecorderEvent]:
-    """Read every complete event of a log.
+    """Read every complete event of a log, in file order.
 
-    A torn last line (a crash mid-write) is skipped.
+    Torn lines (events cut short by a writer that died mid-write) are skipped.
 
     Raises:
-        ValueError: a line other than the last is not a valid event (the message names it).
+        LogFormatError: a line is not an event (the message names it).
+        OSError: the file cannot be read.
     """
-    events: list[RecorderEvent] = []
-    pending_error: str | None = None
-    for number, event, raw in iter_log(path):
-        if pending_error is not None:
-            raise ValueError(pending_error)
-        if event is None:
-            pending_error = f"{os.fspath(path)}:{number}: not a toolnursery event: {raw[:80]!r}"
-            continue
-        events.append(event)
-    return events
+    return [event for _, event, _ in iter_log(path) if event is not None]
 
 
 def replay_log(path: str | os.PathLike[str]) -> list[tuple[ToolCall, ToolExecutionResult | None]]:

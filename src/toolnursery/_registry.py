@@ -13,12 +13,12 @@ made for that scope and for scopes nested inside it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Final, TypeAlias
 
 import trio
 
+from ._bodies import is_async, may_suspend
 from ._content import ToolExecutionResult, ToolSchema
 from ._decisions import (
     EXCLUSIVE,
@@ -28,12 +28,12 @@ from ._decisions import (
     ResourceKey,
     ToolExecutionMode,
 )
-from ._definition import ToolDefinition
+from ._definition import ToolDefinition, option_problem
 from ._errors import RegistrationError
 from ._execution import ApprovalService, ToolDispatchExecution, ToolExecution, ToolExecutionInput
 from ._json import snapshot, thaw
-from ._pipeline import _Hooks, is_async
 from ._pipeline import execute as _execute
+from ._plan import Hooks, PlanVersion, ToolPlan
 from ._statistics import Counters, ToolStatistics
 
 __all__ = [
@@ -61,12 +61,11 @@ PostExecuteListener: TypeAlias = Callable[
     Awaitable[PostToolDecision],
 ]
 """``async (execution, result, next) -> PostToolDecision``."""
-ToolGuard: TypeAlias = Callable[[ToolExecution], "str | None"]
+ToolGuard: TypeAlias = Callable[[ToolExecution], str | None]
 """``(execution) -> reason | None``: any string (even ``""``) denies."""
 ResultObserver: TypeAlias = Callable[[ToolExecution, ToolExecutionResult], None]
 """``(execution, result) -> None``: synchronous, observe only."""
 
-_MAX_TIMEOUT_MS = 365 * 24 * 3600 * 1000
 _PRE, _EXEC, _POST, _RESULT, _GUARD = range(5)
 
 
@@ -179,19 +178,38 @@ class ToolRegistry(_Owner):
 
     Args:
         approval: answers ``Ask`` decisions; without one, ``Ask`` degrades to a denial.
+        phase_timings: time each phase of every call (two clock reads per phase with
+            work) for :meth:`statistics`' ``phase_seconds``. Also a settable attribute;
+            calls and batches read it when they begin.
     """
 
-    def __init__(self, approval: ApprovalService | None = None) -> None:
+    def __init__(
+        self, approval: ApprovalService | None = None, *, phase_timings: bool = False
+    ) -> None:
         self._registry = self
         self._scope = None
         self._approval = approval
+        self.phase_timings = phase_timings
         self._tools: dict[str, ToolDefinition] = {}
         self._hooks: tuple[list[_Hook], ...] = ([], [], [], [], [])
         self._change: list[Callable[[], object]] = []
-        self._version = 0
-        self._global_hooks: _Hooks | None = None
+        self._versions = PlanVersion()
+        self._global_hooks: Hooks | None = None
+        self._plans: dict[str, ToolPlan] = {}
+        self._plans_version = -1
         self._stats = Counters()
         self._limiters: dict[str, trio.CapacityLimiter] = {}
+
+    @property
+    def phase_timings(self) -> bool:
+        """Whether calls time their phases (``statistics().phase_seconds``)."""
+        return self._phase_timings
+
+    @phase_timings.setter
+    def phase_timings(self, value: bool) -> None:
+        if type(value) is not bool:
+            raise TypeError(f"phase_timings must be a bool, not {type(value).__name__}")
+        self._phase_timings = value
 
     @property
     def approval(self) -> ApprovalService | None:
@@ -274,14 +292,67 @@ class ToolRegistry(_Owner):
 
         Cumulative over :meth:`execute` and every batch (calls that bypass the
         registry, such as a batch's synthetic ``ABORTED_BEFORE_DISPATCH`` results,
-        are not counted here).
+        are not counted here). The counters are always on; ``phase_seconds`` adds
+        up only calls that began while :attr:`phase_timings` was on (every phase
+        reads ``0.0`` if none did).
         """
         return self._stats.snapshot()
 
     # -- internals ------------------------------------------------------------------
 
+    @property
+    def _version(self) -> int:
+        return self._versions.value
+
     def _changed(self) -> None:
-        self._version += 1
+        self._versions.value += 1
+
+    def _check_agent(self, agent: object) -> None:
+        """Refuse a scope of another registry (its tools and guards are not ours)."""
+        if getattr(agent, "_registry", None) is not self:
+            raise ValueError(
+                f"agent must be a ToolScope of this registry (made by its scope()), got {agent!r}"
+            )
+
+    def _plan(self, name: str, agent: ToolScope | None) -> ToolPlan:
+        """The compiled plan of ``name`` in ``agent``'s view (one dict lookup when fresh)."""
+        version = self._versions.value
+        owner: Any = self if agent is None else agent
+        cache: dict[str, ToolPlan] = owner._plans
+        if owner._plans_version != version:
+            cache.clear()
+            owner._plans_version = version
+        plan = cache.get(name)
+        if plan is None:
+            plan = self._compile(name, agent)
+            if plan.definition is not None:
+                cache[name] = plan  # unknown names are not cached: the model picks them
+        return plan
+
+    def _compile(self, name: str, agent: ToolScope | None) -> ToolPlan:
+        definition = self.get(name, agent)
+        limiter = None
+        asynchronous = suspends = nonblocking = False
+        if definition is not None:
+            body = definition.execute
+            asynchronous = is_async(body)
+            suspends = asynchronous and may_suspend(body)
+            nonblocking = definition.nonblocking is True
+            if definition.max_concurrency is not None:
+                limiter = self._limiter(definition)
+        return ToolPlan(
+            name=name,
+            agent=agent,
+            definition=definition,
+            hooks=self._hooks_for(agent),
+            versions=self._versions,
+            stats=self._stats,
+            limiter=limiter,
+            rebuild=self._plan,
+            is_async=asynchronous,
+            suspends=suspends,
+            nonblocking=nonblocking,
+        )
 
     def _limiter(self, definition: ToolDefinition) -> trio.CapacityLimiter:
         """The limiter of the tool name (made on first use) at the definition's limit.
@@ -359,7 +430,7 @@ class ToolRegistry(_Owner):
             scope._owned.append(disposer)
         return disposer
 
-    def _hooks_for(self, agent: ToolScope | None) -> _Hooks:
+    def _hooks_for(self, agent: ToolScope | None) -> Hooks:
         if agent is None:
             cached = self._global_hooks
             if cached is not None and cached.version == self._version:
@@ -372,7 +443,7 @@ class ToolRegistry(_Owner):
         agent._hooks_cache = cached = self._build_hooks(agent)
         return cached
 
-    def _build_hooks(self, agent: ToolScope | None) -> _Hooks:
+    def _build_hooks(self, agent: ToolScope | None) -> Hooks:
         chain: tuple[ToolScope, ...] = () if agent is None else agent._chain
         admitted = {None, *chain}
 
@@ -384,7 +455,7 @@ class ToolRegistry(_Owner):
             (h for h in self._hooks[_GUARD] if h.owner in admitted),
             key=lambda h: 0 if h.owner is None else depth[h.owner],
         )
-        return _Hooks(
+        return Hooks(
             self._version,
             pick(_PRE),
             pick(_EXEC),
@@ -415,7 +486,9 @@ class ToolScope(_Owner):
         self._children: list[ToolScope] = []
         self._closed = False
         self._view_cache: tuple[int, dict[str, ToolDefinition]] | None = None
-        self._hooks_cache: _Hooks | None = None
+        self._hooks_cache: Hooks | None = None
+        self._plans: dict[str, ToolPlan] = {}
+        self._plans_version = -1
         if parent is not None:
             parent._children.append(self)
 
@@ -618,27 +691,9 @@ def _check_definition(definition: object) -> None:
         raise RegistrationError(f'tool "{name}" parameters must be a JSON Schema object (a dict)')
     if not callable(definition.execute):
         raise RegistrationError(f'tool "{name}" execute must be callable')
-    keys = definition.concurrency_keys
-    if keys is not None and not callable(keys):
-        raise RegistrationError(f'tool "{name}" concurrency_keys must be callable')
-    limit = definition.max_concurrency
-    if limit is not None and (type(limit) is not int or limit < 1):
-        raise RegistrationError(
-            f'tool "{name}" max_concurrency must be a positive integer, got {limit!r}'
-        )
-    timeout = definition.timeout_ms
-    if timeout is not None:
-        if not (
-            isinstance(timeout, int | float)
-            and not isinstance(timeout, bool)
-            and math.isfinite(timeout)
-            and timeout > 0
-        ):
-            raise RegistrationError(f'tool "{name}" timeout_ms must be a positive finite number')
-        if timeout > _MAX_TIMEOUT_MS:
-            raise RegistrationError(
-                f'tool "{name}" timeout_ms must be at most one year ({_MAX_TIMEOUT_MS} ms)'
-            )
+    problem = option_problem(definition)
+    if problem is not None:
+        raise RegistrationError(f'tool "{name}" {problem}')
 
 
 def _remove(items: list[Any], item: object) -> bool:

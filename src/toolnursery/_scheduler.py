@@ -1,4 +1,4 @@
-"""The batch scheduler: run one model response's tool calls, in model order.
+"""The batch driver: run one model response's tool calls, in model order.
 
 One driver walks the calls in model order (the caller's task for ``run_tool_calls``,
 a task of the batch for ``open_tool_batch``). It classifies the next call; an
@@ -7,31 +7,24 @@ alone); consecutive ``parallel`` and ``keyed`` calls form a rolling pool capped 
 ``max_parallel``, each later call reclassified just before it starts. The driver alone
 runs *prepare* (pre-execute, approval, guards) and *finalize* (post-execute,
 observers, the durable result), so both happen strictly in model order; only
-*dispatch* overlaps.
-
-Waiting without a slot: a ``keyed`` call registers its resources when it starts and
-waits for every earlier unfinished call it conflicts with (``_holders`` maps each
-resource to those calls); a call whose tool is at its ``max_concurrency`` gives its
-slot back while it waits for a token (the batch is the pipeline's ``Gate``). Either
-way it counts as *waiting*, not *running*: ``_running`` (at most ``max_parallel``)
-and ``_waiting`` (the driver starts no new call while ``max_parallel`` calls wait).
-A waiting call that may run queues in ``_ready`` and gets the next free slot, first
-come first served. Nothing waits in a cycle: a call waits only for earlier calls, for
-bodies that hold a token, or for a slot held by a running body.
+*dispatch* overlaps. Which dispatch may run when is :mod:`toolnursery._admission`'s
+business (the cap, waiting, the ready queue); which calls conflict is
+:mod:`toolnursery._conflicts`'.
 
 Where dispatch runs: a call that runs alone — an ``exclusive`` barrier, or the last
-call of a closed batch with nothing in flight — is dispatched inline by the driver
-(no task; the pipeline gives its body a cancel scope linked to the batch signal).
-Other calls go to worker tasks. Workers take their call from a FIFO queue when they
-first run, not when they are spawned: trio may run tasks spawned in one scheduling
-batch in either order, and the queue keeps bodies starting in model order regardless.
+call of a closed batch with nothing in flight — or that cannot suspend is dispatched
+inline by the driver (no task), under a cancel scope linked to the batch signal. Other
+calls go to pool workers: at most as many as dispatches are in flight at once, each
+reused for the next queued call (a capped batch runs ``max_parallel`` workers, not a
+task per call). Workers take their call from a FIFO queue, so bodies start in model
+order.
 
 Cancellation: the batch signal is linked to the pool nursery's cancel scope, so one
-scope carries an abort to every pooled body (no scope per call). A call with
-``on_execute`` wrappers runs in the batch nursery instead, its body under a scope of
-its own, so its wrappers see its result. The pool nursery is opened on first use.
-Abort stops starting, drains and commits what started, then gives every unstarted
-call a synthetic ``ABORTED_BEFORE_DISPATCH`` result.
+scope carries an abort to every pooled call, wrapped or not: an execute wrapper sees
+``trio.Cancelled`` come out of ``await next()``, and the worker then maps the call to
+``ABORTED`` or ``ABORTED_BEFORE_DISPATCH`` by whether its body was invoked. Abort stops
+starting, drains and commits what started, then gives every unstarted call a synthetic
+``ABORTED_BEFORE_DISPATCH`` result.
 
 Internal failure (a recorder that raises, a stage that raises where it should not):
 nothing new starts, in-flight dispatches settle, and the first failure propagates
@@ -40,8 +33,8 @@ unwrapped. No result is fabricated for a call that did not commit.
 
 from __future__ import annotations
 
-import itertools
-import os
+import math
+import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
@@ -50,32 +43,24 @@ from typing import Any, Final
 import msgspec
 import trio
 
-from ._arguments import parse_arguments
+from ._admission import Admission
+from ._arguments import parse_arguments, safe_arguments
+from ._call import PENDING, RESOLVED, UNPARSED, CallRecord
 from ._content import TextContent, ToolCall, ToolErrorInfo, ToolExecutionResult
 from ._decisions import PARALLEL, ResourceKey
-from ._execution import ToolExecutionInput
-from ._json import snapshot
-from ._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, ABORTED_RESULT
-from ._pipeline import (
-    PENDING,
-    RESOLVED,
-    Call,
-    begin,
-    dispatch,
-    finalize,
-    is_async,
-    may_suspend,
-    policy,
-)
+from ._errors import ToolArgsError
+from ._json import MAX_JSON_DEPTH, FrozenDict, snapshot
+from ._outcomes import ABORTED_BEFORE_DISPATCH_RESULT
+from ._pipeline import check_trio as _check_trio
+from ._pipeline import dispatch, finalize, policy, start
 from ._recorder import ContextEvent, ToolCallEvent, ToolCallRecorder, ToolResultEvent
 from ._registry import ToolRegistry, ToolScope, classify
-from ._signal import CancelSignal, fuse
+from ._signal import CancelSignal, _ScopeLink, fuse
 from ._statistics import Counters, ToolStatistics, outcome
 from ._statistics import now as _now
 
 __all__ = ["ToolBatch", "open_tool_batch", "parse_arguments", "run_tool_calls"]
 
-_batch_ids = itertools.count()
 _DUPLICATE: Final = ToolErrorInfo("DuplicateCallIdError", "DUPLICATE_CALL_ID")
 
 
@@ -85,63 +70,106 @@ def _check_max_parallel(value: object) -> int:
     return value
 
 
-class _Unparsed:
-    __slots__ = ()
+def _check_batch_id(value: object) -> str:
+    if type(value) is not str or not value:
+        raise ValueError(f"batch_id must be a non-empty string, got {value!r}")
+    return value
 
 
-_UNPARSED: Final = _Unparsed()
+def _loggable(call: ToolCall) -> ToolCall:
+    """The call as a log can hold it: refused arguments replaced by a safe stand-in."""
+    arguments = safe_arguments(call.arguments)
+    return call if arguments == call.arguments else ToolCall(call.id, call.name, arguments)
 
 
-class _Wait:
-    """The waiting state of a pooled call that may not hold a slot all along.
+def _new_batch_id() -> str:
+    """A globally unique batch id: 128 random bits, as 32 hex digits."""
+    return uuid.uuid4().hex
 
-    Made for a ``keyed`` call (its keys and the calls it waits for), and for a call
-    that gives its slot back while it waits for its tool's ``max_concurrency``.
+
+def _check_batch(
+    registry: ToolRegistry,
+    signal: object,
+    agent: ToolScope | None,
+    max_parallel: object,
+    batch_id: object,
+) -> None:
+    _check_trio()
+    _check_max_parallel(max_parallel)
+    if signal is not None and not isinstance(signal, CancelSignal):
+        raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")
+    if agent is not None:
+        registry._check_agent(agent)
+    if batch_id is not None:
+        _check_batch_id(batch_id)
+
+
+_SCALARS: Final = frozenset((str, int, bool, type(None)))
+
+
+def _freeze_decoded(value: Any, depth: int = 0) -> Any:
+    """Deep-freeze a value fresh from the JSON decoder (as :func:`snapshot` would).
+
+    Decoded JSON is already detached, acyclic and keyed by strings, so only floats
+    and depth need checking; anything else goes to :func:`snapshot` (which raises).
     """
+    t = type(value)
+    if t in _SCALARS:
+        return value
+    if depth < MAX_JSON_DEPTH:
+        if t is dict:
+            return FrozenDict(
+                {
+                    k: v if type(v) in _SCALARS else _freeze_decoded(v, depth + 1)
+                    for k, v in value.items()
+                }
+            )
+        if t is list:
+            return tuple([_freeze_decoded(v, depth + 1) for v in value])
+        if t is float and value - value == 0.0 and (value or math.copysign(1.0, value) > 0):
+            return value  # finite, not -0.0
+    raise _NotDecoded
 
-    __slots__ = ("blockers", "dependents", "done", "granted", "keys", "running")
 
-    def __init__(self, keys: tuple[ResourceKey, ...]) -> None:
-        self.keys = keys
-        self.blockers = 0  # unfinished earlier calls this one conflicts with
-        self.dependents: list[_Slot] = []  # later calls that wait for this one
-        self.granted: trio.Event | None = None  # set when the call gets its slot
-        self.running = False  # holds a slot under max_parallel
-        self.done = False  # its dispatch has ended (or was cancelled)
+class _NotDecoded(Exception):
+    pass
 
 
-class _Slot:
-    """One submitted call: its place in model order and how far it has got."""
+def _arguments(call: CallRecord) -> Any:
+    """The call's arguments, parsed and frozen once (the classifier and the body see
+    the same frozen value, so a classifier cannot change what runs or what was logged).
 
-    __slots__ = ("args", "call", "fixed", "frozen", "index", "settled", "tool_call", "wait")
-
-    def __init__(self, index: int, tool_call: ToolCall) -> None:
-        self.index = index
-        self.tool_call = tool_call
-        self.args: Any = _UNPARSED
-        self.frozen = False  # args holds a snapshot
-        self.call: Call | None = None
-        # A result decided without the registry (a duplicate id): never dispatched,
-        # never passes policy or observers.
-        self.fixed: ToolExecutionResult | None = None
-        self.settled = False
-        # None while the call holds its slot from start to end (the common case).
-        self.wait: _Wait | None = None
-
-    def arguments(self) -> Any:
-        args = self.args
-        if args is _UNPARSED:
-            # Parsed and frozen once: the classifier and the body see the same frozen
-            # value, so a classifier cannot change what runs (or what was logged).
-            args = parse_arguments(self.tool_call.arguments)
+    Arguments that cannot be arguments at all make the call's fixed result.
+    """
+    args = call.args
+    if args is UNPARSED:
+        tool_call = call.tool_call
+        assert tool_call is not None
+        raw = tool_call.arguments
+        try:
+            args = parse_arguments(raw)
+        except ToolArgsError as exc:
+            # Not arguments at all: this call's error result; it never runs.
+            call.fixed = ToolExecutionResult(
+                (TextContent(f"Error: {exc.message}"),), True, ToolErrorInfo(exc.name, exc.code)
+            )
+            call.args = None
+            return None
+        try:
+            args = _freeze_decoded(args) if type(raw) is str else snapshot(args)
+        except _NotDecoded:
             try:
                 args = snapshot(args)
             except Exception:
-                pass  # not lossless JSON: begin() reports it (B111)
+                pass  # not lossless JSON: start() reports it (B111)
             else:
-                self.frozen = True
-            self.args = args
-        return args
+                call.frozen = True
+        except Exception:
+            pass  # not lossless JSON: start() reports it (B111)
+        else:
+            call.frozen = True
+        call.args = args
+    return args
 
 
 class ToolBatch:
@@ -159,32 +187,30 @@ class ToolBatch:
         agent: ToolScope | None,
         max_parallel: int,
         recorder: ToolCallRecorder | None,
+        batch_id: str | None = None,
     ) -> None:
         self.registry = registry
         self.signal = signal
         self.agent = agent
         self.max_parallel = max_parallel
         self.recorder = recorder
-        self.id = f"{os.getpid():x}-{next(_batch_ids):x}"
-        self._slots: list[_Slot] = []
+        self.id = _new_batch_id() if batch_id is None else batch_id
+        self._timings = registry.phase_timings
+        self._calls: list[CallRecord] = []
         self._ids: set[str] = set()
         self._closed = False
-        # Dispatches under way (in tasks) hold a slot — at most max_parallel — or wait
-        # for a conflicting call, their tool's limit or a slot.
-        self._running = 0
-        self._waiting = 0
-        self._ready: deque[_Slot] = deque()  # may run, waiting for a slot (FIFO)
-        self._holders: dict[str, dict[_Slot, bool]] = {}  # resource → unfinished: writes?
+        self._admission = Admission(max_parallel, self._wake)
         self._stats = Counters()  # phase times and abandoned calls of this batch
-        self._started = 0  # slots started, a model-order prefix
-        self._cursor = 0  # slots committed, a model-order prefix
-        self._finalized = False  # the slot at the cursor passed finalize, then failed
+        self._started = 0  # calls started, a model-order prefix
+        self._cursor = 0  # calls committed, a model-order prefix
+        self._finalized = False  # the call at the cursor passed finalize, then failed
         self._results: list[ToolExecutionResult] = []
         self._nursery: trio.Nursery | None = None  # the batch nursery, set by _run
         self._pool: trio.Nursery | None = None  # opened on the first pooled dispatch
         self._pool_requested = False
-        self._pooled: deque[_Slot] = deque()  # dispatches waiting for a pool worker
-        self._hosted: deque[_Slot] = deque()  # dispatches with wrappers, own scope each
+        self._queue: deque[CallRecord] = deque()  # dispatches waiting for a worker
+        self._idle = 0  # workers parked, waiting for a dispatch
+        self._lot = trio.lowlevel.ParkingLot()
         self._wake_driver = trio.Event()
         self._wake_reader = trio.Event()
         self._finished = False
@@ -198,7 +224,9 @@ class ToolBatch:
 
         A call whose id repeats an earlier call's id in this batch does not run: it
         gets the result ``Error: duplicate tool call id "<id>" in this batch`` with
-        ``error={name: "DuplicateCallIdError", code: "DUPLICATE_CALL_ID"}``.
+        ``error={name: "DuplicateCallIdError", code: "DUPLICATE_CALL_ID"}``. A call
+        whose arguments cannot be arguments (see :func:`parse_arguments`) does not run
+        either: it gets ``Error: invalid arguments: <why>`` (code ``INVALID_ARGS``).
 
         Raises:
             TypeError: ``call`` is not a :class:`ToolCall`.
@@ -213,24 +241,30 @@ class ToolBatch:
     def _add(self, call: ToolCall) -> int:
         if type(call) is not ToolCall and not isinstance(call, ToolCall):
             raise TypeError(f"a batch takes ToolCall values, not {type(call).__name__}")
-        slots = self._slots
-        slot = _Slot(len(slots), call)
+        calls = self._calls
+        record = CallRecord(
+            call.id, call.name, self.signal, self.agent, None, len(calls), call, self.id
+        )
+        record.timings = self._timings
         ids = self._ids
         if call.id in ids:
-            slot.fixed = ToolExecutionResult(
+            record.fixed = ToolExecutionResult(
                 (TextContent(f'Error: duplicate tool call id "{call.id}" in this batch'),),
                 True,
                 _DUPLICATE,
             )
         else:
             ids.add(call.id)
-        slots.append(slot)
-        return slot.index
+        calls.append(record)
+        return record.index
 
     def close(self) -> None:
         """End submission: the batch finishes once every submitted call has committed."""
         self._closed = True
         self._wake_driver.set()
+        if self._idle and self._started >= len(self._calls):
+            self._idle = 0
+            self._lot.unpark_all()  # nothing more to dispatch: parked workers end
 
     @property
     def results(self) -> list[ToolExecutionResult]:
@@ -243,12 +277,14 @@ class ToolBatch:
         ``started`` and ``committed`` count every call of the batch, the synthetic
         ``ABORTED_BEFORE_DISPATCH`` results and duplicate-id errors included; the
         registry's :meth:`~ToolRegistry.statistics` counts only what passed it.
+        ``phase_seconds`` is filled when the registry's ``phase_timings`` was on as
+        the batch opened.
         """
         codes: dict[str, int] = {}
         for result in self._results:
             key = outcome(result)
             codes[key] = codes.get(key, 0) + 1
-        return self._stats.snapshot(self._started, self._cursor, codes, self._waiting)
+        return self._stats.snapshot(self._started, self._cursor, codes, self._admission.waiting)
 
     def __aiter__(self) -> ToolBatch:
         return self
@@ -262,12 +298,17 @@ class ToolBatch:
             await self._wake_reader.wait()
         index = self._read
         self._read += 1
-        return self._slots[index].tool_call, self._results[index]
+        tool_call = self._calls[index].tool_call
+        assert tool_call is not None
+        return tool_call, self._results[index]
 
     # -- the driver -------------------------------------------------------------------
 
+    def _wake(self) -> None:
+        self._wake_driver.set()
+
     async def _run(self, nursery: trio.Nursery) -> None:
-        """Drive the batch to the end; worker tasks go into ``nursery``."""
+        """Drive the batch to the end; the pool goes into ``nursery``."""
         self._nursery = nursery
         # The batch signal is private to this batch, so the link dies with it.
         self.signal._link(self._on_abort)
@@ -286,7 +327,7 @@ class ToolBatch:
             failure = self._failure
             if failure is None:
                 self._failure = failure = exc
-            while self._running or self._waiting:
+            while self._admission.admitted:
                 await self._sleep()
             if failure is exc:
                 raise
@@ -316,38 +357,39 @@ class ToolBatch:
             return
         stats.abandoned = started - cursor
         # The registry counted a call as committed once it passed finalize.
-        unfinalized = self._slots[cursor + self._finalized : started]
-        into.abandoned += sum(1 for slot in unfinalized if slot.call is not None)
+        unfinalized = self._calls[cursor + self._finalized : started]
+        into.abandoned += sum(1 for call in unfinalized if call.plan is not None)
 
     def _on_abort(self, _: CancelSignal) -> None:
         self._wake_driver.set()
 
     async def _schedule(self) -> None:
-        slots = self._slots
+        calls = self._calls
         signal = self.signal
+        admission = self._admission
         i = 0
         while True:
-            if i >= len(slots):
+            if i >= len(calls):
                 if self._closed:
                     return
                 await self._wait()
                 continue
             if signal._cancelled:
                 return
-            keys = self._classify(slots[i])
+            keys = self._classify(calls[i])
             if keys is None:
                 # Exclusive: a barrier. The previous group has drained already.
-                await self._start(slots[i], (), inline=True)
+                await self._start(calls[i], (), inline=True)
                 i += 1
                 await self._drain()
                 continue
-            await self._start(slots[i], keys, inline=self._closed and i == len(slots) - 1)
+            await self._start(calls[i], keys, inline=self._closed and i == len(calls) - 1)
             i += 1
             while True:
                 cursor = self._cursor
-                if cursor < len(slots) and slots[cursor].settled:
+                if cursor < len(calls) and calls[cursor].settled:
                     await self._commit_ready()
-                if i >= len(slots):
+                if i >= len(calls):
                     if self._closed:
                         return
                     await self._wait()
@@ -355,288 +397,208 @@ class ToolBatch:
                 if signal._cancelled:
                     return
                 # Waiting calls hold no slot, but at most max_parallel of them wait.
-                cap = self.max_parallel
-                if self._running >= cap or self._waiting >= cap:
+                if admission.full():
                     await self._wait()
                     continue
-                keys = self._classify(slots[i])
+                keys = self._classify(calls[i])
                 if keys is None:
                     break
-                alone = (
-                    self._closed
-                    and i == len(slots) - 1
-                    and self._running == 0
-                    and self._waiting == 0
-                )
-                await self._start(slots[i], keys, inline=alone)
+                alone = self._closed and i == len(calls) - 1 and not admission.admitted
+                await self._start(calls[i], keys, inline=alone)
                 i += 1
             await self._drain()
 
-    def _classify(self, slot: _Slot) -> tuple[ResourceKey, ...] | None:
+    def _classify(self, call: CallRecord) -> tuple[ResourceKey, ...] | None:
         """How the call may run now, with the current registry.
 
         ``None``: exclusive (a barrier); ``()``: beside anything in the pool; keys:
         beside everything but the earlier unfinished calls it conflicts with.
         """
-        if slot.fixed is not None:
+        if call.fixed is not None:
             return ()  # runs nothing, so it never needs to be a barrier
-        definition = self.registry.get(slot.tool_call.name, self.agent)
+        arguments = _arguments(call)
+        if call.fixed is not None:
+            return ()
+        plan = call.plan = self.registry._plan(call.name, self.agent)
+        definition = plan.definition
         if definition is None:
             return None
-        mode = classify(definition, slot.arguments())
+        mode = classify(definition, arguments)
         if mode is PARALLEL:
             return ()
         if mode.kind == "keyed":
             return mode.keys
         return None
 
-    async def _start(self, slot: _Slot, keys: tuple[ResourceKey, ...], *, inline: bool) -> None:
+    async def _start(
+        self, call: CallRecord, keys: tuple[ResourceKey, ...], *, inline: bool
+    ) -> None:
         """Record the call, prepare it, and dispatch it (inline, or to a worker)."""
         if self._failure is not None:
             raise self._failure
-        tool_call = slot.tool_call
         self._started += 1
+        if call.fixed is None:
+            _arguments(call)
         recorder = self.recorder
         if recorder is not None:
-            recorder.record(ToolCallEvent(self.id, slot.index, tool_call))
-        if slot.fixed is not None:
-            slot.settled = True
+            tool_call = call.tool_call
+            assert tool_call is not None
+            logged = tool_call if call.fixed is None else _loggable(tool_call)
+            recorder.record(ToolCallEvent(self.id, call.index, logged))
+        if call.fixed is not None:
+            call.settled = True
             return
-        arguments = slot.arguments()
-        call = begin(
-            self.registry,
-            ToolExecutionInput(tool_call.id, tool_call.name, arguments, self.signal, self.agent),
-            frozen=slot.frozen,
-        )
-        slot.call = call
-        if call.state == PENDING:
-            hooks = call.hooks
-            if hooks.pre or hooks.guards:
-                start = _now()
+        plan = call.plan
+        assert plan is not None
+        start(call, plan, call.args, frozen=call.frozen)
+        timings = self._timings
+        if call.state == PENDING and plan.hooks.any_prepare:
+            if timings:
+                begun = _now()
                 await policy(call)
-                self._stats.prepare += _now() - start
-                if self._failure is not None:
-                    raise self._failure
+                self._stats.prepare += _now() - begun
+            else:
+                await policy(call)
+            if self._failure is not None:
+                raise self._failure
         if call.state != PENDING:
-            slot.settled = True
+            call.settled = True
             return
-        if inline or (not keys and self._runs_in_one_step(call)):
+        plan = call.plan
+        assert plan is not None
+        if inline or (not keys and plan.current().one_step):
             # Runs alone, or cannot suspend (so it could overlap nothing): no task.
-            start = _now()
-            await dispatch(call)
-            self._stats.dispatch += _now() - start
-            slot.settled = True
+            await self._dispatch_inline(call)
             return
         call.gate = self
-        if keys:
-            self._queue_keyed(slot, keys)
-        elif self._running < self.max_parallel:
-            self._running += 1
-        else:
-            # The pool filled up while this call was being prepared.
-            wait = slot.wait = _Wait(())
-            wait.granted = trio.Event()
-            self._waiting += 1
-            self._ready.append(slot)
-        if call.hooks.execute:
-            self._hosted.append(slot)
+        self._admission.admit(call, keys)
+        self._queue.append(call)
+        if self._idle:
+            if self._closed and self._started >= len(self._calls):
+                # The last call: wake every parked worker (the rest then end).
+                self._idle = 0
+                self._lot.unpark_all()
+            else:
+                self._idle -= 1
+                self._lot.unpark()
+            return
+        pool = self._pool
+        if pool is not None:
+            pool.start_soon(self._worker)
+        elif not self._pool_requested:
+            # No waiting for the pool: it spawns the workers queued meanwhile.
+            self._pool_requested = True
             nursery = self._nursery
             assert nursery is not None
-            nursery.start_soon(self._work, self._hosted, False)
+            nursery.start_soon(self._host_pool)
+
+    async def _dispatch_inline(self, call: CallRecord) -> None:
+        """Dispatch in the driver, under a scope the batch signal cancels."""
+        begun = _now() if self._timings else 0
+        plan = call.plan
+        assert plan is not None
+        if plan.one_step:
+            await dispatch(call, carried=True)  # nothing to interrupt: no scope
         else:
-            self._pooled.append(slot)
-            pool = self._pool
-            if pool is not None:
-                pool.start_soon(self._work, self._pooled, True)
-            elif not self._pool_requested:
-                # No waiting for the pool: it spawns the workers queued meanwhile.
-                self._pool_requested = True
-                nursery = self._nursery
-                assert nursery is not None
-                nursery.start_soon(self._host_pool)
-
-    def _runs_in_one_step(self, call: Call) -> bool:
-        """Whether dispatching ``call`` completes without ever yielding to trio.
-
-        True for an ``async def`` body with no ``await`` (see :func:`may_suspend`) and
-        no execute wrappers or tool limit: such a call cannot overlap anything, so a
-        task of its own would buy nothing.
-        """
-        if call.hooks.execute:
-            return False
-        execution = call.execution
-        definition = self.registry.get(execution.name, execution.agent)
-        if definition is None:
-            return True  # UNKNOWN_TOOL is decided without a body
-        body = definition.execute
-        return definition.max_concurrency is None and is_async(body) and not may_suspend(body)
+            scope = trio.CancelScope()
+            link = _ScopeLink(scope)
+            signal = self.signal
+            signal._link(link)
+            try:
+                with scope:
+                    await dispatch(call, carried=True)
+            finally:
+                signal._unlink(link)
+            if scope.cancelled_caught:
+                call.resolve(call.aborted(), RESOLVED)
+        if self._timings:
+            self._stats.dispatch += _now() - begun
+        call.settled = True
 
     async def _host_pool(self) -> None:
         """Own the pool nursery, whose cancel scope the batch signal cancels."""
-        async with trio.open_nursery() as pool:
-            self.signal._link(lambda _: pool.cancel_scope.cancel())
-            self._pool = pool
-            for _ in range(len(self._pooled)):
-                pool.start_soon(self._work, self._pooled, True)
-            await trio.sleep_forever()
-
-    def _queue_keyed(self, slot: _Slot, keys: tuple[ResourceKey, ...]) -> None:
-        """Register a keyed call's resources; it runs now, or waits for its turn.
-
-        It waits for every earlier unfinished call it conflicts with (same resource,
-        one of the two writes), then for a slot. Earlier calls are the ones already
-        registered: calls start in model order.
-        """
-        wait = slot.wait = _Wait(keys)
-        holders = self._holders
-        blocking: set[_Slot] = set()
-        for key in keys:
-            resource = key.resource
-            write = key.mode == "write"
-            held = holders.get(resource)
-            if held is None:
-                holders[resource] = {slot: write}
-                continue
-            for other, other_writes in held.items():
-                if (write or other_writes) and other not in blocking:
-                    blocking.add(other)
-                    other_wait = other.wait
-                    assert other_wait is not None
-                    other_wait.dependents.append(slot)
-            held[slot] = write
-        wait.blockers = len(blocking)
-        if not blocking and self._running < self.max_parallel:
-            self._running += 1
-            wait.running = True
-            return
-        wait.granted = trio.Event()
-        self._waiting += 1
-        if not blocking:
-            self._ready.append(slot)
-
-    def _grant(self) -> None:
-        """Hand free slots to ready calls, first come first served."""
-        ready = self._ready
-        cap = self.max_parallel
-        while ready and self._running < cap:
-            slot = ready.popleft()
-            wait = slot.wait
-            assert wait is not None
-            assert wait.granted is not None
-            if wait.done:
-                continue
-            self._running += 1
-            self._waiting -= 1
-            wait.running = True
-            wait.granted.set()
-            # One waiting call fewer: the driver may start the next call.
-            self._wake_driver.set()
-
-    def _settle(self, slot: _Slot, wait: _Wait) -> None:
-        """A waiting-capable call's dispatch ended: free its resources and its slot."""
-        wait.done = True
-        if wait.keys:
-            holders = self._holders
-            for key in wait.keys:
-                held = holders[key.resource]
-                del held[slot]
-                if not held:
-                    del holders[key.resource]
-            ready = self._ready
-            for dependent in wait.dependents:
-                dependent_wait = dependent.wait
-                assert dependent_wait is not None
-                if dependent_wait.done:
-                    continue
-                dependent_wait.blockers -= 1
-                if dependent_wait.blockers == 0:
-                    ready.append(dependent)
-        if wait.running:
-            self._running -= 1
-        else:
-            self._waiting -= 1
-        self._grant()
-
-    def _slot_of(self, call: Call) -> _Slot:
-        for slot in self._slots[self._cursor : self._started]:
-            if slot.call is call:
-                return slot
-        raise AssertionError("a gated call belongs to its batch")  # pragma: no cover
-
-    def _leave(self, call: Call) -> None:
-        """The call waits for its tool's limit: its slot goes to the next call.
-
-        (The pipeline's :class:`~toolnursery._pipeline.Gate`: a pooled call's gate is
-        its batch.)
-        """
-        slot = self._slot_of(call)
-        wait = slot.wait
-        if wait is None:
-            wait = slot.wait = _Wait(())
-        wait.running = False
-        self._running -= 1
-        self._waiting += 1
-        self._grant()
-        self._wake_driver.set()
-
-    async def _rejoin(self, call: Call) -> None:
-        """The call has its tool's token: wait for a slot again, behind ready calls."""
-        slot = self._slot_of(call)
-        wait = slot.wait
-        assert wait is not None
-        wait.granted = granted = trio.Event()
-        self._ready.append(slot)
-        self._grant()
-        if not wait.running:
-            await granted.wait()
-
-    async def _work(self, queue: deque[_Slot], carried: bool) -> None:
-        """A worker: dispatch the next queued call (the queue is in model order)."""
-        slot = queue.popleft()
-        call = slot.call
-        assert call is not None
-        stats = self._stats
         try:
-            wait = slot.wait
-            if wait is not None and not wait.running:
-                # A keyed call behind a conflicting one, or one the pool had no
-                # slot for: wait for the turn without holding a slot.
-                assert wait.granted is not None
-                start = _now()
-                await wait.granted.wait()
-                stats.wait += _now() - start
-                if self.signal._cancelled:
-                    call.resolve(ABORTED_BEFORE_DISPATCH_RESULT, RESOLVED)
-                    slot.settled = True
-                    return
-            start = _now()
-            await dispatch(call, carried=carried)
-            stats.dispatch += _now() - start
-        except trio.Cancelled:
-            # The pool scope carried the batch abort into the body: record it, re-raise.
-            base = ABORTED_RESULT if call.invoked else ABORTED_BEFORE_DISPATCH_RESULT
-            deferred = tuple(call.deferred)
-            call.resolve(
-                msgspec.structs.replace(base, additional_contexts=deferred) if deferred else base,
-                RESOLVED,
-            )
-            slot.settled = True
-            raise
-        except Exception as exc:
-            # Not a result: an internal failure. The driver re-raises the first one.
-            if self._failure is None:
-                self._failure = exc
-        else:
-            slot.settled = True
+            async with trio.open_nursery() as pool:
+                self.signal._link(_ScopeLink(pool.cancel_scope))
+                self._pool = pool
+                for _ in range(len(self._queue)):
+                    pool.start_soon(self._worker)
+                await trio.sleep_forever()
         finally:
-            wait = slot.wait
-            if wait is None:
-                self._running -= 1
-                if self._ready:
-                    self._grant()
-            else:
-                self._settle(slot, wait)
+            # Dispatches no worker took before the pool closed never ran.
+            queue = self._queue
+            while queue:
+                call = queue.popleft()
+                call.resolve(call.aborted(), RESOLVED)
+                call.settled = True
+                self._admission.settle(call)
             self._wake_driver.set()
+
+    # The pipeline's Gate: a pooled call's gate is its batch.
+
+    def _leave(self, call: CallRecord) -> None:
+        self._admission.leave(call)
+
+    async def _rejoin(self, call: CallRecord) -> None:
+        await self._admission.rejoin(call)
+
+    async def _worker(self) -> None:
+        """A pool worker: dispatch queued calls (in model order) while more may come.
+
+        An idle worker parks until the driver queues another dispatch; once the batch
+        is closed and every call has started, it ends instead (no cancellation needed).
+        An abort arrives as ``trio.Cancelled`` through the call's wrappers and body.
+        """
+        queue = self._queue
+        lot = self._lot
+        stats = self._stats
+        timings = self._timings
+        admission = self._admission
+        while True:
+            if not queue:
+                if self._closed and self._started >= len(self._calls):
+                    return
+                self._idle += 1
+                await lot.park()
+                continue
+            call = queue.popleft()
+            try:
+                wait = call.wait
+                if wait is not None and not wait.running:
+                    # A keyed call behind a conflicting one, or one the pool had no
+                    # slot for: wait for the turn without holding a slot.
+                    assert wait.granted is not None
+                    if timings:
+                        begun = _now()
+                        await wait.granted.wait()
+                        stats.wait += _now() - begun
+                    else:
+                        await wait.granted.wait()
+                    if self.signal._cancelled:
+                        call.resolve(ABORTED_BEFORE_DISPATCH_RESULT, RESOLVED)
+                        call.settled = True
+                        continue
+                if timings:
+                    begun = _now()
+                    await dispatch(call, carried=True)
+                    stats.dispatch += _now() - begun
+                else:
+                    await dispatch(call, carried=True)
+            except trio.Cancelled:
+                # The pool scope carried the batch abort through the wrappers and the
+                # body: record the call by whether its body ran, and re-raise.
+                call.resolve(call.aborted(), RESOLVED)
+                call.settled = True
+                raise
+            except Exception as exc:
+                # Not a result: an internal failure. The driver re-raises the first one.
+                if self._failure is None:
+                    self._failure = exc
+            else:
+                call.settled = True
+            finally:
+                admission.settle(call)
+                self._wake_driver.set()
 
     async def _sleep(self) -> None:
         """Wait until a dispatch settles, a call is submitted, or the batch is closed.
@@ -659,29 +621,30 @@ class ToolBatch:
 
     async def _commit_ready(self) -> None:
         """Commit the settled model-order prefix: finalize, record, publish."""
-        slots = self._slots
+        calls = self._calls
         results = self._results
         recorder = self.recorder
-        while self._cursor < len(slots):
-            slot = slots[self._cursor]
-            if not slot.settled:
+        timings = self._timings
+        while self._cursor < len(calls):
+            call = calls[self._cursor]
+            if not call.settled:
                 return
-            call = slot.call
-            if call is None:
-                result = slot.fixed
+            if call.plan is None or call.fixed is not None:
+                result = call.fixed
                 assert result is not None
+                passed = False
             else:
-                hooks = call.hooks
-                if hooks.post or hooks.result:
-                    start = _now()
+                passed = True
+                if timings and call.plan.hooks.any_finalize:
+                    begun = _now()
                     result = await finalize(call)
-                    self._stats.finalize += _now() - start
+                    self._stats.finalize += _now() - begun
                 else:
                     result = await finalize(call)
             # A failure from here on leaves a call that passed finalize (its observers
             # ran) uncommitted: the registry counted it committed, not abandoned.
             if self._failure is not None:
-                self._finalized = call is not None
+                self._finalized = passed
                 raise self._failure
             if recorder is not None:
                 # Contexts are recorded once, as context events after all results.
@@ -691,11 +654,9 @@ class ToolBatch:
                     else result
                 )
                 try:
-                    recorder.record(
-                        ToolResultEvent(self.id, slot.index, slot.tool_call.id, recorded)
-                    )
+                    recorder.record(ToolResultEvent(self.id, call.index, call.call_id, recorded))
                 except Exception:
-                    self._finalized = call is not None
+                    self._finalized = passed
                     raise
             results.append(result)
             self._cursor += 1
@@ -705,7 +666,7 @@ class ToolBatch:
         """Wait until nothing is in flight and every started call has committed."""
         while True:
             await self._commit_ready()
-            if not self._running and not self._waiting and self._cursor >= self._started:
+            if not self._admission.admitted and self._cursor >= self._started:
                 return
             await self._wait()
 
@@ -714,16 +675,18 @@ class ToolBatch:
 
         These bypass the registry entirely: no policy, no observers.
         """
-        slots = self._slots
+        calls = self._calls
         recorder = self.recorder
-        while self._cursor < len(slots):
-            slot = slots[self._cursor]
+        while self._cursor < len(calls):
+            call = calls[self._cursor]
             self._started += 1
             if recorder is not None:
-                recorder.record(ToolCallEvent(self.id, slot.index, slot.tool_call))
+                tool_call = call.tool_call
+                assert tool_call is not None
+                recorder.record(ToolCallEvent(self.id, call.index, _loggable(tool_call)))
                 recorder.record(
                     ToolResultEvent(
-                        self.id, slot.index, slot.tool_call.id, ABORTED_BEFORE_DISPATCH_RESULT
+                        self.id, call.index, call.call_id, ABORTED_BEFORE_DISPATCH_RESULT
                     )
                 )
             self._results.append(ABORTED_BEFORE_DISPATCH_RESULT)
@@ -734,9 +697,9 @@ class ToolBatch:
         recorder = self.recorder
         if recorder is None:
             return
-        for slot, result in zip(self._slots, self._results, strict=True):
+        for call, result in zip(self._calls, self._results, strict=True):
             for context in result.additional_contexts:
-                recorder.record(ContextEvent(self.id, slot.index, slot.tool_call.id, context))
+                recorder.record(ContextEvent(self.id, call.index, call.call_id, context))
 
 
 @asynccontextmanager
@@ -747,6 +710,7 @@ async def open_tool_batch(
     agent: ToolScope | None = None,
     max_parallel: int = 10,
     recorder: ToolCallRecorder | None = None,
+    batch_id: str | None = None,
 ) -> AsyncIterator[ToolBatch]:
     """Open a batch that runs calls as they are submitted, results in model order.
 
@@ -773,21 +737,24 @@ async def open_tool_batch(
         agent: the scope the calls run for.
         max_parallel: the most bodies in flight at once (a positive integer).
         recorder: receives ``tool_call``/``tool_result``/``context`` events.
+        batch_id: the batch's id in the events and in each call's
+            ``ctx.idempotency_key`` (a non-empty string; a resumed batch passes its
+            old id). Default: 128 random bits, as 32 hex digits.
 
     Raises:
-        ValueError: ``max_parallel`` is not a positive integer.
+        ValueError: ``max_parallel`` is not a positive integer, ``batch_id`` is not a
+            non-empty string, or ``agent`` is a scope of another registry.
         TypeError: ``signal`` is not a :class:`CancelSignal`.
+        RuntimeError: called outside trio (from asyncio, use :mod:`toolnursery.aio`).
         Exception: the first internal failure (e.g. a recorder that raised), after the
             calls in flight have settled.
     """
-    _check_max_parallel(max_parallel)
-    if signal is not None and not isinstance(signal, CancelSignal):
-        raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")
+    _check_batch(registry, signal, agent, max_parallel, batch_id)
     # The calls run under a batch signal of our own, fused with the caller's: an
     # exception in the block aborts this batch without firing the caller's signal.
     fusion = fuse(signal) if signal is not None else None
     own = fusion.signal if fusion is not None else CancelSignal()
-    batch = ToolBatch(registry, own, agent, max_parallel, recorder)
+    batch = ToolBatch(registry, own, agent, max_parallel, recorder, batch_id)
     raised: BaseException | None = None
     try:
         async with trio.open_nursery() as batch_nursery:
@@ -852,6 +819,7 @@ async def run_tool_calls(
     agent: ToolScope | None = None,
     max_parallel: int = 10,
     recorder: ToolCallRecorder | None = None,
+    batch_id: str | None = None,
 ) -> list[ToolExecutionResult]:
     """Run one model response's tool calls; return one result per call, in model order.
 
@@ -871,18 +839,22 @@ async def run_tool_calls(
         agent: the scope the calls run for.
         max_parallel: the most bodies in flight at once (a positive integer).
         recorder: receives ``tool_call``/``tool_result``/``context`` events.
+        batch_id: the batch's id in the events and in each call's
+            ``ctx.idempotency_key`` (a non-empty string; a resumed batch passes its
+            old id). Default: 128 random bits, as 32 hex digits.
 
     Returns:
         One frozen result per call, in model order.
 
     Raises:
-        ValueError: ``max_parallel`` is not a positive integer.
+        ValueError: ``max_parallel`` is not a positive integer, ``batch_id`` is not a
+            non-empty string, or ``agent`` is a scope of another registry.
+        TypeError: ``signal`` is not a :class:`CancelSignal`.
+        RuntimeError: called outside trio (from asyncio, use :mod:`toolnursery.aio`).
         Exception: the first internal failure (e.g. a recorder that raised), after the
             calls in flight have settled.
     """
-    _check_max_parallel(max_parallel)
-    if signal is not None and not isinstance(signal, CancelSignal):
-        raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")
+    _check_batch(registry, signal, agent, max_parallel, batch_id)
     # The same batch signal as open_tool_batch's: a body cancelling ``ctx.signal``
     # aborts this batch, not the caller's signal.
     fusion = fuse(signal) if signal is not None else None
@@ -892,6 +864,7 @@ async def run_tool_calls(
         agent,
         max_parallel,
         recorder,
+        batch_id,
     )
     try:
         for call in calls:

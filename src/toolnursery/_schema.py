@@ -18,21 +18,19 @@ Validation never raises for any ``args`` (totality covers arguments, not malform
 specs): recursion follows the spec, never the input, so arbitrarily deep or hostile
 input costs at most one check per spec node and array element.
 
-:func:`struct_schema` derives the same two things — an inlined JSON Schema and compiled
-checks with the same violation texts — from a frozen :class:`msgspec.Struct`, for
-``define_tool`` and ``@tool``. What the schema advertises is what is enforced: a field
-type with no JSON Schema form here is rejected at definition time.
+:mod:`toolnursery._struct_schema` derives the same two things — an inlined JSON Schema
+and compiled checks (the :class:`Node` tree here) with the same violation texts — from a
+frozen :class:`msgspec.Struct`, for ``define_tool`` and ``@tool``.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, NotRequired, Required, TypeAlias, TypedDict
+from typing import Any, Literal, NotRequired, Required, TypeAlias, TypedDict, cast
 
-import msgspec
-import msgspec.inspect as mi
-from msgspec import NODEFAULT, UNSET
+from msgspec import UNSET
 
 from ._json import thaw
 
@@ -45,34 +43,43 @@ __all__ = [
     "validate_args",
 ]
 
-SchemaType: TypeAlias = Literal["string", "number", "boolean", "object", "array"]
+SchemaType: TypeAlias = Literal["string", "number", "integer", "boolean", "object", "array"]
 """The property types the DSL knows."""
+
+EnumValue: TypeAlias = "str | int | float | bool"
+"""A value an ``enum`` may list."""
 
 
 class SchemaProp(TypedDict, total=False):
     """One property of a :data:`SchemaSpec`.
 
     Attributes:
-        type: the JSON type of the value.
+        type: the JSON type of the value (``integer`` accepts integral numbers,
+            ``2.0`` included, and never a ``bool``).
         required: ``True`` makes the property required (absent means optional).
+        nullable: ``True`` also accepts ``null`` (the schema says ``["<type>", "null"]``).
         description: model-facing text; an empty string is omitted from the schema.
-        enum: the allowed values (strings), checked on ``string``, ``number`` and
-            ``boolean`` properties; ``[]`` rejects every value.
-        default: a model-visible annotation only — validation never applies it.
-        properties: the nested spec of an ``object`` property (ignored on other types).
-        items: the element schema of an ``array`` property (ignored on other types).
+        enum: the allowed values — strings, numbers, integers or booleans, of the
+            property's type (``define_tool`` refuses others). On an ``array`` it
+            constrains every item (the schema puts it on ``items``). ``[]``
+            rejects every value.
+        default: a model-visible annotation only — validation never applies it
+            (``define_tool`` refuses one its own property would reject).
+        properties: the nested spec of an ``object`` property.
+        items: the element schema of an ``array`` property.
     """
 
     type: Required[SchemaType]
     required: NotRequired[bool]
+    nullable: NotRequired[bool]
     description: NotRequired[str]
-    enum: NotRequired[Sequence[str]]
+    enum: NotRequired[Sequence[EnumValue]]
     default: NotRequired[Any]
     properties: NotRequired[Mapping[str, SchemaProp]]
     items: NotRequired[SchemaProp]
 
 
-SchemaSpec: TypeAlias = "dict[str, SchemaProp]"
+SchemaSpec: TypeAlias = dict[str, SchemaProp]
 """The author-facing parameter schema: argument name → :class:`SchemaProp`."""
 
 Validator: TypeAlias = Callable[[object], list[str]]
@@ -81,7 +88,9 @@ Validator: TypeAlias = Callable[[object], list[str]]
 NOT_AN_OBJECT = '"arguments" must be an object'
 """The single violation reported for arguments that are not a JSON object."""
 
-_SCHEMA_TYPES = ("string", "number", "boolean", "object", "array")
+_SCHEMA_TYPES = ("string", "number", "integer", "boolean", "object", "array")
+_SCALAR_TYPES = ("string", "number", "integer", "boolean")
+_KEYWORDS = frozenset(SchemaProp.__annotations__)
 _MISSING: Any = object()
 _dict_get = dict.get
 _dict_items = dict.items
@@ -106,9 +115,12 @@ def schema_spec_to_json_schema(spec: Mapping[str, SchemaProp]) -> dict[str, Any]
     ``required`` omitted when no property is required. Each property's keys come in the
     order ``type, description, enum, default, properties, required | items``;
     ``description`` is emitted only when non-empty, ``enum`` whenever present (even
-    ``[]``), ``default`` whenever present (even ``None``). ``properties`` is honoured
-    only on ``object`` properties and ``items`` only on ``array`` ones; misplaced ones
-    are dropped. The result shares no mutable object with ``spec``.
+    ``[]``), ``default`` whenever present (even ``None``). A ``nullable`` property's
+    type is ``[<type>, "null"]`` (and its ``enum``, if any, lists ``None`` too). An
+    array's ``enum`` is emitted on its ``items``, which it constrains. ``properties``
+    is honoured only on ``object`` properties and ``items`` only on ``array`` ones;
+    misplaced ones are dropped (:func:`~toolnursery.define_tool` refuses them). The
+    result shares no mutable object with ``spec``.
 
     Args:
         spec: the parameter spec.
@@ -132,15 +144,17 @@ def _object_json(spec: Mapping[str, Any], out: dict[str, Any]) -> dict[str, Any]
     return out
 
 
-def _prop_json(prop: Mapping[str, Any]) -> dict[str, Any]:
+def _prop_json(prop: Mapping[str, Any], item_enum: Sequence[Any] | None = None) -> dict[str, Any]:
     kind = prop.get("type")
-    out: dict[str, Any] = {"type": kind}
+    nullable = bool(prop.get("nullable"))
+    out: dict[str, Any] = {"type": [kind, "null"] if nullable else kind}
     description = prop.get("description")
     if description is not None and description != "":
         out["description"] = description
-    enum = prop.get("enum")
-    if enum is not None:
-        out["enum"] = thaw(list(enum))
+    enum = prop.get("enum") if item_enum is None else item_enum
+    if enum is not None and kind != "array":
+        values = thaw(list(enum))
+        out["enum"] = [*values, None] if nullable and None not in values else values
     if "default" in prop:
         out["default"] = thaw(prop["default"])
     if kind == "object":
@@ -149,9 +163,29 @@ def _prop_json(prop: Mapping[str, Any]) -> dict[str, Any]:
             _object_json(properties, out)
     elif kind == "array":
         items = prop.get("items")
+        moved = _array_enum(prop)
         if items is not None:
-            out["items"] = _prop_json(items)
+            out["items"] = _prop_json(items, moved)
+        elif moved is not None:
+            out["items"] = {"enum": thaw(list(moved))}
     return out
+
+
+def _array_enum(prop: Mapping[str, Any]) -> Sequence[Any] | None:
+    """The ``enum`` of an array property that constrains its items, if any.
+
+    It moves onto ``items`` when they are absent or a scalar without an ``enum`` of
+    their own; otherwise it is dropped (and ``define_tool`` refuses it).
+    """
+    enum = prop.get("enum")
+    if enum is None:
+        return None
+    items = prop.get("items")
+    if items is None:
+        return list(enum)
+    if isinstance(items, Mapping) and items.get("type") in _SCALAR_TYPES and "enum" not in items:
+        return list(enum)
+    return None
 
 
 # --- validation engine --------------------------------------------------------------
@@ -227,14 +261,17 @@ def _json_kind(value: object) -> str:
 class Node:
     """One compiled schema node: a type test plus what to check inside the value.
 
-    ``kind`` is a DSL type, or one of the extra kinds ``define_tool`` derives from
-    Struct fields (``integer``, ``any``). ``nullable`` lets ``None`` through (a
-    Struct's ``T | None``). ``enum`` is checked only on scalar kinds; ``props``
-    only on ``object``; ``items`` only on ``array``; ``values`` (every value of a
-    mapping) only on ``object`` nodes without ``props``.
+    ``kind`` is a DSL type, or ``any`` (no type test). ``nullable`` lets ``None``
+    through (a Struct's ``T | None``). ``enum`` is checked on every kind but
+    ``object`` and ``array``; ``props`` only on ``object``; ``items`` only on
+    ``array``; ``values`` (every value of a mapping) only on ``object`` nodes
+    without ``props``. ``exact_int`` makes an ``integer`` enum refuse ``2.0``
+    (msgspec will not convert it to a ``Literal`` int). ``alternatives`` makes a
+    union (of kind ``any``): a value passes when it passes one of them.
     """
 
     __slots__ = (
+        "alternatives",
         "enum_message",
         "enum_others",
         "enum_strings",
@@ -257,6 +294,8 @@ class Node:
         items: Node | None = None,
         values: Node | None = None,
         nullable: bool = False,
+        exact_int: bool = False,
+        alternatives: Sequence[Node] | None = None,
     ) -> None:
         self.kind = kind
         self.test, noun = _TESTS[kind]
@@ -266,8 +305,8 @@ class Node:
         self.enum_message: str | None = None
         self.enum_strings: frozenset[str] = frozenset()
         self.enum_others: tuple[object, ...] = ()
-        if enum is not None and scalar:
-            if kind == "integer":
+        if enum is not None and kind not in ("object", "array"):
+            if kind == "integer" and exact_int:
                 # Literal/IntEnum members are ints; msgspec will not widen 2.0 to them.
                 self.test = _is_int
             self.enum_message = " must be one of " + _compact(list(enum))
@@ -277,6 +316,11 @@ class Node:
         self.items = items if kind == "array" else None
         self.values = values if kind == "object" and props is None else None
         self.plain = scalar and self.enum_message is None
+        self.alternatives: tuple[Node, ...] | None = None
+        if alternatives is not None:
+            self.alternatives = tuple(alternatives)
+            nouns = [_TESTS[a.kind][1] for a in self.alternatives] + (["null"] if nullable else [])
+            self.type_message = " must be " + " or ".join(dict.fromkeys(nouns))
 
     def in_enum(self, value: object) -> bool:
         """Whether ``value`` (which passed the type test) is one of the enum values."""
@@ -302,6 +346,14 @@ def _check_props(obj: dict[str, Any], props: Props, prefix: str, out: list[str])
 
 def _check(value: Any, node: Node, path: str, out: list[str]) -> None:
     if value is None and node.nullable:
+        return
+    if node.alternatives is not None:
+        for alternative in node.alternatives:
+            found: list[str] = []
+            _check(value, alternative, path, found)
+            if not found:
+                return
+        out.append(f'"{path}"{node.type_message}')
         return
     if not node.test(value):
         out.append(f'"{path}"{node.type_message}')
@@ -337,6 +389,10 @@ def validator_for(props: Props) -> Validator:
 # --- compiling a SchemaSpec ------------------------------------------------------------
 
 
+class SpecError(ValueError):
+    """Raised when a spec uses what the DSL cannot enforce; the message names the property."""
+
+
 def compile_validator(spec: Mapping[str, SchemaProp]) -> Validator:
     """Analyse ``spec`` once and return a function that validates arguments against it.
 
@@ -355,10 +411,32 @@ def compile_validator(spec: Mapping[str, SchemaProp]) -> Validator:
             ``unreachable variant in validateArgs: "<type>"``) or contains itself.
         TypeError: ``spec`` is not a mapping of mappings.
     """
-    return validator_for(_compile_props(spec, set()))
+    return validator_for(_compile_props(spec, set(), "", strict=False))
 
 
-def _compile_props(spec: Mapping[str, Any], active: set[int]) -> Props:
+def compile_spec(spec: Mapping[str, SchemaProp]) -> tuple[dict[str, Any], Validator]:
+    """Check ``spec`` strictly, then return its JSON Schema and compiled validator.
+
+    What :func:`~toolnursery.define_tool` uses: on top of what :func:`compile_validator`
+    refuses, every keyword must be one the DSL enforces, in the place it applies:
+    unknown keywords (``pattern``, ``minimum``, …), ``properties`` off an ``object``,
+    ``items`` off an ``array``, an ``enum`` on an ``object`` (or on an array of
+    non-scalars), an ``enum`` value not of the property's type, and a ``default``
+    its own property rejects are all refused.
+
+    Raises:
+        SpecError: what the DSL cannot enforce, naming the property's path
+            (``property "servers[].port": …``).
+        ValueError: as for :func:`compile_validator`.
+        TypeError: as for :func:`compile_validator`.
+    """
+    props = _compile_props(spec, set(), "", strict=True)
+    return schema_spec_to_json_schema(spec), validator_for(props)
+
+
+def _compile_props(
+    spec: Mapping[str, Any], active: set[int], prefix: str, *, strict: bool
+) -> Props:
     if not isinstance(spec, Mapping):
         raise TypeError(f"a SchemaSpec must be a mapping, not {type(spec).__name__}")
     if id(spec) in active:
@@ -366,35 +444,113 @@ def _compile_props(spec: Mapping[str, Any], active: set[int]) -> Props:
     active.add(id(spec))
     props = []
     for key, prop in spec.items():
-        node = _compile_prop(prop, active)
+        path = f"{prefix}{key}"
+        if strict and not isinstance(key, str):
+            raise SpecError(f"property names must be strings, got {key!r}")
+        node = _compile_prop(prop, active, path, strict=strict)
         props.append((key, _is_required(prop), node))
     active.discard(id(spec))
     return tuple(props)
 
 
-def _compile_prop(prop: Mapping[str, Any], active: set[int]) -> Node:
+def _compile_prop(prop: Mapping[str, Any], active: set[int], path: str, *, strict: bool) -> Node:
     if not isinstance(prop, Mapping):
         raise TypeError(f"a SchemaProp must be a mapping, not {type(prop).__name__}")
     kind = prop.get("type")
     if not isinstance(kind, str) or kind not in _SCHEMA_TYPES:
         raise ValueError(f"unreachable variant in validateArgs: {_compact(kind)}")
+    if strict:
+        _check_keywords(prop, kind, path)
+    nullable = bool(prop.get("nullable"))
     enum = prop.get("enum")
+    node: Node
     if kind == "object":
         properties = prop.get("properties")
         if properties is None:
-            return Node(kind)
-        return Node(kind, props=_compile_props(properties, active))
+            node = Node(kind, nullable=nullable)
+        else:
+            node = Node(
+                kind,
+                props=_compile_props(properties, active, path + ".", strict=strict),
+                nullable=nullable,
+            )
+    elif kind == "array":
+        items = prop.get("items")
+        moved = _array_enum(prop)
+        item_node: Node | None = None
+        if items is not None:
+            if id(items) in active:
+                raise ValueError("a SchemaProp must not contain itself")
+            active.add(id(items))
+            item_node = _compile_prop(items, active, path + "[]", strict=strict)
+            active.discard(id(items))
+            if moved is not None:
+                item_node = Node(item_node.kind, enum=moved, nullable=item_node.nullable)
+        elif moved is not None:
+            item_node = Node("any", enum=moved)
+        node = Node(kind, items=item_node, nullable=nullable)
+    else:
+        node = Node(kind, enum=None if enum is None else list(enum), nullable=nullable)
+    if strict and "default" in prop:
+        out: list[str] = []
+        _check(prop["default"], node, path, out)
+        if out:
+            raise SpecError(f'property "{path}": its default is invalid: {"; ".join(out)}')
+    return node
+
+
+_ENUM_FITS: dict[str, tuple[Callable[[object], bool], str]] = {
+    "string": (_is_string, "a string"),
+    "number": (lambda v: _is_number(v) and math.isfinite(cast(float, v)), "a finite number"),
+    "integer": (lambda v: _is_integer(v) and math.isfinite(cast(float, v)), "an integer"),
+    "boolean": (_is_boolean, "a boolean"),
+    "any": (
+        lambda v: (
+            _is_string(v) or _is_boolean(v) or (_is_number(v) and math.isfinite(cast(float, v)))
+        ),
+        "a string, number or boolean",
+    ),
+}
+
+
+def _check_keywords(prop: Mapping[str, Any], kind: str, path: str) -> None:
+    where = f'property "{path}"'
+    for key in prop:
+        if key not in _KEYWORDS:
+            raise SpecError(f'{where}: the DSL has no "{key}" keyword, so it cannot enforce it')
+    if "properties" in prop and kind != "object":
+        raise SpecError(f'{where}: "properties" applies only to an object property')
+    if "items" in prop and kind != "array":
+        raise SpecError(f'{where}: "items" applies only to an array property')
+    for flag in ("required", "nullable"):
+        if flag in prop and type(prop[flag]) is not bool:
+            raise SpecError(f'{where}: "{flag}" must be a bool')
+    if "description" in prop and not isinstance(prop["description"], str):
+        raise SpecError(f'{where}: "description" must be a string')
+    if "enum" not in prop:
+        return
+    enum = prop["enum"]
+    if not isinstance(enum, list | tuple):
+        raise SpecError(f'{where}: "enum" must be a list of values')
+    member_kind = kind
+    if kind == "object":
+        raise SpecError(f'{where}: "enum" is not supported on an object property')
     if kind == "array":
         items = prop.get("items")
         if items is None:
-            return Node(kind)
-        if id(items) in active:
-            raise ValueError("a SchemaProp must not contain itself")
-        active.add(id(items))
-        node = Node(kind, items=_compile_prop(items, active))
-        active.discard(id(items))
-        return node
-    return Node(kind, enum=None if enum is None else list(enum))
+            member_kind = "any"
+        elif not isinstance(items, Mapping) or items.get("type") not in _SCALAR_TYPES:
+            raise SpecError(
+                f'{where}: "enum" on an array needs scalar items (it constrains each item)'
+            )
+        elif "enum" in items:
+            raise SpecError(f'{where}: "enum" is given on both the array and its items')
+        else:
+            member_kind = items["type"]
+    fits, noun = _ENUM_FITS[member_kind]
+    for value in enum:
+        if not fits(value):
+            raise SpecError(f"{where}: enum value {_compact(value)} is not {noun}")
 
 
 def validate_args(spec: Mapping[str, SchemaProp], args: object) -> list[str]:
@@ -420,226 +576,3 @@ def validate_args(spec: Mapping[str, SchemaProp], args: object) -> list[str]:
         TypeError: the spec is not a mapping of mappings.
     """
     return compile_validator(spec)(args)
-
-
-# --- Struct parameters -------------------------------------------------------------------
-
-
-class _NoSchemaError(Exception):
-    """Raised internally when a type has no JSON Schema form here."""
-
-
-class StructSchemaError(Exception):
-    """Raised when a Struct cannot be a parameter schema; the message names the culprit."""
-
-
-FieldDocs: TypeAlias = Callable[[type], Mapping[str, str]]
-"""Where nested Structs' field descriptions come from (their docstrings)."""
-
-
-def struct_schema(
-    cls: type[msgspec.Struct], descriptions: Mapping[str, str], noun: str, field_docs: FieldDocs
-) -> tuple[dict[str, Any], Props]:
-    """Derive the inlined JSON Schema (no ``$ref``) and the compiled props of a Struct.
-
-    Args:
-        cls: a frozen Struct subclass (nested Structs must be frozen too).
-        descriptions: the top-level fields' descriptions (by attribute name).
-        noun: what a top-level field is called in messages (``field``, ``parameter``).
-        field_docs: gives a nested Struct's field descriptions.
-
-    Returns:
-        ``(schema, props)``; ``validator_for(props)`` validates arguments for ``cls``.
-
-    Raises:
-        StructSchemaError: a Struct is not frozen, is ``array_like`` or recursive, or
-            a field's type has no form in the schema.
-    """
-    return _struct_object(cls, set(), descriptions, noun, field_docs, top=True)
-
-
-def _struct_object(
-    cls: type[msgspec.Struct],
-    active: set[type],
-    descriptions: Mapping[str, str],
-    noun: str,
-    field_docs: FieldDocs,
-    *,
-    top: bool,
-) -> tuple[dict[str, Any], Props]:
-    config = cls.__struct_config__
-    if not config.frozen:
-        raise StructSchemaError(
-            f"parameters Struct {cls.__name__} must be declared with frozen=True"
-        )
-    if config.array_like:
-        raise StructSchemaError(f"parameters Struct {cls.__name__} must not be array_like")
-    if cls in active:
-        raise StructSchemaError(
-            f"parameters Struct {cls.__name__} is recursive; it cannot be inlined"
-        )
-    active.add(cls)
-    where_prefix = "" if top else f"{cls.__name__}."
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    props: list[tuple[str, bool, Node]] = []
-    if config.tag_field is not None and isinstance(config.tag, str | int):
-        kind = "string" if isinstance(config.tag, str) else "integer"
-        properties[config.tag_field] = {"type": kind, "enum": [config.tag]}
-        props.append((config.tag_field, False, Node(kind, enum=[config.tag])))
-    for field in msgspec.structs.fields(cls):
-        try:
-            info = mi.type_info(field.type)
-            schema, node = _field_schema(
-                info, field.default, descriptions.get(field.name), active, field_docs
-            )
-        except (_NoSchemaError, TypeError, ValueError):
-            raise StructSchemaError(
-                f'{noun} "{where_prefix}{field.name}" has an unsupported type: {_show(field.type)}'
-            ) from None
-        properties[field.encode_name] = schema
-        if field.required:
-            required.append(field.encode_name)
-        props.append((field.encode_name, field.required, node))
-    active.discard(cls)
-    out: dict[str, Any] = {"type": "object", "properties": properties}
-    if required:
-        out["required"] = required
-    if config.forbid_unknown_fields:
-        out["additionalProperties"] = False
-    return out, tuple(props)
-
-
-def _show(annotation: object) -> str:
-    if isinstance(annotation, type):
-        return annotation.__qualname__
-    return repr(annotation).replace("typing.", "")
-
-
-def _field_schema(
-    info: mi.Type,
-    default: object,
-    doc: str | None,
-    active: set[type],
-    field_docs: FieldDocs,
-) -> tuple[dict[str, Any], Node]:
-    extra: dict[str, Any] = {}
-    info = _unwrap(info, extra)
-    nullable = False
-    if isinstance(info, mi.UnionType):
-        rest = [t for t in info.types if not isinstance(t, mi.NoneType)]
-        if len(rest) != 1 or len(rest) == len(info.types):
-            raise _NoSchemaError
-        nullable = True
-        info = _unwrap(rest[0], extra)
-    json_type, enum, tail, node, nullable = _shape(info, active, nullable, field_docs)
-    out: dict[str, Any] = {} if json_type is None else {"type": json_type}
-    if nullable and json_type is not None:
-        out["type"] = [json_type, "null"]
-    description = extra.pop("description", doc)
-    if description:
-        out["description"] = description
-    if enum is not None:
-        out["enum"] = [*enum, None] if nullable else enum
-    if default is not NODEFAULT:
-        try:
-            out["default"] = thaw(msgspec.to_builtins(default))
-        except (TypeError, ValueError):
-            pass
-    out.update(tail)
-    out.update(extra)
-    return out, node
-
-
-def _unwrap(info: mi.Type, extra: dict[str, Any]) -> mi.Type:
-    while isinstance(info, mi.Metadata):
-        if info.extra_json_schema:
-            extra.update(info.extra_json_schema)
-        info = info.type
-    return info
-
-
-def _shape(
-    info: mi.Type, active: set[type], nullable: bool, field_docs: FieldDocs
-) -> tuple[str | None, list[Any] | None, dict[str, Any], Node, bool]:
-    """Map one (unwrapped) type: ``(json type, enum, other keys, node, nullable)``."""
-    if isinstance(info, mi.StrType):
-        tail = _constraints(info, "minLength", "maxLength", "pattern")
-        return "string", None, tail, Node("string", nullable=nullable), nullable
-    if isinstance(info, mi.BoolType):
-        return "boolean", None, {}, Node("boolean", nullable=nullable), nullable
-    if isinstance(info, mi.IntType | mi.FloatType):
-        kind = "integer" if isinstance(info, mi.IntType) else "number"
-        tail = _constraints(
-            info, "exclusiveMinimum", "minimum", "exclusiveMaximum", "maximum", "multipleOf"
-        )
-        return kind, None, tail, Node(kind, nullable=nullable), nullable
-    if isinstance(info, mi.LiteralType | mi.EnumType):
-        if isinstance(info, mi.LiteralType):
-            values = list(info.values)
-        else:
-            values = [member.value for member in info.cls]
-        if None in values:
-            nullable = True
-            values = [v for v in values if v is not None]
-        if values and all(isinstance(v, str) for v in values):
-            kind = "string"
-        elif values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-            kind = "integer"
-        else:
-            raise _NoSchemaError
-        return kind, values, {}, Node(kind, enum=values, nullable=nullable), nullable
-    if isinstance(info, mi.ListType | mi.VarTupleType | mi.SetType | mi.FrozenSetType):
-        tail = {}
-        item = _unwrap(info.item_type, {})
-        items: Node | None = None
-        if not isinstance(item, mi.AnyType):
-            tail["items"], items = _field_schema(item, NODEFAULT, None, active, field_docs)
-        tail.update(_constraints(info, "minItems", "maxItems"))
-        return "array", None, tail, Node("array", items=items, nullable=nullable), nullable
-    if isinstance(info, mi.DictType):
-        if not isinstance(_unwrap(info.key_type, {}), mi.StrType):
-            raise _NoSchemaError
-        tail = {}
-        value = _unwrap(info.value_type, {})
-        value_node: Node | None = None
-        if not isinstance(value, mi.AnyType):
-            tail["additionalProperties"], value_node = _field_schema(
-                value, NODEFAULT, None, active, field_docs
-            )
-        tail.update(_constraints(info, "minProperties", "maxProperties"))
-        return "object", None, tail, Node("object", values=value_node, nullable=nullable), nullable
-    if isinstance(info, mi.StructType):
-        schema, props = _struct_object(
-            info.cls, active, field_docs(info.cls), "field", field_docs, top=False
-        )
-        del schema["type"]
-        return "object", None, schema, Node("object", props=props, nullable=nullable), nullable
-    if isinstance(info, mi.AnyType):
-        return None, None, {}, Node("any"), nullable
-    raise _NoSchemaError
-
-
-_CONSTRAINT_ATTRS = {
-    "minLength": "min_length",
-    "maxLength": "max_length",
-    "pattern": "pattern",
-    "exclusiveMinimum": "gt",
-    "minimum": "ge",
-    "exclusiveMaximum": "lt",
-    "maximum": "le",
-    "multipleOf": "multiple_of",
-    "minItems": "min_length",
-    "maxItems": "max_length",
-    "minProperties": "min_length",
-    "maxProperties": "max_length",
-}
-
-
-def _constraints(info: mi.Type, *keys: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key in keys:
-        value = getattr(info, _CONSTRAINT_ATTRS[key], None)
-        if value is not None:
-            out[key] = value
-    return out

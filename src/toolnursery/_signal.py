@@ -4,6 +4,10 @@ A signal is a one-way latch with a reason. The registry links trio cancel scopes
 signals: when a signal a tool body runs under fires, the body's scope is cancelled and
 trio unwinds the body at its next checkpoint. Signals are used from the trio thread
 (a sync tool running in a worker thread may poll :attr:`CancelSignal.cancelled`).
+
+Links are kept in an insertion-ordered dict keyed by the callback, so linking and
+unlinking are O(1) however many links a signal holds (a batch links every call's
+scope to one batch signal).
 """
 
 from __future__ import annotations
@@ -29,13 +33,14 @@ class CancelSignal:
             signal.cancel("user pressed stop")
     """
 
-    __slots__ = ("__weakref__", "_callbacks", "_cancelled", "_event", "_reason")
+    __slots__ = ("__weakref__", "_callbacks", "_cancelled", "_event", "_fired_at", "_reason")
 
     def __init__(self) -> None:
         self._cancelled = False
         self._reason: Any = None
-        self._callbacks: list[_Callback] | None = None
+        self._callbacks: dict[_Callback, None] | None = None
         self._event: trio.Event | None = None
+        self._fired_at: float | None = None
 
     @property
     def cancelled(self) -> bool:
@@ -51,8 +56,15 @@ class CancelSignal:
         """Fire the signal. Idempotent: later calls change nothing (first reason wins)."""
         if self._cancelled:
             return
+        self._fire(reason)
+
+    def _fire(self, reason: Any) -> None:
         self._cancelled = True
         self._reason = reason
+        try:
+            self._fired_at = trio.current_time()
+        except RuntimeError:
+            self._fired_at = None  # fired outside trio: no time to compare a deadline to
         callbacks, self._callbacks = self._callbacks, None
         if self._event is not None:
             self._event.set()
@@ -70,22 +82,31 @@ class CancelSignal:
         await self._event.wait()
 
     def _link(self, callback: _Callback) -> None:
-        """Call ``callback(self)`` when the signal fires (at once if it already has)."""
+        """Call ``callback(self)`` when the signal fires (at once if it already has).
+
+        O(1). A callback linked twice is called once (links are keyed by the callback).
+        """
         if self._cancelled:
             callback(self)
             return
-        if self._callbacks is None:
-            self._callbacks = [callback]
+        callbacks = self._callbacks
+        if callbacks is None:
+            self._callbacks = {callback: None}
         else:
-            self._callbacks.append(callback)
+            callbacks[callback] = None
 
     def _unlink(self, callback: _Callback) -> None:
+        """Remove a link made by :meth:`_link` (O(1); nothing happens if there is none)."""
         callbacks = self._callbacks
         if callbacks:
-            for i, cb in enumerate(callbacks):
-                if cb is callback:
-                    del callbacks[i]
-                    return
+            callbacks.pop(callback, None)
+
+    def _fired_before(self, when: float) -> bool:
+        """Whether the signal fired before trio time ``when`` (an unknown time counts)."""
+        if not self._cancelled:
+            return False
+        at = self._fired_at
+        return at is None or at < when
 
     def __repr__(self) -> str:
         state = f"cancelled, reason={self._reason!r}" if self._cancelled else "pending"
@@ -95,7 +116,7 @@ class CancelSignal:
 class _Fusion:
     """A signal that fires when any of its sources fires, with the first one's reason."""
 
-    __slots__ = ("signal", "sources")
+    __slots__ = ("__weakref__", "signal", "sources")
 
     def __init__(self, sources: tuple[CancelSignal, ...]) -> None:
         self.signal = CancelSignal()
@@ -104,9 +125,8 @@ class _Fusion:
             if source._cancelled:
                 self.signal.cancel(source._reason)
                 return
-        # The fusion itself is the callback: ``_unlink`` compares by identity (a
-        # ``self._fire`` bound method would be a new object on every access), and
-        # keeping a bound method on ``self`` would make a reference cycle per call.
+        # The fusion itself is the callback (hashable by identity): a bound method of
+        # ``self`` kept on ``self`` would make a reference cycle per call.
         for source in sources:
             source._link(self)
 
@@ -123,3 +143,15 @@ class _Fusion:
 def fuse(*sources: CancelSignal) -> _Fusion:
     """Fuse signals: the result fires when any source fires. Call ``close()`` after use."""
     return _Fusion(sources)
+
+
+class _ScopeLink:
+    """Cancels one trio cancel scope when a signal fires (a link object, hashable by id)."""
+
+    __slots__ = ("scope",)
+
+    def __init__(self, scope: trio.CancelScope) -> None:
+        self.scope = scope
+
+    def __call__(self, _: CancelSignal) -> None:
+        self.scope.cancel()

@@ -1,7 +1,8 @@
 """Statistics: counters the pipeline and the scheduler keep, and their frozen snapshot.
 
 The counters are plain integer attributes bumped on the hot path (a call costs a few
-increments and four to six reads of ``time.perf_counter_ns``); everything derived —
+increments; with ``phase_timings`` on, two reads of ``time.perf_counter_ns`` per phase
+with work); everything derived —
 in-flight counts, seconds, read-only mappings — is computed only when a snapshot is
 taken. ``ToolRegistry.statistics()`` covers every call through the registry (its
 ``execute()`` and every batch); ``ToolBatch.statistics()`` one batch.
@@ -53,7 +54,10 @@ class ToolStatistics(msgspec.Struct, frozen=True, kw_only=True):
             ``prepare`` (snapshot, pre-execute, approval, guards), ``wait`` (a batch's
             calls waiting for a conflicting call or a slot), ``dispatch`` (execute
             wrappers and the body, including a wait for the tool's limit) and
-            ``finalize`` (post-execute, materialization, observers).
+            ``finalize`` (post-execute, materialization, observers). Phase times are
+            opt-in (``ToolRegistry(phase_timings=True)``, or set the attribute): a
+            call that began with them off adds nothing, so with them off all along
+            every phase reads ``0.0``.
     """
 
     started: int = 0

@@ -46,6 +46,14 @@ outside the root is read or written. The check is made once per call, so the too
 are a demonstration, not a security boundary against a concurrent attacker who can
 swap directories for symlinks mid-call.
 
+The tools read and write regular files and list directories, nothing else: a FIFO, a
+socket or a device inside the root fails with ``NOT_A_REGULAR_FILE`` (files are opened
+non-blocking and checked on the open descriptor, so nothing can hold a worker thread
+past the call's deadline). Every other operating-system failure is ``OS_ERROR``
+(``NOT_FOUND`` for a missing path); error messages name paths relative to the root,
+never the host path. All failures are :class:`~toolnursery.FileToolError` (or its
+subclass :class:`OutsideRootError`).
+
 Example::
 
     registry = example_registry("/path/to/project")
@@ -55,7 +63,9 @@ Example::
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 from pathlib import Path
@@ -67,7 +77,7 @@ from . import _example_views as views
 from ._content import TextContent, ToolReturn
 from ._decisions import ResourceKey
 from ._definition import ToolBody, ToolDefinition
-from ._errors import ToolArgsError, ToolError
+from ._errors import FileToolError, OutsideRootError, ToolArgsError
 from ._execution import ToolRunContext
 from ._registry import ToolRegistry
 
@@ -79,16 +89,6 @@ __all__ = [
 ]
 
 _Kind = Literal["string", "integer", "number", "boolean"]
-
-
-class OutsideRootError(ToolError):
-    """Raised when a path argument resolves to somewhere outside the tools' root."""
-
-    code = "OUTSIDE_ROOT"
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        super().__init__(f'path "{path}" is outside the root directory')
 
 
 # -- arguments ------------------------------------------------------------------------
@@ -238,11 +238,98 @@ class _Root:
         return self.show(self.resolve(raw))
 
 
-def _os_error(action: str, shown: str, exc: OSError) -> ToolError:
+_SHOWN_LIMIT: Final = 120
+_OPEN_FLAGS: Final = os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+_KINDS: Final = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+class _NotRegular(OSError):
+    """Raised inside a worker thread when a path is not a regular file or directory."""
+
+    def __init__(self, mode: int) -> None:
+        self.kind = next((kind for test, kind in _KINDS if test(mode)), "a special file")
+        super().__init__(errno.EINVAL, self.kind)
+
+
+def _clip(shown: str) -> str:
+    if len(shown) <= _SHOWN_LIMIT:
+        return shown
+    return shown[: _SHOWN_LIMIT // 2] + "…" + shown[-_SHOWN_LIMIT // 2 :]
+
+
+def _os_error(action: str, shown: str, exc: OSError) -> FileToolError:
+    """The one translation of an ``OSError`` into a file tool's result.
+
+    Only the root-relative ``shown`` path and the error's ``strerror`` reach the
+    message: ``str(exc)`` would name the host path.
+    """
+    shown = _clip(shown)
+    if isinstance(exc, _NotRegular):
+        return FileToolError(
+            f'cannot {action} "{shown}": it is {exc.kind}, not a regular file or directory',
+            code="NOT_A_REGULAR_FILE",
+        )
     if isinstance(exc, FileNotFoundError):
-        return ToolError(f'cannot {action} "{shown}": no such file or directory', code="NOT_FOUND")
+        return FileToolError(
+            f'cannot {action} "{shown}": no such file or directory', code="NOT_FOUND"
+        )
     reason = exc.strerror or type(exc).__name__
-    return ToolError(f'cannot {action} "{shown}": {reason}', code="OS_ERROR")
+    return FileToolError(f'cannot {action} "{shown}": {reason}', code="OS_ERROR")
+
+
+def _check_kind(mode: int) -> None:
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise _NotRegular(mode)
+
+
+def _open_regular(path: Path, flags: int, mode: int = 0o666) -> int:
+    """Open a regular file without ever blocking on a FIFO or a device (blocking I/O).
+
+    ``O_NONBLOCK`` makes opening a FIFO return at once; the descriptor's own type is
+    then checked, so a path swapped for something else after a check cannot slip by.
+
+    Raises:
+        IsADirectoryError: the path is a directory.
+        OSError: the open failed, or the path is not a regular file (``_NotRegular``).
+    """
+    fd = os.open(path, flags | _OPEN_FLAGS, mode)
+    checked = False
+    try:
+        _check_regular(os.fstat(fd).st_mode)
+        checked = True
+    finally:
+        if not checked:
+            os.close(fd)
+    return fd
+
+
+def _check_regular(mode: int) -> None:
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, "is a directory")
+    if not stat.S_ISREG(mode):
+        raise _NotRegular(mode)
+
+
+def _read_regular(path: Path, limit: int) -> bytes:
+    """Up to ``limit`` bytes of a regular file (blocking I/O: run it in a thread)."""
+    fd = _open_regular(path, os.O_RDONLY)
+    try:
+        chunks: list[bytes] = []
+        left = limit
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _always(_args: object) -> bool:
@@ -360,10 +447,11 @@ def _read_file(root: _Root) -> ToolBody:
         path = await root.aresolve(raw)
         shown = root.show(path)
         try:
-            async with await trio.open_file(path, "rb") as file:
-                data = await file.read(limit + 1)
+            data = await trio.to_thread.run_sync(_read_regular, path, limit + 1)
         except IsADirectoryError:
-            raise ToolError(f'"{shown}" is a directory; use list_dir', code="IS_A_DIRECTORY")
+            raise FileToolError(
+                f'"{_clip(shown)}" is a directory; use list_dir', code="IS_A_DIRECTORY"
+            ) from None
         except OSError as exc:
             raise _os_error("read", shown, exc) from exc
         if b"\x00" in data[:_BINARY_PROBE]:
@@ -396,7 +484,9 @@ def _list_dir(root: _Root) -> ToolBody:
             with os.scandir(path) as entries:
                 lines = sorted(e.name + "/" if e.is_dir() else e.name for e in entries)
         except NotADirectoryError:
-            raise ToolError(f'"{shown}" is not a directory', code="NOT_A_DIRECTORY")
+            raise FileToolError(
+                f'"{_clip(shown)}" is not a directory', code="NOT_A_DIRECTORY"
+            ) from None
         except OSError as exc:
             raise _os_error("list", shown, exc) from exc
         return _text("\n".join(lines) if lines else f'"{shown}" is empty', entries=len(lines))
@@ -416,20 +506,21 @@ def _search_text(root: _Root) -> ToolBody:
         needle = pattern.casefold() if fold else pattern
         limit: int = values["max_results"]
         start = root.resolve(values["path"])
-        if not start.exists():
-            raise ToolError(
-                f'cannot search "{values["path"]}": no such file or directory', code="NOT_FOUND"
-            )
+        shown = root.show(start)
         matches: list[str] = []
         files = 0
-        for file in _walk(root, start):
-            if ctx.signal.cancelled or len(matches) >= limit:
-                break
-            found = _search_file(file, needle, fold, limit - len(matches))
-            if found:
-                files += 1
-                shown = root.show(file)
-                matches.extend(f"{shown}:{number}: {line}" for number, line in found)
+        try:
+            _check_kind(os.stat(start).st_mode)
+            for file in _walk(root, start):
+                if ctx.signal.cancelled or len(matches) >= limit:
+                    break
+                found = _search_file(file, needle, fold, limit - len(matches))
+                if found:
+                    files += 1
+                    where = root.show(file)
+                    matches.extend(f"{where}:{number}: {line}" for number, line in found)
+        except OSError as exc:
+            raise _os_error("search", shown, exc) from exc
         if not matches:
             return _text(f'no matches for "{pattern}"', matches=0, files=0)
         plural = "es" if len(matches) != 1 else ""
@@ -470,10 +561,10 @@ def _search_file(path: Path, needle: str, fold: bool, limit: int) -> list[tuple[
     try:
         if path.stat().st_size > _SEARCH_FILE_LIMIT:
             return found
-        data = path.read_bytes()
+        data = _read_regular(path, _SEARCH_FILE_LIMIT + 1)
     except OSError:
-        return found
-    if b"\x00" in data[:_BINARY_PROBE]:
+        return found  # a file that cannot be read (or is not regular) has no matches
+    if len(data) > _SEARCH_FILE_LIMIT or b"\x00" in data[:_BINARY_PROBE]:
         return found
     for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
         if needle in (line.casefold() if fold else line):
@@ -487,16 +578,13 @@ def _write_file(root: _Root) -> ToolBody:
     async def write_file(args: Any, ctx: ToolRunContext) -> ToolReturn:
         values = _validate(_WRITE_PARAMS, args)
         content: str = values["content"]
-        path = trio.Path(await root.aresolve(values["path"]))
-        shown = root.show(Path(path))
-        if await path.is_dir():
-            raise ToolError(f'"{shown}" is a directory', code="IS_A_DIRECTORY")
-        existed = await path.exists()
+        path = await root.aresolve(values["path"])
+        shown = root.show(path)
         data = content.encode("utf-8")
         try:
-            old_text = await _before_image(path) if existed else None
-            await path.parent.mkdir(parents=True, exist_ok=True)
-            await path.write_bytes(data)
+            existed, old_text = await trio.to_thread.run_sync(_write_regular, path, data)
+        except IsADirectoryError:
+            raise FileToolError(f'"{_clip(shown)}" is a directory', code="IS_A_DIRECTORY") from None
         except OSError as exc:
             raise _os_error("write", shown, exc) from exc
         verb = "replaced" if existed else "created"
@@ -510,11 +598,37 @@ def _write_file(root: _Root) -> ToolBody:
     return write_file
 
 
-async def _before_image(path: trio.Path) -> str | None:
+def _write_regular(path: Path, data: bytes) -> tuple[bool, str | None]:
+    """Create or replace a regular file; return whether it existed and its old text.
+
+    Blocking I/O (run it in a thread). The file is opened before anything is cut, and
+    checked on its descriptor, so a FIFO or device is refused, never written.
+    """
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a directory")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = _open_regular(path, os.O_RDWR | os.O_CREAT | os.O_EXCL)
+        existed = False
+    except FileExistsError:
+        fd = _open_regular(path, os.O_RDWR)
+        existed = True
+    try:
+        old_text = _before_image(fd) if existed else None
+        os.ftruncate(fd, 0)
+        view = memoryview(data)
+        while view:
+            view = view[os.pwrite(fd, view, len(data) - len(view)) :]
+    finally:
+        os.close(fd)
+    return existed, old_text
+
+
+def _before_image(fd: int) -> str | None:
     """A file's text before it is replaced, or ``None`` when it is large or not text."""
-    if (await path.stat()).st_size > _BEFORE_IMAGE_LIMIT:
+    if os.fstat(fd).st_size > _BEFORE_IMAGE_LIMIT:
         return None
-    data = await path.read_bytes()
+    data = os.pread(fd, _BEFORE_IMAGE_LIMIT + 1, 0)
     if b"\x00" in data[:_BINARY_PROBE]:
         return None
     try:
@@ -530,18 +644,20 @@ def _move_path(root: _Root) -> ToolBody:
         source = root.resolve(values["source"])
         target = root.resolve(values["destination"])
         shown, to = root.show(source), root.show(target)
-        if not source.exists():
-            raise ToolError(f'cannot move "{shown}": no such file or directory', code="NOT_FOUND")
         if source == root.path:
-            raise ToolError("cannot move the root directory", code="OS_ERROR")
-        if target.exists():
-            raise ToolError(f'cannot move to "{to}": it already exists', code="ALREADY_EXISTS")
-        kind = "directory" if source.is_dir() else "file"
+            raise FileToolError("cannot move the root directory", code="OS_ERROR")
         try:
+            mode = os.stat(source).st_mode
+            _check_kind(mode)
+            if target.exists():
+                raise FileToolError(
+                    f'cannot move to "{_clip(to)}": it already exists', code="ALREADY_EXISTS"
+                )
             target.parent.mkdir(parents=True, exist_ok=True)
             os.rename(source, target)
         except OSError as exc:
             raise _os_error("move", shown, exc) from exc
+        kind = "directory" if stat.S_ISDIR(mode) else "file"
         return _text(f'moved "{shown}" to "{to}"', moved=kind)
 
     return move_path

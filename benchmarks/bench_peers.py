@@ -1,0 +1,223 @@
+"""The peers' workload: ``lookup(query: str, limit: int = 10)`` through ``run_tool_calls``.
+
+The workload the peers (pydantic-ai, openai-agents, LangGraph) were measured on, so
+toolnursery's figure can be set beside theirs: one tool, ``lookup(query: str, limit: int
+= 10)``, whose arguments arrive as raw JSON text and are decoded into a msgspec Struct;
+odd calls omit ``limit`` (the default applies); N = 1000 calls in one batch,
+``max_parallel = N``. The tool is defined twice — with ``define_tool`` and a frozen
+Struct ``parameters`` type, and with ``@tool`` from the typed signature — and its body
+comes in two kinds: one that awaits one checkpoint (the headline: every real tool
+awaits) and one with no ``await``.
+
+Beside each, in the same run, a bare trio nursery runs the same body once per call:
+``start_soon`` of a task that decodes the call's raw JSON text into the Struct with a
+reused ``msgspec.json.Decoder`` and calls the body. Per repetition both sides are timed
+back to back; the figures are the median and the min–max over the repetitions of µs per
+call, and the ratio toolnursery / bare per repetition.
+
+The peers' own figures are quoted from the design notes, labelled as quoted: they were
+measured on a machine of the same class, not by this script, and on a no-op batch.
+
+Run: ``python benchmarks/bench_peers.py`` (``--quick``: one batch per timing instead of
+five, well under a minute).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from importlib.metadata import version
+from typing import Any
+
+import msgspec
+import trio
+
+from toolnursery import (
+    TextContent,
+    ToolCall,
+    ToolDefinition,
+    ToolRegistry,
+    ToolRunContext,
+    define_tool,
+    run_tool_calls,
+    tool,
+)
+
+N = 1000
+REPS = 3
+
+QUOTED = (
+    ("pydantic-ai", "119–143"),
+    ("LangGraph ToolNode", "202–212"),
+    ("openai-agents runner", "587–772"),
+    ("bare trio nursery", "5.8–7.2"),
+    ("sequential msgspec decode + call + result loop", "0.44–0.79"),
+)
+"""Per call, N = 1000, a no-op batch: DESIGN.md, "Costs measured on this machine class"."""
+
+
+class LookupArgs(msgspec.Struct, frozen=True):
+    """The lookup tool's arguments."""
+
+    query: str
+    limit: int = 10
+
+
+# -- the bodies: the same functions on both sides ------------------------------------------
+
+
+async def lookup_awaiting(query: str, limit: int = 10) -> str:
+    """Look ``query`` up (awaits one checkpoint, as a real tool awaits its I/O)."""
+    await trio.lowlevel.checkpoint()
+    return f"{limit} results for {query}"
+
+
+async def lookup_now(query: str, limit: int = 10) -> str:
+    """Look ``query`` up (no ``await``)."""
+    return f"{limit} results for {query}"
+
+
+async def struct_awaiting(args: LookupArgs, ctx: ToolRunContext | None) -> str:
+    await trio.lowlevel.checkpoint()
+    return f"{args.limit} results for {args.query}"
+
+
+async def struct_now(args: LookupArgs, ctx: ToolRunContext | None) -> str:
+    return f"{args.limit} results for {args.query}"
+
+
+Body = Callable[[LookupArgs], Awaitable[str]]
+
+
+def define_tool_case(
+    body: Callable[[LookupArgs, Any], Awaitable[str]],
+) -> tuple[ToolDefinition, Body]:
+    definition = define_tool(
+        name="lookup",
+        description="Look a query up.",
+        parameters=LookupArgs,
+        execute=body,
+        is_concurrency_safe=lambda args: True,
+    )
+    return definition, lambda args: body(args, None)
+
+
+def at_tool_case(fn: Callable[..., Awaitable[str]]) -> tuple[ToolDefinition, Body]:
+    definition = tool(name="lookup", is_concurrency_safe=lambda args: True)(fn)
+    return definition, lambda args: fn(args.query, args.limit)
+
+
+CASES: tuple[tuple[str, Callable[[], tuple[ToolDefinition, Body]]], ...] = (
+    ("define_tool(Struct), awaiting body", lambda: define_tool_case(struct_awaiting)),
+    ("@tool, awaiting body", lambda: at_tool_case(lookup_awaiting)),
+    ("define_tool(Struct), no-await body", lambda: define_tool_case(struct_now)),
+    ("@tool, no-await body", lambda: at_tool_case(lookup_now)),
+)
+
+
+# -- measuring --------------------------------------------------------------------------------
+
+
+def make_calls(n: int) -> list[ToolCall]:
+    """Raw JSON argument text; odd calls omit ``limit``."""
+    return [
+        ToolCall(
+            f"c{i}",
+            "lookup",
+            f'{{"query": "q{i}"}}' if i % 2 else f'{{"query": "q{i}", "limit": 5}}',
+        )
+        for i in range(n)
+    ]
+
+
+_decode = msgspec.json.Decoder(LookupArgs).decode
+
+
+async def run_bare(calls: Sequence[ToolCall], body: Body) -> None:
+    async def one(text: str) -> None:
+        await body(_decode(text))
+
+    async with trio.open_nursery() as nursery:
+        for call in calls:
+            nursery.start_soon(one, call.arguments)
+
+
+async def timed(fn: Callable[[], Awaitable[object]], loops: int) -> float:
+    gc.collect()
+    start = time.perf_counter()
+    for _ in range(loops):
+        await fn()
+    return time.perf_counter() - start
+
+
+def check(results: Sequence[Any]) -> None:
+    """Every call succeeded; an odd call got the default limit."""
+    assert not any(r.is_error for r in results), results[:3]
+    texts = [b.text for r in results[:2] for b in r.content if isinstance(b, TextContent)]
+    assert texts == ["5 results for q0", "10 results for q1"], texts
+
+
+async def measure(
+    make: Callable[[], tuple[ToolDefinition, Body]], loops: int
+) -> tuple[list[float], list[float]]:
+    definition, body = make()
+    registry = ToolRegistry()
+    registry.register(definition)
+    calls = make_calls(N)
+
+    async def ours() -> None:
+        await run_tool_calls(registry, calls, max_parallel=N)
+
+    async def bare() -> None:
+        await run_bare(calls, body)
+
+    check(await run_tool_calls(registry, calls, max_parallel=N))  # also warms up
+    await bare()
+    ours_us: list[float] = []
+    bare_us: list[float] = []
+    for _ in range(REPS):
+        ours_us.append(await timed(ours, loops) / (loops * N) * 1e6)
+        bare_us.append(await timed(bare, loops) / (loops * N) * 1e6)
+    return ours_us, bare_us
+
+
+def spread(values: Sequence[float], unit: str = "") -> str:
+    return f"{statistics.median(values):>7.2f}{unit} ({min(values):.2f}–{max(values):.2f}{unit})"
+
+
+async def main_async(loops: int) -> None:
+    print(
+        f"python {sys.version.split()[0]}, trio {trio.__version__}, msgspec "
+        f"{msgspec.__version__}, toolnursery {version('toolnursery')}"
+    )
+    print(
+        f"lookup(query: str, limit: int = 10), raw JSON arguments into a msgspec Struct, "
+        f"odd calls omit limit; N={N}, max_parallel={N}"
+    )
+    print(f"µs per call, median (min–max) of {REPS} repetitions of {loops} batch(es) each")
+    header = f"{'case':<38} {'toolnursery µs':>24} {'bare nursery µs':>24} {'ratio':>22}"
+    print(header)
+    print("-" * len(header))
+    for label, make in CASES:
+        ours, bare = await measure(make, loops)
+        ratios = [a / b for a, b in zip(ours, bare, strict=True)]
+        print(f"{label:<38} {spread(ours):>24} {spread(bare):>24} {spread(ratios, 'x'):>22}")
+    print()
+    print("Quoted, not measured here (DESIGN.md, same machine class, a no-op batch, N = 1000):")
+    for name, figure in QUOTED:
+        print(f"  {name:<48} {figure:>10} µs per call")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="one batch per timing")
+    args = parser.parse_args()
+    trio.run(main_async, 1 if args.quick else 5)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+"""Docstrings → a tool's description and its parameters' descriptions.
+
+Google, Sphinx (reST) and NumPy styles are read by ``docstring_parser`` (the style is
+detected per docstring). Only the summary and the free text after it become the
+description; the sections (arguments, returns, raises, examples, …) never do.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import docstring_parser
+
+__all__ = ["field_docs", "parse_docstring"]
+
+_ARGUMENTS = frozenset({"param", "parameter", "arg", "argument", "key", "keyword"})
+_FIELDS = frozenset({*_ARGUMENTS, "attribute", "attr", "ivar", "var", "cvar"})
+
+
+def parse_docstring(
+    doc: str | None, kinds: frozenset[str] = _ARGUMENTS
+) -> tuple[str, dict[str, str]]:
+    """Split a docstring into its description and per-name descriptions.
+
+    Args:
+        doc: the docstring, in Google, Sphinx or NumPy style (indentation is
+            normalized here).
+        kinds: the entry kinds collected (``param``, ``attribute``, ``ivar``, …).
+
+    Returns:
+        ``(description, descriptions)``: the summary and the text after it up to the
+        first section, and each wanted entry's text by name (``*args``/``**kw`` without
+        the stars; continuation lines joined with spaces).
+    """
+    if not doc:
+        return "", {}
+    parsed = docstring_parser.parse(inspect.cleandoc(doc))
+    found: dict[str, str] = {}
+    for meta in parsed.meta:
+        if not meta.args or meta.args[0] not in kinds or meta.description is None:
+            continue
+        name = meta.arg_name if isinstance(meta, docstring_parser.DocstringParam) else None
+        name = (name if name is not None else meta.args[-1]).lstrip("*")
+        found.setdefault(name, " ".join(meta.description.split()))
+    return (parsed.description or "").strip(), found
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """The field descriptions in a class docstring (``Attributes:`` and the like)."""
+    return parse_docstring(cls.__doc__, _FIELDS)[1]

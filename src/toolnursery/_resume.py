@@ -1,0 +1,364 @@
+"""Resuming a batch after a crash: what a log says about each call, and what to do.
+
+The analysis is pure: :func:`plan_resume` reads a log's events and the batch's calls
+and decides, call by call, from one invariant of the recorder's durable order — a
+call's ``tool_call`` event is recorded before anything of it runs (its first hook, its
+body), and its ``tool_result`` event when it commits:
+
+* a call with a recorded result **committed**: its recorded result is returned, and it
+  does not run again (``replay``) — except a result recorded as
+  ``ABORTED_BEFORE_DISPATCH`` (its body never ran: it runs now), and an ``ABORTED``
+  result of an idempotent tool (it runs again);
+* a call with no event at all **never started**: it runs (``run``);
+* a call recorded as started with no result was **interrupted**: an idempotent tool
+  runs again (``run``); any other tool is not run — its result is
+  :class:`~toolnursery.InterruptedCallError` (code ``INTERRUPTED``,
+  ``interrupted``), so a side effect never happens twice;
+* a call whose id an earlier call of the batch already has, and no recorded result,
+  gets the batch's duplicate-id result (``duplicate``), as the first run would have.
+
+:func:`resume_tool_calls` carries a plan out: the calls to run run as one batch under
+the resumed batch's id (so ``ctx.idempotency_key`` is the key their first run saw),
+their events recorded under their original indices; the other results are recorded
+(the ones not yet in the log) and returned in model order.
+
+Which batch of the log is resumed: the one named by ``batch_id``, else the last batch
+whose recorded calls are exactly these calls at their indices. When no batch matches,
+no call of these has started, so every call runs (in a new batch).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias
+
+import msgspec
+
+from ._content import HookContext, ToolCall, ToolExecutionResult
+from ._errors import (
+    TOOL_ABORTED,
+    TOOL_ABORTED_BEFORE_DISPATCH,
+    DuplicateCallIdError,
+    InterruptedCallError,
+    ResumeError,
+)
+from ._outcomes import _failure, json_safe
+from ._recorder import (
+    ContextEvent,
+    RecorderEvent,
+    ToolCallEvent,
+    ToolCallRecorder,
+    ToolResultEvent,
+    read_log,
+)
+
+if TYPE_CHECKING:
+    from ._registry import ToolRegistry, ToolScope
+    from ._signal import CancelSignal
+
+__all__ = ["ResumeAction", "ResumePlan", "ResumedCall", "plan_resume", "resume_tool_calls"]
+
+ResumeAction: TypeAlias = Literal["replay", "run", "interrupted", "duplicate"]
+"""What a resumed batch does with one call: return the recorded result, run the
+call, give it the ``INTERRUPTED`` result, or the duplicate-id result."""
+
+
+class ResumedCall(msgspec.Struct, frozen=True, kw_only=True):
+    """One call of a resumed batch, and what resuming does with it.
+
+    Attributes:
+        index: the call's position in the batch.
+        call: the call.
+        action: ``replay``, ``run``, ``interrupted`` or ``duplicate``.
+        result: for ``replay`` the recorded result (its recorded contexts attached),
+            for ``interrupted`` / ``duplicate`` the result it gets; ``None`` for ``run``.
+        started: the log records the call as started before (so ``run`` is a re-run).
+    """
+
+    index: int
+    call: ToolCall
+    action: ResumeAction
+    result: ToolExecutionResult | None = None
+    started: bool = False
+
+
+class ResumePlan(msgspec.Struct, frozen=True, kw_only=True):
+    """What resuming a batch does, call by call.
+
+    Attributes:
+        batch_id: the resumed batch's id (reused, so each call's idempotency key is the
+            one its first run saw); ``None`` when no recorded batch matched (every call
+            runs, in a new batch).
+        calls: one entry per call, in model order.
+    """
+
+    batch_id: str | None
+    calls: tuple[ResumedCall, ...]
+
+    def count(self, action: ResumeAction) -> int:
+        """How many calls the plan gives ``action``."""
+        return sum(1 for entry in self.calls if entry.action == action)
+
+
+class _Recorded:
+    __slots__ = ("calls", "contexts", "results")
+
+    def __init__(self) -> None:
+        self.calls: dict[int, ToolCall] = {}
+        self.results: dict[int, ToolExecutionResult] = {}
+        self.contexts: dict[int, list[HookContext]] = {}
+
+
+_RERUN_CODES: Final = frozenset({TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH})
+
+
+def plan_resume(
+    events: Iterable[RecorderEvent],
+    calls: Sequence[ToolCall],
+    is_idempotent: Callable[[ToolCall], bool],
+    *,
+    batch_id: str | None = None,
+) -> ResumePlan:
+    """Decide what resuming ``calls`` from a log's ``events`` does with each call.
+
+    Args:
+        events: the log's events, in file order (:func:`~toolnursery.read_log`).
+        calls: the batch's calls, in model order (the same calls as the crashed run).
+        is_idempotent: whether a call's tool may safely run again.
+        batch_id: the batch to resume; ``None`` picks the last recorded batch whose
+            calls match ``calls``.
+
+    Returns:
+        The plan; pure: nothing runs, nothing is read but ``events``.
+
+    Raises:
+        ResumeError: ``batch_id`` is recorded with other calls than ``calls``.
+    """
+    batches: dict[str, _Recorded] = {}
+    for event in events:
+        recorded = batches.get(event.batch)
+        if recorded is None:
+            recorded = batches[event.batch] = _Recorded()
+        if isinstance(event, ToolCallEvent):
+            recorded.calls.setdefault(event.index, event.call)
+        elif isinstance(event, ToolResultEvent):
+            recorded.results[event.index] = event.result
+            recorded.contexts.pop(event.index, None)  # a re-run's contexts follow it
+        elif isinstance(event, ContextEvent):
+            recorded.contexts.setdefault(event.index, []).append(event.context)
+    safe = [json_safe(call) for call in calls]
+    if batch_id is not None:
+        found = batches.get(batch_id)
+        if found is not None:
+            mismatch = _mismatch(found, safe)
+            if mismatch is not None:
+                raise ResumeError(f'cannot resume batch "{batch_id}": {mismatch}')
+        return _plan(batch_id, found or _Recorded(), calls, is_idempotent)
+    for name in reversed(batches):
+        if _mismatch(batches[name], safe) is None:
+            return _plan(name, batches[name], calls, is_idempotent)
+    return _plan(None, _Recorded(), calls, is_idempotent)
+
+
+def _mismatch(recorded: _Recorded, calls: list[ToolCall]) -> str | None:
+    for index in sorted(recorded.calls.keys() | recorded.results.keys()):
+        if index >= len(calls):
+            return f"the log records a call at index {index}, and there are {len(calls)} calls"
+        call = recorded.calls.get(index)
+        if call is not None and call != calls[index]:
+            return f"the log records call {call.id!r} ({call.name}) at index {index}, not {calls[index].id!r}"
+    return None
+
+
+def _plan(
+    batch_id: str | None,
+    recorded: _Recorded,
+    calls: Sequence[ToolCall],
+    is_idempotent: Callable[[ToolCall], bool],
+) -> ResumePlan:
+    entries: list[ResumedCall] = []
+    seen: set[str] = set()
+    for index, call in enumerate(calls):
+        result = recorded.results.get(index)
+        started = index in recorded.calls or result is not None
+        code = result.error.code if result is not None and result.error is not None else None
+        duplicate = call.id in seen
+        seen.add(call.id)
+        if result is not None and not (
+            result.is_error
+            and code in _RERUN_CODES
+            and (code == TOOL_ABORTED_BEFORE_DISPATCH or is_idempotent(call))
+        ):
+            contexts = tuple(recorded.contexts.get(index, ()))
+            if contexts:
+                result = msgspec.structs.replace(result, additional_contexts=contexts)
+            entry = ResumedCall(
+                index=index, call=call, action="replay", result=result, started=True
+            )
+        elif duplicate:
+            entry = ResumedCall(
+                index=index,
+                call=call,
+                action="duplicate",
+                result=_failure(DuplicateCallIdError(call.id)),
+                started=started,
+            )
+        elif not started or code == TOOL_ABORTED_BEFORE_DISPATCH or is_idempotent(call):
+            entry = ResumedCall(index=index, call=call, action="run", started=started)
+        else:
+            entry = ResumedCall(
+                index=index,
+                call=call,
+                action="interrupted",
+                result=_failure(InterruptedCallError(call.name)),
+                started=True,
+            )
+        entries.append(entry)
+    return ResumePlan(batch_id=batch_id, calls=tuple(entries))
+
+
+# -- carrying a plan out ------------------------------------------------------------------
+
+
+class _Resumed:
+    """The recorder of a resumed batch's runs: events under their original indices,
+    and each decided result (interrupted, duplicate) recorded in model order."""
+
+    __slots__ = ("batch", "indices", "inner", "pending")
+
+    def __init__(
+        self, inner: ToolCallRecorder, batch: str | None, plan: ResumePlan, indices: list[int]
+    ) -> None:
+        self.inner = inner
+        self.batch = batch
+        self.indices = indices
+        self.pending = [e for e in plan.calls if e.action in ("interrupted", "duplicate")]
+
+    def record(self, event: RecorderEvent, /) -> None:
+        index = self.indices[event.index]
+        if self.batch is None:
+            self.batch = event.batch
+        if isinstance(event, ToolResultEvent | ContextEvent):
+            self.flush(index)
+        self.inner.record(msgspec.structs.replace(event, index=index))
+
+    def flush(self, before: int | None = None) -> None:
+        """Record the decided results of the calls before ``before`` (all: ``None``)."""
+        pending = self.pending
+        batch = self.batch
+        while pending and (before is None or pending[0].index < before):
+            entry = pending.pop(0)
+            assert entry.result is not None
+            assert batch is not None
+            if not entry.started:
+                self.inner.record(ToolCallEvent(batch, entry.index, entry.call))
+            self.inner.record(ToolResultEvent(batch, entry.index, entry.call.id, entry.result))
+
+
+def _is_idempotent(registry: ToolRegistry, agent: ToolScope | None) -> Callable[[ToolCall], bool]:
+    def check(call: ToolCall) -> bool:
+        definition = registry.get(call.name, agent)
+        return definition is not None and definition.idempotent is True
+
+    return check
+
+
+async def resume_tool_calls(
+    registry: ToolRegistry,
+    calls: Iterable[ToolCall],
+    log: str | os.PathLike[str],
+    *,
+    signal: CancelSignal | None = None,
+    agent: ToolScope | None = None,
+    max_parallel: int = 10,
+    recorder: ToolCallRecorder | None = None,
+    batch_id: str | None = None,
+) -> list[ToolExecutionResult]:
+    """Resume a batch that a crash interrupted, from its log; see :func:`plan_resume`.
+
+    Committed calls return their recorded results without running; calls that never
+    started run; a started, unfinished call runs again only when its tool is
+    idempotent, else it gets the ``INTERRUPTED`` result. The calls that run form one
+    batch under the resumed batch's id.
+
+    Args:
+        registry: as for :func:`~toolnursery.run_tool_calls`.
+        calls: the same calls, in the same order, as the interrupted run.
+        log: the interrupted run's log (read before anything runs).
+        signal: aborts the calls that run.
+        agent: the scope the calls run for (it decides which tool, so which
+            ``idempotent`` flag, a call sees).
+        max_parallel: as for :func:`~toolnursery.run_tool_calls`.
+        recorder: receives the events of what resuming does (usually a
+            :class:`~toolnursery.JsonlRecorder` on ``log`` itself, so a second crash can
+            be resumed too); recorded results are not recorded again.
+        batch_id: the batch to resume (default: the last one of the log recorded with
+            these calls).
+
+    Returns:
+        One result per call, in model order.
+
+    Raises:
+        ResumeError: ``batch_id`` is recorded with other calls.
+        LogFormatError: ``log`` is not a toolnursery log.
+        OSError: ``log`` cannot be read (a missing log resumes nothing: every call runs).
+    """
+    from ._scheduler import run_tool_calls  # the scheduler is the one that runs calls
+
+    calls = list(calls)
+    try:
+        events = read_log(log)
+    except FileNotFoundError:
+        events = []
+    plan = plan_resume(events, calls, _is_idempotent(registry, agent), batch_id=batch_id)
+    return await run_plan(
+        registry,
+        plan,
+        run_tool_calls,
+        signal=signal,
+        agent=agent,
+        max_parallel=max_parallel,
+        recorder=recorder,
+    )
+
+
+async def run_plan(
+    registry: ToolRegistry,
+    plan: ResumePlan,
+    run: Callable[..., Awaitable[list[ToolExecutionResult]]],
+    *,
+    signal: CancelSignal | None,
+    agent: ToolScope | None,
+    max_parallel: int,
+    recorder: ToolCallRecorder | None,
+) -> list[ToolExecutionResult]:
+    """Carry out ``plan`` with ``run`` (:func:`~toolnursery.run_tool_calls`)."""
+    to_run = [entry for entry in plan.calls if entry.action == "run"]
+    indices = [entry.index for entry in to_run]
+    resumed = None if recorder is None else _Resumed(recorder, plan.batch_id, plan, indices)
+    ran: list[ToolExecutionResult] = []
+    if to_run:
+        ran = await run(
+            registry,
+            [entry.call for entry in to_run],
+            signal=signal,
+            agent=agent,
+            max_parallel=max_parallel,
+            recorder=resumed,
+            batch_id=plan.batch_id,
+        )
+    if resumed is not None:
+        if resumed.batch is None:  # nothing ran, nothing recorded: a batch id of its own
+            resumed.batch = _fresh_batch_id()
+        resumed.flush()
+    results: list[ToolExecutionResult | None] = [entry.result for entry in plan.calls]
+    for index, result in zip(indices, ran, strict=True):
+        results[index] = result
+    assert all(result is not None for result in results)
+    return results  # type: ignore[return-value]
+
+
+def _fresh_batch_id() -> str:
+    return uuid.uuid4().hex

@@ -1,0 +1,320 @@
+"""``toolnursery bench``: the report's shape, the user's registry as configured, bad input.
+
+Timings are only checked for shape and consistency (never for speed); batches are small.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+
+from support import write_calls
+from toolnursery import (
+    ToolCall,
+    ToolDefinition,
+    ToolDispatchExecution,
+    ToolRegistry,
+    ToolRunContext,
+    ToolStatistics,
+)
+from toolnursery.__main__ import main
+from toolnursery._cli_bench import BenchReport, bundled_calls, measure, render, resized
+
+Capture = pytest.CaptureFixture[str]
+QUICK = ["--repeat", "2", "--progress", "never"]
+READ_ONLY = {"read_file", "list_dir", "search_text"}
+
+
+def report_of(capsys: Capture) -> tuple[BenchReport, dict[str, Any], str]:
+    captured = capsys.readouterr()
+    return (
+        msgspec.json.decode(captured.out, type=BenchReport),
+        json.loads(captured.out),
+        captured.err,
+    )
+
+
+def runs_of(n: int, repeat: int) -> tuple[int, int]:
+    """(bodies, pipeline calls) a bench runs: warm-up, repetitions and the phase run."""
+    return n * (2 + 2 * repeat + 1), n * (1 + repeat + 1)
+
+
+# -- the bundled tools ---------------------------------------------------------------------
+
+
+def test_bundled_tools_json_report(capsys: Capture) -> None:
+    assert main(["bench", "--json", "-n", "12", *QUICK]) == 0
+    report, raw, err = report_of(capsys)
+    assert err == ""
+    assert set(raw) == {
+        *("calls", "tools", "max_parallel", "repeat", "toolnursery_us", "bare_us", "ratio"),
+        *("phase_mean_us", "phase_share", "results_by_code", "python", "trio", "toolnursery"),
+    }
+    assert set(raw["ratio"]) == {"median", "min", "max", "runs"}
+    assert (report.calls, report.max_parallel, report.repeat) == (12, 12, 2)
+    assert set(report.tools) <= READ_ONLY
+    assert sum(report.tools.values()) == 12
+    assert report.results_by_code == {"ok": 12}
+    for spread in (report.toolnursery_us, report.bare_us, report.ratio):
+        assert len(spread.runs) == 2
+        assert spread.min <= spread.median <= spread.max
+        assert spread.min > 0
+    ours, bare = report.toolnursery_us.runs, report.bare_us.runs
+    assert report.ratio.runs == pytest.approx(tuple(a / b for a, b in zip(ours, bare, strict=True)))
+    assert report.phase_share is not None
+    assert report.phase_mean_us is not None
+    assert set(report.phase_share) == set(report.phase_mean_us)
+    assert sum(report.phase_share.values()) == pytest.approx(1)
+
+
+def test_bundled_tools_text_report(capsys: Capture) -> None:
+    assert main(["bench", "-n", "6", "--max-parallel", "2", *QUICK]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("toolnursery bench: 6 calls (read_file x")
+    assert lines[0].endswith("), max_parallel 2, 2 repetitions")
+    assert [line.split()[0] for line in lines[1:5]] == ["median", "toolnursery", "bare", "ratio"]
+    assert lines[4].split()[1].endswith("x")
+    assert lines[5].startswith("phase shares: ")
+    assert lines[-1] == "results: ok 6"
+
+
+def test_the_generated_batch_cycles_reads_listings_and_a_search() -> None:
+    calls = bundled_calls(["README.md", "src/app.py"], 6)
+    assert calls == [
+        ToolCall("c1", "read_file", '{"path":"README.md"}'),
+        ToolCall("c2", "read_file", '{"path":"src/app.py"}'),
+        ToolCall("c3", "list_dir", '{"path":"."}'),
+        ToolCall("c4", "list_dir", '{"path":"src"}'),
+        ToolCall("c5", "search_text", '{"pattern":"TODO"}'),
+        ToolCall("c6", "read_file", '{"path":"README.md"}'),
+    ]
+
+
+def test_resized_repeats_with_fresh_ids_or_cuts() -> None:
+    calls = [ToolCall("a", "t", "{}"), ToolCall("b", "t", "{}")]
+    assert [c.id for c in resized(calls, 5)] == ["a", "b", "a#2", "b#2", "a#3"]
+    assert resized(calls, 1) == calls[:1]
+
+
+def test_progress_goes_to_stderr_and_leaves_stdout_json(capsys: Capture) -> None:
+    assert main(["bench", "--json", "-n", "4", "--repeat", "1", "--progress", "always"]) == 0
+    report, _, err = report_of(capsys)
+    assert report.calls == 4
+    assert "toolnursery bench:" in err
+
+
+# -- a registry of the user's ---------------------------------------------------------------
+
+SEEN: dict[str, int] = {"async": 0, "sync": 0, "wrapped": 0}
+LOCK = threading.Lock()
+
+
+async def awaiting(args: Any, ctx: ToolRunContext) -> str:
+    assert ctx.call_id
+    assert ctx.name == "awaiting"
+    await trio.lowlevel.checkpoint()
+    SEEN["async"] += 1
+    return f"hi {args['who']}"
+
+
+def blocking(args: Any, ctx: ToolRunContext) -> str:
+    assert threading.current_thread() is not threading.main_thread()  # a worker thread
+    with LOCK:
+        SEEN["sync"] += 1
+    return "done"
+
+
+async def counting(view: ToolDispatchExecution, next_: Any) -> Any:
+    SEEN["wrapped"] += 1
+    return await next_()
+
+
+def bench_registry() -> ToolRegistry:
+    for key in SEEN:
+        SEEN[key] = 0
+    registry = ToolRegistry()
+    schema = {"type": "object"}
+    registry.register(
+        ToolDefinition("awaiting", "a", schema, awaiting, is_concurrency_safe=lambda a: True)
+    )
+    registry.register(ToolDefinition("blocking", "b", schema, blocking))
+    registry.on_execute(counting)
+    return registry
+
+
+def test_a_tools_registry_runs_with_its_hooks_on_both_sides(
+    tmp_path: Path, capsys: Capture
+) -> None:
+    calls = write_calls(
+        tmp_path,
+        {"id": "a", "name": "awaiting", "arguments": {"who": "trio"}},
+        {"id": "b", "name": "blocking"},
+    )
+    argv = ["bench", "--tools", "test_cli_bench:bench_registry", "--calls", str(calls)]
+    assert main([*argv, "-n", "5", "--json", *QUICK]) == 0
+    report, _, _ = report_of(capsys)
+    assert report.tools == {"awaiting": 3, "blocking": 2}
+    assert report.results_by_code == {"ok": 5}
+    bodies, piped = runs_of(1, 2)
+    assert {"async": 3 * bodies, "sync": 2 * bodies, "wrapped": 5 * piped} == SEEN
+
+
+def test_the_calls_file_as_given_without_n(tmp_path: Path, capsys: Capture) -> None:
+    calls = write_calls(tmp_path, *({"id": f"c{i}", "name": "blocking"} for i in range(3)))
+    argv = ["bench", "--tools", "test_cli_bench:bench_registry", "--calls", str(calls)]
+    assert main([*argv, "--json", *QUICK]) == 0
+    report, _, _ = report_of(capsys)
+    assert (report.calls, report.max_parallel, report.tools) == (3, 3, {"blocking": 3})
+
+
+class SwitchedRegistry(ToolRegistry):
+    """A registry with an opt-in per-phase timing switch, as the bench expects one."""
+
+    phase_timings = False
+
+
+async def test_the_phase_run_turns_the_switch_on_and_back_off() -> None:
+    registry = SwitchedRegistry()
+    seen: list[bool] = []
+
+    async def body(args: Any, ctx: ToolRunContext) -> str:
+        seen.append(registry.phase_timings)
+        await trio.lowlevel.checkpoint()
+        return "ok"
+
+    registry.register(ToolDefinition("t", "t", {"type": "object"}, body))
+    await measure(registry, [ToolCall("c1", "t", "{}")], 1, 1)
+    bodies, _ = runs_of(1, 1)
+    assert seen == [False] * (bodies - 1) + [True]
+    assert registry.phase_timings is False
+
+
+class UntimedRegistry(ToolRegistry):
+    """A registry whose statistics keep no per-phase times."""
+
+    def statistics(self) -> ToolStatistics:
+        return ToolStatistics()
+
+
+async def test_without_phase_timings_the_report_says_so() -> None:
+    registry = UntimedRegistry()
+    registry.register(ToolDefinition("awaiting", "a", {"type": "object"}, awaiting))
+    report = await measure(registry, [ToolCall("c1", "awaiting", '{"who": "x"}')], 1, 1)
+    assert report.phase_mean_us is None
+    assert report.phase_share is None
+    assert "phases: phase timings unavailable" in render(report).splitlines()
+    assert json.loads(msgspec.json.encode(report))["phase_share"] is None
+
+
+async def test_calls_whose_arguments_cannot_be_parsed_run_on_neither_side() -> None:
+    registry = bench_registry()
+    calls = [ToolCall("c1", "awaiting", '{"who": "x"}'), ToolCall("c2", "awaiting", '"\ud800"')]
+    report = await measure(registry, calls, 2, 1)
+    assert report.results_by_code == {"INVALID_ARGS": 1, "ok": 1}
+    bodies, _ = runs_of(1, 1)
+    assert SEEN["async"] == bodies  # c1's only
+
+
+# -- bad input --------------------------------------------------------------------------------
+
+
+def error_of(capsys: Capture, argv: list[str]) -> tuple[int, str]:
+    code = main(argv)
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    return code, captured.err
+
+
+def test_tools_without_calls_is_a_usage_error(capsys: Capture) -> None:
+    code, err = error_of(capsys, ["bench", "--tools", "test_cli_bench:bench_registry"])
+    assert (code, err) == (
+        2,
+        "toolnursery: error: --tools needs --calls: the bench runs the calls you give it "
+        "on your tools\n",
+    )
+
+
+@pytest.mark.parametrize(
+    "tools",
+    ["no_colon", "missing_module_xyz:registry", "test_cli_bench:nothing", "test_cli_bench:LOCK"],
+)
+def test_bad_tools_get_the_same_error_as_run(tmp_path: Path, capsys: Capture, tools: str) -> None:
+    calls = write_calls(tmp_path, {"id": "a", "name": "awaiting"})
+    ran = error_of(capsys, ["run", str(calls), "--tools", tools])
+    benched = error_of(capsys, ["bench", "--calls", str(calls), "--tools", tools])
+    assert benched == ran
+    assert benched[0] == 2
+    assert benched[1].startswith(f"toolnursery: error: --tools {tools!r}: ")
+    assert benched[1].count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b'{"id": "a", "name": "read_file"}\nnot json\n', b"\xff\xfe", b'[{"id": 1, "name": "x"}]'],
+)
+def test_bad_calls_get_the_same_error_as_run(
+    tmp_path: Path, capsys: Capture, content: bytes
+) -> None:
+    path = tmp_path / "calls.jsonl"
+    path.write_bytes(content)
+    ran = error_of(capsys, ["run", str(path)])
+    benched = error_of(capsys, ["bench", "--calls", str(path)])
+    assert benched == ran
+    assert benched[0] == 2
+    assert benched[1].startswith(f"toolnursery: error: {path}")
+    assert benched[1].count("\n") == 1
+
+
+def test_an_unreadable_calls_file_gets_the_same_error_as_run(
+    tmp_path: Path, capsys: Capture
+) -> None:
+    missing = str(tmp_path / "absent.jsonl")
+    benched = error_of(capsys, ["bench", "--calls", missing])
+    assert benched == error_of(capsys, ["run", missing])
+    assert benched[1].startswith(f"toolnursery: error: cannot read CALLS {missing!r}: ")
+
+
+def test_empty_calls_are_a_usage_error(tmp_path: Path, capsys: Capture) -> None:
+    path = tmp_path / "calls.jsonl"
+    path.write_text("\n")
+    assert error_of(capsys, ["bench", "--calls", str(path)]) == (
+        2,
+        f"toolnursery: error: no tool calls in {path}; nothing to benchmark\n",
+    )
+
+
+def test_calls_from_stdin(capsys: Capture, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO('{"name": "list_dir"}\n'))
+    assert main(["bench", "--calls", "-", "-n", "3", "--json", *QUICK]) == 0
+    report, _, _ = report_of(capsys)
+    assert (report.tools, report.results_by_code) == ({"list_dir": 3}, {"ok": 3})
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n"))
+    assert error_of(capsys, ["bench", "--calls", "-"]) == (
+        2,
+        "toolnursery: error: no tool calls in <stdin>; nothing to benchmark\n",
+    )
+
+
+def test_calls_to_tools_the_registry_lacks_are_a_usage_error(
+    tmp_path: Path, capsys: Capture
+) -> None:
+    calls = write_calls(tmp_path, {"name": "ghost"}, {"name": "read_file"}, {"name": "spook"})
+    assert error_of(capsys, ["bench", "--calls", str(calls)]) == (
+        2,
+        'toolnursery: error: the calls name tools the registry does not have: "ghost", '
+        '"spook" (a bare nursery has no body to run for them)\n',
+    )
+
+
+@pytest.mark.parametrize("option", ["-n", "--repeat", "--max-parallel"])
+def test_counts_must_be_positive(capsys: Capture, option: str) -> None:
+    code, err = error_of(capsys, ["bench", option, "0"])
+    assert code == 2
+    assert err.endswith(f"argument {option}: expected a positive integer, got '0'\n")

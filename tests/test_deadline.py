@@ -1,0 +1,214 @@
+"""Deadlines as cancel scopes: the timeout policy's mechanism, in execute() and batches."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from toolnursery import (
+    CancelSignal,
+    TextContent,
+    ToolCall,
+    ToolDefinition,
+    ToolDispatchExecution,
+    ToolErrorInfo,
+    ToolExecutionInput,
+    ToolExecutionResult,
+    ToolRegistry,
+    ToolRunContext,
+    install_retry_policy,
+    install_timeout_policy,
+    run_tool_calls,
+)
+
+TIMEOUT = ToolErrorInfo("ToolTimeoutError", "TOOL_TIMEOUT")
+ABORTED = ToolErrorInfo("AbortError", "ABORTED")
+
+
+def always(args: Any) -> bool:
+    return True
+
+
+def _tool(body: Any, timeout_ms: float | None = 100, **kw: Any) -> ToolDefinition:
+    return ToolDefinition(
+        "t", "t", {"type": "object"}, body, timeout_ms=timeout_ms, is_concurrency_safe=always, **kw
+    )
+
+
+async def slow(args: Any, ctx: ToolRunContext) -> str:
+    await trio.sleep(args.get("d", 10) if isinstance(args, dict) else 10)
+    return "late"
+
+
+def calls(*durations: float) -> list[ToolCall]:
+    return [ToolCall(f"c{i}", "t", f'{{"d": {d}}}') for i, d in enumerate(durations, 1)]
+
+
+async def test_b168_own_deadline_in_a_batch_is_a_timeout_with_the_exact_text(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """B168: the call's own deadline scope catches its cancellation → TOOL_TIMEOUT."""
+    registry = ToolRegistry()
+    registry.register(_tool(slow, timeout_ms=250))
+    install_timeout_policy(registry)
+    start = trio.current_time()
+    late, quick = await run_tool_calls(registry, calls(10, 0.1))
+    assert late.content == (TextContent("Error: tool call timed out after 250ms"),)
+    assert late.error == TIMEOUT
+    assert quick.content == (TextContent("late"),)
+    assert trio.current_time() - start == pytest.approx(0.25)
+
+
+async def test_b169_an_enclosing_abort_stays_aborted_in_a_batch(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """B169: the batch abort (the pool's scope, enclosing the deadline) → ABORTED."""
+    registry = ToolRegistry()
+    registry.register(_tool(slow, timeout_ms=500))
+    install_timeout_policy(registry)
+    signal = CancelSignal()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_cancel_at, signal, 0.2)
+        results = await run_tool_calls(registry, calls(10, 10), signal=signal)
+    assert [r.error for r in results] == [ABORTED, ABORTED]
+
+
+async def test_b169_an_enclosing_cancel_scope_around_execute_propagates() -> None:
+    """An enclosing trio scope is not ours: Cancelled passes the deadline scope."""
+    registry = ToolRegistry()
+    registry.register(_tool(slow, timeout_ms=60_000))
+    install_timeout_policy(registry)
+    with trio.move_on_after(0.01) as outer:
+        await registry.execute(ToolExecutionInput("c1", "t", {"d": 10}))
+    assert outer.cancelled_caught
+
+
+async def test_b170_deadline_first_then_batch_abort_during_cleanup_is_a_timeout(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """B170 in a batch: the deadline passed before the abort reached the cleaning body."""
+
+    async def cleans_up(args: Any, ctx: ToolRunContext) -> str:
+        try:
+            await trio.sleep(10)
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.sleep(0.5)
+        return "late"
+
+    registry = ToolRegistry()
+    registry.register(_tool(cleans_up, timeout_ms=100))
+    install_timeout_policy(registry)
+    signal = CancelSignal()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_cancel_at, signal, 0.3)
+        results = await run_tool_calls(registry, calls(10, 10), signal=signal)
+    assert [r.error for r in results] == [TIMEOUT, TIMEOUT]
+
+
+async def _cancel_at(signal: CancelSignal, when: float) -> None:
+    await trio.sleep(when)
+    signal.cancel("stop")
+
+
+@pytest.mark.parametrize("order", ["retry-outside", "timeout-outside"])
+async def test_retry_outside_timeout_gives_each_attempt_a_fresh_deadline(
+    autojump_clock: trio.testing.MockClock, order: str
+) -> None:
+    """Retry installed first (outermost) re-enters the deadline per attempt; installed
+    inside the timeout, every attempt shares one deadline."""
+    starts: list[float] = []
+
+    async def flaky(args: Any, ctx: ToolRunContext) -> str:
+        starts.append(trio.current_time())
+        if len(starts) < 3:
+            await trio.sleep(10)  # times out
+        await trio.sleep(0.05)
+        return "ok"
+
+    registry = ToolRegistry()
+    registry.register(_tool(flaky, timeout_ms=100, idempotent=True))
+    if order == "retry-outside":
+        install_retry_policy(registry, codes=["TOOL_TIMEOUT"], backoff_ms=10, jitter=0)
+        install_timeout_policy(registry)
+    else:
+        install_timeout_policy(registry)
+        install_retry_policy(registry, codes=["TOOL_TIMEOUT"], backoff_ms=10, jitter=0)
+    result = await registry.execute(ToolExecutionInput("c1", "t", {}))
+    if order == "retry-outside":
+        assert result.content == (TextContent("ok"),)
+        assert result.meta == {"attempts": 3}
+        # attempt k starts after k-1 deadlines of 0.1 s and backoffs of 0.01, 0.02 s
+        assert starts == pytest.approx([0.0, 0.11, 0.23])
+    else:
+        # One deadline for the whole retry loop: the first attempt exhausts it.
+        assert result.error == TIMEOUT
+        assert len(starts) == 1
+
+
+async def test_a_wrapper_inside_the_timeout_still_runs_under_its_deadline(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """With another wrapper in the chain the policy runs at its position, as a wrapper."""
+    seen: list[str] = []
+
+    async def inner(view: ToolDispatchExecution, next_: Any) -> ToolExecutionResult:
+        try:
+            return await next_()
+        except trio.Cancelled:
+            seen.append("inner saw Cancelled")
+            raise
+
+    registry = ToolRegistry()
+    registry.register(_tool(slow, timeout_ms=100))
+    install_timeout_policy(registry)
+    registry.on_execute(inner)
+    result = await registry.execute(ToolExecutionInput("c1", "t", {}))
+    assert result.error == TIMEOUT
+    assert seen == ["inner saw Cancelled"]
+
+
+async def test_a_timed_batch_starts_no_timer_task_per_call(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The deadline is the scope's: the only tasks are the pool's workers and its host."""
+    spawned: list[str] = []
+
+    class Count(trio.abc.Instrument):
+        def task_spawned(self, task: trio.lowlevel.Task) -> None:
+            spawned.append(task.name)
+
+    registry = ToolRegistry()
+    registry.register(_tool(slow, timeout_ms=1_000))
+    install_timeout_policy(registry)
+    trio.lowlevel.add_instrument(Count())
+    results = await run_tool_calls(registry, calls(*[0.1] * 20), max_parallel=20)
+    assert all(not r.is_error for r in results)
+    assert len(spawned) == 20 + 1  # 20 workers + the pool's host
+
+
+async def test_a_body_sees_a_derived_signal_that_reads_as_fired_past_the_deadline(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """B166: the budgeted body's signal is derived; polled past the deadline it fired."""
+    seen: list[tuple[bool, bool]] = []
+    caller = CancelSignal()
+
+    async def polls(args: Any, ctx: ToolRunContext) -> str:
+        before = ctx.signal.cancelled
+        with trio.CancelScope(shield=True):
+            await trio.sleep(0.2)
+        seen.append((before, ctx.signal.cancelled))
+        assert ctx.signal is not caller
+        return "stopped"
+
+    registry = ToolRegistry()
+    registry.register(_tool(polls, timeout_ms=100))
+    install_timeout_policy(registry)
+    result = await registry.execute(ToolExecutionInput("c1", "t", {}, caller))
+    assert seen == [(False, True)]
+    assert result.error == TIMEOUT
+    assert not caller.cancelled

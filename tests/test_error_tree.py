@@ -1,0 +1,85 @@
+"""One error tree: every name a result reports is a real class in ``_errors``."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import trio
+
+import toolnursery
+from toolnursery import (
+    AbortError,
+    CancelSignal,
+    DuplicateCallIdError,
+    ToolCall,
+    ToolDefinition,
+    ToolError,
+    ToolnurseryError,
+    ToolRegistry,
+    ToolRunContext,
+    run_tool_calls,
+)
+from toolnursery import _errors as errors
+from toolnursery._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, ABORTED_RESULT, _failure
+
+CLASSES = [
+    value
+    for value in vars(errors).values()
+    if inspect.isclass(value)
+    and issubclass(value, BaseException)
+    and value.__module__ == errors.__name__
+]
+
+
+def test_every_class_is_in_the_tree_exported_and_documented() -> None:
+    assert {c.__name__ for c in CLASSES} == set(errors.__all__) - {
+        n for n in errors.__all__ if n.isupper()
+    }
+    doc = errors.__doc__ or ""
+    for cls in CLASSES:
+        assert issubclass(cls, ToolnurseryError), cls
+        assert cls.__name__ in doc, cls
+        assert (cls.__doc__ or "").startswith("Raised when"), cls
+        assert getattr(toolnursery, cls.__name__) is cls, cls
+
+
+def test_the_canonical_abort_results_are_abort_errors() -> None:
+    assert _failure(AbortError()) == ABORTED_RESULT
+    assert _failure(AbortError(before_dispatch=True)) == ABORTED_BEFORE_DISPATCH_RESULT
+
+
+async def test_every_error_name_a_batch_reports_is_a_class() -> None:
+    started = trio.Event()
+
+    async def body(args: Any, ctx: ToolRunContext) -> str:
+        if args.get("wait"):
+            started.set()
+            await trio.sleep_forever()
+        return "ok"
+
+    registry = ToolRegistry()
+    registry.register(
+        ToolDefinition("t", "t", {"type": "object"}, body, is_concurrency_safe=lambda a: True)
+    )
+    signal = CancelSignal()
+    calls = [
+        ToolCall("a", "t"),
+        ToolCall("a", "t"),
+        ToolCall("b", "nope"),
+        ToolCall("c", "t", '{"wait": true}'),
+        ToolCall("d", "t"),
+    ]
+    async with trio.open_nursery() as nursery:
+
+        async def abort_once_started() -> None:
+            await started.wait()
+            signal.cancel()
+
+        nursery.start_soon(abort_once_started)
+        results = await run_tool_calls(registry, calls, signal=signal)
+    names = [r.error.name if r.error else None for r in results]
+    assert names == [None, "DuplicateCallIdError", "ToolNotFoundError", "AbortError", "AbortError"]
+    for name in {n for n in names if n}:
+        assert issubclass(getattr(errors, name), ToolError)
+    assert results[1] == _failure(DuplicateCallIdError("a"))

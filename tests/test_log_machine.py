@@ -1,0 +1,168 @@
+"""The log under crashes and concurrent writers, as a hypothesis state machine.
+
+Each step is one of: a subprocess runs a random batch into the log and is killed with
+``SIGKILL`` at a random point (or finishes); this process opens the log and appends
+while such a batch runs; a writer dies mid-line (a torn line). After every step the
+log reads back (torn lines skipped) with every result any batch reported committed —
+``record()`` had returned — exactly once, every appended event, and replay pairs
+each call with at most one result.
+
+``TOOLNURSERY_LOG_EXAMPLES`` scales the run (the default keeps CI fast).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
+from toolnursery import (
+    JsonlRecorder,
+    TextContent,
+    ToolCall,
+    ToolCallEvent,
+    ToolExecutionResult,
+    ToolResultEvent,
+    read_log,
+    replay_log,
+)
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs SIGKILL and flock")
+
+EXAMPLES = int(os.environ.get("TOOLNURSERY_LOG_EXAMPLES", "6"))
+
+CHILD = """
+import sys
+import trio
+from toolnursery import JsonlRecorder, ToolCall, ToolDefinition, ToolRegistry, ToolResultEvent
+from toolnursery import run_tool_calls
+
+path, tag, count, size = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+
+
+async def body(args, ctx):
+    await trio.sleep(0)
+    return f"r-{ctx.call_id}-" + "x" * size
+
+
+class Reporting:
+    def __init__(self, inner):
+        self.inner = inner
+
+    def record(self, event):
+        self.inner.record(event)
+        if isinstance(event, ToolResultEvent):  # committed: record() returned
+            print(f"C {event.batch} {event.index} {event.call_id}", flush=True)
+
+
+registry = ToolRegistry()
+registry.register(
+    ToolDefinition("t", "t", {"type": "object"}, body, is_concurrency_safe=lambda a: True)
+)
+calls = [ToolCall(f"{tag}-{i}", "t") for i in range(count)]
+with JsonlRecorder(path) as recorder:
+    trio.run(lambda: run_tool_calls(registry, calls, recorder=Reporting(recorder)))
+"""
+
+
+def expected_text(call_id: str, size: int) -> str:
+    return f"r-{call_id}-" + "x" * size
+
+
+class LogMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.dir = Path(os.environ["TOOLNURSERY_MACHINE_DIR"]) / uuid.uuid4().hex
+        self.dir.mkdir()
+        self.path = self.dir / "log.jsonl"
+        self.committed: dict[tuple[str, int], str] = {}  # (batch, index) -> expected text
+        self.appended: list[ToolCallEvent] = []
+
+    def append_one(self) -> None:
+        event = ToolCallEvent(f"parent-{uuid.uuid4().hex}", 0, ToolCall("p", "t", "x"))
+        with JsonlRecorder(self.path) as recorder:
+            recorder.record(event)
+        self.appended.append(event)
+
+    @rule(
+        count=st.integers(1, 12),
+        size=st.sampled_from([0, 100, 300_000, 2_000_000]),
+        kill_after=st.none() | st.integers(0, 11),
+        concurrent=st.booleans(),
+    )
+    def run_batch(self, count: int, size: int, kill_after: int | None, concurrent: bool) -> None:
+        tag = uuid.uuid4().hex[:8]
+        with subprocess.Popen(
+            [sys.executable, "-c", CHILD, str(self.path), tag, str(count), str(size)],
+            stdout=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        ) as child:
+            assert child.stdout is not None
+            for seen, line in enumerate(child.stdout, 1):
+                _, batch, index, call_id = line.decode().split()
+                self.committed[batch, int(index)] = expected_text(call_id, size)
+                if concurrent:
+                    self.append_one()
+                if kill_after is not None and seen > kill_after:
+                    os.kill(child.pid, signal.SIGKILL)
+                    break
+        assert child.returncode in (0, -signal.SIGKILL)
+
+    @rule()
+    def open_and_append(self) -> None:
+        self.append_one()
+
+    @rule(cut=st.floats(0.05, 0.95))
+    def a_writer_dies_mid_line(self, cut: float) -> None:
+        line = msgspec.json.encode(
+            ToolResultEvent("torn", 0, "t", ToolExecutionResult((TextContent("y" * 500),), False))
+        )
+        with open(self.path, "ab") as file:
+            file.write(line[: int(len(line) * cut)])
+
+    @invariant()
+    def nothing_committed_is_lost_or_doubled(self) -> None:
+        if not self.path.exists():
+            return
+        events = read_log(self.path)
+        results: dict[tuple[str, int], str] = {}
+        for event in events:
+            if isinstance(event, ToolResultEvent):
+                key = (event.batch, event.index)
+                assert key not in results, f"a result recorded twice: {key}"
+                block = event.result.content[0]
+                assert isinstance(block, TextContent)
+                results[key] = block.text
+        for key, text in self.committed.items():
+            assert results.get(key) == text, f"a committed result is lost: {key}"
+        assert "torn" not in {batch for batch, _ in results}
+        starts = [e for e in events if isinstance(e, ToolCallEvent)]
+        for event in self.appended:
+            assert event in starts
+        pairs = replay_log(self.path)
+        assert len(pairs) == len({(e.batch, e.index) for e in starts})
+
+
+@pytest.fixture
+def machine_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("TOOLNURSERY_MACHINE_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_the_log_machine(machine_dir: Path) -> None:
+    LogMachine.TestCase.settings = settings(
+        max_examples=EXAMPLES,
+        stateful_step_count=5,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    LogMachine.TestCase("runTest").runTest()

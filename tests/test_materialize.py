@@ -1,0 +1,175 @@
+"""Materialization makes every string of a result JSON-safe, once.
+
+A lone surrogate (what ``os.fsdecode`` makes of an undecodable byte in a file name) used
+to crash a recorded batch with ``UnicodeEncodeError``, leave the later calls without a
+result, and make ``toolnursery run`` exit 1 even without ``--log``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from toolnursery import (
+    Accept,
+    HookContext,
+    JsonlRecorder,
+    TextContent,
+    ToolCall,
+    ToolDefinition,
+    ToolError,
+    ToolErrorInfo,
+    ToolExecutionResult,
+    ToolRegistry,
+    ToolReturn,
+    ToolRunContext,
+    replay_log,
+    run_tool_calls,
+)
+from toolnursery._cli import main
+from toolnursery._outcomes import _materialize, json_safe, json_safe_text
+from toolnursery.examples import example_registry
+
+OBJECT: dict[str, Any] = {"type": "object"}
+BAD = "caf\udce9"  # the name b"caf\xe9" as os.fsdecode gives it
+SHOWN = "caf\\xe9"
+
+
+def text(result: ToolExecutionResult) -> str:
+    (block,) = result.content
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "ok.txt").write_text("TODO plain\n")
+    with open(os.path.join(os.fsencode(root), b"caf\xe9.txt"), "w") as file:
+        file.write("TODO in a badly named file\n")
+    return root
+
+
+def test_escapes() -> None:
+    assert json_safe_text("plain ✓") == "plain ✓"
+    assert json_safe_text(BAD) == SHOWN
+    assert json_safe_text("\ud800 and \udfff") == "\\ud800 and \\udfff"
+    assert json_safe_text("\ud83d\ude00") == "😀"  # a pair is the character it encodes
+    assert json_safe_text("\ude00\ud83d") == "\\ude00\\ud83d"  # the wrong way round
+
+
+@given(st.text(alphabet=st.characters(codec=None, exclude_categories=())))
+def test_every_string_becomes_utf8_encodable_and_clean_text_is_untouched(value: str) -> None:
+    safe = json_safe_text(value)
+    safe.encode("utf-8")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        assert safe != value
+    else:
+        assert safe is value
+
+
+def test_json_safe_returns_the_same_object_when_nothing_needs_escaping() -> None:
+    result = ToolExecutionResult((TextContent("ok"),), False, meta={"a": ("b", 1)})
+    assert json_safe(result) is result
+    escaped = json_safe(ToolExecutionResult((TextContent(BAD),), False, meta={BAD: [BAD]}))
+    assert escaped == ToolExecutionResult((TextContent(SHOWN),), False, meta={SHOWN: [SHOWN]})
+
+
+def test_every_string_of_a_result_is_escaped_at_materialization() -> None:
+    result = ToolExecutionResult(
+        (TextContent(BAD),),
+        True,
+        ToolErrorInfo(BAD, BAD),
+        (HookContext((TextContent(BAD),), BAD, {"k": BAD}),),
+        {BAD: (BAD, 1)},
+        {"v": BAD},
+    )
+    out = _materialize(result)
+    assert out == ToolExecutionResult(
+        (TextContent(SHOWN),),
+        True,
+        ToolErrorInfo(SHOWN, SHOWN),
+        (HookContext((TextContent(SHOWN),), SHOWN, {"k": SHOWN}),),
+        {SHOWN: (SHOWN, 1)},
+        {"v": SHOWN},
+    )
+    msgspec.json.encode(out)
+    clean = ToolExecutionResult((TextContent("fine"),), False)
+    assert _materialize(clean) is clean  # the common case allocates nothing
+
+
+async def test_a_recorded_batch_over_a_non_utf8_file_name_loses_nothing(
+    root: Path, tmp_path: Path
+) -> None:
+    registry = example_registry(root)
+    calls = [
+        ToolCall("a", "list_dir", '{"path": "."}'),
+        ToolCall("b", "search_text", '{"pattern": "TODO"}'),
+        ToolCall("c", "read_file", '{"path": "ok.txt"}'),
+    ]
+    log = tmp_path / "log.jsonl"
+    with JsonlRecorder(log) as recorder:
+        results = await run_tool_calls(registry, calls, recorder=recorder)
+    assert text(results[0]) == f"{SHOWN}.txt\nok.txt"
+    assert text(results[1]).splitlines()[:2] == [
+        f"{SHOWN}.txt:1: TODO in a badly named file",
+        "ok.txt:1: TODO plain",
+    ]
+    assert text(results[2]) == "TODO plain\n"
+    assert replay_log(log) == list(zip(calls, results, strict=True))
+
+
+async def test_surrogates_from_a_body_an_error_meta_or_a_context_are_escaped() -> None:
+    async def body(args: Any, ctx: ToolRunContext) -> Any:
+        if args["what"] == "error":
+            raise ToolError(f"no {BAD}", code="C")
+        if args["what"] == "plain":
+            raise OSError(2, "missing", BAD)
+        ctx.defer_context(HookContext((TextContent(BAD),), "tool", {"name": BAD}))
+        return ToolReturn((TextContent(BAD),), meta={"names": [BAD]})
+
+    async def post(execution: Any, result: ToolExecutionResult, next_: Any) -> Any:
+        return Accept(additional_contexts=(HookContext((TextContent(BAD),), BAD),))
+
+    registry = ToolRegistry()
+    registry.register(ToolDefinition("t", "t", OBJECT, body))
+    registry.on_post_execute(post)
+    events: list[bytes] = []
+
+    class Encoding:
+        def record(self, event: Any, /) -> None:
+            events.append(msgspec.json.encode(event))  # fails on any surrogate
+
+    calls = [ToolCall(w, "t", f'{{"what": "{w}"}}') for w in ("ok", "error", "plain")]
+    ok, error, plain = await run_tool_calls(registry, calls, recorder=Encoding())
+    assert text(ok) == SHOWN
+    assert ok.meta == {"names": (SHOWN,)}
+    assert [c.content for c in ok.additional_contexts] == [(TextContent(SHOWN),)] * 2
+    assert ok.additional_contexts[1].source == SHOWN
+    assert text(error) == f"Error: no {SHOWN}"
+    assert text(plain) == f"Error: [Errno 2] missing: {BAD!r}"  # repr escapes it already
+    assert len(events) == 3 + 3 + 4  # calls, results, contexts (post-execute adds one each)
+
+
+def test_run_exits_0_and_prints_every_result(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    calls = tmp_path / "calls.jsonl"
+    calls.write_text(
+        '{"id": "a", "name": "list_dir", "arguments": {"path": "."}}\n'
+        '{"id": "b", "name": "read_file", "arguments": {"path": "ok.txt"}}\n'
+    )
+    for extra in ([], ["--log", str(tmp_path / "log.jsonl")]):
+        assert main(["run", str(calls), "--root", str(root), *extra]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert [msgspec.json.decode(line)["id"] for line in lines] == ["a", "b"]
+        assert msgspec.json.decode(lines[0])["result"]["content"][0]["text"].startswith(SHOWN)
