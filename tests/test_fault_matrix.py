@@ -414,10 +414,7 @@ for _phase in PHASES:
     EXPECTED[_phase, "base"] = "Fault"
     EXPECTED[_phase, "cancel"] = CANCELLED
 
-CORE_PENDING = {
-    ("wrapper", "abort"): "a batch abort reaches an execute wrapper as trio.Cancelled "
-    "(the core branch, issue 9); until it lands a hanging wrapper is not interrupted",
-}
+CORE_PENDING: dict[tuple[str, str], str] = {}
 
 
 def matches(summaries: list[str], expected: list[str]) -> bool:
@@ -497,7 +494,6 @@ async def test_a_policy_hook_that_ignores_the_abort_is_interrupted(
     assert summary(outcome.results[1]) in (ABD, "ABORTED")
 
 
-@pytest.mark.xfail(strict=True, reason=CORE_PENDING["wrapper", "abort"])
 async def test_a_wrapper_sees_cancelled_out_of_next_on_a_batch_abort(
     autojump_clock: trio.abc.Clock,
 ) -> None:

@@ -49,6 +49,7 @@ from ._errors import AbortError as AbortError
 from ._errors import AsyncioHostError as AsyncioHostError
 from ._errors import DuplicateCallIdError as DuplicateCallIdError
 from ._errors import FileToolError as FileToolError
+from ._errors import IncompleteCallError as IncompleteCallError
 from ._errors import InterruptedCallError as InterruptedCallError
 from ._errors import LogFormatError as LogFormatError
 from ._errors import NotJSONError as NotJSONError
@@ -175,6 +176,7 @@ __all__ = [
     "GenericResultView",
     "HookContext",
     "ImageContent",
+    "IncompleteCallError",
     "InterruptedCallError",
     "JsonlRecorder",
     "LogFormatError",

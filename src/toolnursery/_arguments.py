@@ -15,10 +15,34 @@ import msgspec
 
 from ._errors import ToolArgsError
 
-__all__ = ["parse_arguments", "safe_arguments"]
+__all__ = ["NotArguments", "kind_of", "parse_arguments", "safe_arguments"]
 
 _decode = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
+
+
+class NotArguments:
+    """What a provider adapter puts in ``ToolCall.arguments`` for a value that cannot be
+    arguments (an Anthropic ``input`` that is not an object): the call gets
+    ``INVALID_ARGS`` with ``reason`` and does not run."""
+
+    __slots__ = ("reason", "value")
+
+    def __init__(self, value: object, reason: str) -> None:
+        self.value = value
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, NotArguments)
+            and self.reason == other.reason
+            and self.value == other.value
+        )
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 def parse_arguments(arguments: str | Mapping[str, Any]) -> Any:
@@ -60,7 +84,9 @@ def parse_arguments(arguments: str | Mapping[str, Any]) -> Any:
         return value
     if isinstance(arguments, str):
         return parse_arguments(str(arguments))
-    raise ToolArgsError([f'"arguments" must be JSON text or an object, got {_kind(arguments)}'])
+    if isinstance(arguments, NotArguments):
+        raise ToolArgsError([arguments.reason])
+    raise ToolArgsError([f'"arguments" must be JSON text or an object, got {kind_of(arguments)}'])
 
 
 def safe_arguments(arguments: object) -> str | dict[str, Any]:
@@ -90,15 +116,20 @@ def _surrogate(text: str, exc: UnicodeEncodeError) -> str:
     )
 
 
-def _kind(value: object) -> str:
+def kind_of(value: object) -> str:
+    """How a message names a value's JSON kind: ``a string``, ``an array``, ``null``..."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "a boolean"
     if isinstance(value, int | float):
         return "a number"
+    if isinstance(value, str):
+        return "a string"
     if isinstance(value, list | tuple):
         return "an array"
+    if isinstance(value, dict):
+        return "an object"
     if isinstance(value, bytes | bytearray):
         return "bytes"
     return type(value).__name__

@@ -38,7 +38,7 @@ from ._cli_cards import (
     wants_color,
 )
 from ._cli_demo import render_demo, run_demo
-from ._cli_input import CallsInputError, parse_calls
+from ._cli_input import FORMATS, CallsInputError, parse_calls, provider_messages
 from ._content import ToolCall, ToolExecutionResult
 from ._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, LogFormatError
 from ._recorder import JsonlRecorder, RecorderEvent, ToolCallEvent, ToolResultEvent
@@ -94,9 +94,11 @@ def _parser() -> argparse.ArgumentParser:
         help="run a batch of tool calls and print the results as JSON lines (or cards)",
         description=(
             "Run the tool calls in CALLS (JSON or JSON lines: toolnursery's "
-            '{"id","name","arguments"} or OpenAI\'s tool_calls shape) and print one JSON '
+            '{"id","name","arguments"}, OpenAI\'s tool_calls shape, Anthropic tool_use '
+            "blocks or a whole message, Responses function_call items or a whole "
+            "response) and print one JSON "
             'line per call, in model order: {"id","name","result"} — or, with --show, '
-            "one card per call."
+            "one card per call; with --format, the provider's messages that answer them."
         ),
     )
     run.add_argument("calls", metavar="CALLS", help="a file of tool calls, or - for stdin")
@@ -122,6 +124,13 @@ def _parser() -> argparse.ArgumentParser:
         "--show",
         action="store_true",
         help="print each call and its result as a card instead of a JSON line (needs rich)",
+    )
+    run.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="toolnursery",
+        help="the output: toolnursery's JSON lines (default), or the messages that answer "
+        "the calls in that provider's format, one JSON line each, once the batch is done",
     )
     _width(run)
 
@@ -257,6 +266,8 @@ def _run_command(options: argparse.Namespace) -> int:
         raise UsageError("--root applies to the bundled example tools, not to --tools")
     if options.show:
         _require_rich("--show")
+        if options.format != "toolnursery":
+            raise UsageError("--show and --format are alternatives: choose one")
     elif options.width is not None:
         raise UsageError("--width applies to --show")
     calls = _read_calls(options.calls)
@@ -276,7 +287,11 @@ def _run_command(options: argparse.Namespace) -> int:
                 calls,
                 options.max_parallel,
                 progress if progress is not None else recorder,
-                _writer(progress, _card_writer(registry, options) if options.show else None),
+                _writer(
+                    progress,
+                    _card_writer(registry, options) if options.show else None,
+                    quiet=options.format != "toolnursery",
+                ),
                 partial(_interrupted, progress),
             )
         except BrokenPipeError:
@@ -288,6 +303,10 @@ def _run_command(options: argparse.Namespace) -> int:
             return EXIT_FAILED
         if progress is not None:
             progress.finish()
+        if options.format != "toolnursery":
+            for message in provider_messages(options.format, calls[: len(results)], results):
+                sys.stdout.write(_encode_line(message).decode() + "\n")
+            sys.stdout.flush()
         if interrupted:
             aborted = sum(
                 1
@@ -444,8 +463,12 @@ def _interrupted(progress: _Progress | None) -> None:
 def _writer(
     progress: _Progress | None,
     show: Callable[[ToolCall, ToolExecutionResult], str] | None = None,
+    *,
+    quiet: bool = False,
 ) -> Callable[[ToolCall, ToolExecutionResult], None]:
     def write(call: ToolCall, result: ToolExecutionResult) -> None:
+        if quiet:
+            return  # the messages are written when the batch is done
         if show is not None:
             line = show(call, result)
         else:

@@ -8,7 +8,17 @@ Accepted, for the whole input or for each line of JSON lines:
   {"name", "arguments"}}``;
 * an assistant message holding calls, ``{"tool_calls": [...]}``, or a chat
   completion with one choice, ``{"choices": [{"message": {...}}]}``;
+* an Anthropic ``tool_use`` block, ``{"type": "tool_use", "id", "name", "input"}``,
+  or a whole Anthropic message, ``{"role": "assistant", "content": [...]}`` (its
+  other blocks are skipped);
+* an OpenAI Responses ``function_call`` item, ``{"type": "function_call",
+  "call_id", "name", "arguments"}``, or a whole response, ``{"output": [...]}``
+  (its other items are skipped);
 * a JSON array of any of these.
+
+An object of any other shape is refused (it is never run with arguments it did not
+give); an Anthropic ``input`` that is not an object gives that call an
+``INVALID_ARGS`` result.
 
 Nothing runs unless the whole input parses: an error names the line (JSON lines,
 or the line of a syntax error in one JSON document) or the call's position.
@@ -17,18 +27,40 @@ or the line of a syntax error in one JSON document) or the call's position.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any, Final
 
 import msgspec
 
-from ._content import ToolCall
+from ._arguments import NotArguments, kind_of
+from ._content import ToolCall, ToolExecutionResult
 
-__all__ = ["CallsInputError", "parse_calls"]
+__all__ = ["FORMATS", "CallsInputError", "parse_calls", "provider_messages"]
+
+FORMATS: Final = ("toolnursery", "openai-chat", "openai-responses", "anthropic")
+"""The output formats of ``toolnursery run --format``."""
 
 _decode = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
 _BYTE = re.compile(r"\(byte (\d+)\)")
 _MAX_NESTING: Final = 4
+_OUR_KEYS: Final = frozenset({"id", "name", "arguments"})
+_CHAT_KEYS: Final = frozenset({"id", "type", "function", "index"})
+# Items of a message or response that are not calls: skipped, not refused.
+_NOT_CALLS: Final = frozenset(
+    {
+        "text",
+        "thinking",
+        "redacted_thinking",
+        "message",
+        "reasoning",
+        "output_text",
+        "image",
+        "document",
+        "server_tool_use",
+        "web_search_tool_result",
+    }
+)
 
 
 class CallsInputError(ValueError):
@@ -147,7 +179,31 @@ def _collect(value: Any, base: str, out: list[ToolCall], depth: int, *, whole: b
         for item in calls:
             _collect(item, base, out, depth + 1, whole=whole and len(calls) == 1)
         return
+    container = _items(value)
+    if container is not None:
+        key, items = container
+        if not isinstance(items, list):
+            raise CallsInputError(
+                f'{_label(base, out, whole)}: "{key}" must be an array, got {_kind(items)}'
+            )
+        for item in items:
+            if isinstance(item, dict) and item.get("type") in _NOT_CALLS:
+                continue
+            _collect(item, base, out, depth + 1, whole=False)
+        return
     out.append(_to_call(value, _label(base, out, whole), len(out) + 1))
+
+
+def _items(value: dict[str, Any]) -> tuple[str, Any] | None:
+    """An Anthropic message's ``content`` or a Responses response's ``output``."""
+    if "name" in value or "function" in value:
+        return None
+    if "content" in value and ("role" in value or value.get("type") == "message"):
+        content = value["content"]
+        return None if isinstance(content, str) or content is None else ("content", content)
+    if "output" in value and (value.get("object") == "response" or "type" not in value):
+        return "output", value["output"]
+    return None
 
 
 def _label(base: str, out: list[ToolCall], whole: bool) -> str:
@@ -169,7 +225,22 @@ def _only_message(value: dict[str, Any], where: str) -> Any:
 
 
 def _to_call(value: dict[str, Any], where: str, position: int) -> ToolCall:
+    kind = value.get("type")
+    if kind == "tool_use":
+        return _tool_use(value, where, position)
+    if kind == "function_call":
+        return _function_call(value, where, position)
     function = value.get("function")
+    unknown = sorted(set(value) - (_CHAT_KEYS if function is not None else _OUR_KEYS))
+    if unknown and (function is not None or kind is None or kind == "function"):
+        keys = ", ".join(_encode(k).decode() for k in unknown)
+        raise CallsInputError(
+            f"{where}: not a tool call shape toolnursery knows (unexpected {keys}); "
+            "expected {id, name, arguments}, an OpenAI tool call, an Anthropic tool_use "
+            "block or a Responses function_call item"
+        )
+    if kind is not None and function is None:
+        raise CallsInputError(f"{where}: unsupported item type {_encode(kind).decode()}")
     if function is not None:
         if not isinstance(function, dict):
             raise CallsInputError(f'{where}: "function" must be an object, got {_kind(function)}')
@@ -201,15 +272,59 @@ def _to_call(value: dict[str, Any], where: str, position: int) -> ToolCall:
     return ToolCall(call_id, name, text)
 
 
-def _kind(value: object) -> str:
+def _name(value: dict[str, Any], where: str) -> str:
+    name = value.get("name")
+    if name is None:
+        raise CallsInputError(f'{where}: missing "name" (the tool to call)')
+    if not isinstance(name, str):
+        raise CallsInputError(f'{where}: "name" must be a string, got {_kind(name)}')
+    return name
+
+
+def _id(value: Any, key: str, where: str, fallback: str) -> str:
     if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
+        return fallback
+    if not isinstance(value, str):
+        raise CallsInputError(f'{where}: "{key}" must be a string, got {_kind(value)}')
+    return value
+
+
+def _tool_use(value: dict[str, Any], where: str, position: int) -> ToolCall:
+    name = _name(value, where)
+    call_id = _id(value.get("id"), "id", where, f"toolu_{position}")
+    arguments = value.get("input", {})
+    if not isinstance(arguments, dict):
+        # The call gets INVALID_ARGS and does not run; the rest of the batch does.
+        arguments = NotArguments(arguments, f'"input" must be an object, got {kind_of(arguments)}')
+    return ToolCall(call_id, name, arguments)
+
+
+def _function_call(value: dict[str, Any], where: str, position: int) -> ToolCall:
+    name = _name(value, where)
+    call_id = _id(value.get("call_id", value.get("id")), "call_id", where, f"call_{position}")
+    arguments = value.get("arguments")
+    if arguments is None:
+        text = ""
+    elif isinstance(arguments, str):
+        text = arguments
+    else:
+        text = _encode(arguments).decode()
+    return ToolCall(call_id, name, text)
+
+
+_kind = kind_of
+
+
+def provider_messages(
+    fmt: str, calls: Sequence[ToolCall], results: Sequence[ToolExecutionResult]
+) -> list[dict[str, Any]]:
+    """The messages answering ``calls`` in a provider format (one of :data:`FORMATS`)."""
+    from .providers import anthropic, openai_chat, openai_responses
+
+    module = {
+        "openai-chat": openai_chat,
+        "openai-responses": openai_responses,
+        "anthropic": anthropic,
+    }[fmt]
+    messages: list[dict[str, Any]] = module.result_messages(calls, results)
+    return messages

@@ -191,7 +191,7 @@ def _strict_plan(
     try:
         strict = strict_json_schema(schema)
     except StrictSchemaError as exc:
-        raise StrictSchemaError(f"{owner}: {exc}") from None
+        raise StrictSchemaError(f"{owner}: {exc}", keyword=exc.keyword, path=exc.path) from None
 
     def parse_strict(args: Any) -> Any:
         restored = from_strict_arguments(schema, args)

@@ -17,6 +17,8 @@ The tree::
     │   │                             declared output does not allow
     │   ├── AsyncioHostError          NO_ASYNCIO_HOST: an asyncio tool called where no
     │   │                             asyncio loop hosts the trio run
+    │   ├── IncompleteCallError       INCOMPLETE_CALL: a streamed call the model never
+    │   │                             finished (the stream broke off, or it was garbled)
     │   ├── FileToolError             a bundled file tool's failure: OUTSIDE_ROOT,
     │   │   └── OutsideRootError      NOT_FOUND, OS_ERROR, NOT_A_REGULAR_FILE, ...
     │   └── RemoteToolError           REMOTE_*: a body placed on a Ray cluster gave no
@@ -43,27 +45,28 @@ __all__ = [
     "DUPLICATE_CALL_ID",
     "INTERRUPTED",
     "INVALID_TOOL_OUTPUT",
+    "TOOL_ABORTED",
+    "TOOL_ABORTED_BEFORE_DISPATCH",
     "REMOTE_NODE_DIED",
     "REMOTE_RESULT_NOT_ENCODABLE",
     "REMOTE_UNAVAILABLE",
     "REMOTE_WORKER_DIED",
-    "TOOL_ABORTED",
-    "TOOL_ABORTED_BEFORE_DISPATCH",
     "TOOL_TIMEOUT",
     "AbortError",
     "AsyncioHostError",
     "DuplicateCallIdError",
     "FileToolError",
+    "IncompleteCallError",
     "InterruptedCallError",
     "LogFormatError",
     "NotJSONError",
     "OutputSchemaError",
     "OutsideRootError",
     "RegistrationError",
-    "RemoteToolError",
     "ResumeError",
     "StrictSchemaError",
     "StructSchemaError",
+    "RemoteToolError",
     "ToolArgsError",
     "ToolError",
     "ToolNotFoundError",
@@ -80,6 +83,11 @@ TOOL_TIMEOUT = "TOOL_TIMEOUT"
 """Code of a call whose timeout-policy deadline fired."""
 INVALID_TOOL_OUTPUT = "INVALID_TOOL_OUTPUT"
 """Code of a call whose body returned a value its declared output does not allow."""
+DUPLICATE_CALL_ID = "DUPLICATE_CALL_ID"
+"""Code of a call whose id an earlier call of the same batch already used."""
+INTERRUPTED = "INTERRUPTED"
+"""Code of a resumed call that started but never finished before the process died,
+and whose tool is not idempotent: it is not run again, so its effect happens at most once."""
 REMOTE_WORKER_DIED = "REMOTE_WORKER_DIED"
 """Code of a remote call whose Ray worker (or actor) died while it ran."""
 REMOTE_NODE_DIED = "REMOTE_NODE_DIED"
@@ -88,11 +96,6 @@ REMOTE_UNAVAILABLE = "REMOTE_UNAVAILABLE"
 """Code of a remote call that could not be placed: no Ray connection, or unschedulable."""
 REMOTE_RESULT_NOT_ENCODABLE = "REMOTE_RESULT_NOT_ENCODABLE"
 """Code of a remote call whose body returned a value that cannot cross as msgspec bytes."""
-DUPLICATE_CALL_ID = "DUPLICATE_CALL_ID"
-"""Code of a call whose id an earlier call of the same batch already used."""
-INTERRUPTED = "INTERRUPTED"
-"""Code of a resumed call that started but never finished before the process died,
-and whose tool is not idempotent: it is not run again, so its effect happens at most once."""
 
 
 class ToolnurseryError(Exception):
@@ -216,6 +219,17 @@ class AsyncioHostError(ToolError):
         )
 
 
+class IncompleteCallError(ToolError):
+    """Raised when a streamed tool call cannot run because the model never finished it.
+
+    The stream broke off before the call's arguments were complete, or it sent
+    something no call can be assembled from (two calls at one index, no tool name).
+    The call does not run; its result says why.
+    """
+
+    code = "INCOMPLETE_CALL"
+
+
 class AbortError(ToolError):
     """Raised when a call is cancelled (the batch was aborted, or its signal fired).
 
@@ -288,17 +302,6 @@ class OutsideRootError(FileToolError):
         super().__init__(f'path "{path}" is outside the root directory')
 
 
-class RemoteToolError(ToolError):
-    """Raised when a tool body placed on a Ray cluster gives no answer.
-
-    Its ``code`` says why: ``REMOTE_WORKER_DIED``, ``REMOTE_NODE_DIED``,
-    ``REMOTE_UNAVAILABLE`` or ``REMOTE_RESULT_NOT_ENCODABLE`` (see
-    :mod:`toolnursery.ray`).
-    """
-
-    code = REMOTE_UNAVAILABLE
-
-
 class NotJSONError(ToolnurseryError, ValueError):
     """Raised when a value is not lossless JSON; the message names the path."""
 
@@ -331,6 +334,17 @@ class ResumeError(ToolnurseryError, ValueError):
     id, or the batch id is not in the log at all."""
 
 
+class RemoteToolError(ToolError):
+    """Raised when a tool body placed on a Ray cluster gives no answer.
+
+    Its ``code`` says why: ``REMOTE_WORKER_DIED``, ``REMOTE_NODE_DIED``,
+    ``REMOTE_UNAVAILABLE`` or ``REMOTE_RESULT_NOT_ENCODABLE`` (see
+    :mod:`toolnursery.ray`).
+    """
+
+    code = REMOTE_UNAVAILABLE
+
+
 class RegistrationError(ToolnurseryError, ValueError):
     """Raised when a definition, listener or restriction is rejected at registration."""
 
@@ -342,5 +356,20 @@ def _format_ms(ms: float) -> str:
 class StrictSchemaError(RegistrationError):
     """Raised when a schema uses what provider-strict mode cannot take.
 
-    The message names the keyword and where it is (``#/properties/tags``).
+    The message names the keyword and where it is (``#/properties/tags``), and the
+    tool when one is known.
+
+    Args:
+        message: what strict mode cannot take, and where.
+        keyword: the JSON Schema keyword that stops it.
+        path: where it is, as a JSON pointer fragment (``#/properties/tags``).
+        tool_name: the tool whose schema it is, when known.
     """
+
+    def __init__(
+        self, message: str, *, keyword: str = "", path: str = "#", tool_name: str | None = None
+    ) -> None:
+        self.keyword = keyword
+        self.path = path
+        self.tool_name = tool_name
+        super().__init__(message if tool_name is None else f'tool "{tool_name}": {message}')

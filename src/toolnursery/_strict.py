@@ -80,7 +80,9 @@ def strict_json_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     """
     out = copy.deepcopy(dict(schema))
     if _types(out) != {"object"}:
-        raise StrictSchemaError('strict mode needs an object-rooted schema ("type": "object")')
+        raise StrictSchemaError(
+            'strict mode needs an object-rooted schema ("type": "object")', keyword="type"
+        )
     _strict(out, "#")
     for name, sub in (out.get("$defs") or {}).items():
         _strict(sub, f"#/$defs/{name}")
@@ -99,14 +101,22 @@ def _types(schema: Mapping[str, Any]) -> set[str]:
 def _strict(schema: dict[str, Any], path: str) -> None:
     for keyword in schema:
         if keyword in UNSUPPORTED:
-            raise StrictSchemaError(f'strict mode does not take "{keyword}" (at {path})')
+            raise StrictSchemaError(
+                f'strict mode does not take "{keyword}" (at {path})', keyword=keyword, path=path
+            )
     for keyword in _DROPPED:
         schema.pop(keyword, None)
     fmt = schema.get("format")
     if fmt is not None and fmt not in FORMATS:
-        raise StrictSchemaError(f'strict mode does not take "format": "{fmt}" (at {path})')
+        raise StrictSchemaError(
+            f'strict mode does not take "format": "{fmt}" (at {path})', keyword="format", path=path
+        )
     if not ({"type", "enum", "const", "anyOf", "$ref"} & set(schema)):
-        raise StrictSchemaError(f'strict mode needs a "type" (at {path}: any value is allowed)')
+        raise StrictSchemaError(
+            f'strict mode needs a "type" (at {path}: any value is allowed)',
+            keyword="type",
+            path=path,
+        )
     for i, member in enumerate(schema.get("anyOf") or ()):
         _strict(member, f"{path}/anyOf/{i}")
     if "object" in _types(schema):
@@ -123,12 +133,18 @@ def _object(schema: dict[str, Any], path: str) -> None:
     if extra is not False:
         raise StrictSchemaError(
             f'strict mode needs "additionalProperties": false (at {path}: a mapping of '
-            "arbitrary keys cannot be strict)"
+            "arbitrary keys cannot be strict)",
+            keyword="additionalProperties",
+            path=path,
         )
     properties = schema.get("properties")
+    if properties is None and path == "#":
+        properties = schema["properties"] = {}  # a tool without parameters
     if not isinstance(properties, dict):
         raise StrictSchemaError(
-            f'strict mode needs "properties" on every object (at {path}: a free-form object)'
+            f'strict mode needs "properties" on every object (at {path}: a free-form object)',
+            keyword="properties",
+            path=path,
         )
     required = set(schema.get("required") or ())
     for name, sub in properties.items():

@@ -1,0 +1,163 @@
+"""An agent loop on trio: the official OpenAI SDK, streaming, toolnursery running the calls.
+
+The model sees the bundled example tools (``read_file``, ``list_dir``, ``search_text``,
+``write_file``, ``move_path``, ``sleep``) working in a sandbox directory. Each turn
+streams the model's response; every tool call is submitted to a toolnursery batch the
+moment its arguments are complete, so a parallel-safe call runs while the model is
+still streaming the next one. Text is printed as it streams, and each call's card as
+its result commits. The loop ends when the model answers without calling a tool.
+
+Policies: a timeout policy (every call at most 10 s) and a guard (this agent writes
+only under ``notes/``).
+
+Run it (``pip install 'toolnursery[openai,cli]'``)::
+
+    python examples/openai_agent.py "What does src/app.py print?"
+    python examples/openai_agent.py --api responses "List the notes"
+
+The SDK reads ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` (any server speaking the
+same API works); ``--model`` picks the model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+import openai
+import trio
+
+from toolnursery import (
+    ToolArgsError,
+    ToolCall,
+    ToolExecution,
+    ToolExecutionResult,
+    ToolRegistry,
+    call_view,
+    install_timeout_policy,
+    open_tool_batch,
+    parse_arguments,
+    render_terminal,
+    result_view,
+)
+from toolnursery.examples import example_registry, fill_sandbox
+from toolnursery.providers import openai_chat, openai_responses
+
+Write = Callable[..., None]
+
+
+def agent_registry(root: str) -> tuple[ToolRegistry, dict[str, float]]:
+    """The example tools under ``root`` with a timeout policy and a write guard.
+
+    Also returns a dict that receives, per call id, when its body started.
+    """
+    registry = example_registry(root)
+    install_timeout_policy(registry, default_timeout_ms=10_000)
+    registry.guard(writes_only_notes)
+    started: dict[str, float] = {}
+
+    async def note_start(execution: Any, next_: Any) -> ToolExecutionResult:
+        started[execution.call_id] = time.perf_counter()
+        result: ToolExecutionResult = await next_()
+        return result
+
+    registry.on_execute(note_start)
+    return registry, started
+
+
+def writes_only_notes(execution: ToolExecution) -> str | None:
+    """The guard: ``write_file`` and ``move_path`` may only touch ``notes/``."""
+    if execution.name not in ("write_file", "move_path"):
+        return None
+    args = execution.arguments
+    paths = [args.get(key) for key in ("path", "source", "destination") if key in args]
+    if all(isinstance(p, str) and p.startswith("notes/") for p in paths):
+        return None
+    return "this agent may only write under notes/"
+
+
+def card(registry: ToolRegistry, call: ToolCall, result: ToolExecutionResult) -> str:
+    definition = registry.get(call.name)
+    try:
+        args = parse_arguments(call.arguments)
+    except ToolArgsError:
+        args = None
+    return render_terminal(
+        call_view(definition, args, name=call.name),
+        result_view(definition, args, result),
+        raw=result,
+        width=80,
+    )
+
+
+async def run_agent(
+    client: openai.AsyncOpenAI,
+    prompt: str,
+    registry: ToolRegistry,
+    started: dict[str, float],
+    *,
+    model: str,
+    api: str = "chat",
+    write: Write = print,
+    max_turns: int = 8,
+) -> list[Any]:
+    """Loop until the model stops calling tools; returns the conversation."""
+    fmt = openai_chat if api == "chat" else openai_responses
+    tools = fmt.tools(registry)
+    history: list[Any] = [{"role": "user", "content": prompt}]
+    for _ in range(max_turns):
+        if api == "chat":
+            stream: Any = await client.chat.completions.create(
+                model=model, messages=history, tools=tools, stream=True
+            )
+        else:
+            stream = await client.responses.create(
+                model=model, input=history, tools=tools, stream=True
+            )
+        async with stream, open_tool_batch(registry, max_parallel=4) as batch:
+            turn = fmt.stream_calls(stream, batch)
+            async for text in turn:
+                write(text, end="", flush=True)
+            streamed = time.perf_counter()
+            if turn.text:
+                write()
+            async for call, result in turn.pairs():
+                write(card(registry, call, result), end="")
+                began = started.get(call.id)
+                if began is not None and began < streamed:
+                    write(
+                        f"  {call.name} started {streamed - began:.3f}s before the model "
+                        "finished streaming"
+                    )
+        if turn.error is not None:
+            write(f"(the response stream broke off: {turn.error})")
+        history += fmt.assistant_messages(turn)
+        history += fmt.result_messages(turn.calls, turn.results)
+        if not turn.calls:
+            return history
+    write(f"(stopped after {max_turns} turns)")
+    return history
+
+
+async def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("prompt")
+    parser.add_argument("--model", default="gpt-5.4-mini")
+    parser.add_argument("--api", choices=("chat", "responses"), default="chat")
+    options = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="toolnursery-agent-") as root:
+        fill_sandbox(root)
+        registry, started = agent_registry(root)
+        async with openai.AsyncOpenAI() as client:
+            await run_agent(
+                client, options.prompt, registry, started, model=options.model, api=options.api
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(trio.run(main, sys.argv[1:]))

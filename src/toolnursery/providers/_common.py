@@ -1,0 +1,424 @@
+"""What the three provider formats share: field access, strict schemas, content, streams.
+
+Provider objects arrive either as the SDKs' own response objects (pydantic models,
+read by attribute) or as plain dicts (read by key); :func:`get` reads both, so no
+SDK is imported here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
+from typing import Any, Final, Protocol
+
+import msgspec
+
+from .._arguments import parse_arguments
+from .._content import ImageContent, TextContent, ToolCall, ToolErrorInfo, ToolExecutionResult
+from .._errors import IncompleteCallError, StrictSchemaError, ToolArgsError
+from .._strict import strict_json_schema
+
+__all__ = [
+    "Batch",
+    "ToolStream",
+    "content_parts",
+    "get",
+    "getter",
+    "incomplete",
+    "json_text",
+    "strict_parameters",
+]
+
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
+
+
+class Batch(Protocol):
+    """What a stream adapter needs of a batch: :class:`~toolnursery.ToolBatch`, or
+    :class:`~toolnursery.aio.AsyncioToolBatch` under asyncio."""
+
+    def submit(self, call: ToolCall, /) -> int: ...
+
+    def close(self) -> None: ...
+
+    def __aiter__(self) -> AsyncIterator[tuple[ToolCall, ToolExecutionResult]]: ...
+
+
+_MISSING: Final = object()
+
+
+def get(value: Any, key: str) -> Any:
+    """``value[key]`` of a mapping, ``value.key`` of an SDK object; ``None`` if absent."""
+    if type(value) is dict:
+        return value.get(key)
+    found = getattr(value, key, _MISSING)  # an SDK object has every field as an attribute
+    if found is _MISSING:
+        return value.get(key) if isinstance(value, Mapping) else None
+    return found
+
+
+_dict_get: Final = dict.get
+
+
+def getter(event: Any) -> Any:
+    """The fastest :func:`get` for an event and what it holds (all dicts, or not)."""
+    return _dict_get if type(event) is dict else get
+
+
+def json_text(arguments: object) -> str:
+    """A call's arguments as JSON text (mappings encoded, text as it is)."""
+    if isinstance(arguments, str):
+        return arguments
+    try:
+        return _encode(arguments).decode()
+    except (TypeError, UnicodeEncodeError, msgspec.EncodeError):
+        return "{}"
+
+
+# -- strict mode ------------------------------------------------------------------------
+
+
+def strict_parameters(tool_name: str, parameters: Mapping[str, Any]) -> dict[str, Any]:
+    """The strict-mode form of a tool's parameter schema (see :func:`strict_json_schema`).
+
+    Every object gets ``additionalProperties: false`` and lists every property as
+    required; a property that was optional becomes nullable, so the model sends
+    ``null`` where it would have left it out.
+
+    Raises:
+        StrictSchemaError: the schema holds something strict mode cannot take; the
+            message names the tool, the keyword and the path.
+    """
+    try:
+        return strict_json_schema(parameters)
+    except StrictSchemaError as exc:
+        raise StrictSchemaError(
+            str(exc), keyword=exc.keyword, path=exc.path, tool_name=tool_name
+        ) from exc
+
+
+def drop_nulls(value: Any) -> Any:
+    """Arguments with every ``null`` object member removed (strict mode's "absent")."""
+    if isinstance(value, Mapping):
+        return {k: drop_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list | tuple):
+        return [drop_nulls(v) for v in value]
+    return value
+
+
+def strict_arguments(arguments: object) -> Any:
+    """A strict-mode call's arguments with the ``null`` members taken out (see above)."""
+    if isinstance(arguments, str):
+        try:
+            parsed = parse_arguments(arguments)
+        except ToolArgsError:
+            return arguments
+        return drop_nulls(parsed) if isinstance(parsed, dict) else arguments
+    if isinstance(arguments, Mapping):
+        return drop_nulls(arguments)
+    return arguments
+
+
+# -- content ----------------------------------------------------------------------------
+
+
+def image_note(block: ImageContent) -> str:
+    """The text that stands in for an image where a format takes only text."""
+    data = block.data.rstrip()
+    size = len(data) * 3 // 4 - data[-2:].count("=")
+    return f"[image: {block.mime_type}, {size} bytes, not shown: this message takes text only]"
+
+
+def content_parts(blocks: Sequence[Any]) -> list[tuple[str, Any]]:
+    """The blocks as ``("text", str)`` / ``("image", ImageContent)`` parts.
+
+    A kind of block a provider format has no place for becomes a text part that
+    names it (its own ``text`` if it has one).
+    """
+    parts: list[tuple[str, Any]] = []
+    for block in blocks:
+        if isinstance(block, TextContent):
+            parts.append(("text", block.text))
+        elif isinstance(block, ImageContent):
+            parts.append(("image", block))
+        else:
+            text = getattr(block, "text", None)
+            if isinstance(text, str):
+                parts.append(("text", text))
+            else:
+                kind = getattr(block, "type", None) or type(block).__name__
+                parts.append(("text", f"[{kind} content: not shown in this format]"))
+    return parts
+
+
+def flat_text(blocks: Sequence[Any]) -> str:
+    """The blocks as one text: text blocks joined by newlines, images as a note."""
+    return "\n".join(
+        value if kind == "text" else image_note(value) for kind, value in content_parts(blocks)
+    )
+
+
+def data_url(block: ImageContent) -> str:
+    return f"data:{block.mime_type};base64,{block.data}"
+
+
+# -- streaming --------------------------------------------------------------------------
+
+_INCOMPLETE: Final = ToolErrorInfo("IncompleteCallError", IncompleteCallError.code)
+
+
+def incomplete(message: str) -> ToolExecutionResult:
+    """The result of a streamed call that did not run: ``Error: <message>``."""
+    return ToolExecutionResult((TextContent(f"Error: {message}"),), True, _INCOMPLETE)
+
+
+class _Item:
+    """One output position of the stream (a call, or something else: text, reasoning)."""
+
+    __slots__ = ("call_id", "complete", "extra", "index", "is_call", "name", "parts", "whole")
+
+    def __init__(self, index: int, is_call: bool) -> None:
+        self.index = index
+        self.is_call = is_call
+        self.call_id: str | None = None
+        self.name: str | None = None
+        self.parts: list[str] = []
+        self.whole: str | None = None  # the provider's own final arguments text
+        self.complete = False
+        # Calls the stream started again at this index with another id: they get an
+        # error result each, right after this one.
+        self.extra: list[tuple[str, str | None]] = []
+
+
+class ToolStream:
+    """A model's streamed response feeding a :class:`~toolnursery.ToolBatch`.
+
+    Iterate it (``async for text in stream``) to receive the text deltas while the
+    calls are assembled: each call is submitted to the batch the moment its
+    arguments are complete (in model order), so its body can start while the model
+    is still streaming the next one. When the stream ends the batch is closed; then
+    :meth:`pairs` gives every call with its result, in model order.
+
+    A stream that breaks off (it raises, or ends without the provider's final event)
+    ends the text; the calls that were complete run and return, and every call that
+    was not gets an ``INCOMPLETE_CALL`` error result and does not run. The stream's
+    exception is kept in :attr:`error`, not raised.
+
+    Attributes:
+        text: the text streamed so far.
+        calls: the calls, in model order (complete once the stream has ended).
+        results: their results, filled as :meth:`pairs` yields them.
+        error: the exception the stream raised, if it broke off that way.
+        finished: whether the provider's final event arrived.
+        anomalies: what the stream sent that could not be used (descriptions).
+    """
+
+    # Whether a call is complete as soon as its arguments are a whole JSON object
+    # (Chat Completions sends no per-call end event).
+    _complete_on_json = False
+
+    def __init__(self, stream: AsyncIterable[Any], batch: Batch, *, strict: bool = False) -> None:
+        self._events = stream.__aiter__()
+        self._batch = batch
+        self._strict = strict
+        self._items: dict[int, _Item] = {}
+        self._next = 0  # the lowest index not yet passed on (model order)
+        self._order: list[tuple[ToolCall, ToolExecutionResult | None]] = []
+        self._text: list[str] = []
+        self._ended = False
+        self._read = 0
+        self._batch_pairs = batch.__aiter__()
+        self.calls: list[ToolCall] = []
+        self.results: list[ToolExecutionResult] = []
+        self.error: Exception | None = None
+        self.finished = False
+        self.anomalies: list[str] = []
+
+    @property
+    def text(self) -> str:
+        return "".join(self._text)
+
+    @property
+    def ended(self) -> bool:
+        """Whether the stream has ended (and the batch is closed)."""
+        return self._ended
+
+    # -- text out -----------------------------------------------------------------------
+
+    def __aiter__(self) -> ToolStream:
+        return self
+
+    async def __anext__(self) -> str:
+        while not self._ended:
+            try:
+                event = await self._events.__anext__()
+            except StopAsyncIteration:
+                self._end()
+                break
+            except Exception as exc:
+                # The stream broke off: keep what was complete, end the batch.
+                self.error = exc
+                self._end()
+                break
+            text = self._feed(event)
+            if text:
+                self._text.append(text)
+                return text
+        raise StopAsyncIteration
+
+    async def drain(self) -> None:
+        """Read the rest of the stream (its text is kept in :attr:`text`)."""
+        async for _ in self:
+            pass
+
+    # -- results out --------------------------------------------------------------------
+
+    def pairs(self) -> _Pairs:
+        """Every call with its result, in model order, each as soon as it commits.
+
+        Reads the rest of the stream first if it has not ended.
+        """
+        return _Pairs(self)
+
+    # -- assembly (the provider modules call these from _feed) --------------------------
+
+    def _feed(self, event: Any) -> str | None:  # pragma: no cover - every adapter overrides
+        raise NotImplementedError
+
+    def _note(self, index: int) -> None:
+        """Something that is not a call occupies ``index`` (text, reasoning)."""
+        if index not in self._items:
+            self._items[index] = _Item(index, False)
+            self._advance()
+
+    def _start(self, index: int, call_id: str | None, name: str | None) -> _Item:
+        item = self._items.get(index)
+        if item is None:
+            item = self._items[index] = _Item(index, True)
+        elif not item.is_call:
+            self.anomalies.append(f"a call started at index {index}, which holds no call")
+            return item
+        if call_id is not None:
+            if item.call_id is None:
+                item.call_id = call_id
+            elif call_id != item.call_id:
+                self.anomalies.append(
+                    f'a second call ("{call_id}") started at index {index}, '
+                    f'which holds "{item.call_id}"'
+                )
+                if item.index < self._next:  # already passed on: answer it now
+                    self._fixed(ToolCall(call_id, name or "", ""), _twice(index, item.call_id))
+                else:
+                    item.extra.append((call_id, name))
+                return item
+        if name is not None and item.name is None:
+            item.name = name
+        return item
+
+    def _append(self, index: int, delta: str | None) -> None:
+        if not delta:
+            return
+        item = self._items.get(index)
+        if item is None or not item.is_call:
+            item = self._start(index, None, None)
+        if item.index < self._next:
+            self.anomalies.append(f"arguments for index {index} after its call was complete")
+            return
+        item.parts.append(delta)
+        if self._complete_on_json and delta.rstrip().endswith("}"):
+            try:
+                whole = _decode("".join(item.parts))
+            except (msgspec.DecodeError, UnicodeEncodeError, RecursionError):
+                return
+            if isinstance(whole, dict):
+                self._complete(index)
+
+    def _complete(self, index: int, whole: str | None = None) -> None:
+        item = self._items.get(index)
+        if item is None or not item.is_call:
+            return
+        if whole is not None:
+            item.whole = whole
+        item.complete = True
+        self._advance()
+
+    def _advance(self) -> None:
+        """Pass on every item at the front of model order that is ready."""
+        items = self._items
+        while True:
+            item = items.get(self._next)
+            if item is None or (item.is_call and not item.complete):
+                return
+            self._pass(item, torn=False)
+            self._next += 1
+
+    def _pass(self, item: _Item, *, torn: bool) -> None:
+        if not item.is_call:
+            return
+        arguments: Any = item.whole if item.whole is not None else "".join(item.parts)
+        if self._strict:
+            arguments = strict_arguments(arguments)
+        call_id = item.call_id if item.call_id is not None else f"call_{item.index}"
+        name = item.name
+        call = ToolCall(call_id, name if name is not None else "", arguments)
+        if torn:
+            self._fixed(
+                call,
+                "the response stream ended before this call's arguments were complete "
+                f"({len(''.join(item.parts))} characters received); the call did not run",
+            )
+        elif name is None:
+            self._fixed(call, "the response stream never named this call's tool; it did not run")
+        else:
+            self._batch.submit(call)
+            self.calls.append(call)
+            self._order.append((call, None))
+        for extra_id, extra_name in item.extra:
+            self._fixed(ToolCall(extra_id, extra_name or "", ""), _twice(item.index, call_id))
+
+    def _fixed(self, call: ToolCall, message: str) -> None:
+        self.calls.append(call)
+        self._order.append((call, incomplete(message)))
+
+    def _end(self) -> None:
+        """The stream is over: pass on what is left in model order, close the batch."""
+        self._ended = True
+        broken = self.error is not None or not self.finished
+        for index in sorted(i for i in self._items if i >= self._next):
+            item = self._items[index]
+            self._pass(item, torn=broken and item.is_call and not item.complete)
+        self._next = max(self._items, default=-1) + 1
+        self._batch.close()
+
+
+def _twice(index: int, holder: str | None) -> str:
+    return (
+        f"the response stream sent this call at index {index}, which already held call "
+        f'"{holder}"; it did not run'
+    )
+
+
+class _Pairs:
+    """The async iterator :meth:`ToolStream.pairs` returns."""
+
+    def __init__(self, stream: ToolStream) -> None:
+        self._stream = stream
+
+    def __aiter__(self) -> AsyncIterator[tuple[ToolCall, ToolExecutionResult]]:
+        return self
+
+    async def __anext__(self) -> tuple[ToolCall, ToolExecutionResult]:
+        stream = self._stream
+        if not stream._ended:
+            await stream.drain()
+        read = stream._read
+        if read >= len(stream._order):
+            raise StopAsyncIteration
+        call, fixed = stream._order[read]
+        stream._read = read + 1
+        if fixed is None:
+            committed, result = await stream._batch_pairs.__anext__()
+            assert committed is call
+        else:
+            result = fixed
+        stream.results.append(result)
+        return call, result

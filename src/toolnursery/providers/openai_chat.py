@@ -1,0 +1,218 @@
+"""OpenAI Chat Completions: ``tools``, ``message.tool_calls``, ``role: "tool"`` messages.
+
+Works on the ``openai`` SDK's objects (``ChatCompletion``, ``ChatCompletionMessage``,
+``ChatCompletionChunk``) and on the same shapes as plain dicts; the SDK itself is
+never imported here. What this module returns are plain dicts the SDK's request
+types accept.
+
+Placement: each result is one ``role: "tool"`` message, in model order; the
+batch's ``additional_contexts`` follow all of them as one ``role: "user"`` message
+(text and image parts). A tool message takes text only, so an image in a result
+becomes a one-line note (``[image: image/png, 1024 bytes, not shown: ...]``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, Iterable, Sequence
+from typing import Any
+
+from .._content import ToolCall, ToolExecutionResult
+from .._registry import ToolRegistry, ToolScope
+from ._common import (
+    Batch,
+    ToolStream,
+    content_parts,
+    data_url,
+    flat_text,
+    get,
+    getter,
+    json_text,
+    strict_arguments,
+    strict_parameters,
+)
+
+__all__ = [
+    "ChatToolStream",
+    "assistant_messages",
+    "calls",
+    "result_messages",
+    "stream_calls",
+    "tools",
+]
+
+
+def tools(
+    registry: ToolRegistry, scope: ToolScope | None = None, *, strict: bool = False
+) -> list[dict[str, Any]]:
+    """The tools ``scope`` (or the whole registry) can see, as Chat Completions ``tools``.
+
+    Args:
+        registry: where the tools are registered.
+        scope: the agent scope whose view to project (default: every tool).
+        strict: OpenAI's strict mode (``"strict": true``, see
+            :func:`~toolnursery.providers.strict_parameters`).
+
+    Raises:
+        StrictSchemaError: ``strict`` and a schema strict mode cannot take.
+    """
+    out: list[dict[str, Any]] = []
+    for schema in registry.schemas(scope):
+        function: dict[str, Any] = {"name": schema.name}
+        if schema.description:
+            function["description"] = schema.description
+        if strict:
+            function["parameters"] = strict_parameters(schema.name, schema.parameters)
+            function["strict"] = True
+        else:
+            function["parameters"] = schema.parameters
+        out.append({"type": "function", "function": function})
+    return out
+
+
+def calls(response: Any, *, strict: bool = False) -> list[ToolCall]:
+    """The function calls of a response, in model order.
+
+    Args:
+        response: a ``ChatCompletion`` (one choice), its ``message``, or the list
+            of ``tool_calls`` — SDK objects or dicts.
+        strict: the tools were sent in strict mode: ``null`` members of the
+            arguments mean "left out" and are removed.
+
+    Returns:
+        One :class:`~toolnursery.ToolCall` per function call; ``arguments`` is the
+        text the model sent.
+
+    Raises:
+        ValueError: a completion with several choices, or a tool call that is not a
+            function call.
+    """
+    choices = get(response, "choices")
+    if choices is not None:
+        if len(choices) != 1:
+            raise ValueError(f"a chat completion with {len(choices)} choices: pass one message")
+        response = get(choices[0], "message")
+    items = response if isinstance(response, list | tuple) else get(response, "tool_calls")
+    out: list[ToolCall] = []
+    for position, item in enumerate(items or (), 1):
+        kind = get(item, "type") or "function"
+        function = get(item, "function")
+        if kind != "function" or function is None:
+            raise ValueError(f"tool call {position} is a {kind!r} call, not a function call")
+        arguments = get(function, "arguments")
+        if arguments is None:
+            arguments = ""
+        call_id = get(item, "id") or f"call_{position}"
+        out.append(
+            ToolCall(
+                call_id,
+                get(function, "name") or "",
+                strict_arguments(arguments) if strict else arguments,
+            )
+        )
+    return out
+
+
+def result_messages(
+    calls: Sequence[ToolCall], results: Sequence[ToolExecutionResult]
+) -> list[dict[str, Any]]:
+    """The ``role: "tool"`` messages answering ``calls``, then the contexts.
+
+    Args:
+        calls: the calls, in model order.
+        results: their results, in the same order.
+
+    Returns:
+        One tool message per call (``content`` the result's text; an error's text
+        starts with ``Error:``), then — if any result carries
+        ``additional_contexts`` — one user message holding them all.
+    """
+    messages: list[dict[str, Any]] = [
+        {"role": "tool", "tool_call_id": call.id, "content": flat_text(result.content)}
+        for call, result in zip(calls, results, strict=True)
+    ]
+    context = _user_parts(results)
+    if context:
+        messages.append({"role": "user", "content": context})
+    return messages
+
+
+def _user_parts(results: Iterable[ToolExecutionResult]) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    for result in results:
+        for context in result.additional_contexts:
+            for kind, value in content_parts(context.content):
+                if kind == "text":
+                    parts.append({"type": "text", "text": value})
+                else:
+                    parts.append({"type": "image_url", "image_url": {"url": data_url(value)}})
+    return parts
+
+
+def assistant_messages(stream: ToolStream) -> list[dict[str, Any]]:
+    """The assistant message a streamed response amounts to, for the next request."""
+    message: dict[str, Any] = {"role": "assistant", "content": stream.text or None}
+    if stream.calls:
+        message["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": json_text(call.arguments)},
+            }
+            for call in stream.calls
+        ]
+    return [message]
+
+
+class ChatToolStream(ToolStream):
+    """:class:`~toolnursery.providers.ToolStream` over ``ChatCompletionChunk`` events.
+
+    A call is complete when its arguments form a whole JSON object, or when the
+    choice's ``finish_reason`` arrives (so arguments that are not JSON still reach
+    the tool, which reports them). Only choice 0 is read.
+    """
+
+    _complete_on_json = True
+
+    def _feed(self, chunk: Any) -> str | None:
+        g = getter(chunk)
+        text: str | None = None
+        for choice in g(chunk, "choices") or ():
+            if g(choice, "index") not in (0, None):
+                continue
+            delta = g(choice, "delta")
+            if delta is not None:
+                text = g(delta, "content")
+                for part in g(delta, "tool_calls") or ():
+                    index = g(part, "index")
+                    if type(index) is not int:
+                        self.anomalies.append("a tool call delta without an index")
+                        continue
+                    function = g(part, "function")
+                    call_id = g(part, "id")
+                    name = g(function, "name") if function is not None else None
+                    if call_id is not None or name is not None:
+                        self._start(index, call_id, name)
+                    if function is not None:
+                        self._append(index, g(function, "arguments"))
+            if g(choice, "finish_reason") is not None:
+                self.finished = True
+        return text
+
+
+def stream_calls(
+    stream: AsyncIterable[Any], batch: Batch, *, strict: bool = False
+) -> ChatToolStream:
+    """Feed a streamed chat completion's tool calls into ``batch`` as they complete.
+
+    Args:
+        stream: the SDK's stream (``await client.chat.completions.create(...,
+            stream=True)``) or any async iterable of chunk dicts.
+        batch: an open batch (:func:`~toolnursery.open_tool_batch`); it is closed
+            when the stream ends.
+        strict: the tools were sent in strict mode (see :func:`calls`).
+
+    Returns:
+        A :class:`ChatToolStream`: iterate it for the text, then
+        :meth:`~toolnursery.providers.ToolStream.pairs` for the results.
+    """
+    return ChatToolStream(stream, batch, strict=strict)

@@ -1,0 +1,205 @@
+"""OpenAI Responses: ``tools``, ``function_call`` items, ``function_call_output`` items.
+
+Works on the ``openai`` SDK's objects (``Response``, its output items, the
+``ResponseStreamEvent`` events) and on the same shapes as plain dicts; the SDK
+itself is never imported here. What this module returns are plain dicts the SDK's
+request types accept.
+
+Placement: each result is one ``function_call_output`` item, in model order; its
+``output`` is the result's text, or a list of ``input_text`` / ``input_image``
+parts when the result holds an image. The batch's ``additional_contexts`` follow
+all of them as one user ``message`` item.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, Sequence
+from typing import Any
+
+from .._content import ToolCall, ToolExecutionResult
+from .._registry import ToolRegistry, ToolScope
+from ._common import (
+    Batch,
+    ToolStream,
+    content_parts,
+    data_url,
+    get,
+    getter,
+    json_text,
+    strict_arguments,
+    strict_parameters,
+)
+
+__all__ = [
+    "ResponsesToolStream",
+    "assistant_messages",
+    "calls",
+    "result_messages",
+    "stream_calls",
+    "tools",
+]
+
+
+def tools(
+    registry: ToolRegistry, scope: ToolScope | None = None, *, strict: bool = False
+) -> list[dict[str, Any]]:
+    """The tools ``scope`` (or the whole registry) can see, as Responses ``tools``.
+
+    Args:
+        registry: where the tools are registered.
+        scope: the agent scope whose view to project (default: every tool).
+        strict: OpenAI's strict mode (see
+            :func:`~toolnursery.providers.strict_parameters`).
+
+    Raises:
+        StrictSchemaError: ``strict`` and a schema strict mode cannot take.
+    """
+    out: list[dict[str, Any]] = []
+    for schema in registry.schemas(scope):
+        tool: dict[str, Any] = {"type": "function", "name": schema.name}
+        if schema.description:
+            tool["description"] = schema.description
+        tool["parameters"] = (
+            strict_parameters(schema.name, schema.parameters) if strict else schema.parameters
+        )
+        tool["strict"] = strict
+        out.append(tool)
+    return out
+
+
+def calls(response: Any, *, strict: bool = False) -> list[ToolCall]:
+    """The ``function_call`` items of a response, in model order.
+
+    Args:
+        response: a ``Response``, its ``output`` list, or one item — SDK objects
+            or dicts. Items of other types (messages, reasoning) are skipped.
+        strict: the tools were sent in strict mode: ``null`` members of the
+            arguments mean "left out" and are removed.
+    """
+    output = get(response, "output")
+    if output is None:
+        output = response if isinstance(response, list | tuple) else [response]
+    out: list[ToolCall] = []
+    for item in output:
+        if get(item, "type") != "function_call":
+            continue
+        arguments = get(item, "arguments")
+        if arguments is None:
+            arguments = ""
+        out.append(
+            ToolCall(
+                get(item, "call_id") or get(item, "id") or f"call_{len(out) + 1}",
+                get(item, "name") or "",
+                strict_arguments(arguments) if strict else arguments,
+            )
+        )
+    return out
+
+
+def result_messages(
+    calls: Sequence[ToolCall], results: Sequence[ToolExecutionResult]
+) -> list[dict[str, Any]]:
+    """The ``function_call_output`` items answering ``calls``, then the contexts.
+
+    Args:
+        calls: the calls, in model order.
+        results: their results, in the same order.
+
+    Returns:
+        One ``function_call_output`` per call, then — if any result carries
+        ``additional_contexts`` — one user ``message`` item holding them all.
+    """
+    items: list[dict[str, Any]] = []
+    for call, result in zip(calls, results, strict=True):
+        parts = content_parts(result.content)
+        output: str | list[dict[str, Any]]
+        if all(kind == "text" for kind, _ in parts):
+            output = "\n".join(value for _, value in parts)
+        else:
+            output = [_part(kind, value) for kind, value in parts]
+        items.append({"type": "function_call_output", "call_id": call.id, "output": output})
+    context = [
+        _part(kind, value)
+        for result in results
+        for ctx in result.additional_contexts
+        for kind, value in content_parts(ctx.content)
+    ]
+    if context:
+        items.append({"type": "message", "role": "user", "content": context})
+    return items
+
+
+def _part(kind: str, value: Any) -> dict[str, Any]:
+    if kind == "text":
+        return {"type": "input_text", "text": value}
+    return {"type": "input_image", "image_url": data_url(value), "detail": "auto"}
+
+
+def assistant_messages(stream: ToolStream) -> list[dict[str, Any]]:
+    """The input items a streamed response amounts to, for the next request.
+
+    The assistant's text as one message, then its ``function_call`` items (reasoning
+    items are not replayed: pass ``previous_response_id`` for models that need them).
+    """
+    items: list[dict[str, Any]] = []
+    if stream.text:
+        items.append({"role": "assistant", "content": stream.text})
+    items.extend(
+        {
+            "type": "function_call",
+            "call_id": call.id,
+            "name": call.name,
+            "arguments": json_text(call.arguments),
+        }
+        for call in stream.calls
+    )
+    return items
+
+
+class ResponsesToolStream(ToolStream):
+    """:class:`~toolnursery.providers.ToolStream` over Responses stream events.
+
+    A call starts with ``response.output_item.added``, grows with
+    ``response.function_call_arguments.delta`` and is complete at
+    ``response.function_call_arguments.done`` (or ``response.output_item.done``),
+    whose full arguments are the ones that run. ``response.completed`` (or
+    ``response.incomplete``) ends the stream normally.
+    """
+
+    def _feed(self, event: Any) -> str | None:
+        get = getter(event)
+        kind = get(event, "type")
+        if kind == "response.output_text.delta":
+            delta = get(event, "delta")
+            return delta if isinstance(delta, str) else None
+        index = get(event, "output_index")
+        if kind == "response.function_call_arguments.delta":
+            self._append(index, get(event, "delta"))
+        elif kind == "response.function_call_arguments.done":
+            self._complete(index, get(event, "arguments"))
+        elif kind == "response.output_item.added" or kind == "response.output_item.done":
+            item = get(event, "item")
+            if get(item, "type") != "function_call":
+                self._note(index)
+                return None
+            self._start(index, get(item, "call_id"), get(item, "name"))
+            if kind == "response.output_item.done":
+                self._complete(index, get(item, "arguments"))
+        elif kind in ("response.completed", "response.incomplete"):
+            self.finished = True
+        return None
+
+
+def stream_calls(
+    stream: AsyncIterable[Any], batch: Batch, *, strict: bool = False
+) -> ResponsesToolStream:
+    """Feed a streamed response's function calls into ``batch`` as they complete.
+
+    Args:
+        stream: the SDK's stream (``await client.responses.create(...,
+            stream=True)``) or any async iterable of event dicts.
+        batch: an open batch (:func:`~toolnursery.open_tool_batch`); it is closed
+            when the stream ends.
+        strict: the tools were sent in strict mode (see :func:`calls`).
+    """
+    return ResponsesToolStream(stream, batch, strict=strict)
