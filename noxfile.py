@@ -50,3 +50,15 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/bench_peers.py")
     session.install("-e", ".[ray]")
     session.run("python", "benchmarks/bench_ray.py", "--quick")
+    session.install("-e", ".[mcp]")
+    session.run("python", "benchmarks/bench_mcp.py")
+
+
+@nox.session
+def mcp_conformance(session: nox.Session) -> None:
+    """The MCP conformance suite's server scenarios against ``toolnursery serve --http``.
+
+    Installs Node 22 and the suite from the npm registry into a cache directory.
+    """
+    session.install("-e", ".[mcp]")
+    session.run("python", "scripts/mcp_conformance.py", *session.posargs)

@@ -12,9 +12,14 @@ from importlib import metadata as _metadata
 
 from . import _execution, _presentation
 from ._arguments import parse_arguments as parse_arguments
+from ._content import AudioContent as AudioContent
+from ._content import ContentAnnotations as ContentAnnotations
 from ._content import ContentBlock as ContentBlock
+from ._content import EmbeddedResource as EmbeddedResource
 from ._content import HookContext as HookContext
 from ._content import ImageContent as ImageContent
+from ._content import ResourceContents as ResourceContents
+from ._content import ResourceLink as ResourceLink
 from ._content import TextContent as TextContent
 from ._content import ToolCall as ToolCall
 from ._content import ToolErrorInfo as ToolErrorInfo
@@ -42,6 +47,9 @@ from ._definition import ToolOptions as ToolOptions
 from ._errors import DUPLICATE_CALL_ID as DUPLICATE_CALL_ID
 from ._errors import INTERRUPTED as INTERRUPTED
 from ._errors import INVALID_TOOL_OUTPUT as INVALID_TOOL_OUTPUT
+from ._errors import MCP_REQUEST_FAILED as MCP_REQUEST_FAILED
+from ._errors import MCP_SERVER_GONE as MCP_SERVER_GONE
+from ._errors import MCP_TOOL_ERROR as MCP_TOOL_ERROR
 from ._errors import TOOL_ABORTED as TOOL_ABORTED
 from ._errors import TOOL_ABORTED_BEFORE_DISPATCH as TOOL_ABORTED_BEFORE_DISPATCH
 from ._errors import TOOL_TIMEOUT as TOOL_TIMEOUT
@@ -52,6 +60,9 @@ from ._errors import FileToolError as FileToolError
 from ._errors import IncompleteCallError as IncompleteCallError
 from ._errors import InterruptedCallError as InterruptedCallError
 from ._errors import LogFormatError as LogFormatError
+from ._errors import McpCallError as McpCallError
+from ._errors import McpMountError as McpMountError
+from ._errors import McpServerGoneError as McpServerGoneError
 from ._errors import NotJSONError as NotJSONError
 from ._errors import OutputSchemaError as OutputSchemaError
 from ._errors import OutsideRootError as OutsideRootError
@@ -76,6 +87,8 @@ from ._execution import ToolExecutionToken as ToolExecutionToken
 from ._execution import ToolRunContext as ToolRunContext
 from ._json import FrozenDict as FrozenDict
 from ._json import thaw as thaw
+from ._mcp_annotations import McpAnnotations as McpAnnotations
+from ._mcp_policy import install_destructive_ask as install_destructive_ask
 from ._otel import install_otel_tracing as install_otel_tracing
 from ._output import OutputRenderer as OutputRenderer
 from ._output import attach_output as attach_output
@@ -93,8 +106,18 @@ from ._presentation import ToolCallView as ToolCallView
 from ._presentation import ToolResultView as ToolResultView
 from ._presentation import call_view as call_view
 from ._presentation import result_view as result_view
+from ._progress import CallReport as CallReport
+from ._progress import LogLevel as LogLevel
+from ._progress import LogReport as LogReport
+from ._progress import ProgressReport as ProgressReport
+from ._progress import ReportSink as ReportSink
+from ._progress import report_log as report_log
+from ._progress import report_progress as report_progress
+from ._progress import reporting as reporting
+from ._progress_log import ReportingRecorder as ReportingRecorder
 from ._recorder import ContextEvent as ContextEvent
 from ._recorder import JsonlRecorder as JsonlRecorder
+from ._recorder import ProgressEvent as ProgressEvent
 from ._recorder import RecorderEvent as RecorderEvent
 from ._recorder import ToolCallEvent as ToolCallEvent
 from ._recorder import ToolCallRecorder as ToolCallRecorder
@@ -146,6 +169,9 @@ __all__ = [
     "EXCLUSIVE",
     "INTERRUPTED",
     "INVALID_TOOL_OUTPUT",
+    "MCP_REQUEST_FAILED",
+    "MCP_SERVER_GONE",
+    "MCP_TOOL_ERROR",
     "PARALLEL",
     "TOOL_ABORTED",
     "TOOL_ABORTED_BEFORE_DISPATCH",
@@ -158,8 +184,11 @@ __all__ = [
     "ApprovalService",
     "Ask",
     "AsyncioHostError",
+    "AudioContent",
     "Block",
+    "CallReport",
     "CancelSignal",
+    "ContentAnnotations",
     "ContentBlock",
     "ContextEvent",
     "Deny",
@@ -167,6 +196,7 @@ __all__ = [
     "DiffResultView",
     "Disposer",
     "DuplicateCallIdError",
+    "EmbeddedResource",
     "ExecuteWrapper",
     "FileDiff",
     "FileLocation",
@@ -180,6 +210,12 @@ __all__ = [
     "InterruptedCallError",
     "JsonlRecorder",
     "LogFormatError",
+    "LogLevel",
+    "LogReport",
+    "McpAnnotations",
+    "McpCallError",
+    "McpMountError",
+    "McpServerGoneError",
     "NotJSONError",
     "OutputRenderer",
     "OutputSchemaError",
@@ -188,10 +224,16 @@ __all__ = [
     "PostToolDecision",
     "PreExecuteListener",
     "PreToolDecision",
+    "ProgressEvent",
+    "ProgressReport",
     "RecorderEvent",
     "RegistrationError",
     "RemoteToolError",
+    "ReportSink",
+    "ReportingRecorder",
+    "ResourceContents",
     "ResourceKey",
+    "ResourceLink",
     "ResultObserver",
     "ResumeError",
     "SchemaProp",
@@ -240,6 +282,7 @@ __all__ = [
     "call_view",
     "define_tool",
     "from_strict_arguments",
+    "install_destructive_ask",
     "install_otel_tracing",
     "install_retry_policy",
     "install_timeout_policy",
@@ -251,6 +294,9 @@ __all__ = [
     "render_markdown",
     "render_terminal",
     "replay_log",
+    "report_log",
+    "report_progress",
+    "reporting",
     "result_view",
     "run_tool_calls",
     "schema_spec_to_json_schema",

@@ -1,5 +1,6 @@
 """The ``toolnursery`` command: ``run`` a batch of tool calls, ``replay`` a log, watch
-the ``demo``, or ``bench`` the pipeline against a bare trio nursery.
+the ``demo``, ``bench`` the pipeline against a bare trio nursery, or ``serve`` a
+registry over MCP.
 
 Exit codes: 0 when the batch ran (tool failures are results, not exit codes) or the
 log was shown, 1 when the batch itself failed (e.g. the log could not be written), 2
@@ -20,7 +21,7 @@ import tempfile
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from functools import partial
 from pathlib import Path
 from typing import Any, Final, TextIO
@@ -39,9 +40,18 @@ from ._cli_cards import (
 )
 from ._cli_demo import render_demo, run_demo
 from ._cli_input import FORMATS, CallsInputError, parse_calls, provider_messages
+from ._cli_serve import add_serve_parser, serve_command
 from ._content import ToolCall, ToolExecutionResult
 from ._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, LogFormatError
-from ._recorder import JsonlRecorder, RecorderEvent, ToolCallEvent, ToolResultEvent
+from ._progress import ProgressReport, reporting
+from ._progress_log import ReportingRecorder
+from ._recorder import (
+    JsonlRecorder,
+    ProgressEvent,
+    RecorderEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
 from ._registry import ToolRegistry
 from ._scheduler import open_tool_batch
 from ._signal import CancelSignal
@@ -160,6 +170,7 @@ def _parser() -> argparse.ArgumentParser:
         "print a timeline of the tool bodies and every result.",
     )
     _common(demo)
+    add_serve_parser(commands)
 
     from ._cli_bench import add_parser as add_bench_parser
 
@@ -222,6 +233,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _replay_command(options)
         if options.command == "demo":
             return _demo_command(options)
+        if options.command == "serve":
+            return serve_command(options, load_registry, _example_registry, _say, UsageError)
         if options.command == "bench":
             from ._cli_bench import bench_command
 
@@ -281,12 +294,13 @@ def _run_command(options: argparse.Namespace) -> int:
         recorder = _open_log(options.log, stack)
         progress = _Progress(sys.stderr, len(calls), recorder) if _wants_progress(options) else None
         try:
+            sink = progress if progress is not None else recorder
             interrupted, results = trio.run(
                 _run_batch,
                 registry,
                 calls,
                 options.max_parallel,
-                progress if progress is not None else recorder,
+                ReportingRecorder(sink) if sink is not None else None,
                 _writer(
                     progress,
                     _card_writer(registry, options) if options.show else None,
@@ -507,7 +521,7 @@ async def _run_batch(
     registry: ToolRegistry,
     calls: list[ToolCall],
     max_parallel: int,
-    recorder: _Progress | JsonlRecorder | None,
+    recorder: ReportingRecorder | None,
     write: Callable[[ToolCall, ToolExecutionResult], None],
     on_interrupt: Callable[[], None],
 ) -> tuple[bool, list[ToolExecutionResult]]:
@@ -522,15 +536,17 @@ async def _run_batch(
         async with trio.open_nursery() as nursery:
             if threading.current_thread() is threading.main_thread():
                 await nursery.start(_cancel_on_sigint, cancel, on_interrupt)
-            async with open_tool_batch(
-                registry, signal=cancel, max_parallel=max_parallel, recorder=recorder
-            ) as batch:
-                for call in calls:
-                    batch.submit(call)
-                batch.close()
-                async for call, result in batch:
-                    results.append(result)
-                    write(call, result)
+            # The calls' progress reports join the log and the status line.
+            with reporting(recorder.report) if recorder is not None else nullcontext():
+                async with open_tool_batch(
+                    registry, signal=cancel, max_parallel=max_parallel, recorder=recorder
+                ) as batch:
+                    for call in calls:
+                        batch.submit(call)
+                    batch.close()
+                    async for call, result in batch:
+                        results.append(result)
+                        write(call, result)
             nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         # The signal task is ours, not the caller's: report the failure itself.
@@ -582,6 +598,7 @@ class _Progress:
         self.total = total
         self.inner = inner
         self.running: dict[int, str] = {}
+        self.progress: dict[int, str] = {}
         self.done = 0
         self.errors = 0
         self.shown = False
@@ -591,8 +608,14 @@ class _Progress:
             self.inner.record(event)
         if isinstance(event, ToolCallEvent):
             self.running[event.index] = event.call.name
+        elif isinstance(event, ProgressEvent):
+            report = event.report
+            if not isinstance(report, ProgressReport) or event.index not in self.running:
+                return
+            self.progress[event.index] = _progress_text(report)
         elif isinstance(event, ToolResultEvent):
             self.running.pop(event.index, None)
+            self.progress.pop(event.index, None)
             self.done += 1
             self.errors += event.result.is_error
         else:
@@ -604,6 +627,9 @@ class _Progress:
         counts = Counter(self.running.values())
         names = ", ".join(f"{n} x{c}" if c > 1 else n for n, c in counts.items())
         running = f"  running: {names}" if names else ""
+        latest = next(reversed(self.progress.items()), None)
+        if latest is not None:
+            running += f"  [{self.running[latest[0]]} {latest[1]}]"
         return f"toolnursery: {self.done}/{self.total} done{errors}{running}"
 
     def draw(self) -> None:
@@ -627,6 +653,11 @@ class _Progress:
             self.stream.flush()
         except (OSError, ValueError):
             pass  # a display that cannot be written is not worth failing the batch over
+
+
+def _progress_text(report: ProgressReport) -> str:
+    amount = f"{report.progress:g}" + (f"/{report.total:g}" if report.total is not None else "")
+    return f"{amount} {report.message}" if report.message else amount
 
 
 # -- replay -----------------------------------------------------------------------------

@@ -14,9 +14,14 @@ import msgspec
 from msgspec.structs import force_setattr
 
 __all__ = [
+    "AudioContent",
+    "ContentAnnotations",
     "ContentBlock",
+    "EmbeddedResource",
     "HookContext",
     "ImageContent",
+    "ResourceContents",
+    "ResourceLink",
     "TextContent",
     "ToolCall",
     "ToolErrorInfo",
@@ -27,21 +32,150 @@ __all__ = [
 ]
 
 
-class TextContent(msgspec.Struct, frozen=True, tag="text", tag_field="type", rename="camel"):
-    """A block of model-facing text."""
+class ContentAnnotations(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True):
+    """Hints about a content block for the client: who it is for and how much it matters.
+
+    Attributes:
+        audience: the roles it is meant for (``"user"``, ``"assistant"``).
+        priority: importance from 0 (optional) to 1 (required).
+        last_modified: an ISO 8601 timestamp (wire name ``lastModified``).
+    """
+
+    audience: tuple[str, ...] | None = None
+    priority: float | None = None
+    last_modified: str | None = None
+
+
+class TextContent(
+    msgspec.Struct, frozen=True, tag="text", tag_field="type", rename="camel", omit_defaults=True
+):
+    """A block of model-facing text.
+
+    Attributes:
+        text: the text.
+        annotations: optional client hints.
+        meta: optional JSON metadata (wire name ``_meta``).
+    """
 
     text: str
+    annotations: ContentAnnotations | None = None
+    meta: Any = msgspec.field(default=None, name="_meta")
 
 
-class ImageContent(msgspec.Struct, frozen=True, tag="image", tag_field="type", rename="camel"):
+class ImageContent(
+    msgspec.Struct, frozen=True, tag="image", tag_field="type", rename="camel", omit_defaults=True
+):
     """A base64-encoded image."""
 
     data: str
     mime_type: str
+    annotations: ContentAnnotations | None = None
+    meta: Any = msgspec.field(default=None, name="_meta")
 
 
-ContentBlock: TypeAlias = TextContent | ImageContent
-"""One block of a result's content, tagged ``type: "text" | "image"``."""
+class AudioContent(
+    msgspec.Struct, frozen=True, tag="audio", tag_field="type", rename="camel", omit_defaults=True
+):
+    """A base64-encoded audio clip (``mime_type`` such as ``audio/wav``)."""
+
+    data: str
+    mime_type: str
+    annotations: ContentAnnotations | None = None
+    meta: Any = msgspec.field(default=None, name="_meta")
+
+
+class ResourceLink(
+    msgspec.Struct,
+    frozen=True,
+    tag="resource_link",
+    tag_field="type",
+    rename="camel",
+    omit_defaults=True,
+):
+    """A reference to a resource the client may read; its contents are not included.
+
+    Attributes:
+        uri: the resource's URI.
+        name: its programmatic name.
+        title: a human-readable name.
+        description: what it is.
+        mime_type: its MIME type, if known.
+        size: its size in bytes before any encoding, if known.
+        icons: icons for a UI, as JSON (``[{"src": ..., "mimeType": ...}]``).
+        annotations: optional client hints.
+        meta: optional JSON metadata (wire name ``_meta``).
+    """
+
+    uri: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
+    icons: Any = None
+    annotations: ContentAnnotations | None = None
+    meta: Any = msgspec.field(default=None, name="_meta")
+
+
+class ResourceContents(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True):
+    """The contents of a resource: exactly one of ``text`` or ``blob`` (base64).
+
+    Attributes:
+        uri: the resource's URI.
+        text: its contents as text.
+        blob: its contents as base64-encoded bytes.
+        mime_type: its MIME type, if known.
+        meta: optional JSON metadata (wire name ``_meta``).
+
+    Raises:
+        ValueError: raised when both or neither of ``text`` and ``blob`` are given
+            (a ``msgspec.ValidationError`` when decoding).
+    """
+
+    uri: str
+    text: str | None = None
+    blob: str | None = None
+    mime_type: str | None = None
+    meta: Any = msgspec.field(default=None, name="_meta")
+
+    def __post_init__(self) -> None:
+        if (self.text is None) == (self.blob is None):
+            raise ValueError("resource contents have exactly one of `text` and `blob`")
+
+
+class EmbeddedResource(
+    msgspec.Struct,
+    frozen=True,
+    tag="resource",
+    tag_field="type",
+    rename="camel",
+    omit_defaults=True,
+):
+    """A resource's contents carried inside the result.
+
+    ``resource`` holds text or blob contents, told apart by their ``text`` /
+    ``blob`` key as on MCP's wire.
+    """
+
+    resource: ResourceContents
+    annotations: ContentAnnotations | None = None
+    meta: Any = msgspec.field(default=None, name="_meta")
+
+
+ContentBlock: TypeAlias = (
+    TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
+)
+"""One block of a result's content, tagged
+``type: "text" | "image" | "audio" | "resource_link" | "resource"``."""
+
+CONTENT_BLOCK_TYPES: tuple[type, ...] = (
+    TextContent,
+    ImageContent,
+    AudioContent,
+    ResourceLink,
+    EmbeddedResource,
+)
+"""The classes of :data:`ContentBlock`, for ``type(block) in CONTENT_BLOCK_TYPES``."""
 
 
 class ToolErrorInfo(msgspec.Struct, frozen=True, rename="camel"):

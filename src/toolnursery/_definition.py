@@ -29,6 +29,7 @@ import msgspec
 from ._content import ContentBlock, ToolResult, ToolReturn
 from ._decisions import ResourceKey
 from ._execution import ToolRunContext
+from ._mcp_annotations import McpAnnotations
 from ._presentation import ToolCallView, ToolResultView
 
 __all__ = [
@@ -79,6 +80,11 @@ class ToolOptions(msgspec.Struct, frozen=True, kw_only=True):
         max_concurrency: the most bodies of this tool name that run at once through
             the registry it is registered in, across batches and ``execute()``
             calls (a positive ``int``; ``None``: unlimited).
+        mcp_annotations: the MCP hints and title the tool is listed with when it is
+            served over MCP (:class:`McpAnnotations`); a mounted MCP tool carries its
+            server's. They are hints for clients and policies (such as
+            :func:`install_destructive_ask`); how the call runs here is decided by
+            the other options.
         nonblocking: the body is a plain ``def`` that is cheap and never blocks (no
             I/O, no sleeping, no long computation): it runs inline on the trio thread
             instead of in a worker thread. Nothing can interrupt it while it runs.
@@ -92,6 +98,7 @@ class ToolOptions(msgspec.Struct, frozen=True, kw_only=True):
     idempotent: bool = False
     concurrency_keys: Callable[[Any], Iterable[ResourceKey]] | None = None
     max_concurrency: int | None = None
+    mcp_annotations: McpAnnotations | None = None
     nonblocking: bool = False
 
 
@@ -114,6 +121,7 @@ class ToolOptionArgs(TypedDict, Generic[A], total=False):
     idempotent: bool
     concurrency_keys: Callable[[A], Iterable[ResourceKey]] | None
     max_concurrency: int | None
+    mcp_annotations: McpAnnotations | None
     nonblocking: bool
     output: Mapping[str, Any] | type[msgspec.Struct] | None
     render_output: Callable[[Any, Any], str | Sequence[ContentBlock] | ContentBlock] | None
@@ -171,6 +179,9 @@ def option_problem(options: ToolOptions) -> str | None:
         return f"max_concurrency must be a positive integer, got {limit!r}"
     if type(options.idempotent) is not bool:
         return "idempotent must be a bool"
+    hints = options.mcp_annotations
+    if hints is not None and not isinstance(hints, McpAnnotations):
+        return f"mcp_annotations must be McpAnnotations, not {type(hints).__name__}"
     if type(options.nonblocking) is not bool:
         return "nonblocking must be a bool"
     for hook in _HOOKS:

@@ -19,11 +19,16 @@ The tree::
     │   │                             asyncio loop hosts the trio run
     │   ├── IncompleteCallError       INCOMPLETE_CALL: a streamed call the model never
     │   │                             finished (the stream broke off, or it was garbled)
+    │   ├── McpServerGoneError        MCP_SERVER_GONE: a mounted MCP server's connection
+    │   │                             ended before the call finished
+    │   ├── McpCallError              MCP_TOOL_ERROR / MCP_REQUEST_FAILED: a mounted
+    │   │                             MCP tool reported an error, or its request failed
     │   ├── FileToolError             a bundled file tool's failure: OUTSIDE_ROOT,
     │   │   └── OutsideRootError      NOT_FOUND, OS_ERROR, NOT_A_REGULAR_FILE, ...
     │   └── RemoteToolError           REMOTE_*: a body placed on a Ray cluster gave no
     │                                 answer (worker or node died, no cluster, result
     │                                 not encodable)
+    ├── McpMountError                 an MCP server could not be mounted
     ├── NotJSONError (ValueError)     a value is not lossless JSON (names the path)
     ├── StructSchemaError             a Struct cannot be a parameter schema
     ├── LogFormatError (ValueError)   a file read as a log is not one (names the line)
@@ -45,6 +50,9 @@ __all__ = [
     "DUPLICATE_CALL_ID",
     "INTERRUPTED",
     "INVALID_TOOL_OUTPUT",
+    "MCP_REQUEST_FAILED",
+    "MCP_SERVER_GONE",
+    "MCP_TOOL_ERROR",
     "TOOL_ABORTED",
     "TOOL_ABORTED_BEFORE_DISPATCH",
     "REMOTE_NODE_DIED",
@@ -59,6 +67,9 @@ __all__ = [
     "IncompleteCallError",
     "InterruptedCallError",
     "LogFormatError",
+    "McpCallError",
+    "McpMountError",
+    "McpServerGoneError",
     "NotJSONError",
     "OutputSchemaError",
     "OutsideRootError",
@@ -96,6 +107,13 @@ REMOTE_UNAVAILABLE = "REMOTE_UNAVAILABLE"
 """Code of a remote call that could not be placed: no Ray connection, or unschedulable."""
 REMOTE_RESULT_NOT_ENCODABLE = "REMOTE_RESULT_NOT_ENCODABLE"
 """Code of a remote call whose body returned a value that cannot cross as msgspec bytes."""
+
+MCP_SERVER_GONE = "MCP_SERVER_GONE"
+"""Code of a mounted MCP call whose server connection ended before it finished."""
+MCP_TOOL_ERROR = "MCP_TOOL_ERROR"
+"""Code of a mounted MCP call whose server answered with an ``isError`` result."""
+MCP_REQUEST_FAILED = "MCP_REQUEST_FAILED"
+"""Code of a mounted MCP call whose request the server answered with a JSON-RPC error."""
 
 
 class ToolnurseryError(Exception):
@@ -228,6 +246,39 @@ class IncompleteCallError(ToolError):
     """
 
     code = "INCOMPLETE_CALL"
+
+
+class McpServerGoneError(ToolError):
+    """Raised when a mounted MCP server's connection ends while a call needs it.
+
+    The server exited, crashed or closed the connection; calls in flight get this
+    error (code ``MCP_SERVER_GONE``) and the mount's tools are unregistered.
+    """
+
+    code = MCP_SERVER_GONE
+
+    def __init__(self, server: str, detail: str | None = None) -> None:
+        self.server = server
+        text = f'MCP server "{server}" is gone'
+        super().__init__(text if detail is None else f"{text}: {detail}")
+
+
+class McpCallError(ToolError):
+    """Raised when a mounted MCP tool fails: an ``isError`` result or a JSON-RPC error.
+
+    An ``isError`` result's text becomes the message (code ``MCP_TOOL_ERROR``); a
+    request the server rejected carries the JSON-RPC error's message (code
+    ``MCP_REQUEST_FAILED``).
+    """
+
+    code = MCP_TOOL_ERROR
+
+
+class McpMountError(ToolnurseryError):
+    """Raised when an MCP server cannot be mounted: it did not start or initialise in
+    time, answered something that is not MCP, or lists tools that cannot be
+    registered (a duplicate name, an ``inputSchema`` that is not an object schema, a
+    name already taken)."""
 
 
 class AbortError(ToolError):

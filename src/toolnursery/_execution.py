@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 import msgspec
 
 from ._content import HookContext
+from ._progress import LogLevel
 from ._signal import CancelSignal
 
 if TYPE_CHECKING:
@@ -153,6 +154,24 @@ class ToolRunContext:
         if not isinstance(context, HookContext):
             raise TypeError(f"defer_context() takes a HookContext, not {type(context).__name__}")
         self._deferred.append(context)
+
+    def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Report this call's progress to whoever runs it (see :func:`reporting`).
+
+        In order, synchronously; served over MCP it becomes a
+        ``notifications/progress`` when the client asked for progress.
+        """
+        from ._progress import report_progress
+
+        report_progress(progress, total, message, call_id=self.call_id)
+
+    def log(self, level: LogLevel, data: Any, *, logger: str | None = None) -> None:
+        """Send a log message from this call (served over MCP: ``notifications/message``)."""
+        from ._progress import report_log
+
+        report_log(level, data, logger=logger, call_id=self.call_id)
 
 
 class ToolDispatchExecution:

@@ -159,10 +159,22 @@ def _materialize(result: ToolExecutionResult) -> ToolExecutionResult:
 def _valid_block(block: object) -> bool:
     t = type(block)
     if t is TextContent:
-        return type(block.text) is str  # type: ignore[attr-defined]
+        if block.meta is None and block.annotations is None:  # type: ignore[attr-defined]
+            return type(block.text) is str  # type: ignore[attr-defined]
+        return _round_trips(block)
     if t is ImageContent:
-        return type(block.data) is str and type(block.mime_type) is str  # type: ignore[attr-defined]
-    return False
+        if block.meta is None and block.annotations is None:  # type: ignore[attr-defined]
+            return type(block.data) is str and type(block.mime_type) is str  # type: ignore[attr-defined]
+        return _round_trips(block)
+    return t in _BLOCK_TYPES and _round_trips(block)
+
+
+def _round_trips(block: object) -> bool:
+    # The kinds beyond plain text and images are rare: check their JSON form in full.
+    try:
+        return msgspec.convert(msgspec.to_builtins(block), type(block)) == block
+    except (msgspec.ValidationError, TypeError, ValueError):
+        return False
 
 
 def _freeze_context(context: object) -> HookContext:

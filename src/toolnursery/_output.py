@@ -15,11 +15,11 @@ import functools
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, TypeAlias, cast
 
 import msgspec
 
-from ._content import ContentBlock, ImageContent, TextContent, ToolReturn
+from ._content import CONTENT_BLOCK_TYPES, ContentBlock, TextContent, ToolReturn
 from ._definition import ToolDefinition
 from ._errors import (
     OutputSchemaError,
@@ -177,10 +177,10 @@ def _render(
         raise _render_failed(name, _describe(exc)) from exc
     if isinstance(rendered, str):
         return (TextContent(rendered),)
-    if isinstance(rendered, TextContent | ImageContent):
-        return (rendered,)
+    if isinstance(rendered, CONTENT_BLOCK_TYPES):
+        return (cast(ContentBlock, rendered),)
     if isinstance(rendered, Sequence) and all(
-        isinstance(block, TextContent | ImageContent) for block in rendered
+        isinstance(block, CONTENT_BLOCK_TYPES) for block in rendered
     ):
         return tuple(rendered)
     raise _render_failed(

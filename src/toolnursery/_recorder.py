@@ -20,10 +20,12 @@ import msgspec
 from ._content import HookContext, ToolCall, ToolExecutionResult
 from ._errors import LogFormatError
 from ._outcomes import json_safe
+from ._progress import CallReport
 
 __all__ = [
     "ContextEvent",
     "JsonlRecorder",
+    "ProgressEvent",
     "RecorderEvent",
     "ToolCallEvent",
     "ToolCallRecorder",
@@ -69,8 +71,19 @@ class ContextEvent(msgspec.Struct, frozen=True, tag="context", tag_field="event"
     context: HookContext
 
 
-RecorderEvent: TypeAlias = ToolCallEvent | ToolResultEvent | ContextEvent
-"""One durable event, tagged ``event: "tool_call" | "tool_result" | "context"``."""
+class ProgressEvent(msgspec.Struct, frozen=True, tag="progress", tag_field="event", rename="camel"):
+    """A progress or log report a call's body made while it ran (between its
+    ``tool_call`` and its ``tool_result``), in the order it was made."""
+
+    batch: str
+    index: int
+    call_id: str
+    report: CallReport
+
+
+RecorderEvent: TypeAlias = ToolCallEvent | ToolResultEvent | ContextEvent | ProgressEvent
+"""One durable event, tagged ``event: "tool_call" | "tool_result" | "context" |
+"progress"``."""
 
 
 class ToolCallRecorder(Protocol):

@@ -27,7 +27,16 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal, NamedTuple, TypeAlias, assert_never
 
-from ._content import ContentBlock, ImageContent, TextContent, ToolExecutionResult, ToolResult
+from ._content import (
+    AudioContent,
+    ContentBlock,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    ToolExecutionResult,
+    ToolResult,
+)
 from ._presentation import (
     DiffCallView,
     DiffResultView,
@@ -274,11 +283,36 @@ def _markdown_blocks(blocks: Sequence[ContentBlock], raw: bool) -> list[str]:
             texts = []
         if isinstance(block, TextContent):
             parts.append(block.text)
-        else:
+        elif isinstance(block, ImageContent):
             parts.append(f"![image](data:{block.mime_type};base64,{block.data})")
+        elif isinstance(block, ResourceLink):
+            parts.append(f"[{block.title or block.name}]({block.uri})")
+        elif isinstance(block, EmbeddedResource) and block.resource.text is not None:
+            parts.append(f"`{block.resource.uri}`")
+            parts.append(_fence(block.resource.text.removesuffix("\n"), "text"))
+        else:
+            parts.append(f"*{_block_label(block)}*")
     if texts:
         parts.append(_fence("\n".join(texts), "text"))
     return parts
+
+
+def _block_label(block: ContentBlock) -> str:
+    """A one-line stand-in for a block that is not text (``[image: image/png]``)."""
+    if isinstance(block, TextContent):
+        return block.text
+    if isinstance(block, ImageContent):
+        return f"[image: {block.mime_type}]"
+    if isinstance(block, AudioContent):
+        return f"[audio: {block.mime_type}]"
+    if isinstance(block, ResourceLink):
+        return f"[link: {block.title or block.name} <{block.uri}>]"
+    resource = block.resource
+    kind = resource.mime_type or ("text" if resource.text is not None else "binary")
+    label = f"[resource: {resource.uri} ({kind})]"
+    if resource.text is not None:
+        return label + "\n" + resource.text.removesuffix("\n")
+    return label
 
 
 # --- terminal (rich) -------------------------------------------------------------
@@ -339,8 +373,8 @@ def render_terminal(
                 parts.append(Text(text_input, style="cyan"))
             case _Blocks(blocks, _):
                 for block in blocks:
-                    if isinstance(block, ImageContent):
-                        parts.append(Text(f"[image: {block.mime_type}]", style="italic"))
+                    if not isinstance(block, TextContent):
+                        parts.append(Text(_block_label(block), style="italic"))
                     else:
                         text = Text(block.text.removesuffix("\n"), style="red" if failed else "")
                         parts.append(text)

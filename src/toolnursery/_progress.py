@@ -1,0 +1,148 @@
+"""Per-call progress and log messages from tool bodies.
+
+A body reports with ``ctx.report_progress(...)`` / ``ctx.log(...)`` (or the
+module-level :func:`report_progress` and :func:`report_log`); each report goes,
+synchronously and in the order it was made, to every sink installed around the call
+with :func:`reporting` — by whoever runs it: an MCP server, a batch's recorder, the
+command's live display, a program driving ``open_tool_batch``. Sinks live in a
+context variable, so a batch's worker tasks (which inherit the context of the task
+that opened the batch) report to the sinks installed around the batch. A report made
+through ``ctx`` carries the call's id. With no sink installed, reporting costs one
+context-variable read and does nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Final, Literal, TypeAlias
+
+import msgspec
+
+__all__ = [
+    "CallReport",
+    "LogLevel",
+    "LogReport",
+    "ProgressReport",
+    "ReportSink",
+    "current_sink",
+    "report_log",
+    "report_progress",
+    "reporting",
+]
+
+LogLevel: TypeAlias = Literal[
+    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
+]
+"""The syslog severities MCP logging uses, least severe first."""
+
+_LEVELS: Final = frozenset(LogLevel.__args__)  # type: ignore[attr-defined]
+
+
+class ProgressReport(
+    msgspec.Struct, frozen=True, kw_only=True, tag="progress", omit_defaults=True, rename="camel"
+):
+    """How far a call has got: ``progress`` (increasing), of ``total`` if known.
+
+    ``call_id`` is the reporting call's id (``None`` from the module-level function).
+    """
+
+    progress: float
+    total: float | None = None
+    message: str | None = None
+    call_id: str | None = None
+
+
+class LogReport(
+    msgspec.Struct, frozen=True, kw_only=True, tag="log", omit_defaults=True, rename="camel"
+):
+    """A log message from a call's body (``data`` is any JSON value)."""
+
+    level: LogLevel
+    data: Any
+    logger: str | None = None
+    call_id: str | None = None
+
+
+CallReport: TypeAlias = ProgressReport | LogReport
+"""One report from a body, tagged ``type: "progress" | "log"``."""
+
+ReportSink: TypeAlias = Callable[[CallReport], None]
+"""Receives a call's reports, synchronously, in order."""
+
+_sink: ContextVar[ReportSink | None] = ContextVar("toolnursery_report_sink", default=None)
+
+
+@contextmanager
+def reporting(sink: ReportSink) -> Iterator[None]:
+    """Also send the reports of calls run inside the block to ``sink``.
+
+    Sinks nest: a report reaches the innermost sink first, then the ones installed
+    around it. Calls run by tasks started inside the block (a batch's workers)
+    report here too. A sink that raises fails the report, and so the body that
+    made it.
+    """
+    outer = _sink.get()
+    chained: ReportSink = sink
+    if outer is not None:
+
+        def chained(report: CallReport) -> None:
+            sink(report)
+            outer(report)
+
+    token = _sink.set(chained)
+    try:
+        yield
+    finally:
+        _sink.reset(token)
+
+
+def current_sink() -> ReportSink | None:
+    """The sink reports made here would reach (``None``: nobody listens)."""
+    return _sink.get()
+
+
+def report_progress(
+    progress: float,
+    total: float | None = None,
+    message: str | None = None,
+    *,
+    call_id: str | None = None,
+) -> None:
+    """Report the current call's progress.
+
+    Args:
+        progress: how far it has got; should increase with every report.
+        total: the value ``progress`` reaches at the end, if known.
+        message: a human-readable note.
+        call_id: the reporting call's id (``ctx.report_progress`` passes it).
+
+    Raises:
+        ValueError: ``progress`` or ``total`` is not a finite number.
+    """
+    sink = _sink.get()
+    if sink is None:
+        return
+    for what, value in (("progress", progress), ("total", total)):
+        if value is not None and not (
+            isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        ):
+            raise ValueError(f"report_progress(): {what} must be a finite number, got {value!r}")
+    sink(ProgressReport(progress=progress, total=total, message=message, call_id=call_id))
+
+
+def report_log(
+    level: LogLevel, data: Any, *, logger: str | None = None, call_id: str | None = None
+) -> None:
+    """Report a log message from the current call (``data``: a str or any JSON value).
+
+    Raises:
+        ValueError: ``level`` is not one of :data:`LogLevel`.
+    """
+    if level not in _LEVELS:
+        raise ValueError(f"report_log(): level must be one of {sorted(_LEVELS)}, got {level!r}")
+    sink = _sink.get()
+    if sink is not None:
+        sink(LogReport(level=level, data=data, logger=logger, call_id=call_id))

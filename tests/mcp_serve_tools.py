@@ -1,0 +1,129 @@
+"""A registry for the serve tests and the MCP conformance run (``make`` / ``conformance``).
+
+Importable by path (``--tools tests/mcp_serve_tools.py:make``); state a test needs to
+observe in-process lives on the registry returned by :func:`make`.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import trio
+
+from toolnursery import (
+    AudioContent,
+    EmbeddedResource,
+    ImageContent,
+    McpAnnotations,
+    ResourceContents,
+    ResourceLink,
+    TextContent,
+    ToolDefinition,
+    ToolRegistry,
+    define_tool,
+    install_timeout_policy,
+    report_log,
+    report_progress,
+)
+
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+WAV = base64.b64encode(b"RIFF\x24\x00\x00\x00WAVEfmt ").decode()
+
+
+class State:
+    """What the in-process tests observe of the bodies."""
+
+    def __init__(self) -> None:
+        self.slow_started = trio.Event()
+        self.slow_cancelled = trio.Event()
+        self.running = 0
+        self.most = 0
+
+
+def make() -> ToolRegistry:
+    """The serve tests' registry (``registry.state`` is its :class:`State`)."""
+    registry = ToolRegistry()
+    state = State()
+    registry.state = state  # type: ignore[attr-defined]
+
+    async def echo(args: Any, ctx: Any) -> str:
+        return str(args["text"])
+
+    async def slow(args: Any, ctx: Any) -> str:
+        state.slow_started.set()
+        try:
+            await trio.sleep_forever()
+        finally:
+            state.slow_cancelled.set()
+        return "never"
+
+    async def sleepy(args: Any, ctx: Any) -> str:
+        await trio.sleep(30)
+        return "late"
+
+    async def limited(args: Any, ctx: Any) -> str:
+        state.running += 1
+        state.most = max(state.most, state.running)
+        try:
+            await trio.sleep(0.01)
+        finally:
+            state.running -= 1
+        return str(state.most)
+
+    async def progress(args: Any, ctx: Any) -> str:
+        for step in (1, 2, 3):
+            report_progress(step, 3, f"step {step}")
+            await trio.sleep(0)
+        report_log("warning", "careful", logger="tests")
+        report_log("debug", "chatter")
+        return "done"
+
+    async def kinds(args: Any, ctx: Any) -> list[Any]:
+        return [
+            TextContent("hello"),
+            ImageContent(PNG, "image/png"),
+            AudioContent(WAV, "audio/wav"),
+            ResourceLink(uri="file:///notes.txt", name="notes"),
+            EmbeddedResource(resource=ResourceContents("file:///a.txt", text="alpha")),
+        ]
+
+    async def count(args: Any, ctx: Any) -> dict[str, int]:
+        return {"n": int(args.get("n", 0))}
+
+    registry.register(
+        define_tool(
+            name="echo",
+            description="Echo the text.",
+            parameters={"text": {"type": "string", "required": True}},
+            execute=echo,
+            is_concurrency_safe=lambda args: True,
+            mcp_annotations=McpAnnotations(title="Echo", read_only=True, open_world=False),
+        )
+    )
+    registry.register(ToolDefinition("slow", "Run until cancelled.", {"type": "object"}, slow))
+    registry.register(
+        ToolDefinition(
+            "sleepy", "Sleep past its budget.", {"type": "object"}, sleepy, timeout_ms=100
+        )
+    )
+    registry.register(
+        ToolDefinition(
+            "limited", "At most 3 at once.", {"type": "object"}, limited, max_concurrency=3
+        )
+    )
+    registry.register(ToolDefinition("progress", "Report progress.", {"type": "object"}, progress))
+    registry.register(ToolDefinition("kinds", "Every content kind.", {"type": "object"}, kinds))
+    registry.register(ToolDefinition("forbidden", "Always denied.", {"type": "object"}, echo))
+    registry.register(
+        define_tool(
+            name="count",
+            description="A structured result.",
+            parameters={"n": {"type": "number"}},
+            execute=count,
+            output={"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]},
+        )
+    )
+    registry.guard(lambda execution: "not allowed" if execution.name == "forbidden" else None)
+    install_timeout_policy(registry)
+    return registry

@@ -1,0 +1,195 @@
+"""Per-call progress and log reports: ctx.report_progress / ctx.log, sinks, batches,
+the recorder and the command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from toolnursery import (
+    JsonlRecorder,
+    LogReport,
+    ProgressEvent,
+    ProgressReport,
+    ReportingRecorder,
+    ToolCall,
+    ToolCallEvent,
+    ToolDefinition,
+    ToolExecutionInput,
+    ToolRegistry,
+    ToolResultEvent,
+    read_log,
+    replay_log,
+    report_log,
+    report_progress,
+    reporting,
+    run_tool_calls,
+)
+
+
+def always(args: Any) -> bool:
+    return True
+
+
+async def stepper(args: Any, ctx: Any) -> str:
+    for step in range(1, int(args.get("steps", 3)) + 1):
+        ctx.report_progress(step, args.get("steps", 3), f"step {step}")
+        await trio.sleep(0.001)
+    ctx.log("info", {"finished": ctx.call_id})
+    return "done"
+
+
+def sync_stepper(args: Any, ctx: Any) -> str:
+    ctx.report_progress(1, 1, "thread")
+    return "done"
+
+
+def registry() -> ToolRegistry:
+    reg = ToolRegistry()
+    reg.register(
+        ToolDefinition("step", "d", {"type": "object"}, stepper, is_concurrency_safe=always)
+    )
+    reg.register(ToolDefinition("sync", "d", {"type": "object"}, sync_stepper))
+    return reg
+
+
+async def test_reports_reach_the_sink_in_order_with_the_call_id() -> None:
+    reports: list[Any] = []
+    with reporting(reports.append):
+        result = await registry().execute(ToolExecutionInput("c1", "step", {"steps": 2}))
+    assert not result.is_error
+    assert reports == [
+        ProgressReport(progress=1, total=2, message="step 1", call_id="c1"),
+        ProgressReport(progress=2, total=2, message="step 2", call_id="c1"),
+        LogReport(level="info", data={"finished": "c1"}, call_id="c1"),
+    ]
+
+
+async def test_a_thread_body_reports_too() -> None:
+    reports: list[Any] = []
+    with reporting(reports.append):
+        await registry().execute(ToolExecutionInput("t", "sync", {}))
+    assert reports == [ProgressReport(progress=1, total=1, message="thread", call_id="t")]
+
+
+async def test_without_a_sink_reporting_does_nothing() -> None:
+    result = await registry().execute(ToolExecutionInput("c", "step", {}))
+    assert not result.is_error
+    report_progress(1)  # outside any call and any sink
+    report_log("debug", "nobody listens")
+
+
+async def test_sinks_nest_innermost_first() -> None:
+    seen: list[str] = []
+    with reporting(lambda r: seen.append("outer")), reporting(lambda r: seen.append("inner")):
+        report_progress(1)
+    assert seen == ["inner", "outer"]
+
+
+def test_bad_reports_are_refused() -> None:
+    with reporting(lambda r: None):
+        with pytest.raises(ValueError, match="finite"):
+            report_progress(float("nan"))
+        with pytest.raises(ValueError, match="total"):
+            report_progress(1, total=True)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="level"):
+            report_log("loud", "x")  # type: ignore[arg-type]
+
+
+async def test_a_batchs_parallel_calls_report_per_call_in_order(autojump_clock: Any) -> None:
+    """A sink around the batch hears every call, each call's reports in order."""
+    reports: list[Any] = []
+    calls = [ToolCall(f"c{i}", "step", json.dumps({"steps": 3})) for i in range(4)]
+    with trio.fail_after(10), reporting(reports.append):
+        results = await run_tool_calls(registry(), calls)
+    assert all(not r.is_error for r in results)
+    for i in range(4):
+        mine = [
+            r.progress for r in reports if isinstance(r, ProgressReport) and r.call_id == f"c{i}"
+        ]
+        assert mine == [1, 2, 3]
+    # the calls overlapped: every call's first report came before any call's last one
+    firsts = [i for i, r in enumerate(reports) if isinstance(r, ProgressReport) and r.progress == 1]
+    lasts = [i for i, r in enumerate(reports) if isinstance(r, ProgressReport) and r.progress == 3]
+    assert max(firsts) < min(lasts)
+
+
+async def test_the_recorder_logs_progress_events_that_replay(
+    tmp_path: Path, autojump_clock: Any
+) -> None:
+    path = tmp_path / "run.jsonl"
+    calls = [ToolCall("a", "step", '{"steps": 2}'), ToolCall("b", "step", '{"steps": 1}')]
+    with JsonlRecorder(path) as log:
+        recorder = ReportingRecorder(log)
+        with trio.fail_after(10), reporting(recorder.report):
+            await run_tool_calls(registry(), calls, recorder=recorder)
+    events = read_log(path)
+    progress = [e for e in events if isinstance(e, ProgressEvent)]
+    assert len(progress) == 5  # three progress reports and two log lines
+    for call_id, index, expected in (("a", 0, [1, 2]), ("b", 1, [1])):
+        mine = [e for e in progress if e.call_id == call_id]
+        assert [e.report.progress for e in mine if isinstance(e.report, ProgressReport)] == expected
+        assert {e.index for e in mine} == {index}
+        started = next(
+            i for i, e in enumerate(events) if isinstance(e, ToolCallEvent) and e.call.id == call_id
+        )
+        ended = next(
+            i
+            for i, e in enumerate(events)
+            if isinstance(e, ToolResultEvent) and e.call_id == call_id
+        )
+        assert all(started < events.index(e) < ended for e in mine)
+    assert [call.id for call, _ in replay_log(path)] == ["a", "b"]
+
+
+TOOLS = """
+import trio
+from toolnursery import ToolDefinition, ToolRegistry
+
+async def slow(args, ctx):
+    for step in (1, 2):
+        ctx.report_progress(step, 2, "working")
+        await trio.sleep(0.01)
+    return "ok"
+
+def make():
+    registry = ToolRegistry()
+    registry.register(ToolDefinition("slow", "d", {"type": "object"}, slow))
+    return registry
+"""
+
+
+def test_the_command_logs_progress_and_shows_it(tmp_path: Path) -> None:
+    tools = tmp_path / "tools.py"
+    tools.write_text(TOOLS)
+    calls = tmp_path / "calls.jsonl"
+    calls.write_text('{"id": "s1", "name": "slow", "arguments": "{}"}\n')
+    log = tmp_path / "run.jsonl"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "toolnursery",
+            "run",
+            str(calls),
+            "--tools",
+            f"{tools}:make",
+            "--log",
+            str(log),
+            "--progress",
+            "always",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert "[slow 1/2 working]" in done.stderr
+    events = [e for e in read_log(log) if isinstance(e, ProgressEvent)]
+    assert [e.report.progress for e in events if isinstance(e.report, ProgressReport)] == [1, 2]
