@@ -121,6 +121,7 @@ def test_module_does_not_shadow_the_ray_package() -> None:
         "return",
         "blocks",
         "block",
+        "mcp-blocks",
         "value",
         "tool-error",
         "custom-code",
