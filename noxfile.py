@@ -62,3 +62,11 @@ def mcp_conformance(session: nox.Session) -> None:
     """
     session.install("-e", ".[mcp]")
     session.run("python", "scripts/mcp_conformance.py", *session.posargs)
+
+
+@nox.session
+def faults(session: nox.Session) -> None:
+    """The fault matrix and the log state machine with a bigger hypothesis budget."""
+    session.install("-e", ".[test]")
+    session.env["TOOLNURSERY_LOG_EXAMPLES"] = "60"
+    session.run("pytest", "tests/test_fault_matrix.py", "tests/test_log_machine.py")

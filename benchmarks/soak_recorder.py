@@ -8,8 +8,8 @@ as ``ABORTED`` / ``ABORTED_BEFORE_DISPATCH``. Checked, and printed:
 * zero lost results: every batch returns one result per call, and the log holds
   exactly one ``tool_result`` per call;
 * the log replays to the same results (a digest per batch, compared after the run);
-* memory stays flat: resident set size after the first batch and at the end
-  (the run keeps only one digest per batch).
+* memory stays flat: resident set size after the first batch, after a tenth of them
+  and at the end (the run keeps only one digest per batch).
 
 Usage: ``python benchmarks/soak_recorder.py [--calls N] [--batch-size B]`` — e.g.
 ``--calls 20000`` for a quick run.
@@ -78,7 +78,7 @@ async def soak(options: argparse.Namespace, log: Path) -> dict[str, Any]:
     batches = options.calls // options.batch_size
     digests: dict[int, str] = {}
     lost = aborted = 0
-    rss_first = 0.0
+    rss_first = rss_tenth = 0.0
     start = time.perf_counter()
     with JsonlRecorder(log) as recorder:
         for b in range(batches):
@@ -101,6 +101,8 @@ async def soak(options: argparse.Namespace, log: Path) -> dict[str, Any]:
             digests[b] = digest(results)
             if b == 0:
                 rss_first = rss_mib()
+            elif b == batches // 10:
+                rss_tenth = rss_mib()
     elapsed = time.perf_counter() - start
     return {
         "batches": batches,
@@ -108,6 +110,7 @@ async def soak(options: argparse.Namespace, log: Path) -> dict[str, Any]:
         "lost": lost,
         "aborted": aborted,
         "rss_first": rss_first,
+        "rss_tenth": rss_tenth,
         "rss_end": rss_mib(),
         "elapsed": elapsed,
     }
@@ -158,6 +161,7 @@ def main() -> None:
     print(f"log                   {size / 2**20:,.1f} MiB, {torn} torn lines")
     print(f"replays to the same   {'yes' if same else 'NO'}")
     print(f"RSS after batch 1     {run['rss_first']:.1f} MiB")
+    print(f"RSS after 10 %        {run['rss_tenth']:.1f} MiB")
     print(f"RSS at the end        {run['rss_end']:.1f} MiB")
     print(
         f"run                   {run['elapsed']:.1f} s ({run['elapsed'] / calls * 1e6:.1f} µs/call)"

@@ -414,7 +414,7 @@ for _phase in PHASES:
     EXPECTED[_phase, "base"] = "Fault"
     EXPECTED[_phase, "cancel"] = CANCELLED
 
-CORE_PENDING: dict[tuple[str, str], str] = {}
+CORE_PENDING: dict[tuple[str, str], str] = {}  # cells waiting for another branch
 
 
 def matches(summaries: list[str], expected: list[str]) -> bool:

@@ -173,3 +173,31 @@ def test_run_exits_0_and_prints_every_result(
         lines = capsys.readouterr().out.splitlines()
         assert [msgspec.json.decode(line)["id"] for line in lines] == ["a", "b"]
         assert msgspec.json.decode(lines[0])["result"]["content"][0]["text"].startswith(SHOWN)
+
+
+async def test_the_file_tools_take_a_name_back_as_they_showed_it(root: Path) -> None:
+    """An agent that saw ``caf\\xe9.txt`` in a listing can read and write that file."""
+    registry = example_registry(root)
+    shown = f"{SHOWN}.txt"
+    read = await run_tool_calls(
+        registry, [ToolCall("r", "read_file", msgspec.json.encode({"path": shown}).decode())]
+    )
+    assert text(read[0]) == "TODO in a badly named file\n"
+    written = await run_tool_calls(
+        registry,
+        [
+            ToolCall(
+                "w", "write_file", msgspec.json.encode({"path": shown, "content": "new\n"}).decode()
+            )
+        ],
+    )
+    assert text(written[0]) == f'replaced "{shown}" (4 bytes)'
+    assert (
+        Path(os.fsdecode(os.path.join(os.fsencode(root), b"caf\xe9.txt")))
+    ).read_text() == "new\n"
+    # A file whose name really is the escape wins over the byte it stands for.
+    (root / shown).write_text("literal\n")
+    again = await run_tool_calls(
+        registry, [ToolCall("r2", "read_file", msgspec.json.encode({"path": shown}).decode())]
+    )
+    assert text(again[0]) == "literal\n"

@@ -431,7 +431,7 @@ async def test_a_name_already_taken_is_refused_with_or_without_a_prefix() -> Non
 async def test_a_server_that_answers_garbage_is_a_clear_error() -> None:
     registry = ToolRegistry()
     with trio.fail_after(LIMIT), pytest.raises(McpMountError) as caught:
-        async with open_mcp_mount(registry, command=stdio_command("garbage"), init_timeout=3):
+        async with open_mcp_mount(registry, command=stdio_command("garbage"), init_timeout=8):
             pass
     assert "no answer to initialize" in str(caught.value)
     assert "it answered" in str(caught.value)

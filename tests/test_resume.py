@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,6 +17,7 @@ from hypothesis import strategies as st
 from toolnursery import (
     HookContext,
     InterruptedCallError,
+    JsonlRecorder,
     RecorderEvent,
     ResumeError,
     TextContent,
@@ -18,7 +25,11 @@ from toolnursery import (
     ToolCallEvent,
     ToolExecutionResult,
     ToolResultEvent,
+    replay_log,
+    run_tool_calls,
 )
+from toolnursery._cli import main
+from toolnursery._cli_cards import read_batches
 from toolnursery._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, ABORTED_RESULT, _failure
 from toolnursery._recorder import ContextEvent
 from toolnursery._resume import plan_resume
@@ -184,3 +195,189 @@ def test_a_plan_never_runs_a_side_effect_twice_and_loses_no_committed_result(
     assert again.count("replay") == len(calls)
     for first, second in zip(plan.calls, again.calls, strict=True):
         assert second.result == (first.result or ok(f"ran {first.index}"))
+
+
+# -- resuming for real: a process killed mid-batch -------------------------------------
+
+TOOLS = """
+import os
+import trio
+from toolnursery import ToolDefinition, ToolRegistry
+
+EFFECTS = os.environ["TOOLNURSERY_TEST_EFFECTS"]
+
+
+def note(ctx, what):
+    with open(EFFECTS, "a", encoding="utf-8") as file:
+        file.write(f"{what} {ctx.call_id} {ctx.idempotency_key}\\n")
+
+
+async def write(args, ctx):
+    note(ctx, "write")
+    await trio.sleep(0)
+    return "wrote " + ctx.call_id
+
+
+async def read(args, ctx):
+    note(ctx, "read")
+    await trio.sleep(0)
+    return "read " + ctx.call_id
+
+
+async def crash(args, ctx):
+    note(ctx, "crash")
+    if os.environ.get("TOOLNURSERY_TEST_CRASH"):
+        os._exit(3)  # the process dies with this call started and not committed
+    return "survived " + ctx.call_id
+
+
+def make(idempotent_crash=False):
+    registry = ToolRegistry()
+    registry.register(ToolDefinition("write", "w", {}, write))
+    registry.register(ToolDefinition("read", "r", {}, read, idempotent=True))
+    registry.register(ToolDefinition("crash", "c", {}, crash, idempotent=idempotent_crash))
+    return registry
+
+
+registry = make()
+idempotent = make(idempotent_crash=True)
+"""
+
+RUN_CALLS = [
+    ToolCall("c0", "write", ""),
+    ToolCall("c1", "read", ""),
+    ToolCall("c2", "crash", ""),
+    ToolCall("c3", "write", ""),
+    ToolCall("c3", "read", ""),  # a repeated id: the duplicate-id result, never run
+]
+
+
+def effects(path: Path) -> list[tuple[str, str, str]]:
+    return [tuple(line.split()) for line in path.read_text().splitlines()]  # type: ignore[misc]
+
+
+def run_command(
+    module: Path, calls: Path, log: Path, *extra: str, crash: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """``toolnursery run CALLS --tools MODULE:registry --log LOG`` in a subprocess."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    if crash:
+        env["TOOLNURSERY_TEST_CRASH"] = "1"
+    command = ["run", str(calls), "--tools", f"{module}:registry", "--log", str(log), *extra]
+    return subprocess.run(
+        [sys.executable, "-m", "toolnursery", *command],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.fixture
+def crashed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, Path]:
+    """A batch whose process died in c2: c0 and c1 committed, c3 never started."""
+    module = tmp_path / "crashtools.py"
+    module.write_text(TOOLS, encoding="utf-8")
+    calls = tmp_path / "calls.jsonl"
+    calls.write_text("".join(msgspec.json.encode(c).decode() + "\n" for c in RUN_CALLS))
+    log, fx = tmp_path / "log.jsonl", tmp_path / "effects.txt"
+    monkeypatch.setenv("TOOLNURSERY_TEST_EFFECTS", str(fx))
+    died = run_command(module, calls, log, crash=True)
+    assert died.returncode == 3, died.stderr
+    assert [e[:2] for e in effects(fx)] == [("write", "c0"), ("read", "c1"), ("crash", "c2")]
+    return module, calls, log
+
+
+def load(path: Path) -> Any:
+    """The tools module of this test (a fresh module object: it reads its env at import)."""
+    spec = importlib.util.spec_from_file_location(f"crashtools_{id(path)}", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def texts(results: list[ToolExecutionResult]) -> list[str]:
+    return [b.text for r in results for b in r.content if isinstance(b, TextContent)]
+
+
+async def test_resume_runs_what_never_ran_and_nothing_twice(
+    crashed: tuple[Path, Path, Path],
+) -> None:
+    _, _, log = crashed
+    crashtools = load(crashed[0])
+    fx = Path(os.environ["TOOLNURSERY_TEST_EFFECTS"])
+    first_run = effects(fx)
+    with JsonlRecorder(log) as recorder:
+        results = await run_tool_calls(
+            crashtools.registry, RUN_CALLS, recorder=recorder, resume_from=log
+        )
+    assert texts(results) == [
+        "wrote c0",
+        "read c1",
+        f"Error: {InterruptedCallError('crash').message}",
+        "wrote c3",
+        'Error: duplicate tool call id "c3" in this batch',
+    ]
+    assert results[2].error is not None
+    assert results[2].error.code == "INTERRUPTED"
+    # Only c3 ran: c0 and c1 committed, c2 may have had its effect, the duplicate never runs.
+    assert [e[:2] for e in effects(fx)] == [*[e[:2] for e in first_run], ("write", "c3")]
+    # One batch, one id: c3's idempotency key carries the crashed batch's id.
+    batch_id = first_run[0][2].split(":")[0]
+    assert effects(fx)[-1][2] == f"{batch_id}:c3"
+    assert [r for _, r in replay_log(log)] == results
+    (batch,), torn = read_batches(log)  # what `toolnursery replay` shows: each call once
+    assert torn == []
+    assert [(entry.call.id, entry.result) for entry in batch.calls] == [
+        (call.id, result) for call, result in zip(RUN_CALLS, results, strict=True)
+    ]
+    # Resuming again replays everything and runs nothing.
+    with JsonlRecorder(log) as recorder:
+        again = await run_tool_calls(
+            crashtools.registry, RUN_CALLS, recorder=recorder, resume_from=log
+        )
+    assert again == results
+    assert len(effects(fx)) == len(first_run) + 1
+    assert len(replay_log(log)) == len(RUN_CALLS)
+
+
+async def test_an_interrupted_idempotent_call_runs_again_with_the_same_key(
+    crashed: tuple[Path, Path, Path],
+) -> None:
+    _, _, log = crashed
+    crashtools = load(crashed[0])
+    fx = Path(os.environ["TOOLNURSERY_TEST_EFFECTS"])
+    results = await run_tool_calls(crashtools.idempotent, RUN_CALLS, resume_from=log)
+    assert texts(results)[2] == "survived c2"
+    crash_runs = [e for e in effects(fx) if e[0] == "crash"]
+    assert len(crash_runs) == 2
+    assert crash_runs[0][2] == crash_runs[1][2]  # ctx.idempotency_key is stable
+
+
+def test_the_command_resumes_and_prints_every_result_in_model_order(
+    crashed: tuple[Path, Path, Path],
+) -> None:
+    module, calls, log = crashed
+    resumed = run_command(module, calls, log, "--resume", "--progress", "always")
+    assert resumed.returncode == 0, resumed.stderr
+    lines = [msgspec.json.decode(line) for line in resumed.stdout.splitlines()]
+    assert [line["id"] for line in lines] == ["c0", "c1", "c2", "c3", "c3"]
+    assert lines[2]["result"]["error"] == {"name": "InterruptedCallError", "code": "INTERRUPTED"}
+    assert lines[3]["result"]["content"][0]["text"] == "wrote c3"
+    assert "2 recorded, 1 to run, 1 interrupted" in resumed.stderr
+
+
+def test_resume_needs_a_log_and_refuses_a_file_that_is_not_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    calls = tmp_path / "calls.jsonl"
+    calls.write_text('{"id": "a", "name": "list_dir"}\n')
+    assert main(["run", str(calls), "--resume"]) == 2
+    assert "--resume needs --log" in capsys.readouterr().err
+    notes = tmp_path / "notes.md"
+    notes.write_text("# not a log\n")
+    assert main(["run", str(calls), "--log", str(notes), "--resume"]) == 2
+    assert "not a toolnursery event" in capsys.readouterr().err

@@ -135,6 +135,9 @@ from ._registry import ToolRegistry as ToolRegistry
 from ._registry import ToolScope as ToolScope
 from ._render import render_markdown as render_markdown
 from ._render import render_terminal as render_terminal
+from ._resume import ResumedCall as ResumedCall
+from ._resume import ResumePlan as ResumePlan
+from ._resume import plan_resume as plan_resume
 from ._retry import install_retry_policy as install_retry_policy
 from ._scheduler import ToolBatch as ToolBatch
 from ._scheduler import open_tool_batch as open_tool_batch
@@ -236,6 +239,8 @@ __all__ = [
     "ResourceLink",
     "ResultObserver",
     "ResumeError",
+    "ResumePlan",
+    "ResumedCall",
     "SchemaProp",
     "SchemaSpec",
     "SchemaType",
@@ -290,6 +295,7 @@ __all__ = [
     "open_tool_batch",
     "output_schema",
     "parse_arguments",
+    "plan_resume",
     "read_log",
     "render_markdown",
     "render_terminal",

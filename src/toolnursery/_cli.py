@@ -42,7 +42,7 @@ from ._cli_demo import render_demo, run_demo
 from ._cli_input import FORMATS, CallsInputError, parse_calls, provider_messages
 from ._cli_serve import add_serve_parser, serve_command
 from ._content import ToolCall, ToolExecutionResult
-from ._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, LogFormatError
+from ._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, LogFormatError, ResumeError
 from ._progress import ProgressReport, reporting
 from ._progress_log import ReportingRecorder
 from ._recorder import (
@@ -50,9 +50,11 @@ from ._recorder import (
     ProgressEvent,
     RecorderEvent,
     ToolCallEvent,
+    ToolCallRecorder,
     ToolResultEvent,
 )
 from ._registry import ToolRegistry
+from ._resume import PlannedRun, read_plan
 from ._scheduler import open_tool_batch
 from ._signal import CancelSignal
 from .examples import example_registry, fill_sandbox
@@ -124,6 +126,13 @@ def _parser() -> argparse.ArgumentParser:
         help="the directory the example tools work in (default: a temporary sandbox)",
     )
     _common(run)
+    run.add_argument(
+        "--resume",
+        action="store_true",
+        help="resume the batch recorded in --log after a crash: committed calls return "
+        "their recorded results without running again, interrupted calls of tools that "
+        "are not idempotent get an INTERRUPTED result",
+    )
     run.add_argument(
         "--progress",
         choices=("auto", "always", "never"),
@@ -288,25 +297,35 @@ def _run_command(options: argparse.Namespace) -> int:
     if not calls:
         _say("no tool calls in the input; nothing to run")
         return EXIT_OK
+    if options.resume and options.log is None:
+        raise UsageError("--resume needs --log: the log of the batch to resume")
     with ExitStack() as stack:
         if registry is None:
             registry = _example_registry(options.root, stack)
+        planned = _resume_plan(registry, calls, options.log) if options.resume else None
         recorder = _open_log(options.log, stack)
-        progress = _Progress(sys.stderr, len(calls), recorder) if _wants_progress(options) else None
+        to_run = calls if planned is None else planned.calls
+        progress = (
+            _Progress(sys.stderr, len(to_run), recorder) if _wants_progress(options) else None
+        )
+        write = _writer(
+            progress,
+            _card_writer(registry, options) if options.show else None,
+            quiet=options.format != "toolnursery",
+        )
         try:
-            sink = progress if progress is not None else recorder
+            sink: ToolCallRecorder | None = progress if progress is not None else recorder
+            if planned is not None:  # events of the calls that run keep their indices
+                sink = planned.recorder(sink)
             interrupted, results = trio.run(
                 _run_batch,
                 registry,
-                calls,
+                to_run,
                 options.max_parallel,
                 ReportingRecorder(sink) if sink is not None else None,
-                _writer(
-                    progress,
-                    _card_writer(registry, options) if options.show else None,
-                    quiet=options.format != "toolnursery",
-                ),
+                write,
                 partial(_interrupted, progress),
+                planned,
             )
         except BrokenPipeError:
             raise
@@ -369,6 +388,23 @@ def _example_registry(root: str | None, stack: ExitStack) -> ToolRegistry:
         return example_registry(root)
     except NotADirectoryError:
         raise UsageError(f"--root {root!r} is not a directory")
+
+
+def _resume_plan(registry: ToolRegistry, calls: list[ToolCall], log: str) -> PlannedRun:
+    try:
+        plan = read_plan(registry, calls, log)
+    except (LogFormatError, ResumeError) as exc:
+        raise UsageError(f"cannot resume from --log: {exc}") from exc
+    except OSError as exc:
+        raise UsageError(f"cannot read --log {log!r}: {exc.strerror or exc}") from exc
+    if plan.batch_id is None:
+        _say(f"--resume: no batch in {log} has these calls; running all {len(calls)}")
+    else:
+        _say(
+            f"--resume: batch {plan.batch_id}: {plan.count('replay')} recorded, "
+            f"{plan.count('run')} to run, {plan.count('interrupted')} interrupted"
+        )
+    return PlannedRun(plan)
 
 
 def _open_log(path: str | None, stack: ExitStack) -> JsonlRecorder | None:
@@ -524,8 +560,12 @@ async def _run_batch(
     recorder: ReportingRecorder | None,
     write: Callable[[ToolCall, ToolExecutionResult], None],
     on_interrupt: Callable[[], None],
+    planned: PlannedRun | None = None,
 ) -> tuple[bool, list[ToolExecutionResult]]:
     """Run the batch, writing each result as it commits; Ctrl-C cancels it.
+
+    With ``planned`` (``--resume``), ``calls`` are the calls that run; every call's
+    result is still written, in model order.
 
     Returns:
         Whether Ctrl-C cancelled the batch, and the results in model order.
@@ -539,15 +579,28 @@ async def _run_batch(
             # The calls' progress reports join the log and the status line.
             with reporting(recorder.report) if recorder is not None else nullcontext():
                 async with open_tool_batch(
-                    registry, signal=cancel, max_parallel=max_parallel, recorder=recorder
+                    registry,
+                    signal=cancel,
+                    max_parallel=max_parallel,
+                    recorder=recorder,
+                    batch_id=None if planned is None else planned.plan.batch_id,
                 ) as batch:
                     for call in calls:
                         batch.submit(call)
                     batch.close()
                     async for call, result in batch:
                         results.append(result)
-                        write(call, result)
+                        if planned is None:
+                            write(call, result)
+                        else:
+                            for shown in planned.ordered(len(results), result):
+                                write(*shown)
             nursery.cancel_scope.cancel()
+        if planned is not None:
+            planned.finish()
+            for shown in planned.ordered(len(results), None):
+                write(*shown)
+            results = planned.merge(results)
     except BaseExceptionGroup as group:
         # The signal task is ours, not the caller's: report the failure itself.
         raise _sole(group) from None

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
 import msgspec
@@ -58,7 +58,16 @@ if TYPE_CHECKING:
     from ._registry import ToolRegistry, ToolScope
     from ._signal import CancelSignal
 
-__all__ = ["ResumeAction", "ResumePlan", "ResumedCall", "plan_resume", "resume_tool_calls"]
+__all__ = [
+    "PlannedRun",
+    "ResumeAction",
+    "ResumePlan",
+    "ResumedCall",
+    "is_idempotent",
+    "plan_resume",
+    "read_plan",
+    "resume_tool_calls",
+]
 
 ResumeAction: TypeAlias = Literal["replay", "run", "interrupted", "duplicate"]
 """What a resumed batch does with one call: return the recorded result, run the
@@ -222,6 +231,66 @@ def _plan(
 # -- carrying a plan out ------------------------------------------------------------------
 
 
+class PlannedRun:
+    """What carrying out a plan takes: the calls to run, their recorder, the merge.
+
+    The calls to run form one batch (under ``plan.batch_id``); :meth:`recorder` wraps
+    the caller's recorder so their events keep their original indices and the decided
+    results (interrupted, duplicate) are recorded in model order; :meth:`merge` puts
+    the results together in model order, and :meth:`ordered` streams them so.
+    """
+
+    def __init__(self, plan: ResumePlan) -> None:
+        self.plan = plan
+        self.to_run = [entry for entry in plan.calls if entry.action == "run"]
+        self.indices = [entry.index for entry in self.to_run]
+        self._recorder: _Resumed | None = None
+        self._shown = 0
+
+    @property
+    def calls(self) -> list[ToolCall]:
+        """The calls that run, in model order."""
+        return [entry.call for entry in self.to_run]
+
+    def recorder(self, inner: ToolCallRecorder | None) -> ToolCallRecorder | None:
+        """The recorder to give the batch of the calls that run."""
+        if inner is None:
+            return None
+        self._recorder = _Resumed(inner, self.plan.batch_id, self.plan, self.indices)
+        return self._recorder
+
+    def finish(self) -> None:
+        """Record the decided results not recorded yet (call once the batch is done)."""
+        recorder = self._recorder
+        if recorder is not None:
+            if recorder.batch is None:  # nothing ran, nothing recorded: an id of its own
+                recorder.batch = uuid.uuid4().hex
+            recorder.flush()
+
+    def ordered(
+        self, ran: int, result: ToolExecutionResult | None
+    ) -> Iterator[tuple[ToolCall, ToolExecutionResult]]:
+        """The results to show now, in model order, once ``ran`` calls that run have
+        committed, the last of them with ``result`` (``None``: the batch is over)."""
+        upto = len(self.plan.calls) if result is None else self.indices[ran - 1]
+        entries = self.plan.calls
+        while self._shown < upto:
+            entry = entries[self._shown]
+            self._shown += 1
+            if entry.result is not None:
+                yield entry.call, entry.result
+        if result is not None:
+            self._shown += 1
+            yield entries[upto].call, result
+
+    def merge(self, ran: Sequence[ToolExecutionResult]) -> list[ToolExecutionResult]:
+        """Every call's result, in model order, given the results of the calls that ran."""
+        results = [entry.result for entry in self.plan.calls]
+        for index, result in zip(self.indices, ran, strict=True):
+            results[index] = result
+        return [result for result in results if result is not None]
+
+
 class _Resumed:
     """The recorder of a resumed batch's runs: events under their original indices,
     and each decided result (interrupted, duplicate) recorded in model order."""
@@ -257,12 +326,36 @@ class _Resumed:
             self.inner.record(ToolResultEvent(batch, entry.index, entry.call.id, entry.result))
 
 
-def _is_idempotent(registry: ToolRegistry, agent: ToolScope | None) -> Callable[[ToolCall], bool]:
+def is_idempotent(registry: ToolRegistry, agent: ToolScope | None) -> Callable[[ToolCall], bool]:
+    """Whether a call's tool, as ``agent`` sees it, declares ``idempotent=True``."""
+
     def check(call: ToolCall) -> bool:
         definition = registry.get(call.name, agent)
         return definition is not None and definition.idempotent is True
 
     return check
+
+
+def read_plan(
+    registry: ToolRegistry,
+    calls: Sequence[ToolCall],
+    log: str | os.PathLike[str],
+    *,
+    agent: ToolScope | None = None,
+    batch_id: str | None = None,
+) -> ResumePlan:
+    """Read ``log`` and plan resuming ``calls`` (a missing log: every call runs).
+
+    Raises:
+        ResumeError: ``batch_id`` is recorded with other calls.
+        LogFormatError: ``log`` is not a toolnursery log.
+        OSError: ``log`` exists but cannot be read.
+    """
+    try:
+        events = read_log(log)
+    except FileNotFoundError:
+        events = []
+    return plan_resume(events, calls, is_idempotent(registry, agent), batch_id=batch_id)
 
 
 async def resume_tool_calls(
@@ -276,89 +369,36 @@ async def resume_tool_calls(
     recorder: ToolCallRecorder | None = None,
     batch_id: str | None = None,
 ) -> list[ToolExecutionResult]:
-    """Resume a batch that a crash interrupted, from its log; see :func:`plan_resume`.
+    """Resume a batch that a crash interrupted, from its log (``run_tool_calls(...,
+    resume_from=log)``); see :func:`plan_resume` for what happens to each call.
 
-    Committed calls return their recorded results without running; calls that never
-    started run; a started, unfinished call runs again only when its tool is
-    idempotent, else it gets the ``INTERRUPTED`` result. The calls that run form one
-    batch under the resumed batch's id.
-
-    Args:
-        registry: as for :func:`~toolnursery.run_tool_calls`.
-        calls: the same calls, in the same order, as the interrupted run.
-        log: the interrupted run's log (read before anything runs).
-        signal: aborts the calls that run.
-        agent: the scope the calls run for (it decides which tool, so which
-            ``idempotent`` flag, a call sees).
-        max_parallel: as for :func:`~toolnursery.run_tool_calls`.
-        recorder: receives the events of what resuming does (usually a
-            :class:`~toolnursery.JsonlRecorder` on ``log`` itself, so a second crash can
-            be resumed too); recorded results are not recorded again.
-        batch_id: the batch to resume (default: the last one of the log recorded with
-            these calls).
-
-    Returns:
-        One result per call, in model order.
+    The calls that run form one batch under the resumed batch's id; ``recorder``
+    (usually a :class:`~toolnursery.JsonlRecorder` on ``log`` itself, so a second crash
+    can be resumed too) receives what resuming does; results already in the log are not
+    recorded again.
 
     Raises:
         ResumeError: ``batch_id`` is recorded with other calls.
         LogFormatError: ``log`` is not a toolnursery log.
-        OSError: ``log`` cannot be read (a missing log resumes nothing: every call runs).
+        OSError: ``log`` exists but cannot be read.
     """
-    from ._scheduler import run_tool_calls  # the scheduler is the one that runs calls
+    from ._scheduler import run_tool_calls  # the scheduler is what runs calls
 
     calls = list(calls)
-    try:
-        events = read_log(log)
-    except FileNotFoundError:
-        events = []
-    plan = plan_resume(events, calls, _is_idempotent(registry, agent), batch_id=batch_id)
-    return await run_plan(
-        registry,
-        plan,
-        run_tool_calls,
-        signal=signal,
-        agent=agent,
-        max_parallel=max_parallel,
-        recorder=recorder,
-    )
-
-
-async def run_plan(
-    registry: ToolRegistry,
-    plan: ResumePlan,
-    run: Callable[..., Awaitable[list[ToolExecutionResult]]],
-    *,
-    signal: CancelSignal | None,
-    agent: ToolScope | None,
-    max_parallel: int,
-    recorder: ToolCallRecorder | None,
-) -> list[ToolExecutionResult]:
-    """Carry out ``plan`` with ``run`` (:func:`~toolnursery.run_tool_calls`)."""
-    to_run = [entry for entry in plan.calls if entry.action == "run"]
-    indices = [entry.index for entry in to_run]
-    resumed = None if recorder is None else _Resumed(recorder, plan.batch_id, plan, indices)
+    plan = read_plan(registry, calls, log, agent=agent, batch_id=batch_id)
+    planned = PlannedRun(plan)
     ran: list[ToolExecutionResult] = []
-    if to_run:
-        ran = await run(
+    if planned.to_run:
+        ran = await run_tool_calls(
             registry,
-            [entry.call for entry in to_run],
+            planned.calls,
             signal=signal,
             agent=agent,
             max_parallel=max_parallel,
-            recorder=resumed,
+            recorder=planned.recorder(recorder),
             batch_id=plan.batch_id,
         )
-    if resumed is not None:
-        if resumed.batch is None:  # nothing ran, nothing recorded: a batch id of its own
-            resumed.batch = _fresh_batch_id()
-        resumed.flush()
-    results: list[ToolExecutionResult | None] = [entry.result for entry in plan.calls]
-    for index, result in zip(indices, ran, strict=True):
-        results[index] = result
-    assert all(result is not None for result in results)
-    return results  # type: ignore[return-value]
-
-
-def _fresh_batch_id() -> str:
-    return uuid.uuid4().hex
+    else:
+        planned.recorder(recorder)
+    planned.finish()
+    return planned.merge(ran)

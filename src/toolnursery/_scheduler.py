@@ -34,6 +34,7 @@ unwrapped. No result is fabricated for a call that did not commit.
 from __future__ import annotations
 
 import math
+import os
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Iterable
@@ -820,6 +821,7 @@ async def run_tool_calls(
     max_parallel: int = 10,
     recorder: ToolCallRecorder | None = None,
     batch_id: str | None = None,
+    resume_from: str | os.PathLike[str] | None = None,
 ) -> list[ToolExecutionResult]:
     """Run one model response's tool calls; return one result per call, in model order.
 
@@ -842,19 +844,39 @@ async def run_tool_calls(
         batch_id: the batch's id in the events and in each call's
             ``ctx.idempotency_key`` (a non-empty string; a resumed batch passes its
             old id). Default: 128 random bits, as 32 hex digits.
+        resume_from: the log of a run of these same calls that a crash interrupted:
+            committed calls return their recorded results without running, and a
+            started, unfinished call of a tool that is not idempotent gets the
+            ``INTERRUPTED`` result instead of running twice (see docs/durability.md);
+            ``batch_id`` then names the batch to resume.
 
     Returns:
         One frozen result per call, in model order.
 
     Raises:
         ValueError: ``max_parallel`` is not a positive integer, ``batch_id`` is not a
-            non-empty string, or ``agent`` is a scope of another registry.
+            non-empty string, or ``agent`` is a scope of another registry;
+            :class:`~toolnursery.ResumeError` / :class:`~toolnursery.LogFormatError`
+            when ``resume_from`` cannot resume these calls.
         TypeError: ``signal`` is not a :class:`CancelSignal`.
         RuntimeError: called outside trio (from asyncio, use :mod:`toolnursery.aio`).
         Exception: the first internal failure (e.g. a recorder that raised), after the
             calls in flight have settled.
     """
     _check_batch(registry, signal, agent, max_parallel, batch_id)
+    if resume_from is not None:
+        from ._resume import resume_tool_calls
+
+        return await resume_tool_calls(
+            registry,
+            calls,
+            resume_from,
+            signal=signal,
+            agent=agent,
+            max_parallel=max_parallel,
+            recorder=recorder,
+            batch_id=batch_id,
+        )
     # The same batch signal as open_tool_batch's: a body cancelling ``ctx.signal``
     # aborts this batch, not the caller's signal.
     fusion = fuse(signal) if signal is not None else None

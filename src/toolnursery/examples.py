@@ -52,7 +52,9 @@ non-blocking and checked on the open descriptor, so nothing can hold a worker th
 past the call's deadline). Every other operating-system failure is ``OS_ERROR``
 (``NOT_FOUND`` for a missing path); error messages name paths relative to the root,
 never the host path. All failures are :class:`~toolnursery.FileToolError` (or its
-subclass :class:`OutsideRootError`).
+subclass :class:`OutsideRootError`). A file name that is not UTF-8 is shown with
+``\\xNN`` escapes (``caf\\xe9.txt``), and a path argument written that way names that
+file.
 
 Example::
 
@@ -65,6 +67,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from collections.abc import Callable, Iterator, Mapping
 from functools import partial
@@ -209,9 +212,14 @@ class _Root:
     def resolve(self, raw: str) -> Path:
         """Resolve ``raw`` (relative to the root, or absolute) following every symlink.
 
+        A name the tools showed escaped (``caf\\xe9.txt``: a byte that is not UTF-8)
+        names that file, unless a file with the literal name exists.
+
         Raises:
             OutsideRootError: the real path is not the root or inside it.
         """
+        if "\\x" in raw:
+            raw = _unescape(self.path, raw)
         candidate = Path(raw)
         if not candidate.is_absolute():
             candidate = self.path / candidate
@@ -254,6 +262,20 @@ class _NotRegular(OSError):
     def __init__(self, mode: int) -> None:
         self.kind = next((kind for test, kind in _KINDS if test(mode)), "a special file")
         super().__init__(errno.EINVAL, self.kind)
+
+
+_ESCAPED_BYTE: Final = re.compile(r"\\x([89a-fA-F][0-9a-fA-F])")
+
+
+def _unescape(root: Path, raw: str) -> str:
+    """``raw`` with each ``\\xNN`` escape (what results show for an undecodable byte)
+    turned back into that byte, when the literal path does not exist and that one does."""
+    literal = Path(raw) if os.path.isabs(raw) else root / raw
+    if os.path.lexists(literal):
+        return raw
+    decoded = _ESCAPED_BYTE.sub(lambda m: chr(0xDC00 + int(m.group(1), 16)), raw)
+    target = Path(decoded) if os.path.isabs(decoded) else root / decoded
+    return decoded if os.path.lexists(target) else raw
 
 
 def _clip(shown: str) -> str:
