@@ -1,32 +1,22 @@
 """Per-call cost of one ``ToolRegistry.execute()``, against bare trio in the same run.
 
-What it measures (µs per call; the median over several repetitions, each repetition
-running N calls back to back in one trio run):
+Each row runs N ``execute()`` calls back to back and, in the same repetition, a bare
+``trio.open_nursery()`` that ``start_soon``-s the same body N times; it prints µs per
+call (CPU time of the trio thread: on a shared machine the time other processes hold the
+CPU is not counted) and the ratio execute / bare, each as the median with the min–max
+over the repetitions. The headline body awaits one checkpoint (as real tools do; it
+runs in one cancel scope linked to the call's signal); the "no-await" rows use a body
+with no ``await``, which needs no scope.
 
-* ``execute()`` of a no-op ``async def`` tool (a raw ``ToolDefinition``)
-  (a) with no listeners at all, and
-  (b) with one pre-execute listener, one guard, one execute wrapper, one post-execute
-      listener and one result observer, all pass-through.
-* The same two cases for a body that awaits one checkpoint (``execute awaiting``),
-  beside ``bare start_soon, awaiting`` running that body: a body with no ``await``
-  cannot be cancelled and runs without a cancel scope, one that awaits pays a scope.
-* If ``toolnursery.define_tool`` imports: the same two cases for a ``define_tool``
-  tool with a one-field ``SchemaSpec`` ``{"x": {"type": "number"}}`` (arguments are
-  validated before the body), called with ``{"x": 1}``.
-* Baselines, measured in the same run on the same body:
-  ``bare start_soon`` — one nursery, ``nursery.start_soon(body, args, None)`` once per
-  call (spawn + run of one trio task, the unit DESIGN.md budgets against; the ratios
-  are taken against it); ``bare nursery/call`` — ``async with open_nursery()`` +
-  ``start_soon`` per call (what running each call as its own joined task costs); and
-  ``direct await`` — ``await body(args, None)``, the floor.
+Rows, as in the scheduler's table (``benchmarks/bench_scheduler.py``) but for one call
+at a time: no hooks; one listener in each of the five phases; one execute wrapper only;
+``install_timeout_policy`` only (the tool budgeted); the timeout and retry policies
+both installed (the tool idempotent, nothing fails); the same for a ``define_tool``
+tool with a one-field schema ``{"x": {"type": "number"}}`` (validated before the body).
+Each ``execute()`` input is built before the timed loop.
 
-Each ``execute()`` input is built before the timed loop (a fresh
-``ToolExecutionInput`` and ``CancelSignal`` per call), so the numbers are the
-pipeline's own cost: snapshotting the arguments, the phases, the body's cancel scope,
-normalizing, materializing and notifying.
-
-Run: ``python benchmarks/bench_pipeline.py`` (``--quick`` for fewer repetitions,
-``--calls N`` and ``--repeat R`` to change the sizes).
+Run: ``python benchmarks/bench_pipeline.py`` (``--quick`` for a fast run, ``--calls N``
+and ``--repeat R`` to change the sizes).
 """
 
 from __future__ import annotations
@@ -34,6 +24,7 @@ from __future__ import annotations
 import argparse
 import gc
 import statistics
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -49,6 +40,9 @@ from toolnursery import (
     ToolExecutionResult,
     ToolRegistry,
     ToolRunContext,
+    define_tool,
+    install_retry_policy,
+    install_timeout_policy,
 )
 from toolnursery._decisions import PostToolDecision, PreToolDecision
 
@@ -87,41 +81,22 @@ def observe(execution: ToolExecution, result: ToolExecutionResult) -> None:
     return None
 
 
-def make_registry(definition: ToolDefinition, hooks: bool) -> ToolRegistry:
+def make_registry(definition: ToolDefinition, case: str) -> ToolRegistry:
     registry = ToolRegistry()
     registry.register(definition)
-    if hooks:
+    if case == "five":
         registry.on_pre_execute(pre)
         registry.guard(guard)
         registry.on_execute(wrap)
         registry.on_post_execute(post)
         registry.on_result(observe)
+    elif case == "wrapper":
+        registry.on_execute(wrap)
+    elif case in ("timeout", "timeout+retry"):
+        install_timeout_policy(registry)
+        if case == "timeout+retry":
+            install_retry_policy(registry, codes=["FLAKY"], backoff_ms=1)
     return registry
-
-
-Timed = Callable[[int], Awaitable[float]]
-
-
-def execute_case(registry: ToolRegistry, name: str) -> Timed:
-    async def run(n: int) -> float:
-        inputs = [ToolExecutionInput(f"c{i}", name, ARGS, CancelSignal()) for i in range(n)]
-        execute = registry.execute
-        start = time.perf_counter()
-        for input_ in inputs:
-            result = await execute(input_)
-        elapsed = time.perf_counter() - start
-        assert not result.is_error, result
-        return elapsed
-
-    return run
-
-
-async def bare_start_soon(n: int) -> float:
-    start = time.perf_counter()
-    async with trio.open_nursery() as nursery:
-        for _ in range(n):
-            nursery.start_soon(noop, ARGS, None)
-    return time.perf_counter() - start
 
 
 async def yields(args: Any, ctx: ToolRunContext | None) -> str:
@@ -129,96 +104,90 @@ async def yields(args: Any, ctx: ToolRunContext | None) -> str:
     return "ok"
 
 
-async def bare_start_soon_yields(n: int) -> float:
-    start = time.perf_counter()
+async def run_execute(registry: ToolRegistry, n: int) -> float:
+    inputs = [ToolExecutionInput(f"c{i}", "noop", ARGS, CancelSignal()) for i in range(n)]
+    execute = registry.execute
+    gc.collect()
+    start = time.process_time()
+    for input_ in inputs:
+        result = await execute(input_)
+    elapsed = time.process_time() - start
+    assert not result.is_error, result
+    return elapsed
+
+
+async def run_bare(body: Any, n: int) -> float:
+    gc.collect()
+    start = time.process_time()
     async with trio.open_nursery() as nursery:
         for _ in range(n):
-            nursery.start_soon(yields, ARGS, None)
-    return time.perf_counter() - start
+            nursery.start_soon(body, ARGS, None)
+    return time.process_time() - start
 
 
-async def bare_nursery_per_call(n: int) -> float:
-    start = time.perf_counter()
-    for _ in range(n):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(noop, ARGS, None)
-    return time.perf_counter() - start
+CASES = (
+    ("no hooks", "none"),
+    ("one listener in each of the five phases", "five"),
+    ("one execute wrapper only", "wrapper"),
+    ("install_timeout_policy only (budgeted)", "timeout"),
+    ("timeout + retry, nothing fails", "timeout+retry"),
+)
 
 
-async def direct_await(n: int) -> float:
-    start = time.perf_counter()
-    for _ in range(n):
-        await noop(ARGS, None)
-    return time.perf_counter() - start
-
-
-def build_cases() -> tuple[dict[str, Timed], str | None]:
-    raw = ToolDefinition("noop", "does nothing", {"type": "object"}, noop)
-    cases: dict[str, Timed] = {
-        "bare start_soon": bare_start_soon,
-        "bare nursery/call": bare_nursery_per_call,
-        "direct await": direct_await,
-        "execute raw, no hooks": execute_case(make_registry(raw, False), "noop"),
-        "execute raw, 5 hooks": execute_case(make_registry(raw, True), "noop"),
-        # A body that awaits can be cancelled, so it runs in a cancel scope of its own.
-        "bare start_soon, awaiting": bare_start_soon_yields,
-        "execute awaiting, no hooks": execute_case(
-            make_registry(ToolDefinition("noop", "awaits", {"type": "object"}, yields), False),
-            "noop",
-        ),
-        "execute awaiting, 5 hooks": execute_case(
-            make_registry(ToolDefinition("noop", "awaits", {"type": "object"}, yields), True),
-            "noop",
-        ),
-    }
-    try:
-        from toolnursery import define_tool
-    except ImportError as exc:
-        return cases, f"define_tool variant skipped: {exc}"
+def build_rows() -> list[tuple[str, ToolRegistry, Any]]:
+    rows: list[tuple[str, ToolRegistry, Any]] = []
+    for body, kind in ((yields, ""), (noop, "no-await body: ")):
+        raw = ToolDefinition(
+            "noop", "does nothing", {"type": "object"}, body, timeout_ms=60_000, idempotent=True
+        )
+        for label, case in CASES:
+            rows.append((f"{kind}{label}", make_registry(raw, case), body))
     defined = define_tool(
         name="noop",
         description="does nothing",
         parameters={"x": {"type": "number"}},
-        execute=noop,
+        execute=yields,
+        timeout_ms=60_000,
+        idempotent=True,
     )
-    cases["execute define_tool, no hooks"] = execute_case(make_registry(defined, False), "noop")
-    cases["execute define_tool, 5 hooks"] = execute_case(make_registry(defined, True), "noop")
-    return cases, None
+    for label, case in CASES[:2]:
+        rows.append((f"define_tool: {label}", make_registry(defined, case), yields))
+    return rows
 
 
-async def measure(cases: dict[str, Timed], calls: int, repeat: int) -> dict[str, list[float]]:
-    samples: dict[str, list[float]] = {name: [] for name in cases}
-    for timed in cases.values():  # warm-up: caches, code paths, allocator
-        await timed(min(calls, 200))
-    for _ in range(repeat):
-        # Interleave the cases so drift (thermal, other load) hits them alike.
-        for name, timed in cases.items():
-            gc.collect()
-            elapsed = await timed(calls)
-            samples[name].append(elapsed / calls * 1e6)
-    return samples
+async def measure(calls: int, repeat: int) -> None:
+    rows = build_rows()
+    header = f"{'execute() case':<56} {'µs/call':>22} {'bare µs/call':>22} {'ratio':>20}"
+    print(f"µs per call and ratio: median (min–max) over {repeat} repetitions of {calls} calls")
+    print(header)
+    print("-" * len(header))
+    for label, registry, body in rows:
+        await run_execute(registry, min(calls, 200))  # warm caches and code paths
+        await run_bare(body, min(calls, 200))
+        ours: list[float] = []
+        bare: list[float] = []
+        for _ in range(repeat):
+            ours.append(await run_execute(registry, calls) / calls * 1e6)
+            bare.append(await run_bare(body, calls) / calls * 1e6)
+        ratios = [o / b for o, b in zip(ours, bare, strict=True)]
+        print(
+            f"{label:<56} {_spread(ours):>22} {_spread(bare):>22} {_spread(ratios):>20}", flush=True
+        )
+
+
+def _spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f} ({min(values):.2f}–{max(values):.2f})"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=5000, help="calls per repetition")
-    parser.add_argument("--repeat", type=int, default=9, help="repetitions per case")
-    parser.add_argument("--quick", action="store_true", help="1000 calls x 5 repetitions")
+    parser.add_argument("--repeat", type=int, default=3, help="repetitions per row")
+    parser.add_argument("--quick", action="store_true", help="1000 calls per repetition")
     options = parser.parse_args()
-    calls, repeat = (1000, 5) if options.quick else (options.calls, options.repeat)
-    cases, note = build_cases()
-    samples = trio.run(measure, cases, calls, repeat)
-    baseline = statistics.median(samples["bare start_soon"])
-    print(f"toolnursery execute() per call — {calls} calls x {repeat} repetitions, median µs")
-    print(f"{'case':<32} {'median':>8} {'min':>8} {'max':>8} {'x bare':>8}")
-    for name, values in samples.items():
-        median = statistics.median(values)
-        print(
-            f"{name:<32} {median:8.2f} {min(values):8.2f} {max(values):8.2f} "
-            f"{median / baseline:8.2f}"
-        )
-    if note:
-        print(note)
+    calls = 1000 if options.quick else options.calls
+    print(f"python {sys.version.split()[0]}, trio {trio.__version__}")
+    trio.run(measure, calls, options.repeat)
 
 
 if __name__ == "__main__":

@@ -212,3 +212,21 @@ async def test_a_body_sees_a_derived_signal_that_reads_as_fired_past_the_deadlin
     assert seen == [(False, True)]
     assert result.error == TIMEOUT
     assert not caller.cancelled
+
+
+async def test_a_deadline_signal_the_body_read_is_unlinked_when_the_call_ends() -> None:
+    """Reading ctx.signal under a deadline links a derived signal to the caller's; the
+    link goes when the body settles (no link left behind per call)."""
+
+    async def reads(args: Any, ctx: ToolRunContext) -> str:
+        assert not ctx.signal.cancelled
+        await trio.lowlevel.checkpoint()
+        return "ok"
+
+    registry = ToolRegistry()
+    registry.register(_tool(reads, timeout_ms=1_000))
+    install_timeout_policy(registry)
+    caller = CancelSignal()
+    for i in range(3):
+        await registry.execute(ToolExecutionInput(f"c{i}", "t", {}, caller))
+    assert not caller._callbacks

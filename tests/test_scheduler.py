@@ -21,7 +21,8 @@ import pytest
 import trio
 import trio.testing
 
-import toolnursery._scheduler as scheduler_module
+import toolnursery._batch as batch_module
+import toolnursery._intake as intake_module
 from support import RecorderBrokeError, live_tasks, registry_with, text
 from toolnursery import (
     EXCLUSIVE,
@@ -209,7 +210,7 @@ async def test_b145_each_argument_text_is_parsed_once_into_its_own_execution(
         parsed.append(raw)
         return parse_arguments(raw)
 
-    monkeypatch.setattr(scheduler_module, "parse_arguments", counting_parse)
+    monkeypatch.setattr(intake_module, "parse_arguments", counting_parse)
     seen: list[tuple[str, Any, object]] = []
     classified: list[Any] = []
 
@@ -930,7 +931,7 @@ async def test_b162_a_failing_stage_surfaces_the_first_failure_after_draining(
             await trio.sleep(2)
         return await next_()
 
-    monkeypatch.setattr(scheduler_module, "dispatch", failing_dispatch)
+    monkeypatch.setattr(batch_module, "dispatch", failing_dispatch)
     registry.on_pre_execute(pre)
     with pytest.raises(SchedulerExplodedError) as info:
         await run_tool_calls(
@@ -969,7 +970,7 @@ async def test_b162_a_worker_failure_reaches_the_driver_wherever_it_is(
         await trio.sleep(2)
         return await next_()
 
-    monkeypatch.setattr(scheduler_module, "dispatch", failing_dispatch)
+    monkeypatch.setattr(batch_module, "dispatch", failing_dispatch)
     if driver == "in-post-execute":
         registry.on_post_execute(slow_post)
     calls = [call("c1", d=0 if driver == "in-post-execute" else 3), call("c2"), call("c3", d=1)]

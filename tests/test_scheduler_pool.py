@@ -14,7 +14,7 @@ import pytest
 import trio
 import trio.testing
 
-import toolnursery._scheduler as scheduler_module
+import toolnursery._intake as intake_module
 from toolnursery import (
     CancelSignal,
     TextContent,
@@ -337,14 +337,14 @@ async def test_arguments_that_cannot_be_arguments_are_that_calls_error_result(
 ) -> None:
     """parse_arguments raising ToolArgsError: the call's result, logged, never
     dispatched, never an exception out of the batch; its siblings run."""
-    real = scheduler_module.parse_arguments
+    real = intake_module.parse_arguments
 
     def parse(value: Any) -> Any:
         if value == "BAD":
             raise ToolArgsError(["arguments must be a JSON object or text"])
         return real(value)
 
-    monkeypatch.setattr(scheduler_module, "parse_arguments", parse)
+    monkeypatch.setattr(intake_module, "parse_arguments", parse)
     log: list[str] = []
     registry = ToolRegistry()
     registry.register(sleeper(log=log))

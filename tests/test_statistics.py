@@ -15,8 +15,8 @@ import pytest
 import trio
 import trio.testing
 
+import toolnursery._batch as batch_module
 import toolnursery._pipeline as pipeline_module
-import toolnursery._scheduler as scheduler_module
 from support import RecorderBrokeError
 from toolnursery import (
     CancelSignal,
@@ -50,7 +50,7 @@ def mock_phase_clock(monkeypatch: pytest.MonkeyPatch) -> None:
         return round(trio.current_time() * 1e9)
 
     monkeypatch.setattr(pipeline_module, "_now", now)
-    monkeypatch.setattr(scheduler_module, "_now", now)
+    monkeypatch.setattr(batch_module, "_now", now)
 
 
 async def sleepy(args: Any, ctx: ToolRunContext) -> str:
@@ -382,7 +382,7 @@ async def test_a_worker_failure_noticed_after_finalize_keeps_the_counts_balanced
         await trio.sleep(2)
         return await next_()
 
-    monkeypatch.setattr(scheduler_module, "dispatch", failing_dispatch)
+    monkeypatch.setattr(batch_module, "dispatch", failing_dispatch)
     registry.on_post_execute(slow_post)
     calls = [ToolCall(f"c{i}", "p", '{"d": 0}') for i in (1, 2, 3)]
     with pytest.raises(WorkerExplodedError):
@@ -406,7 +406,7 @@ async def test_phase_timings_are_opt_in_and_the_counters_always_on() -> None:
             return 0
 
         patch.setattr(pipeline_module, "_now", now)
-        patch.setattr(scheduler_module, "_now", now)
+        patch.setattr(batch_module, "_now", now)
         await registry.execute(execute_input("a"))
         await run_tool_calls(registry, [ToolCall("b", "p", "{}")])
         assert reads == []

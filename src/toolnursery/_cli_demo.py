@@ -25,6 +25,7 @@ import msgspec
 import trio
 
 from ._arguments import parse_arguments
+from ._conflicts import conflicting_resources, group_heads
 from ._content import TextContent, ToolCall, ToolExecutionResult
 from ._decisions import Deny, PreToolDecision, ResourceKey
 from ._execution import ToolDispatchExecution, ToolExecution, ToolExecutionInput
@@ -199,16 +200,6 @@ def _bar(span: Span, total: float) -> str:
     return "|" + " " * first + "=" * (last - first) + " " * (_BAR - last) + "|"
 
 
-def _conflicts(earlier: tuple[ResourceKey, ...], later: tuple[ResourceKey, ...]) -> list[str]:
-    """The resources two calls' keys conflict on: the same one, at least one write."""
-    modes = {key.resource: key.mode for key in earlier}
-    return [
-        key.resource
-        for key in later
-        if key.resource in modes and "write" in (key.mode, modes[key.resource])
-    ]
-
-
 def _ids(run: DemoRun, indices: list[int]) -> str:
     names = [f"{run.calls[i].id} {run.calls[i].name}" for i in indices]
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
@@ -220,9 +211,7 @@ def _notes(run: DemoRun) -> list[str]:
     calls, spans, modes = run.calls, run.spans, run.modes
     keys = [run.keys[i] if i < len(run.keys) else () for i in range(len(calls))]
     # The group each call belongs to: the calls since the last exclusive barrier.
-    group = [0] * len(calls)
-    for i in range(1, len(calls)):
-        group[i] = i if modes[i - 1] == "exclusive" else group[i - 1]
+    group = group_heads(modes)
 
     def blockers(i: int) -> list[int]:
         if modes[i] != "keyed":
@@ -230,7 +219,9 @@ def _notes(run: DemoRun) -> list[str]:
         return [
             j
             for j in range(group[i], i)
-            if modes[j] == "keyed" and spans[j] is not None and _conflicts(keys[j], keys[i])
+            if modes[j] == "keyed"
+            and spans[j] is not None
+            and conflicting_resources(keys[j], keys[i])
         ]
 
     barrier = next((i for i, mode in enumerate(modes) if mode == "exclusive"), len(calls))
@@ -252,7 +243,7 @@ def _notes(run: DemoRun) -> list[str]:
         if span.start_ms < last:
             continue
         on = ", ".join(
-            f"{calls[j].id} {calls[j].name} ({', '.join(_conflicts(keys[j], keys[i]))})"
+            f"{calls[j].id} {calls[j].name} ({', '.join(conflicting_resources(keys[j], keys[i]))})"
             for j in waited
         )
         text = (

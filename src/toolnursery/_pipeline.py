@@ -68,6 +68,7 @@ __all__ = [
     "Gate",
     "begin",
     "check_trio",
+    "conclude",
     "dispatch",
     "execute",
     "finalize",
@@ -272,6 +273,9 @@ async def _plain_dispatch(call: CallRecord, plan: Any, carried: bool) -> ToolExe
         value = await plan.body(call.args, context)
     except Exception as exc:
         return _failure(exc)
+    finally:
+        if call.derived is not None:
+            call.end_attempt()  # the body read its deadline signal: unlink it
     result = _normalize(value, call.name)
     if caller._cancelled and not result.is_error:
         return ABORTED_RESULT
@@ -447,9 +451,8 @@ async def finalize(call: CallRecord) -> ToolExecutionResult:
     result = call.result
     assert result is not None
     plan = call.plan = call.plan.current()  # type: ignore[union-attr]
-    hooks = plan.hooks
     if call.state == RESOLVED:
-        post = hooks.post
+        post = plan.hooks.post
         if post:
             try:
                 decision = await run_post(post, call.execution, result)
@@ -460,9 +463,22 @@ async def finalize(call: CallRecord) -> ToolExecutionResult:
                 if call.caller._cancelled and not result.is_error:
                     result = _aborted(call, result)
             plan = call.plan = plan.current()
-            hooks = plan.hooks
-        elif call.caller._cancelled and not result.is_error:
-            result = _aborted(call, result)
+            call.result = result
+            call.state = FINAL
+    return conclude(call)
+
+
+def conclude(call: CallRecord) -> ToolExecutionResult:
+    """Finalize without post-execute (none is due, or it ran): the cancellation rule,
+    materialize, count, notify observers. Synchronous: no coroutine when nothing awaits.
+    """
+    result = call.result
+    assert result is not None
+    plan: Any = call.plan
+    if plan.version != plan.versions.value:
+        plan = call.plan = plan.rebuild(plan.name, plan.agent)
+    if call.state == RESOLVED and call.caller._cancelled and not result.is_error:
+        result = _aborted(call, result)
     result = _materialize(result)
     call.result = result
     call.state = FINAL
@@ -470,7 +486,7 @@ async def finalize(call: CallRecord) -> ToolExecutionResult:
         plan.stats.count_error(result)
     else:
         plan.stats.ok += 1
-    observers = hooks.result
+    observers = plan.hooks.result
     if observers:
         notify(observers, call.execution, result)
     return result
