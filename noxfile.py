@@ -56,12 +56,13 @@ def bench(session: nox.Session) -> None:
 
 @nox.session
 def mcp_conformance(session: nox.Session) -> None:
-    """The MCP conformance suite's server scenarios against ``toolnursery serve --http``.
+    """The MCP project's conformance suite against ``toolnursery serve --http``.
 
-    Installs Node 22 and the suite from the npm registry into a cache directory.
+    Needs ``npm`` and the npm registry: Node 22 and the suite are installed into
+    ``.cache/`` on the first run. Arguments go to the script (``-- --scenario ping``).
     """
     session.install("-e", ".[mcp]")
-    session.run("python", "scripts/mcp_conformance.py", *session.posargs)
+    session.run("python", "scripts/mcp-conformance", *session.posargs)
 
 
 @nox.session

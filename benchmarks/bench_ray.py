@@ -15,8 +15,10 @@ What it measures (one local cluster, ``ray.init(num_cpus=2)``, started by the sc
   pipeline, argument/answer encoding and the trio-side wait on the ref's future);
   the difference is the placement's cost over a bare task round trip.
 
-Workers are warmed up before anything is timed. On a machine shared with other
-work the ratio shrinks (Ray's two workers compete for the same two cores).
+Workers are warmed up before anything is timed. The body is calibrated in CPU time,
+and each mode reports how many cores its bodies actually got (their CPU seconds over
+the wall time: at most 1 for threads, 2 for Ray): on a machine shared with other work
+the Ray workers get less than two, and the ratio shrinks with them.
 
 Run: ``python benchmarks/bench_ray.py`` (``--quick``: 40 calls, fewer repetitions).
 """
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 from typing import Any
@@ -51,7 +54,10 @@ def spin(n: int) -> int:
 
 
 def cpu_body(args: Any, ctx: Any) -> str:
-    return str(spin(args["n"]))
+    """The CPU-bound body; returns the CPU seconds it used (of its own thread)."""
+    start = time.thread_time()
+    spin(args["n"])
+    return repr(time.thread_time() - start)
 
 
 def noop_body(args: Any, ctx: Any) -> str:
@@ -59,7 +65,7 @@ def noop_body(args: Any, ctx: Any) -> str:
 
 
 def calibrate(target_s: float) -> int:
-    """Loop iterations that take about ``target_s`` here (best of several timings)."""
+    """Loop iterations that take about ``target_s`` of CPU time (best of several)."""
     n = 50_000
     while True:
         best = min(_timed(n) for _ in range(5))
@@ -69,9 +75,9 @@ def calibrate(target_s: float) -> int:
 
 
 def _timed(n: int) -> float:
-    start = time.perf_counter()
+    start = time.thread_time()
     spin(n)
-    return time.perf_counter() - start
+    return time.thread_time() - start
 
 
 def definition(name: str, body: Any) -> ToolDefinition:
@@ -80,21 +86,27 @@ def definition(name: str, body: Any) -> ToolDefinition:
     )
 
 
-async def bare_threads(n: int, calls: int) -> float:
+async def bare_threads(n: int, calls: int) -> tuple[float, float]:
+    cpu: list[float] = []
+
+    async def one() -> None:
+        cpu.append(float(await trio.to_thread.run_sync(cpu_body, {"n": n}, None)))
+
     start = time.perf_counter()
     async with trio.open_nursery() as nursery:
         for _ in range(calls):
-            nursery.start_soon(trio.to_thread.run_sync, cpu_body, {"n": n}, None)
-    return time.perf_counter() - start
+            nursery.start_soon(one)
+    return time.perf_counter() - start, sum(cpu)
 
 
-async def batch(registry: ToolRegistry, name: str, n: int, calls: int) -> float:
+async def batch(registry: ToolRegistry, name: str, n: int, calls: int) -> tuple[float, float]:
+    """Wall seconds of one batch, and the CPU seconds its bodies used."""
     batch_calls = [ToolCall(str(i), name, json.dumps({"n": n})) for i in range(calls)]
     start = time.perf_counter()
     results = await run_tool_calls(registry, batch_calls, max_parallel=calls)
     elapsed = time.perf_counter() - start
     assert not any(r.is_error for r in results), results[0]
-    return elapsed
+    return elapsed, sum(float(r.content[0].text) for r in results)  # type: ignore[union-attr]
 
 
 async def placed_overhead(registry: ToolRegistry, repeat: int) -> float:
@@ -124,6 +136,10 @@ def main() -> None:
     rounds = 1 if options.quick else 2
 
     n = calibrate(options.ms / 1000)
+    # Ray starts its workers niced (priority below this process); on a machine shared
+    # with other work that alone starves them. Run them at this process's priority, as
+    # the threads they are compared with run (no difference on a quiet machine).
+    os.environ.setdefault("RAY_worker_niceness", "0")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         local, placed = ToolRegistry(), ToolRegistry()
@@ -139,12 +155,19 @@ def main() -> None:
             times: dict[str, list[float]] = {
                 k: [] for k in ("bare", "threads", "ray", "ray_get", "placed")
             }
+            cores: dict[str, list[float]] = {k: [] for k in ("bare", "threads", "ray")}
             for _ in range(rounds):
-                times["bare"].append(await bare_threads(n, calls))
-                times["threads"].append(await batch(local, "cpu", n, calls))
-                times["ray"].append(await batch(placed, "cpu", n, calls))
+                for key, runner in (
+                    ("bare", bare_threads(n, calls)),
+                    ("threads", batch(local, "cpu", n, calls)),
+                    ("ray", batch(placed, "cpu", n, calls)),
+                ):
+                    wall, cpu = await runner
+                    times[key].append(wall)
+                    cores[key].append(cpu / wall)
                 times["ray_get"].append(bare_overhead(bare_task, repeat))
                 times["placed"].append(await placed_overhead(placed, repeat))
+            times.update({f"{k}_cores": v for k, v in cores.items()})
             return times
 
         times = trio.run(run)
@@ -154,12 +177,16 @@ def main() -> None:
     med = {k: statistics.median(v) for k, v in times.items()}
     body_ms = statistics.median(_timed(n) for _ in range(5)) * 1000
     print(
-        f"body: {n} iterations, calibrated to {options.ms:.0f} ms, measured now "
-        f"{body_ms:.0f} ms; {calls} calls, 2 CPUs"
+        f"body: {n} iterations, calibrated to {options.ms:.0f} ms of CPU, measured now "
+        f"{body_ms:.0f} ms; {calls} calls, 2 CPUs; load average {os.getloadavg()[0]:.1f}"
     )
-    print(f"  bare threads (trio.to_thread nursery) : {med['bare']:7.2f} s")
-    print(f"  threads (plain def tool)              : {med['threads']:7.2f} s")
-    print(f"  ray (ray_tool, 1 task per call)       : {med['ray']:7.2f} s")
+    print("  wall time of the batch, and the cores its bodies got (body CPU s / wall s)")
+    for key, label in (
+        ("bare", "bare threads (trio.to_thread nursery)"),
+        ("threads", "threads (plain def tool)             "),
+        ("ray", "ray (ray_tool, 1 task per call)      "),
+    ):
+        print(f"  {label} : {med[key]:7.2f} s   {med[key + '_cores']:4.2f} cores")
     print(f"  speed-up threads / ray                : {med['threads'] / med['ray']:7.2f}x")
     print(f"per-call overhead, no-op body, sequential, {repeat} calls")
     print(f"  bare ray.get(task.remote(...))        : {med['ray_get'] * 1e6:9.0f} µs")

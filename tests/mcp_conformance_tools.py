@@ -1,130 +1,124 @@
-"""The tools the MCP conformance suite's server scenarios call, by their names.
+"""The tools the MCP conformance suite calls, as a toolnursery registry.
 
-``toolnursery serve --http 127.0.0.1:0 --tools tests/mcp_conformance_tools.py:conformance``
-is what ``scripts/mcp_conformance.py`` (``nox -s mcp_conformance``) tests.
+``scripts/mcp-conformance`` serves :data:`registry` with ``toolnursery serve --http``
+(``--tools tests/mcp_conformance_tools.py:registry``) and runs the suite's server
+scenarios against it. The names, contents and timings come from
+``mcp_conformance_data.py``; the tools are written with toolnursery's own API: a
+validated :func:`~toolnursery.define_tool` for each tool without arguments, a raw
+:class:`~toolnursery.ToolDefinition` for the JSON Schema 2020-12 tool (its schema
+must reach ``tools/list`` verbatim).
 """
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import trio
 
 from toolnursery import (
     AudioContent,
+    ContentBlock,
     EmbeddedResource,
     ImageContent,
     ResourceContents,
     TextContent,
     ToolDefinition,
-    ToolError,
     ToolRegistry,
+    define_tool,
     report_log,
     report_progress,
 )
 
-# A 1x1 red PNG and a 44-byte silent WAV header, base64.
-PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
-WAV = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA="
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-NO_ARGS: dict[str, Any] = {"type": "object", "properties": {}}
+import mcp_conformance_data as data
 
-SCHEMA_2020_12: dict[str, Any] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "type": "object",
-    "$defs": {
-        "address": {
-            "type": "object",
-            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
-        }
-    },
-    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
-    "additionalProperties": False,
-}
+
+def _resource(resource: dict[str, str]) -> EmbeddedResource:
+    return EmbeddedResource(
+        resource=ResourceContents(
+            uri=resource["uri"], mime_type=resource["mimeType"], text=resource["text"]
+        )
+    )
 
 
 async def simple_text(args: Any, ctx: Any) -> str:
-    return "This is a simple text response for testing."
+    return data.SIMPLE_TEXT
 
 
-async def image_content(args: Any, ctx: Any) -> list[Any]:
-    return [ImageContent(PNG, "image/png")]
+async def image_content(args: Any, ctx: Any) -> list[ContentBlock]:
+    return [ImageContent(data.PNG, "image/png")]
 
 
-async def audio_content(args: Any, ctx: Any) -> list[Any]:
-    return [AudioContent(WAV, "audio/wav")]
+async def audio_content(args: Any, ctx: Any) -> list[ContentBlock]:
+    return [AudioContent(data.WAV, "audio/wav")]
 
 
-async def embedded_resource(args: Any, ctx: Any) -> list[Any]:
+async def embedded_resource(args: Any, ctx: Any) -> list[ContentBlock]:
+    return [_resource(data.EMBEDDED)]
+
+
+async def multiple_content_types(args: Any, ctx: Any) -> list[ContentBlock]:
     return [
-        EmbeddedResource(
-            resource=ResourceContents(
-                "test://embedded-resource",
-                text="This is an embedded resource content.",
-                mime_type="text/plain",
-            )
-        )
+        TextContent(data.MIXED_TEXT),
+        ImageContent(data.PNG, "image/png"),
+        _resource(data.MIXED_RESOURCE),
     ]
 
 
-async def multiple_content_types(args: Any, ctx: Any) -> list[Any]:
-    return [
-        TextContent("Multiple content types test:"),
-        ImageContent(PNG, "image/png"),
-        EmbeddedResource(
-            resource=ResourceContents(
-                "test://mixed-content-resource",
-                text='{"test": "data", "value": 123}',
-                mime_type="application/json",
-            )
-        ),
-    ]
+async def with_logging(args: Any, ctx: Any) -> str:
+    for index, message in enumerate(data.LOG_MESSAGES):
+        if index:
+            await trio.sleep(data.STEP_S)
+        report_log("info", message)
+    return data.LOGGING_DONE
 
 
-async def tool_with_logging(args: Any, ctx: Any) -> str:
-    report_log("info", "Tool execution started")
-    await trio.sleep(0.05)
-    report_log("info", "Tool processing data")
-    await trio.sleep(0.05)
-    report_log("info", "Tool execution completed")
-    return "Tool with logging executed successfully"
-
-
-async def tool_with_progress(args: Any, ctx: Any) -> str:
-    report_progress(0, 100)
-    await trio.sleep(0.05)
-    report_progress(50, 100)
-    await trio.sleep(0.05)
-    report_progress(100, 100)
-    return "Tool with progress executed successfully"
+async def with_progress(args: Any, ctx: Any) -> str:
+    for index, progress in enumerate(data.PROGRESS_STEPS):
+        if index:
+            await trio.sleep(data.STEP_S)
+        report_progress(progress, total=data.PROGRESS_TOTAL)
+    return data.PROGRESS_DONE
 
 
 async def error_handling(args: Any, ctx: Any) -> str:
-    raise ToolError("This tool intentionally returns an error for testing")
+    raise RuntimeError(data.ERROR_TEXT)
 
 
-async def schema_tool(args: Any, ctx: Any) -> str:
-    return "ok"
+async def json_schema_2020_12(args: Any, ctx: Any) -> str:
+    return f"hello {args.get('name', 'nobody')}"
 
 
-def conformance() -> ToolRegistry:
-    """A registry with every tool the server scenarios call."""
-    registry = ToolRegistry()
-    for name, description, body, schema in (
-        ("test_simple_text", "Returns simple text.", simple_text, NO_ARGS),
-        ("test_image_content", "Returns an image.", image_content, NO_ARGS),
-        ("test_audio_content", "Returns audio.", audio_content, NO_ARGS),
-        ("test_embedded_resource", "Returns an embedded resource.", embedded_resource, NO_ARGS),
-        ("test_multiple_content_types", "Returns mixed content.", multiple_content_types, NO_ARGS),
-        ("test_tool_with_logging", "Sends log messages.", tool_with_logging, NO_ARGS),
-        ("test_tool_with_progress", "Reports progress.", tool_with_progress, NO_ARGS),
-        ("test_error_handling", "Always fails.", error_handling, NO_ARGS),
-        (
-            "json_schema_2020_12_tool",
-            "Tool with JSON Schema 2020-12 features",
-            schema_tool,
-            SCHEMA_2020_12,
-        ),
-    ):
-        registry.register(ToolDefinition(name, description, schema, body))
-    return registry
+_BODIES: dict[str, Callable[[Any, Any], Awaitable[Any]]] = {
+    "test_simple_text": simple_text,
+    "test_image_content": image_content,
+    "test_audio_content": audio_content,
+    "test_embedded_resource": embedded_resource,
+    "test_multiple_content_types": multiple_content_types,
+    "test_tool_with_logging": with_logging,
+    "test_tool_with_progress": with_progress,
+    "test_error_handling": error_handling,
+}
+
+
+def make() -> ToolRegistry:
+    """A fresh registry with every tool of :data:`mcp_conformance_data.TOOLS`."""
+    made = ToolRegistry()
+    for name, description, schema in data.TOOLS:
+        if name == data.SCHEMA_TOOL:
+            made.register(ToolDefinition(name, description, schema, json_schema_2020_12))
+        else:
+            made.register(
+                define_tool(
+                    name=name, description=description, parameters={}, execute=_BODIES[name]
+                )
+            )
+    return made
+
+
+registry = make()
+"""The registry ``scripts/mcp-conformance`` serves."""

@@ -15,10 +15,14 @@ It is also importable: :func:`build` returns the server for the in-process form.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -89,6 +93,28 @@ def _tools(mode: str, grown: bool) -> list[types.Tool]:
     if mode == "dupe":
         tools.append(tools[0])
     return tools
+
+
+@asynccontextmanager
+async def process_printing_url(argv: list[str]) -> AsyncIterator[tuple[str, trio.Process]]:
+    """Run ``argv`` (a server that prints its URL as its first line); yield the URL.
+
+    The process is killed when the block ends.
+    """
+    async with trio.open_nursery() as nursery:
+        process: trio.Process = await nursery.start(
+            functools.partial(trio.run_process, argv, stdout=subprocess.PIPE, check=False)
+        )
+        assert process.stdout is not None
+        line = b""
+        while not line.endswith(b"\n"):
+            chunk = await process.stdout.receive_some(1)
+            assert chunk, f"{argv} exited before printing its URL"
+            line += chunk
+        try:
+            yield line.decode().strip(), process
+        finally:
+            process.kill()
 
 
 def build(mode: str = "stdio") -> Server[Any, Any]:

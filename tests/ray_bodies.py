@@ -15,7 +15,14 @@ from typing import Any
 import msgspec
 import trio
 
-from toolnursery import ImageContent, TextContent, ToolError, ToolReturn
+from toolnursery import (
+    AudioContent,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    ToolError,
+    ToolReturn,
+)
 
 
 class Pair(msgspec.Struct, frozen=True):
@@ -52,6 +59,11 @@ def returns(args: Any, ctx: Any) -> Any:
         return [TextContent("one"), TextContent("two")]
     if kind == "block":
         return TextContent("single")
+    if kind == "mcp-blocks":
+        return [
+            AudioContent(data="AAAA", mime_type="audio/wav"),
+            ResourceLink(uri="file:///tmp/x.txt", name="x", size=3, meta={"k": [1]}),
+        ]
     if kind == "value":
         return {"z": 1, "a": [1.5, True, None, "s"], "big": 2**62}
     if kind == "tool-error":

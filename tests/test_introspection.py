@@ -1,8 +1,8 @@
 """help(), inspect.signature and typing.get_type_hints work on every public name.
 
-The walk covers ``__all__`` of the package and of every public submodule (any module of
-the package whose name has no leading underscore), so a module added later is checked
-without editing this file. Annotations that name a class across an import cycle are the
+The walk covers ``__all__`` of the package and of every public submodule (any module
+below it with no underscore-led name on its path, ``toolnursery.providers.anthropic``
+included), so a module added later is checked without editing this file. Annotations that name a class across an import cycle are the
 usual failure: the name is imported only for type checkers and ``NameError`` surfaces
 at runtime, in ``help()`` as well.
 """
@@ -25,10 +25,11 @@ import toolnursery
 
 
 def _public_modules() -> list[str]:
+    """The package and every module below it with no underscore-led name on its path."""
     names = ["toolnursery"]
-    for info in pkgutil.iter_modules(toolnursery.__path__):
-        if not info.name.startswith("_"):
-            names.append(f"toolnursery.{info.name}")
+    for info in pkgutil.walk_packages(toolnursery.__path__, "toolnursery."):
+        if not any(part.startswith("_") for part in info.name.split(".")[1:]):
+            names.append(info.name)
     return sorted(names)
 
 

@@ -63,25 +63,8 @@ def stdio_command(mode: str = "stdio") -> list[str]:
 @asynccontextmanager
 async def http_server() -> AsyncIterator[tuple[str, trio.Process]]:
     """The fixture server over streamable HTTP (hypercorn on trio), on a free port."""
-    async with trio.open_nursery() as nursery:
-        process: trio.Process = await nursery.start(
-            lambda task_status: trio.run_process(
-                [sys.executable, SERVER, "http"],
-                stdout=__import__("subprocess").PIPE,
-                check=False,
-                task_status=task_status,
-            )
-        )
-        assert process.stdout is not None
-        line = b""
-        while not line.endswith(b"\n"):
-            chunk = await process.stdout.receive_some(1)
-            assert chunk, "the HTTP fixture server exited before printing its URL"
-            line += chunk
-        try:
-            yield line.decode().strip(), process
-        finally:
-            process.kill()
+    async with fixture.process_printing_url([sys.executable, SERVER, "http"]) as started:
+        yield started
 
 
 class Logs:

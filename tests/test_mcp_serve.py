@@ -6,7 +6,6 @@ Every wait is bounded by ``trio.fail_after``; nothing sleeps to synchronise.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -26,6 +25,7 @@ from mcp.shared.exceptions import McpError
 from mcp.shared.memory import create_connected_server_and_client_session
 
 import mcp_serve_tools
+from mcp_fixture_server import process_printing_url
 from toolnursery import ToolRegistry, define_tool
 from toolnursery.mcp import ERROR_META_KEY, mcp_server, serve_mcp_http
 
@@ -73,34 +73,9 @@ async def over_stdio(**options: Any) -> AsyncIterator[ClientSession]:
 @asynccontextmanager
 async def serve_process_http() -> AsyncIterator[str]:
     """``toolnursery serve --http 127.0.0.1:0`` in a subprocess; yields its URL."""
-    async with trio.open_nursery() as nursery:
-        process: trio.Process = await nursery.start(
-            lambda task_status: trio.run_process(
-                [
-                    sys.executable,
-                    "-m",
-                    "toolnursery",
-                    "serve",
-                    "--tools",
-                    TOOLS,
-                    "--http",
-                    "127.0.0.1:0",
-                ],
-                stdout=subprocess.PIPE,
-                check=False,
-                task_status=task_status,
-            )
-        )
-        assert process.stdout is not None
-        line = b""
-        while not line.endswith(b"\n"):
-            chunk = await process.stdout.receive_some(1)
-            assert chunk, "toolnursery serve --http exited before printing its URL"
-            line += chunk
-        try:
-            yield line.decode().strip()
-        finally:
-            process.terminate()
+    argv = [sys.executable, "-m", "toolnursery", "serve", "--tools", TOOLS, "--http", "127.0.0.1:0"]
+    async with process_printing_url(argv) as (url, _):
+        yield url
 
 
 @asynccontextmanager
@@ -257,20 +232,26 @@ async def test_mcp_cancellation_reaches_the_body_through_the_calls_signal() -> N
     assert outcomes[0].error.code == "ABORTED"
 
 
+async def hundred_limited_calls(session: ClientSession) -> list[types.CallToolResult]:
+    """100 concurrent calls of the tool limited to 3 bodies at once."""
+    results: list[types.CallToolResult] = []
+
+    async def call() -> None:
+        results.append(await session.call_tool("limited", {}))
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(100):
+            nursery.start_soon(call)
+    assert len(results) == 100
+    return results
+
+
 async def test_a_hundred_concurrent_calls_honour_the_per_tool_limit() -> None:
     registry = mcp_serve_tools.make()
     state = registry.state  # type: ignore[attr-defined]
     with trio.fail_after(LIMIT):
         async with in_process(registry) as session:
-            results: list[types.CallToolResult] = []
-
-            async def call() -> None:
-                results.append(await session.call_tool("limited", {}))
-
-            async with trio.open_nursery() as nursery:
-                for _ in range(100):
-                    nursery.start_soon(call)
-    assert len(results) == 100
+            results = await hundred_limited_calls(session)
     assert not any(r.isError for r in results)
     assert state.most == 3  # they did overlap, and never past the limit
 
@@ -278,15 +259,7 @@ async def test_a_hundred_concurrent_calls_honour_the_per_tool_limit() -> None:
 async def test_a_hundred_concurrent_calls_over_stdio() -> None:
     with trio.fail_after(LIMIT * 2):
         async with over_stdio() as session:
-            results: list[types.CallToolResult] = []
-
-            async def call() -> None:
-                results.append(await session.call_tool("limited", {}))
-
-            async with trio.open_nursery() as nursery:
-                for _ in range(100):
-                    nursery.start_soon(call)
-    assert len(results) == 100
+            results = await hundred_limited_calls(session)
     assert max(int(first_text(r)) for r in results) == 3
 
 

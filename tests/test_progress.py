@@ -17,7 +17,6 @@ from toolnursery import (
     LogReport,
     ProgressEvent,
     ProgressReport,
-    ReportingRecorder,
     ToolCall,
     ToolCallEvent,
     ToolDefinition,
@@ -125,10 +124,8 @@ async def test_the_recorder_logs_progress_events_that_replay(
 ) -> None:
     path = tmp_path / "run.jsonl"
     calls = [ToolCall("a", "step", '{"steps": 2}'), ToolCall("b", "step", '{"steps": 1}')]
-    with JsonlRecorder(path) as log:
-        recorder = ReportingRecorder(log)
-        with trio.fail_after(10), reporting(recorder.report):
-            await run_tool_calls(registry(), calls, recorder=recorder)
+    with JsonlRecorder(path) as log, trio.fail_after(10):
+        await run_tool_calls(registry(), calls, recorder=log)
     events = read_log(path)
     progress = [e for e in events if isinstance(e, ProgressEvent)]
     assert len(progress) == 5  # three progress reports and two log lines
@@ -193,3 +190,16 @@ def test_the_command_logs_progress_and_shows_it(tmp_path: Path) -> None:
     assert "[slow 1/2 working]" in done.stderr
     events = [e for e in read_log(log) if isinstance(e, ProgressEvent)]
     assert [e.report.progress for e in events if isinstance(e.report, ProgressReport)] == [1, 2]
+
+
+async def test_an_open_tool_batch_consumer_sees_the_reports(autojump_clock: Any) -> None:
+    from toolnursery import open_tool_batch
+
+    reports: list[Any] = []
+    with reporting(reports.append):
+        async with open_tool_batch(registry()) as batch:
+            batch.submit(ToolCall("x", "step", '{"steps": 2}'))
+            batch.close()
+            results = [result async for _, result in batch]
+    assert not results[0].is_error
+    assert [r.progress for r in reports if isinstance(r, ProgressReport)] == [1, 2]

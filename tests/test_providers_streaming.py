@@ -266,3 +266,35 @@ def test_the_assistant_messages_replay_the_stream() -> None:
 
 def test_a_submitted_call_is_a_toolcall() -> None:
     assert ToolCall("a", "b", {}).arguments == {}
+
+
+@pytest.mark.parametrize("sdk_like", [False, True], ids=["dict", "mapping"])
+async def test_a_garbled_event_is_noted_and_its_call_does_not_run(sdk_like: bool) -> None:
+    from types import MappingProxyType
+
+    ran: list[Any] = []
+    events: list[Any] = [
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "id": "t1", "name": "echo", "input": {}},
+        },
+        {"type": "content_block_delta", "index": 0, "delta": None},  # garbled
+        {
+            "type": "content_block_start",
+            "index": 1,
+            "content_block": {"type": "tool_use", "id": "t2", "name": "echo", "input": {}},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 1,
+            "delta": {"type": "input_json_delta", "partial_json": '{"path": "b"}'},
+        },
+        {"type": "content_block_stop", "index": 1},
+    ]
+    if sdk_like:
+        events = [MappingProxyType(e) for e in events]
+    stream, pairs = await _run("anthropic", _aiter(events), ran)
+    assert len(stream.anomalies) == (1 if not sdk_like else 0)
+    assert [(i, e) for i, e, _ in pairs] == [("t1", True), ("t2", False)]
+    assert ran == [("echo", {"path": "b"})]

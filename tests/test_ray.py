@@ -121,6 +121,7 @@ def test_module_does_not_shadow_the_ray_package() -> None:
         "return",
         "blocks",
         "block",
+        "mcp-blocks",
         "value",
         "tool-error",
         "custom-code",
@@ -607,12 +608,22 @@ async def test_a_reset_fleet_limit_is_recreated(cluster: str) -> None:
     with trio.fail_after(WAIT_S):
         before = await _execute(registry, "echo", {})
         ray.kill(ray.get_actor("fleet:reset", namespace="toolnursery"))
+        while await trio.to_thread.run_sync(_named_actor_exists, "fleet:reset"):
+            await trio.sleep(0.02)  # polling: ray.kill returns before the actor is gone
         lost = await _execute(registry, "echo", {})
         again = await _execute(registry, "echo", {})
     assert not before.is_error
     assert _code(lost) == REMOTE_UNAVAILABLE
     assert 'fleet limit "reset" is unavailable' in lost.content[0].text  # type: ignore[union-attr]
     assert not again.is_error
+
+
+def _named_actor_exists(name: str) -> bool:
+    try:
+        ray.get_actor(name, namespace="toolnursery")
+    except ValueError:
+        return False
+    return True
 
 
 _DYING_AGENT = textwrap.dedent(

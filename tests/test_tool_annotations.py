@@ -254,7 +254,10 @@ def _refusal(annotation: Any) -> str:
             '@tool f: parameter "value" has an unsupported type: str | datetime.date',
         ),
         (dict[int, str], '@tool f: parameter "value" has an unsupported type: dict[int, str]'),
-        (Literal[True], '@tool f: parameter "value" has an unsupported type: Literal[True]'),
+        (
+            Literal["a", True],
+            "@tool f: parameter \"value\" has an unsupported type: Literal['a', True]",
+        ),
         (Mutable, "@tool f: parameters Struct Mutable must be declared with frozen=True"),
         (Loop, "@tool f: parameters Struct Loop is recursive; it cannot be inlined"),
         (
@@ -558,6 +561,39 @@ def test_strict_keeps_refs_and_rewrites_defs() -> None:
     assert strict["properties"]["speed"]["type"] == ["integer", "null"]
     assert "default" not in json.dumps(strict)
     assert go.parameters["required"] == ["to"]  # the input is not modified
+
+
+def test_constraints_inside_unions_and_boolean_literals() -> None:
+    @tool
+    def f(
+        a: Annotated[int, msgspec.Meta(ge=1)] | None = None,
+        b: Annotated[str, msgspec.Meta(min_length=2)] | int = 0,
+        c: Literal[True] = True,
+    ) -> str:
+        return ""
+
+    props = f.parameters["properties"]
+    assert props["a"] == {"type": ["integer", "null"], "default": None, "minimum": 1}
+    assert props["b"] == {
+        "anyOf": [{"type": "string", "minLength": 2}, {"type": "integer"}],
+        "default": 0,
+    }
+    assert props["c"] == {"type": "boolean", "enum": [True], "default": True}
+    for bad, violation in [
+        ({"a": 0}, '"a" is invalid: Expected `int` >= 1'),
+        ({"b": "x"}, '"b" is invalid: Expected `str` of length >= 2'),
+        ({"b": 1.5}, '"b" must be a string or an integer'),
+        ({"c": False}, '"c" must be one of [true]'),
+    ]:
+        with pytest.raises(ToolArgsError) as info:
+            f.execute(snapshot(bad), None)  # type: ignore[arg-type]
+        assert info.value.violations == (violation,)
+        assert not JUDGE(f.parameters).is_valid(bad)
+
+
+def test_from_strict_arguments_keeps_the_very_object_when_nothing_changes() -> None:
+    arguments = snapshot({"origin": "LAX", "leg": {"origin": "JFK"}})
+    assert from_strict_arguments(book.parameters, arguments) is arguments
 
 
 def test_from_strict_arguments_drops_only_nulls_the_original_did_not_allow() -> None:

@@ -114,7 +114,6 @@ from ._progress import ReportSink as ReportSink
 from ._progress import report_log as report_log
 from ._progress import report_progress as report_progress
 from ._progress import reporting as reporting
-from ._progress_log import ReportingRecorder as ReportingRecorder
 from ._recorder import ContextEvent as ContextEvent
 from ._recorder import JsonlRecorder as JsonlRecorder
 from ._recorder import ProgressEvent as ProgressEvent
@@ -233,7 +232,6 @@ __all__ = [
     "RegistrationError",
     "RemoteToolError",
     "ReportSink",
-    "ReportingRecorder",
     "ResourceContents",
     "ResourceKey",
     "ResourceLink",

@@ -19,7 +19,14 @@ from ._content import ToolCall, ToolExecutionResult
 from ._decisions import PARALLEL, ResourceKey
 from ._outcomes import ABORTED_BEFORE_DISPATCH_RESULT
 from ._pipeline import conclude, dispatch, finalize, policy, start
-from ._recorder import ContextEvent, ToolCallEvent, ToolCallRecorder, ToolResultEvent
+from ._progress import CallReport, install_sink, remove_sink
+from ._recorder import (
+    ContextEvent,
+    ProgressEvent,
+    ToolCallEvent,
+    ToolCallRecorder,
+    ToolResultEvent,
+)
 from ._registry import ToolRegistry, ToolScope
 from ._signal import CancelSignal, _ScopeLink
 from ._statistics import Counters, ToolStatistics, outcome
@@ -72,6 +79,7 @@ class ToolBatch:
         self._finished = False
         self._failure: Exception | None = None
         self._read = 0
+        self._report_index: dict[str, int] = {}  # call id -> index, for progress events
 
     # -- the caller's side ------------------------------------------------------------
 
@@ -164,6 +172,9 @@ class ToolBatch:
         self._nursery = nursery
         # The batch signal is private to this batch, so the link dies with it.
         self.signal._link(self._on_abort)
+        # The calls' progress reports become durable events (the tasks the batch
+        # starts inherit this context, so pooled bodies report here too).
+        reports = install_sink(self._record_report) if self.recorder is not None else None
         try:
             await self._schedule()
             await self._drain()
@@ -185,6 +196,8 @@ class ToolBatch:
                 raise
             raise failure
         finally:
+            if reports is not None:
+                remove_sink(reports)
             if self._pool is not None:
                 self._pool.cancel_scope.cancel()
             self._fold_statistics()
@@ -548,6 +561,22 @@ class ToolBatch:
             self._results.append(ABORTED_BEFORE_DISPATCH_RESULT)
             self._cursor += 1
             self._wake_reader.set()
+
+    def _record_report(self, report: CallReport) -> None:
+        """Record a report of one of this batch's calls as a ``progress`` event."""
+        recorder = self.recorder
+        call_id = report.call_id
+        if recorder is None or call_id is None:
+            return
+        known = self._report_index
+        index = known.get(call_id)
+        if index is None:
+            for call in self._calls[len(known) :]:
+                known.setdefault(call.call_id, call.index)  # a repeated id never runs
+            index = known.get(call_id)
+            if index is None:
+                return  # not this batch's call (a nested batch's, say)
+        recorder.record(ProgressEvent(self.id, index, call_id, report))
 
     def _record_contexts(self) -> None:
         recorder = self.recorder

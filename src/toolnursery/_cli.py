@@ -21,7 +21,7 @@ import tempfile
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
-from contextlib import ExitStack, nullcontext
+from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
 from typing import Any, Final, TextIO
@@ -43,8 +43,7 @@ from ._cli_input import FORMATS, CallsInputError, parse_calls, provider_messages
 from ._cli_serve import add_serve_parser, serve_command
 from ._content import ToolCall, ToolExecutionResult
 from ._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, LogFormatError, ResumeError
-from ._progress import ProgressReport, reporting
-from ._progress_log import ReportingRecorder
+from ._progress import ProgressReport
 from ._recorder import (
     JsonlRecorder,
     ProgressEvent,
@@ -322,7 +321,7 @@ def _run_command(options: argparse.Namespace) -> int:
                 registry,
                 to_run,
                 options.max_parallel,
-                ReportingRecorder(sink) if sink is not None else None,
+                sink,
                 write,
                 partial(_interrupted, progress),
                 planned,
@@ -557,7 +556,7 @@ async def _run_batch(
     registry: ToolRegistry,
     calls: list[ToolCall],
     max_parallel: int,
-    recorder: ReportingRecorder | None,
+    recorder: ToolCallRecorder | None,
     write: Callable[[ToolCall, ToolExecutionResult], None],
     on_interrupt: Callable[[], None],
     planned: PlannedRun | None = None,
@@ -576,25 +575,23 @@ async def _run_batch(
         async with trio.open_nursery() as nursery:
             if threading.current_thread() is threading.main_thread():
                 await nursery.start(_cancel_on_sigint, cancel, on_interrupt)
-            # The calls' progress reports join the log and the status line.
-            with reporting(recorder.report) if recorder is not None else nullcontext():
-                async with open_tool_batch(
-                    registry,
-                    signal=cancel,
-                    max_parallel=max_parallel,
-                    recorder=recorder,
-                    batch_id=None if planned is None else planned.plan.batch_id,
-                ) as batch:
-                    for call in calls:
-                        batch.submit(call)
-                    batch.close()
-                    async for call, result in batch:
-                        results.append(result)
-                        if planned is None:
-                            write(call, result)
-                        else:
-                            for shown in planned.ordered(len(results), result):
-                                write(*shown)
+            async with open_tool_batch(
+                registry,
+                signal=cancel,
+                max_parallel=max_parallel,
+                recorder=recorder,
+                batch_id=None if planned is None else planned.plan.batch_id,
+            ) as batch:
+                for call in calls:
+                    batch.submit(call)
+                batch.close()
+                async for call, result in batch:
+                    results.append(result)
+                    if planned is None:
+                        write(call, result)
+                    else:
+                        for shown in planned.ordered(len(results), result):
+                            write(*shown)
             nursery.cancel_scope.cancel()
         if planned is not None:
             planned.finish()

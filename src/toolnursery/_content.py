@@ -62,26 +62,19 @@ class TextContent(
     meta: Any = msgspec.field(default=None, name="_meta")
 
 
-class ImageContent(
-    msgspec.Struct, frozen=True, tag="image", tag_field="type", rename="camel", omit_defaults=True
-):
-    """A base64-encoded image."""
-
+class _Media(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True):
     data: str
     mime_type: str
     annotations: ContentAnnotations | None = None
     meta: Any = msgspec.field(default=None, name="_meta")
 
 
-class AudioContent(
-    msgspec.Struct, frozen=True, tag="audio", tag_field="type", rename="camel", omit_defaults=True
-):
+class ImageContent(_Media, frozen=True, tag="image", tag_field="type"):
+    """A base64-encoded image (``data``, ``mime_type``; optional ``annotations``, ``meta``)."""
+
+
+class AudioContent(_Media, frozen=True, tag="audio", tag_field="type"):
     """A base64-encoded audio clip (``mime_type`` such as ``audio/wav``)."""
-
-    data: str
-    mime_type: str
-    annotations: ContentAnnotations | None = None
-    meta: Any = msgspec.field(default=None, name="_meta")
 
 
 class ResourceLink(

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 import msgspec
 
 from ._content import HookContext
-from ._progress import LogLevel
+from ._progress import LogLevel, report_log, report_progress
 from ._signal import CancelSignal
 
 if TYPE_CHECKING:
@@ -163,14 +163,10 @@ class ToolRunContext:
         In order, synchronously; served over MCP it becomes a
         ``notifications/progress`` when the client asked for progress.
         """
-        from ._progress import report_progress
-
         report_progress(progress, total, message, call_id=self.call_id)
 
     def log(self, level: LogLevel, data: Any, *, logger: str | None = None) -> None:
         """Send a log message from this call (served over MCP: ``notifications/message``)."""
-        from ._progress import report_log
-
         report_log(level, data, logger=logger, call_id=self.call_id)
 
 

@@ -15,8 +15,9 @@ per-call channel that is drained before the response is sent.
 
 from __future__ import annotations
 
+import ipaddress
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import mcp.types as types
@@ -274,15 +275,35 @@ def mcp_asgi_app(
     scope: ToolScope | None = None,
     name: str = "toolnursery",
     path: str = "/mcp",
+    allowed_hosts: Sequence[str] | None = None,
 ) -> Any:
     """An ASGI application serving ``registry`` over streamable HTTP at ``path``.
 
     It handles the ASGI lifespan itself (the SDK's session manager runs from
     startup to shutdown); requests to any other path get 404.
+
+    With ``allowed_hosts``, requests are protected against DNS rebinding: a
+    request whose ``Host`` header is not one of them gets 421, and one whose
+    ``Origin`` header is present but not ``http://`` or ``https://`` one of them
+    gets 403. A pattern ending in ``:*`` matches the host on any port
+    (``"localhost:*"``). Without it (the default) headers are not checked.
     """
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    from mcp.server.transport_security import TransportSecuritySettings
 
-    manager = StreamableHTTPSessionManager(app=mcp_server(registry, scope=scope, name=name))
+    security = None
+    if allowed_hosts is not None:
+        hosts = list(allowed_hosts)
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=hosts,
+            allowed_origins=[
+                f"{scheme}://{host}" for scheme in ("http", "https") for host in hosts
+            ],
+        )
+    manager = StreamableHTTPSessionManager(
+        app=mcp_server(registry, scope=scope, name=name), security_settings=security
+    )
 
     async def app(asgi_scope: Any, receive: Any, send: Any) -> None:
         kind = asgi_scope["type"]
@@ -322,6 +343,11 @@ async def serve_mcp_http(
     Use ``await nursery.start(serve_mcp_http, registry, host, 0)`` to bind a free
     port: ``start`` returns the endpoint's URL (``http://127.0.0.1:PORT/mcp``).
 
+    Bound to a loopback address (``127.0.0.1``, ``localhost``, ``::1``), the server
+    answers only requests addressed to a loopback name (``Host`` and, when present,
+    ``Origin``), so a web page the user visits cannot reach it through DNS
+    rebinding; see :func:`mcp_asgi_app`'s ``allowed_hosts``.
+
     Args:
         registry: the tools to serve.
         host: the address to bind.
@@ -338,7 +364,24 @@ async def serve_mcp_http(
     config.bind = [f"{host}:{port}"]
     config.loglevel = "WARNING"
     config.accesslog = None
-    app = mcp_asgi_app(registry, scope=scope, name=name, path=path)
+    app = mcp_asgi_app(
+        registry, scope=scope, name=name, path=path, allowed_hosts=_loopback_hosts(host)
+    )
     async with trio.open_nursery() as nursery:
         urls = await nursery.start(serve, app, config)
         task_status.started(urls[0] + path)
+
+
+def _loopback_hosts(host: str) -> list[str] | None:
+    """The ``Host`` patterns a server bound to ``host`` accepts when ``host`` is a
+    loopback address: every loopback name, on any port; ``None`` for any other
+    address (the server is meant to be reached under names it cannot know)."""
+    bare = host.removeprefix("[").removesuffix("]")
+    if bare != "localhost":
+        try:
+            if not ipaddress.ip_address(bare).is_loopback:
+                return None
+        except ValueError:
+            return None
+    names = {"127.0.0.1", "localhost", "[::1]", f"[{bare}]" if ":" in bare else bare}
+    return sorted(f"{name}{port}" for name in names for port in ("", ":*"))

@@ -4,7 +4,8 @@ A body reports with ``ctx.report_progress(...)`` / ``ctx.log(...)`` (or the
 module-level :func:`report_progress` and :func:`report_log`); each report goes,
 synchronously and in the order it was made, to every sink installed around the call
 with :func:`reporting` — by whoever runs it: an MCP server, a batch's recorder, the
-command's live display, a program driving ``open_tool_batch``. Sinks live in a
+command's live display, a program driving ``open_tool_batch``; a batch with a
+recorder records its calls' reports as ``progress`` events. Sinks live in a
 context variable, so a batch's worker tasks (which inherit the context of the task
 that opened the batch) report to the sinks installed around the batch. A report made
 through ``ctx`` carries the call's id. With no sink installed, reporting costs one
@@ -16,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
@@ -28,6 +29,8 @@ __all__ = [
     "ProgressReport",
     "ReportSink",
     "current_sink",
+    "install_sink",
+    "remove_sink",
     "report_log",
     "report_progress",
     "reporting",
@@ -84,6 +87,16 @@ def reporting(sink: ReportSink) -> Iterator[None]:
     report here too. A sink that raises fails the report, and so the body that
     made it.
     """
+    token = install_sink(sink)
+    try:
+        yield
+    finally:
+        remove_sink(token)
+
+
+def install_sink(sink: ReportSink) -> Token[ReportSink | None]:
+    """Install ``sink`` around the sinks already installed (what :func:`reporting` does);
+    undo with :func:`remove_sink` in the same task."""
     outer = _sink.get()
     chained: ReportSink = sink
     if outer is not None:
@@ -92,11 +105,12 @@ def reporting(sink: ReportSink) -> Iterator[None]:
             sink(report)
             outer(report)
 
-    token = _sink.set(chained)
-    try:
-        yield
-    finally:
-        _sink.reset(token)
+    return _sink.set(chained)
+
+
+def remove_sink(token: Token[ReportSink | None]) -> None:
+    """Undo an :func:`install_sink`."""
+    _sink.reset(token)
 
 
 def current_sink() -> ReportSink | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import ray
 import ray.exceptions as rex
@@ -34,30 +34,20 @@ _RECLAIM_S: Final = 1.0
 _RELEASE_WAIT_S: Final = 10.0
 
 
-class FleetUsage(tuple[int, int, int, int]):
-    """``(limit, held, waiting, peak)`` of one fleet limit, as its actor reports it."""
+class FleetUsage(NamedTuple):
+    """The usage of one fleet limit, as its actor reports it.
 
-    __slots__ = ()
+    Attributes:
+        limit: the limit the actor holds.
+        held: permits held now.
+        waiting: requests waiting now.
+        peak: the most permits ever held at once.
+    """
 
-    @property
-    def limit(self) -> int:
-        """The limit the actor holds."""
-        return self[0]
-
-    @property
-    def held(self) -> int:
-        """Permits held now."""
-        return self[1]
-
-    @property
-    def waiting(self) -> int:
-        """Requests waiting now."""
-        return self[2]
-
-    @property
-    def peak(self) -> int:
-        """The most permits ever held at once."""
-        return self[3]
+    limit: int
+    held: int
+    waiting: int
+    peak: int
 
 
 class _FleetSemaphore:
@@ -235,4 +225,4 @@ async def fleet_usage(key: str) -> FleetUsage:
     actor = await trio.to_thread.run_sync(lookup)
     future, done = watch(actor.usage.remote())
     await done.wait()
-    return FleetUsage(future.result())
+    return FleetUsage(*future.result())

@@ -187,7 +187,8 @@ def from_strict_arguments(schema: Mapping[str, Any], arguments: Any) -> Any:
         arguments: the decoded arguments.
 
     Returns:
-        New arguments (containers are copied where something was removed).
+        The arguments: ``arguments`` itself when nothing was removed, else a copy
+        (containers are copied only along the way to a removal).
     """
     defs = schema.get("$defs") or {}
     return _restore(schema, arguments, defs, 0)
@@ -204,18 +205,23 @@ def _restore(schema: Mapping[str, Any], value: Any, defs: Mapping[str, Any], dep
         properties = schema["properties"]
         required = set(schema.get("required") or ())
         out: dict[str, Any] = {}
+        changed = False
         for key, item in value.items():
             sub = properties.get(key)
             if not isinstance(sub, Mapping):
                 out[key] = item
             elif item is None and key not in required and not _allows_null(sub, defs):
-                continue
+                changed = True
             else:
-                out[key] = _restore(sub, item, defs, depth + 1)
-        return out
+                out[key] = restored = _restore(sub, item, defs, depth + 1)
+                changed = changed or restored is not item
+        return out if changed else value
     items = schema.get("items")
     if isinstance(value, list | tuple) and isinstance(items, Mapping):
-        return [_restore(items, item, defs, depth + 1) for item in value]
+        elements = [_restore(items, item, defs, depth + 1) for item in value]
+        if all(a is b for a, b in zip(elements, value, strict=True)):
+            return value
+        return elements
     return value
 
 

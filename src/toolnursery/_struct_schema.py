@@ -304,6 +304,8 @@ def _enum_shape(
         kind = "string"
     elif values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
         kind = "integer"
+    elif values and all(isinstance(v, bool) for v in values):
+        kind = "boolean"
     elif values and all(isinstance(v, str | int) and not isinstance(v, bool) for v in values):
         kind = None  # a Literal of strings and integers: the enum alone says it
     else:

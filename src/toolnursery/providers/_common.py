@@ -56,12 +56,22 @@ def get(value: Any, key: str) -> Any:
     return found
 
 
-_dict_get: Final = dict.get
+def _get3(value: Any, key: str, default: Any) -> Any:
+    found = get(value, key)
+    return default if found is None else found
 
 
 def getter(event: Any) -> Any:
-    """The fastest :func:`get` for an event and what it holds (all dicts, or not)."""
-    return _dict_get if type(event) is dict else get
+    """The fastest ``(value, key, default)`` reader for an event and what it holds.
+
+    ``dict.get`` for plain dicts, ``getattr`` for the SDKs' objects (both C calls, so
+    reading a field costs no Python frame); anything else goes through :func:`get`.
+    """
+    if type(event) is dict:
+        return dict.get
+    if isinstance(event, Mapping):
+        return _get3
+    return getattr
 
 
 def json_text(arguments: object) -> str:
@@ -88,6 +98,8 @@ def strict_parameters(tool_name: str, parameters: Mapping[str, Any]) -> dict[str
         StrictSchemaError: the schema holds something strict mode cannot take; the
             message names the tool, the keyword and the path.
     """
+    if parameters.get("type") == "object" and "properties" not in parameters:
+        parameters = {**parameters, "properties": {}}  # a tool without parameters
     try:
         return strict_json_schema(parameters)
     except StrictSchemaError as exc:
@@ -259,7 +271,13 @@ class ToolStream:
                 self.error = exc
                 self._end()
                 break
-            text = self._feed(event)
+            try:
+                text = self._feed(event)
+            except (TypeError, AttributeError, KeyError, ValueError) as exc:
+                # A garbled event (a field of the wrong shape): noted, not fatal; a call
+                # it leaves unfinished gets its INCOMPLETE_CALL result at the end.
+                self.anomalies.append(f"an event that could not be read: {exc!r}")
+                continue
             if text:
                 self._text.append(text)
                 return text

@@ -160,23 +160,23 @@ class AnthropicToolStream(ToolStream):
 
     def _feed(self, event: Any) -> str | None:
         get = getter(event)
-        kind = get(event, "type")
-        index = get(event, "index")
+        kind = get(event, "type", None)
+        index = get(event, "index", None)
         if kind == "content_block_delta":
-            delta = get(event, "delta")
-            delta_kind = get(delta, "type")
+            delta = get(event, "delta", None)
+            delta_kind = get(delta, "type", None)
             if delta_kind == "text_delta":
-                text = get(delta, "text")
+                text = get(delta, "text", None)
                 return text if isinstance(text, str) else None
             if delta_kind == "input_json_delta":
-                self._append(index, get(delta, "partial_json"))
+                self._append(index, get(delta, "partial_json", None))
         elif kind == "content_block_start":
-            block = get(event, "content_block")
-            if get(block, "type") != "tool_use":
+            block = get(event, "content_block", None)
+            if get(block, "type", None) != "tool_use":
                 self._note(index)
                 return None
-            item = self._start(index, get(block, "id"), get(block, "name"))
-            given = get(block, "input")
+            item = self._start(index, get(block, "id", None), get(block, "name", None))
+            given = get(block, "input", None)
             if given and not item.parts:
                 item.whole = json_text(given)
         elif kind == "content_block_stop":

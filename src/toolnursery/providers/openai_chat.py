@@ -176,25 +176,25 @@ class ChatToolStream(ToolStream):
     def _feed(self, chunk: Any) -> str | None:
         g = getter(chunk)
         text: str | None = None
-        for choice in g(chunk, "choices") or ():
-            if g(choice, "index") not in (0, None):
+        for choice in g(chunk, "choices", None) or ():
+            if g(choice, "index", None) not in (0, None):
                 continue
-            delta = g(choice, "delta")
+            delta = g(choice, "delta", None)
             if delta is not None:
-                text = g(delta, "content")
-                for part in g(delta, "tool_calls") or ():
-                    index = g(part, "index")
+                text = g(delta, "content", None)
+                for part in g(delta, "tool_calls", None) or ():
+                    index = g(part, "index", None)
                     if type(index) is not int:
                         self.anomalies.append("a tool call delta without an index")
                         continue
-                    function = g(part, "function")
-                    call_id = g(part, "id")
-                    name = g(function, "name") if function is not None else None
+                    function = g(part, "function", None)
+                    call_id = g(part, "id", None)
+                    name = g(function, "name", None) if function is not None else None
                     if call_id is not None or name is not None:
                         self._start(index, call_id, name)
                     if function is not None:
-                        self._append(index, g(function, "arguments"))
-            if g(choice, "finish_reason") is not None:
+                        self._append(index, g(function, "arguments", None))
+            if g(choice, "finish_reason", None) is not None:
                 self.finished = True
         return text
 

@@ -168,23 +168,23 @@ class ResponsesToolStream(ToolStream):
 
     def _feed(self, event: Any) -> str | None:
         get = getter(event)
-        kind = get(event, "type")
+        kind = get(event, "type", None)
         if kind == "response.output_text.delta":
-            delta = get(event, "delta")
+            delta = get(event, "delta", None)
             return delta if isinstance(delta, str) else None
-        index = get(event, "output_index")
+        index = get(event, "output_index", None)
         if kind == "response.function_call_arguments.delta":
-            self._append(index, get(event, "delta"))
+            self._append(index, get(event, "delta", None))
         elif kind == "response.function_call_arguments.done":
-            self._complete(index, get(event, "arguments"))
+            self._complete(index, get(event, "arguments", None))
         elif kind == "response.output_item.added" or kind == "response.output_item.done":
-            item = get(event, "item")
-            if get(item, "type") != "function_call":
+            item = get(event, "item", None)
+            if get(item, "type", None) != "function_call":
                 self._note(index)
                 return None
-            self._start(index, get(item, "call_id"), get(item, "name"))
+            self._start(index, get(item, "call_id", None), get(item, "name", None))
             if kind == "response.output_item.done":
-                self._complete(index, get(item, "arguments"))
+                self._complete(index, get(item, "arguments", None))
         elif kind in ("response.completed", "response.incomplete"):
             self.finished = True
         return None
