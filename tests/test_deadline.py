@@ -230,3 +230,41 @@ async def test_a_deadline_signal_the_body_read_is_unlinked_when_the_call_ends() 
     for i in range(3):
         await registry.execute(ToolExecutionInput(f"c{i}", "t", {}, caller))
     assert not caller._callbacks
+
+
+async def _passthrough(view: ToolDispatchExecution, next_: Any) -> ToolExecutionResult:
+    result: ToolExecutionResult = await next_()
+    return result
+
+
+@pytest.mark.parametrize("position", ["outermost", "innermost", "middle"])
+async def test_the_timeout_policy_at_any_position_in_a_chain_times_out_in_a_batch(
+    autojump_clock: trio.testing.MockClock, position: str
+) -> None:
+    """B168/B169: outermost, innermost or between wrappers, the policy's deadline ends a
+    slow call as a timeout and a fast one keeps its result; a batch abort stays ABORTED."""
+
+    def build(timeout_ms: float) -> ToolRegistry:
+        registry = ToolRegistry()
+        registry.register(_tool(slow, timeout_ms=timeout_ms))
+        if position != "outermost":
+            registry.on_execute(_passthrough)
+        install_timeout_policy(registry)
+        if position != "innermost":
+            registry.on_execute(_passthrough)
+        return registry
+
+    results = await run_tool_calls(build(100), calls(0.05, 10), max_parallel=2)
+    assert results[0].content == (TextContent("late"),)
+    assert results[1].error == TIMEOUT
+
+    signal = CancelSignal()
+
+    async def abort_soon() -> None:
+        await trio.sleep(0.1)
+        signal.cancel()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(abort_soon)
+        aborted = await run_tool_calls(build(60_000), calls(10), signal=signal)
+    assert aborted[0].error == ABORTED

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ._definition import ToolDefinition
     from ._execution import ToolDispatchExecution
 
-__all__ = ["DeadlinePolicy", "enter", "timed_out", "unwound"]
+__all__ = ["DeadlinePolicy", "current_definition", "enter", "timed_out", "unwound"]
 
 
 class DeadlinePolicy:
@@ -55,7 +55,7 @@ class DeadlinePolicy:
         view: ToolDispatchExecution,
         next: Callable[[], Awaitable[ToolExecutionResult]],
     ) -> ToolExecutionResult:
-        definition = self.resolve(view.name, view.agent)
+        definition = current_definition(view, self.resolve)
         budget = None if definition is None else self.budget(definition)
         record = view._record
         if budget is None or record is None:
@@ -74,6 +74,20 @@ class DeadlinePolicy:
         finally:
             record.deadline = outer
         return timed_out(record, scope, budget) or result
+
+
+def current_definition(
+    view: ToolDispatchExecution, resolve: Callable[[str, Any], ToolDefinition | None]
+) -> ToolDefinition | None:
+    """The definition ``view``'s tool resolves to now: its call's plan's, while that plan
+    is current (no registry lookup), else ``resolve(name, agent)``."""
+    record = view._record
+    if record is not None:
+        plan = record.plan
+        if plan is not None and plan.version == plan.versions.value:
+            definition: ToolDefinition | None = plan.definition
+            return definition
+    return resolve(view.name, view.agent)
 
 
 def enter(record: CallRecord, budget_ms: float) -> tuple[trio.CancelScope, float | None]:

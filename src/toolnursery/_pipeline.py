@@ -38,6 +38,7 @@ from . import _deadline
 from ._bodies import is_async, mark_may_suspend, may_suspend
 from ._call import FINAL, PENDING, RESOLVED, AttemptContext, CallRecord
 from ._content import ToolExecutionResult
+from ._deadline import DeadlinePolicy
 from ._decisions import Allow
 from ._errors import ToolNotFoundError
 from ._execution import ToolDispatchExecution, ToolExecutionInput
@@ -264,8 +265,28 @@ async def dispatch(call: CallRecord, *, carried: bool = False) -> None:
     else:
         view = ToolDispatchExecution(call.execution)
         view._record = call
+        first = wrappers[0]
         try:
-            result = await _ExecuteNext(wrappers, view, call, 0, carried)()
+            if type(first) is not DeadlinePolicy:
+                result = await _ExecuteNext(wrappers, view, call, 0, carried)()
+            else:
+                # The outermost wrapper is the timeout policy: its deadline scope, here,
+                # around the rest of the chain (without the policy's coroutine layer).
+                definition = plan.definition
+                budget = None if definition is None else first.budget(definition)
+                if budget is None:
+                    result = await _ExecuteNext(wrappers, view, call, 1, carried)()
+                else:
+                    scope, outer = _deadline.enter(call, budget)
+                    try:
+                        with scope:
+                            result = await _ExecuteNext(wrappers, view, call, 1, carried)()
+                    except trio.Cancelled:
+                        _deadline.unwound(call, scope, budget)
+                        raise
+                    finally:
+                        call.deadline = outer
+                    result = _deadline.timed_out(call, scope, budget) or result
         except Exception as exc:
             call.result = _failure(exc)
             call.state = FINAL
@@ -311,11 +332,64 @@ class _ExecuteNext:
         # Returns the next coroutine itself (no coroutine layer of its own per wrapper).
         index = self.index
         wrappers = self.wrappers
-        if index < len(wrappers):
+        last = len(wrappers) - 1
+        if index < last or (index == last and type(wrappers[index]) is not DeadlinePolicy):
             inner = _ExecuteNext(wrappers, self.view, self.call, index + 1, self.carried)
             awaitable: Awaitable[ToolExecutionResult] = wrappers[index](self.view, inner)
             return awaitable
-        return _base_dispatch(self.call, self.view._signal, self.carried)
+        call = self.call
+        if index == last:
+            # The innermost wrapper is the timeout policy: its deadline scope around the
+            # dispatch, without the policy's own coroutine layer (as dispatch does when
+            # it is the only wrapper).
+            plan = call.plan = call.plan.current()  # type: ignore[union-attr]
+            definition = plan.definition
+            if definition is not None:
+                budget = wrappers[index].budget(definition)
+                if budget is not None:
+                    return _timed_dispatch(call, self.view._signal, self.carried, budget)
+        return _base_dispatch(call, self.view._signal, self.carried)
+
+
+async def _timed_dispatch(
+    call: CallRecord, signal: CancelSignal, carried: bool, budget: float
+) -> ToolExecutionResult:
+    """The base dispatch under a deadline ``budget`` ms from now (TOOL_TIMEOUT if it
+    passes); an async body without a limit or a replaced signal is awaited here."""
+    plan: Any = call.plan
+    caller = call.caller
+    scope, outer = _deadline.enter(call, budget)
+    try:
+        with scope:
+            if (
+                signal is not caller
+                or not (plan.direct and (carried or not plan.suspends))
+                or caller._cancelled
+            ):
+                result = await _base_dispatch(call, signal, carried)
+            else:
+                context = AttemptContext(call) if call.invoked else call
+                call.invoked = True
+                failed: ToolExecutionResult | None = None
+                try:
+                    value = await plan.body(call.args, context)
+                except Exception as exc:
+                    failed = _failure(exc)
+                finally:
+                    if call.derived is not None:
+                        call.end_attempt()  # the body read its deadline signal
+                if failed is not None:
+                    result = failed
+                else:
+                    result = _normalize(value, call.name)
+                    if caller._cancelled and not result.is_error:
+                        result = ABORTED_RESULT
+    except trio.Cancelled:
+        _deadline.unwound(call, scope, budget)
+        raise
+    finally:
+        call.deadline = outer
+    return _deadline.timed_out(call, scope, budget) or result
 
 
 _CANCELLED: Final = object()

@@ -26,6 +26,7 @@ import msgspec
 import trio
 
 from ._content import ToolErrorInfo, ToolExecutionResult
+from ._deadline import current_definition
 from ._errors import RegistrationError, ToolError
 from ._execution import ToolDispatchExecution
 from ._registry import Disposer, ToolRegistry, ToolScope
@@ -136,7 +137,7 @@ def install_retry_policy(
         name = execution.name
         if names is not None and name not in names:
             return False
-        definition = registry.get(name, execution.agent)
+        definition = current_definition(execution, registry.get)
         return definition is not None and definition.idempotent is True
 
     def retryable(result: ToolExecutionResult) -> bool:
