@@ -150,10 +150,12 @@ def begin(registry: ToolRegistry, input: ToolExecutionInput, *, frozen: bool = F
 
 async def policy(call: CallRecord) -> None:
     """Pre-execute waterfall (with approval), guards, then the cancellation re-check."""
-    plan = call.plan = call.plan.current()  # type: ignore[union-attr]
+    plan: Any = call.plan
+    if plan.version != plan.versions.value:  # ``plan.current()``, inline
+        plan = call.plan = plan.rebuild(plan.name, plan.agent)
     hooks = plan.hooks
     if hooks.pre:
-        execution = call.execution
+        execution = call._execution or call.execution
         try:
             decision = await run_pre(hooks.pre, execution)
             if type(decision) is not Allow:
@@ -164,11 +166,12 @@ async def policy(call: CallRecord) -> None:
         except Exception as exc:
             call.resolve(_failure(exc), FINAL)
             return
-        plan = call.plan = plan.current()
+        if plan.version != plan.versions.value:
+            plan = call.plan = plan.rebuild(plan.name, plan.agent)
         hooks = plan.hooks
     guards = hooks.guards
     if guards:
-        execution = call.execution
+        execution = call._execution or call.execution
         for guard in guards:
             try:
                 reason = guard(execution)
@@ -263,7 +266,7 @@ async def dispatch(call: CallRecord, *, carried: bool = False) -> None:
                 call.deadline = outer
             result = _deadline.timed_out(call, scope, budget) or result
     else:
-        view = ToolDispatchExecution(call.execution)
+        view = ToolDispatchExecution(call._execution or call.execution)
         view._record = call
         first = wrappers[0]
         try:
@@ -342,7 +345,9 @@ class _ExecuteNext:
             # The innermost wrapper is the timeout policy: its deadline scope around the
             # dispatch, without the policy's own coroutine layer (as dispatch does when
             # it is the only wrapper).
-            plan = call.plan = call.plan.current()  # type: ignore[union-attr]
+            plan: Any = call.plan
+            if plan.version != plan.versions.value:
+                plan = call.plan = plan.rebuild(plan.name, plan.agent)
             definition = plan.definition
             if definition is not None:
                 budget = wrappers[index].budget(definition)
@@ -408,7 +413,9 @@ async def _base_dispatch(
     replaced = signal is not caller
     if caller._cancelled or (replaced and signal._cancelled):
         return _cut_short(call)
-    plan = call.plan = call.plan.current()  # type: ignore[union-attr]
+    plan: Any = call.plan
+    if plan.version != plan.versions.value:  # ``plan.current()``, inline
+        plan = call.plan = plan.rebuild(plan.name, plan.agent)
     definition = plan.definition
     if definition is None:
         return _failure(ToolNotFoundError(call.name))
@@ -523,19 +530,22 @@ async def finalize(call: CallRecord) -> ToolExecutionResult:
     """Run post-execute (when the call is RESOLVED), materialize, notify observers."""
     result = call.result
     assert result is not None
-    plan = call.plan = call.plan.current()  # type: ignore[union-attr]
+    plan: Any = call.plan
+    if plan.version != plan.versions.value:  # ``plan.current()``, inline
+        plan = call.plan = plan.rebuild(plan.name, plan.agent)
     if call.state == RESOLVED:
         post = plan.hooks.post
         if post:
             try:
-                decision = await run_post(post, call.execution, result)
+                decision = await run_post(post, call._execution or call.execution, result)
                 result = apply_post(decision, result)
             except Exception as exc:
                 result = _failure(exc)
             else:
                 if call.caller._cancelled and not result.is_error:
                     result = _aborted(call, result)
-            plan = call.plan = plan.current()
+            if plan.version != plan.versions.value:
+                plan = call.plan = plan.rebuild(plan.name, plan.agent)
             call.result = result
             call.state = FINAL
     return conclude(call)
@@ -561,7 +571,7 @@ def conclude(call: CallRecord) -> ToolExecutionResult:
         plan.stats.ok += 1
     observers = plan.hooks.result
     if observers:
-        notify(observers, call.execution, result)
+        notify(observers, call._execution or call.execution, result)
     return result
 
 

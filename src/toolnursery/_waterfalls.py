@@ -171,7 +171,7 @@ def notify(
         except Exception as exc:
             _observer_failed(execution, _message(exc))
             continue
-        if inspect.isawaitable(returned):
+        if returned is not None and inspect.isawaitable(returned):
             if inspect.iscoroutine(returned):
                 returned.close()
             _observer_failed(
