@@ -13,7 +13,7 @@ import trio
 
 from . import _intake
 from ._admission import Admission
-from ._call import PENDING, RESOLVED, CallRecord
+from ._call import PENDING, RESOLVED, UNPARSED, CallRecord
 from ._classify import classify
 from ._content import ToolCall, ToolExecutionResult
 from ._decisions import PARALLEL, ResourceKey
@@ -302,7 +302,7 @@ class ToolBatch:
         if self._failure is not None:
             raise self._failure
         self._started += 1
-        if call.fixed is None:
+        if call.fixed is None and call.args is UNPARSED:  # else classified already
             _intake.arguments(call)
         recorder = self.recorder
         if recorder is not None:
@@ -331,7 +331,9 @@ class ToolBatch:
             return
         plan = call.plan
         assert plan is not None
-        if inline or (not keys and plan.current().one_step):
+        if not inline and not keys and plan.version != plan.versions.value:
+            plan = plan.current()
+        if inline or (not keys and plan.one_step):
             # Runs alone, or cannot suspend (so it could overlap nothing): no task.
             await self._dispatch_inline(call)
             return
