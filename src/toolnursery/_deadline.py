@@ -2,8 +2,10 @@
 
 The timeout policy registers a :class:`DeadlinePolicy` in the execute chain. When it is
 the view's only wrapper, dispatch enters the deadline scope itself (no wrapper chain,
-no task, no timer); otherwise the policy runs as an ordinary wrapper at its position
-(so a retry policy outside it gives every attempt its own deadline). Either way
+no task, no timer); otherwise the policy keeps its position in the chain (so a retry
+policy outside it gives every attempt its own deadline): as the outermost wrapper,
+dispatch enters its scope around the rest of the chain; as the innermost, the chain's
+end enters it around the base dispatch; elsewhere it runs as a wrapper. Either way
 :func:`enter`, :func:`timed_out` and :func:`unwound` are the mechanism: the scope's
 ``cancelled_caught`` — or a deadline that passed before any enclosing abort while the
 body cleaned up or ignored it — makes the result ``TOOL_TIMEOUT``; an enclosing
