@@ -7,7 +7,7 @@ SDK is imported here.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, Protocol
 
 import msgspec
@@ -21,6 +21,8 @@ __all__ = [
     "Batch",
     "ToolStream",
     "content_parts",
+    "context_parts",
+    "function_call",
     "get",
     "getter",
     "incomplete",
@@ -130,6 +132,17 @@ def strict_arguments(arguments: object) -> Any:
     return arguments
 
 
+def function_call(call_id: str, name: Any, arguments: Any, strict: bool) -> ToolCall:
+    """A call as the OpenAI formats give it: no arguments are empty text, no name is ``""``.
+
+    ``strict``: the tools were sent in strict mode, so ``null`` members of the
+    arguments are taken out (see :func:`strict_arguments`).
+    """
+    if arguments is None:
+        arguments = ""
+    return ToolCall(call_id, name or "", strict_arguments(arguments) if strict else arguments)
+
+
 # -- content ----------------------------------------------------------------------------
 
 
@@ -160,6 +173,13 @@ def content_parts(blocks: Sequence[Any]) -> list[tuple[str, Any]]:
                 kind = getattr(block, "type", None) or type(block).__name__
                 parts.append(("text", f"[{kind} content: not shown in this format]"))
     return parts
+
+
+def context_parts(results: Iterable[ToolExecutionResult]) -> Iterator[tuple[str, Any]]:
+    """The parts (see :func:`content_parts`) of every result's ``additional_contexts``, in order."""
+    for result in results:
+        for context in result.additional_contexts:
+            yield from content_parts(context.content)
 
 
 def flat_text(blocks: Sequence[Any]) -> str:
