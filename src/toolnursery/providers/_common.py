@@ -20,6 +20,7 @@ from .._strict import strict_json_schema
 __all__ = [
     "Batch",
     "ToolStream",
+    "blocks_of",
     "content_parts",
     "context_parts",
     "function_call",
@@ -74,6 +75,19 @@ def getter(event: Any) -> Any:
     if isinstance(event, Mapping):
         return _get3
     return getattr
+
+
+def blocks_of(value: Any, key: str, kind: str) -> Iterator[Any]:
+    """The items of type ``kind`` in ``value``'s ``key`` list, in order.
+
+    ``value`` may also be that list itself, or one item.
+    """
+    items = get(value, key)
+    if items is None:
+        items = value if isinstance(value, list | tuple) else [value]
+    for item in items:
+        if get(item, "type") == kind:
+            yield item
 
 
 def json_text(arguments: object) -> str:

@@ -25,6 +25,7 @@ from .._registry import ToolRegistry, ToolScope
 from ._common import (
     Batch,
     ToolStream,
+    blocks_of,
     content_parts,
     context_parts,
     get,
@@ -69,13 +70,8 @@ def calls(message: Any) -> list[ToolCall]:
         as the arguments. An ``input`` that is not an object is passed on as it is,
         so that call gets an ``INVALID_ARGS`` result and does not run.
     """
-    content = get(message, "content")
-    if content is None:
-        content = message if isinstance(message, list | tuple) else [message]
     out: list[ToolCall] = []
-    for block in content:
-        if get(block, "type") != "tool_use":
-            continue
+    for block in blocks_of(message, "content", "tool_use"):
         arguments = get(block, "input")
         if arguments is None:
             arguments = {}

@@ -21,6 +21,7 @@ from .._registry import ToolRegistry, ToolScope
 from ._common import (
     Batch,
     ToolStream,
+    blocks_of,
     content_parts,
     context_parts,
     data_url,
@@ -77,13 +78,8 @@ def calls(response: Any, *, strict: bool = False) -> list[ToolCall]:
         strict: the tools were sent in strict mode: ``null`` members of the
             arguments mean "left out" and are removed.
     """
-    output = get(response, "output")
-    if output is None:
-        output = response if isinstance(response, list | tuple) else [response]
     out: list[ToolCall] = []
-    for item in output:
-        if get(item, "type") != "function_call":
-            continue
+    for item in blocks_of(response, "output", "function_call"):
         out.append(
             function_call(
                 get(item, "call_id") or get(item, "id") or f"call_{len(out) + 1}",
