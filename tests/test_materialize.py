@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from toolnursery import (
     Accept,
     HookContext,
+    ImageContent,
     JsonlRecorder,
     TextContent,
     ToolCall,
@@ -105,6 +106,31 @@ def test_every_string_of_a_result_is_escaped_at_materialization() -> None:
     msgspec.json.encode(out)
     clean = ToolExecutionResult((TextContent("fine"),), False)
     assert _materialize(clean) is clean  # the common case allocates nothing
+
+
+def test_surrogates_only_outside_the_text_blocks_are_still_escaped() -> None:
+    """With clean text blocks the check of the rest is one encoding; a surrogate there
+    (lone or a high-low pair, in a key, a value, a context or a non-text block) still
+    gets the full escape, and a clean rest keeps the result as built."""
+    pair = "\ud83d\ude00"
+    result = ToolExecutionResult(
+        (TextContent("fine"), ImageContent("aGk=", "image/png")),
+        False,
+        meta={BAD: (1, pair)},
+        structured_content={"v": [BAD]},
+    )
+    out = _materialize(result)
+    assert out.meta == {SHOWN: (1, "\U0001f600")}
+    assert out.structured_content == {"v": (SHOWN,)}
+    msgspec.json.encode(out)
+    image = ImageContent("aGk=", BAD)
+    with_image = _materialize(ToolExecutionResult((TextContent("fine"), image), False, meta={}))
+    assert with_image.content[1] == ImageContent("aGk=", SHOWN)
+    contexts = (HookContext((TextContent("ok"),), "tool", {"k": BAD}),)
+    with_context = _materialize(ToolExecutionResult((TextContent("fine"),), False, None, contexts))
+    assert with_context.additional_contexts[0].meta == {"k": SHOWN}
+    clean = _materialize(ToolExecutionResult((TextContent("fine"),), False, meta={"a": 1}))
+    assert clean == ToolExecutionResult((TextContent("fine"),), False, meta={"a": 1})
 
 
 async def test_a_recorded_batch_over_a_non_utf8_file_name_loses_nothing(

@@ -4,9 +4,10 @@ The timeout policy registers a :class:`DeadlinePolicy` in the execute chain. Whe
 the view's only wrapper, dispatch enters the deadline scope itself (no wrapper chain,
 no task, no timer); otherwise the policy runs as an ordinary wrapper at its position
 (so a retry policy outside it gives every attempt its own deadline). Either way
-:func:`run_timed` is the mechanism: the scope's ``cancelled_caught`` — or a deadline
-that passed before any enclosing abort while the body cleaned up or ignored it —
-makes the result ``TOOL_TIMEOUT``; an enclosing cancellation stays an abort.
+:func:`enter`, :func:`timed_out` and :func:`unwound` are the mechanism: the scope's
+``cancelled_caught`` — or a deadline that passed before any enclosing abort while the
+body cleaned up or ignored it — makes the result ``TOOL_TIMEOUT``; an enclosing
+cancellation stays an abort.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from ._definition import ToolDefinition
     from ._execution import ToolDispatchExecution
 
-__all__ = ["DeadlinePolicy", "enter", "run_timed", "timed_out", "unwound"]
+__all__ = ["DeadlinePolicy", "enter", "timed_out", "unwound"]
 
 
 class DeadlinePolicy:
@@ -59,27 +60,20 @@ class DeadlinePolicy:
         record = view._record
         if budget is None or record is None:
             return await next()
-        return await run_timed(record, budget, next)
-
-
-async def run_timed(
-    record: CallRecord, budget_ms: float, run: Callable[[], Awaitable[ToolExecutionResult]]
-) -> ToolExecutionResult:
-    """Run ``run()`` under a deadline ``budget_ms`` from now; ``TOOL_TIMEOUT`` if it passes.
-
-    While it runs, the body's ``ctx.signal`` reads as fired once the deadline has
-    passed (a thread body or a shielded body polls it).
-    """
-    scope, outer = enter(record, budget_ms)
-    try:
-        with scope:
-            result = await run()
-    except trio.Cancelled:
-        unwound(record, scope, budget_ms)
-        raise
-    finally:
-        record.deadline = outer
-    return timed_out(record, scope, budget_ms) or result
+        # ``next()`` under a deadline ``budget`` from now; TOOL_TIMEOUT if it passes.
+        # While it runs, the body's ``ctx.signal`` reads as fired once the deadline has
+        # passed (a thread body or a shielded body polls it). Inline, not a helper
+        # coroutine: every resume of the body passes through each layer.
+        scope, outer = enter(record, budget)
+        try:
+            with scope:
+                result = await next()
+        except trio.Cancelled:
+            unwound(record, scope, budget)
+            raise
+        finally:
+            record.deadline = outer
+        return timed_out(record, scope, budget) or result
 
 
 def enter(record: CallRecord, budget_ms: float) -> tuple[trio.CancelScope, float | None]:

@@ -116,11 +116,15 @@ def _materialize(result: ToolExecutionResult) -> ToolExecutionResult:
     try:
         content = result.content
         escape = False
+        others = False  # a block other than text, whose strings are not checked here
         for block in content:
             if not _valid_block(block):
                 return _RESULT_NOT_JSON
-            if type(block) is TextContent and not _text_is_safe(block.text):
-                escape = True
+            if type(block) is TextContent:
+                if not _text_is_safe(block.text):
+                    escape = True
+            else:
+                others = True
         error = result.error
         if error is not None:
             if not (
@@ -142,16 +146,21 @@ def _materialize(result: ToolExecutionResult) -> ToolExecutionResult:
         ):
             return result
         frozen_contexts = tuple(_freeze_context(c) for c in contexts)
-        return json_safe(
-            ToolExecutionResult(
-                tuple(content),
-                bool(result.is_error) if type(result.is_error) is not bool else result.is_error,
-                error,
-                frozen_contexts,
-                None if meta is None else snapshot(meta),
-                None if structured is None else snapshot(structured),
-            )
+        frozen_meta = None if meta is None else snapshot(meta)
+        frozen_structured = None if structured is None else snapshot(structured)
+        final = ToolExecutionResult(
+            tuple(content),
+            bool(result.is_error) if type(result.is_error) is not bool else result.is_error,
+            error,
+            frozen_contexts,
+            frozen_meta,
+            frozen_structured,
         )
+        if not escape and _utf8_safe(
+            (frozen_contexts, frozen_meta, frozen_structured, content if others else ())
+        ):
+            return final  # what json_safe returns when it has nothing to escape
+        return json_safe(final)
     except Exception:
         return _RESULT_NOT_JSON
 
@@ -193,6 +202,17 @@ def _freeze_context(context: object) -> HookContext:
 # -- JSON-safe strings -------------------------------------------------------------------
 
 _SURROGATES: Final = re.compile("[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]")
+
+
+def _utf8_safe(parts: object) -> bool:
+    # msgspec encodes a string as UTF-8, which fails on a lone surrogate (a high-low
+    # pair too): when the encoding succeeds there is nothing for json_safe to escape,
+    # and one C-level pass replaces its walk. Any failure falls back to the walk.
+    try:
+        msgspec.json.encode(parts)
+    except Exception:
+        return False
+    return True
 
 
 def _text_is_safe(text: str) -> bool:

@@ -234,7 +234,27 @@ async def dispatch(call: CallRecord, *, carried: bool = False) -> None:
             scope, outer = _deadline.enter(call, budget)
             try:
                 with scope:
-                    result = await _plain_dispatch(call, plan, carried)
+                    if not (plan.direct and (carried or not plan.suspends)) or caller._cancelled:
+                        result = await _base_dispatch(call, caller, carried)
+                    else:
+                        # No limit, an async body that an enclosing scope (or nothing)
+                        # interrupts: awaited here, without a coroutine layer.
+                        context = AttemptContext(call) if call.invoked else call
+                        call.invoked = True
+                        failed: ToolExecutionResult | None = None
+                        try:
+                            value = await plan.body(call.args, context)
+                        except Exception as exc:
+                            failed = _failure(exc)
+                        finally:
+                            if call.derived is not None:
+                                call.end_attempt()  # the body read its deadline signal
+                        if failed is not None:
+                            result = failed
+                        else:
+                            result = _normalize(value, call.name)
+                            if caller._cancelled and not result.is_error:
+                                result = ABORTED_RESULT
             except trio.Cancelled:
                 _deadline.unwound(call, scope, budget)
                 raise
@@ -259,27 +279,6 @@ async def dispatch(call: CallRecord, *, carried: bool = False) -> None:
         result = _aborted(call, result)
     call.result = result
     call.state = RESOLVED
-
-
-async def _plain_dispatch(call: CallRecord, plan: Any, carried: bool) -> ToolExecutionResult:
-    """The base dispatch without wrappers (under a deadline scope), as in :func:`dispatch`."""
-    caller = call.caller
-    if not (plan.direct and (carried or not plan.suspends)) or caller._cancelled:
-        return await _base_dispatch(call, caller, carried)
-    # No limit, an async body that an enclosing scope (or nothing) interrupts.
-    context: Any = AttemptContext(call) if call.invoked else call
-    call.invoked = True
-    try:
-        value = await plan.body(call.args, context)
-    except Exception as exc:
-        return _failure(exc)
-    finally:
-        if call.derived is not None:
-            call.end_attempt()  # the body read its deadline signal: unlink it
-    result = _normalize(value, call.name)
-    if caller._cancelled and not result.is_error:
-        return ABORTED_RESULT
-    return result
 
 
 class _ExecuteNext:
