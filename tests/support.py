@@ -58,6 +58,11 @@ def registry_with(*tools: ToolDefinition) -> ToolRegistry:
     return registry
 
 
+def always(args: Any) -> bool:
+    """An ``is_concurrency_safe`` predicate that says yes to every call."""
+    return True
+
+
 async def noop(args: Any, ctx: ToolRunContext) -> str:
     """A tool body that answers "ok"."""
     return "ok"

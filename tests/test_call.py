@@ -6,6 +6,7 @@ from typing import Any
 
 import trio
 
+from support import always
 from toolnursery import (
     CancelSignal,
     HookContext,
@@ -20,10 +21,6 @@ from toolnursery import (
     run_tool_calls,
 )
 from toolnursery._call import CallRecord
-
-
-def always(args: Any) -> bool:
-    return True
 
 
 async def test_the_body_gets_the_record_with_nothing_made_it_does_not_ask_for() -> None:

@@ -16,7 +16,6 @@ from toolnursery import ToolCall
 from toolnursery.__main__ import main
 from toolnursery._arguments import NotArguments
 from toolnursery._cli_input import CallsInputError, parse_calls
-from toolnursery.examples import fill_sandbox
 
 Capture = pytest.CaptureFixture[str]
 
@@ -46,14 +45,6 @@ RESPONSE = {
         {"type": "message", "role": "assistant", "content": []},
     ],
 }
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    sandbox = tmp_path / "root"
-    sandbox.mkdir()
-    fill_sandbox(sandbox)
-    return sandbox
 
 
 def _write(tmp_path: Path, value: Any) -> str:

@@ -8,6 +8,7 @@ import pytest
 import trio
 import trio.testing
 
+from support import always
 from toolnursery import (
     CancelSignal,
     TextContent,
@@ -26,10 +27,6 @@ from toolnursery import (
 
 TIMEOUT = ToolErrorInfo("ToolTimeoutError", "TOOL_TIMEOUT")
 ABORTED = ToolErrorInfo("AbortError", "ABORTED")
-
-
-def always(args: Any) -> bool:
-    return True
 
 
 def _tool(body: Any, timeout_ms: float | None = 100, **kw: Any) -> ToolDefinition:
@@ -66,13 +63,7 @@ async def test_b169_an_enclosing_abort_stays_aborted_in_a_batch(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """B169: the batch abort (the pool's scope, enclosing the deadline) → ABORTED."""
-    registry = ToolRegistry()
-    registry.register(_tool(slow, timeout_ms=500))
-    install_timeout_policy(registry)
-    signal = CancelSignal()
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(_cancel_at, signal, 0.2)
-        results = await run_tool_calls(registry, calls(10, 10), signal=signal)
+    results = await _two_calls_aborted_at(0.2, slow, timeout_ms=500)
     assert [r.error for r in results] == [ABORTED, ABORTED]
 
 
@@ -99,14 +90,22 @@ async def test_b170_deadline_first_then_batch_abort_during_cleanup_is_a_timeout(
                 await trio.sleep(0.5)
         return "late"
 
+    results = await _two_calls_aborted_at(0.3, cleans_up, timeout_ms=100)
+    assert [r.error for r in results] == [TIMEOUT, TIMEOUT]
+
+
+async def _two_calls_aborted_at(
+    when: float, body: Any, *, timeout_ms: float
+) -> list[ToolExecutionResult]:
+    """Two 10 s calls of a timeout-policed tool in one batch whose signal fires at ``when``."""
     registry = ToolRegistry()
-    registry.register(_tool(cleans_up, timeout_ms=100))
+    registry.register(_tool(body, timeout_ms=timeout_ms))
     install_timeout_policy(registry)
     signal = CancelSignal()
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(_cancel_at, signal, 0.3)
+        nursery.start_soon(_cancel_at, signal, when)
         results = await run_tool_calls(registry, calls(10, 10), signal=signal)
-    assert [r.error for r in results] == [TIMEOUT, TIMEOUT]
+    return results
 
 
 async def _cancel_at(signal: CancelSignal, when: float) -> None:

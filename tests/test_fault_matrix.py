@@ -475,7 +475,8 @@ async def test_fault_matrix(
     strict=True,
     reason="a policy hook that ignores its signal is not interrupted by the batch abort: "
     "pre-execute, approval and post-execute run in no cancel scope linked to the batch "
-    "signal (the hook is handed the signal and expected to answer); left to the core owner",
+    "signal (the hook is handed the signal and expected to answer). Open design question: "
+    "interrupting them would let an abort override a late deny or raise (B118, B119, B123)",
 )
 @pytest.mark.parametrize("phase", ["pre_execute", "approval", "post_execute"])
 async def test_a_policy_hook_that_ignores_the_abort_is_interrupted(

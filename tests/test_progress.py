@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import trio
 
+from support import always
 from toolnursery import (
     JsonlRecorder,
     LogReport,
@@ -30,10 +31,6 @@ from toolnursery import (
     reporting,
     run_tool_calls,
 )
-
-
-def always(args: Any) -> bool:
-    return True
 
 
 async def stepper(args: Any, ctx: Any) -> str:

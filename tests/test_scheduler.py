@@ -23,7 +23,7 @@ import trio.testing
 
 import toolnursery._batch as batch_module
 import toolnursery._intake as intake_module
-from support import RecorderBrokeError, live_tasks, registry_with, text
+from support import RecorderBrokeError, always, live_tasks, registry_with, text
 from toolnursery import (
     EXCLUSIVE,
     Accept,
@@ -123,10 +123,6 @@ def describe(event: RecorderEvent) -> tuple[str, str]:
     if isinstance(event, ToolResultEvent):
         return "tool_result", event.call_id
     return "context", event.call_id
-
-
-def always(args: Any) -> bool:
-    return True
 
 
 def duration(args: Any) -> float:

@@ -15,6 +15,7 @@ import trio
 import trio.testing
 
 import toolnursery._intake as intake_module
+from support import always
 from toolnursery import (
     CancelSignal,
     TextContent,
@@ -34,10 +35,6 @@ from toolnursery._recorder import RecorderEvent, ToolCallEvent, ToolResultEvent
 
 ABORTED = ToolErrorInfo("AbortError", "ABORTED")
 BEFORE = ToolErrorInfo("AbortError", "ABORTED_BEFORE_DISPATCH")
-
-
-def always(args: Any) -> bool:
-    return True
 
 
 def sleeper(name: str = "p", log: list[str] | None = None) -> ToolDefinition:

@@ -7,6 +7,8 @@ Reference behaviours B077–B083.
 from __future__ import annotations
 
 import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from types import FrameType
 from typing import Any
 
@@ -19,7 +21,6 @@ from toolnursery import (
     CancelSignal,
     ToolDispatchExecution,
     ToolErrorInfo,
-    ToolExecutionInput,
     ToolExecutionResult,
     ToolRegistry,
     ToolRunContext,
@@ -48,10 +49,7 @@ async def test_b077_replacement_is_refused_with_the_caller_signal() -> None:
     registry.register(tool(body=body))
     registry.on_execute(wrap)
     caller = CancelSignal()
-    results: list[ToolExecutionResult] = []
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(lambda: _collect(registry, call(signal=caller), results))
-        await trio.testing.wait_all_tasks_blocked()
+    async with _in_flight(registry, caller) as results:
         (fused,) = body_signals
         assert fused is not caller
         assert fused is not replacements[0]
@@ -63,10 +61,31 @@ async def test_b077_replacement_is_refused_with_the_caller_signal() -> None:
     assert results[0].error == ToolErrorInfo("AbortError", TOOL_ABORTED)
 
 
-async def _collect(
-    registry: ToolRegistry, input_: ToolExecutionInput, results: list[ToolExecutionResult]
-) -> None:
-    results.append(await registry.execute(input_))
+@asynccontextmanager
+async def _in_flight(
+    registry: ToolRegistry, caller: CancelSignal
+) -> AsyncIterator[list[ToolExecutionResult]]:
+    """One call under ``caller``'s signal, running until its body blocks; its result lands
+    in the yielded list when it settles (by the end of the block)."""
+    results: list[ToolExecutionResult] = []
+
+    async def collect() -> None:
+        results.append(await registry.execute(call(signal=caller)))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(collect)
+        await trio.testing.wait_all_tasks_blocked()
+        yield results
+
+
+def _replacing(signal: CancelSignal) -> Callable[..., Awaitable[Any]]:
+    """An execute wrapper that hands the rest of the chain ``signal`` instead."""
+
+    async def wrap(view: ToolDispatchExecution, next_: Any) -> Any:
+        view.signal = signal
+        return await next_()
+
+    return wrap
 
 
 async def test_b078_caller_abort_reaches_the_body_but_not_the_replacement() -> None:
@@ -83,17 +102,10 @@ async def test_b078_caller_abort_reaches_the_body_but_not_the_replacement() -> N
         finally:
             finished.append("body unwound")
 
-    async def wrap(view: ToolDispatchExecution, next_: Any) -> Any:
-        view.signal = replacement
-        return await next_()
-
     registry.register(tool(body=body))
-    registry.on_execute(wrap)
+    registry.on_execute(_replacing(replacement))
     caller = CancelSignal()
-    results: list[ToolExecutionResult] = []
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(lambda: _collect(registry, call(signal=caller), results))
-        await trio.testing.wait_all_tasks_blocked()
+    async with _in_flight(registry, caller) as results:
         caller.cancel("user stop")
     assert body_signals[0].cancelled
     assert body_signals[0].reason == "user stop"
@@ -190,12 +202,8 @@ async def test_b082_fused_reason_is_the_first_aborter_and_links_are_removed() ->
         ctx.execution.signal.cancel("second")
         return "ok"
 
-    async def wrap(view: ToolDispatchExecution, next_: Any) -> Any:
-        view.signal = replacement
-        return await next_()
-
     registry.register(tool(body=body))
-    registry.on_execute(wrap)
+    registry.on_execute(_replacing(replacement))
     await registry.execute(call())
     assert seen[0].reason == "first"
 
@@ -208,12 +216,8 @@ async def test_b082_fused_reason_is_the_first_aborter_and_links_are_removed() ->
         await slow_gate.wait()
         return "ok"
 
-    async def wrap2(view: ToolDispatchExecution, next_: Any) -> Any:
-        view.signal = replacement2
-        return await next_()
-
     registry2.register(tool(body=body2))
-    registry2.on_execute(wrap2)
+    registry2.on_execute(_replacing(replacement2))
     caller = CancelSignal()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(registry2.execute, call(signal=caller))

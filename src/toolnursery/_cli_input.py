@@ -247,37 +247,21 @@ def _to_call(value: dict[str, Any], where: str, position: int) -> ToolCall:
         kind = value.get("type", "function")
         if kind != "function":
             raise CallsInputError(f"{where}: unsupported tool call type {_encode(kind).decode()}")
-        name = function.get("name")
+        name = _name(function, where, "function.")
         arguments = function.get("arguments")
-        prefix = "function."
     else:
-        name = value.get("name")
+        name = _name(value, where)
         arguments = value.get("arguments")
-        prefix = ""
+    call_id = _id(value.get("id"), "id", where, f"call_{position}")
+    return ToolCall(call_id, name, _text(arguments))
+
+
+def _name(value: dict[str, Any], where: str, prefix: str = "") -> str:
+    name = value.get("name")
     if name is None:
         raise CallsInputError(f'{where}: missing "{prefix}name" (the tool to call)')
     if not isinstance(name, str):
         raise CallsInputError(f'{where}: "{prefix}name" must be a string, got {_kind(name)}')
-    call_id = value.get("id")
-    if call_id is None:
-        call_id = f"call_{position}"
-    elif not isinstance(call_id, str):
-        raise CallsInputError(f'{where}: "id" must be a string, got {_kind(call_id)}')
-    if arguments is None:
-        text = ""
-    elif isinstance(arguments, str):
-        text = arguments
-    else:
-        text = _encode(arguments).decode()
-    return ToolCall(call_id, name, text)
-
-
-def _name(value: dict[str, Any], where: str) -> str:
-    name = value.get("name")
-    if name is None:
-        raise CallsInputError(f'{where}: missing "name" (the tool to call)')
-    if not isinstance(name, str):
-        raise CallsInputError(f'{where}: "name" must be a string, got {_kind(name)}')
     return name
 
 
@@ -302,14 +286,16 @@ def _tool_use(value: dict[str, Any], where: str, position: int) -> ToolCall:
 def _function_call(value: dict[str, Any], where: str, position: int) -> ToolCall:
     name = _name(value, where)
     call_id = _id(value.get("call_id", value.get("id")), "call_id", where, f"call_{position}")
-    arguments = value.get("arguments")
+    return ToolCall(call_id, name, _text(value.get("arguments")))
+
+
+def _text(arguments: Any) -> str:
+    """Arguments as the JSON text a call carries (none: empty text)."""
     if arguments is None:
-        text = ""
-    elif isinstance(arguments, str):
-        text = arguments
-    else:
-        text = _encode(arguments).decode()
-    return ToolCall(call_id, name, text)
+        return ""
+    if isinstance(arguments, str):
+        return arguments
+    return _encode(arguments).decode()
 
 
 _kind = kind_of

@@ -7,7 +7,7 @@ SDK is imported here.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, Protocol
 
 import msgspec
@@ -20,7 +20,10 @@ from .._strict import strict_json_schema
 __all__ = [
     "Batch",
     "ToolStream",
+    "blocks_of",
     "content_parts",
+    "context_parts",
+    "function_call",
     "get",
     "getter",
     "incomplete",
@@ -72,6 +75,19 @@ def getter(event: Any) -> Any:
     if isinstance(event, Mapping):
         return _get3
     return getattr
+
+
+def blocks_of(value: Any, key: str, kind: str) -> Iterator[Any]:
+    """The items of type ``kind`` in ``value``'s ``key`` list, in order.
+
+    ``value`` may also be that list itself, or one item.
+    """
+    items = get(value, key)
+    if items is None:
+        items = value if isinstance(value, list | tuple) else [value]
+    for item in items:
+        if get(item, "type") == kind:
+            yield item
 
 
 def json_text(arguments: object) -> str:
@@ -130,6 +146,17 @@ def strict_arguments(arguments: object) -> Any:
     return arguments
 
 
+def function_call(call_id: str, name: Any, arguments: Any, strict: bool) -> ToolCall:
+    """A call as the OpenAI formats give it: no arguments are empty text, no name is ``""``.
+
+    ``strict``: the tools were sent in strict mode, so ``null`` members of the
+    arguments are taken out (see :func:`strict_arguments`).
+    """
+    if arguments is None:
+        arguments = ""
+    return ToolCall(call_id, name or "", strict_arguments(arguments) if strict else arguments)
+
+
 # -- content ----------------------------------------------------------------------------
 
 
@@ -160,6 +187,13 @@ def content_parts(blocks: Sequence[Any]) -> list[tuple[str, Any]]:
                 kind = getattr(block, "type", None) or type(block).__name__
                 parts.append(("text", f"[{kind} content: not shown in this format]"))
     return parts
+
+
+def context_parts(results: Iterable[ToolExecutionResult]) -> Iterator[tuple[str, Any]]:
+    """The parts (see :func:`content_parts`) of every result's ``additional_contexts``, in order."""
+    for result in results:
+        for context in result.additional_contexts:
+            yield from content_parts(context.content)
 
 
 def flat_text(blocks: Sequence[Any]) -> str:

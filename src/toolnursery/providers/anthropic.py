@@ -15,14 +15,24 @@ becomes a one-line text note.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Mapping, Sequence
+from collections.abc import AsyncIterable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from .._arguments import NotArguments, kind_of, parse_arguments
 from .._content import ImageContent, ToolCall, ToolExecutionResult
 from .._errors import ToolArgsError
 from .._registry import ToolRegistry, ToolScope
-from ._common import Batch, ToolStream, content_parts, get, getter, image_note, json_text
+from ._common import (
+    Batch,
+    ToolStream,
+    blocks_of,
+    content_parts,
+    context_parts,
+    get,
+    getter,
+    image_note,
+    json_text,
+)
 
 __all__ = [
     "AnthropicToolStream",
@@ -60,13 +70,8 @@ def calls(message: Any) -> list[ToolCall]:
         as the arguments. An ``input`` that is not an object is passed on as it is,
         so that call gets an ``INVALID_ARGS`` result and does not run.
     """
-    content = get(message, "content")
-    if content is None:
-        content = message if isinstance(message, list | tuple) else [message]
     out: list[ToolCall] = []
-    for block in content:
-        if get(block, "type") != "tool_use":
-            continue
+    for block in blocks_of(message, "content", "tool_use"):
         arguments = get(block, "input")
         if arguments is None:
             arguments = {}
@@ -100,21 +105,19 @@ def result_messages(
     blocks: list[dict[str, Any]] = []
     for call, result in zip(calls, results, strict=True):
         block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call.id}
-        content = _blocks(result.content)
+        content = _blocks(content_parts(result.content))
         if content:
             block["content"] = content
         if result.is_error:
             block["is_error"] = True
         blocks.append(block)
-    for result in results:
-        for context in result.additional_contexts:
-            blocks.extend(_blocks(context.content))
+    blocks.extend(_blocks(context_parts(results)))
     return [{"role": "user", "content": blocks}] if blocks else []
 
 
-def _blocks(content: Sequence[Any]) -> list[dict[str, Any]]:
+def _blocks(parts: Iterable[tuple[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for kind, value in content_parts(content):
+    for kind, value in parts:
         if kind == "image" and isinstance(value, ImageContent) and value.mime_type in _IMAGE_TYPES:
             out.append(
                 {

@@ -13,7 +13,7 @@ becomes a one-line note (``[image: image/png, 1024 bytes, not shown: ...]``).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Iterable, Sequence
+from collections.abc import AsyncIterable, Sequence
 from typing import Any
 
 from .._content import ToolCall, ToolExecutionResult
@@ -21,13 +21,13 @@ from .._registry import ToolRegistry, ToolScope
 from ._common import (
     Batch,
     ToolStream,
-    content_parts,
+    context_parts,
     data_url,
     flat_text,
+    function_call,
     get,
     getter,
     json_text,
-    strict_arguments,
     strict_parameters,
 )
 
@@ -98,15 +98,12 @@ def calls(response: Any, *, strict: bool = False) -> list[ToolCall]:
         function = get(item, "function")
         if kind != "function" or function is None:
             raise ValueError(f"tool call {position} is a {kind!r} call, not a function call")
-        arguments = get(function, "arguments")
-        if arguments is None:
-            arguments = ""
-        call_id = get(item, "id") or f"call_{position}"
         out.append(
-            ToolCall(
-                call_id,
-                get(function, "name") or "",
-                strict_arguments(arguments) if strict else arguments,
+            function_call(
+                get(item, "id") or f"call_{position}",
+                get(function, "name"),
+                get(function, "arguments"),
+                strict,
             )
         )
     return out
@@ -130,22 +127,16 @@ def result_messages(
         {"role": "tool", "tool_call_id": call.id, "content": flat_text(result.content)}
         for call, result in zip(calls, results, strict=True)
     ]
-    context = _user_parts(results)
+    context = [_user_part(kind, value) for kind, value in context_parts(results)]
     if context:
         messages.append({"role": "user", "content": context})
     return messages
 
 
-def _user_parts(results: Iterable[ToolExecutionResult]) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
-    for result in results:
-        for context in result.additional_contexts:
-            for kind, value in content_parts(context.content):
-                if kind == "text":
-                    parts.append({"type": "text", "text": value})
-                else:
-                    parts.append({"type": "image_url", "image_url": {"url": data_url(value)}})
-    return parts
+def _user_part(kind: str, value: Any) -> dict[str, Any]:
+    if kind == "text":
+        return {"type": "text", "text": value}
+    return {"type": "image_url", "image_url": {"url": data_url(value)}}
 
 
 def assistant_messages(stream: ToolStream) -> list[dict[str, Any]]:

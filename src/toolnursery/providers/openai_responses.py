@@ -21,12 +21,14 @@ from .._registry import ToolRegistry, ToolScope
 from ._common import (
     Batch,
     ToolStream,
+    blocks_of,
     content_parts,
+    context_parts,
     data_url,
+    function_call,
     get,
     getter,
     json_text,
-    strict_arguments,
     strict_parameters,
 )
 
@@ -76,21 +78,14 @@ def calls(response: Any, *, strict: bool = False) -> list[ToolCall]:
         strict: the tools were sent in strict mode: ``null`` members of the
             arguments mean "left out" and are removed.
     """
-    output = get(response, "output")
-    if output is None:
-        output = response if isinstance(response, list | tuple) else [response]
     out: list[ToolCall] = []
-    for item in output:
-        if get(item, "type") != "function_call":
-            continue
-        arguments = get(item, "arguments")
-        if arguments is None:
-            arguments = ""
+    for item in blocks_of(response, "output", "function_call"):
         out.append(
-            ToolCall(
+            function_call(
                 get(item, "call_id") or get(item, "id") or f"call_{len(out) + 1}",
-                get(item, "name") or "",
-                strict_arguments(arguments) if strict else arguments,
+                get(item, "name"),
+                get(item, "arguments"),
+                strict,
             )
         )
     return out
@@ -118,12 +113,7 @@ def result_messages(
         else:
             output = [_part(kind, value) for kind, value in parts]
         items.append({"type": "function_call_output", "call_id": call.id, "output": output})
-    context = [
-        _part(kind, value)
-        for result in results
-        for ctx in result.additional_contexts
-        for kind, value in content_parts(ctx.content)
-    ]
+    context = [_part(kind, value) for kind, value in context_parts(results)]
     if context:
         items.append({"type": "message", "role": "user", "content": context})
     return items
