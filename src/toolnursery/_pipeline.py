@@ -221,16 +221,13 @@ async def dispatch(call: CallRecord, *, carried: bool = False) -> None:
             if plan.direct and (carried or not plan.suspends) and not caller._cancelled:
                 # The common case, without a coroutine layer: no limit, an async body
                 # that an enclosing scope (or nothing) interrupts.
-                context: Any = AttemptContext(call) if call.invoked else call
-                call.invoked = True
+                context = _attempt(call)
                 try:
                     value = await plan.body(call.args, context)
                 except Exception as exc:
                     result = _failure(exc)
                 else:
-                    result = _normalize(value, call.name)
-                    if caller._cancelled and not result.is_error:
-                        result = ABORTED_RESULT
+                    result = _settled(call, value)
             else:
                 result = await _base_dispatch(call, caller, carried)
         else:
@@ -243,8 +240,7 @@ async def dispatch(call: CallRecord, *, carried: bool = False) -> None:
                     else:
                         # No limit, an async body that an enclosing scope (or nothing)
                         # interrupts: awaited here, without a coroutine layer.
-                        context = AttemptContext(call) if call.invoked else call
-                        call.invoked = True
+                        context = _attempt(call)
                         failed: ToolExecutionResult | None = None
                         try:
                             value = await plan.body(call.args, context)
@@ -253,12 +249,7 @@ async def dispatch(call: CallRecord, *, carried: bool = False) -> None:
                         finally:
                             if call.derived is not None:
                                 call.end_attempt()  # the body read its deadline signal
-                        if failed is not None:
-                            result = failed
-                        else:
-                            result = _normalize(value, call.name)
-                            if caller._cancelled and not result.is_error:
-                                result = ABORTED_RESULT
+                        result = failed if failed is not None else _settled(call, value)
             except trio.Cancelled:
                 _deadline.unwound(call, scope, budget)
                 raise
@@ -373,8 +364,7 @@ async def _timed_dispatch(
             ):
                 result = await _base_dispatch(call, signal, carried)
             else:
-                context = AttemptContext(call) if call.invoked else call
-                call.invoked = True
+                context = _attempt(call)
                 failed: ToolExecutionResult | None = None
                 try:
                     value = await plan.body(call.args, context)
@@ -383,18 +373,31 @@ async def _timed_dispatch(
                 finally:
                     if call.derived is not None:
                         call.end_attempt()  # the body read its deadline signal
-                if failed is not None:
-                    result = failed
-                else:
-                    result = _normalize(value, call.name)
-                    if caller._cancelled and not result.is_error:
-                        result = ABORTED_RESULT
+                result = failed if failed is not None else _settled(call, value)
     except trio.Cancelled:
         _deadline.unwound(call, scope, budget)
         raise
     finally:
         call.deadline = outer
     return _deadline.timed_out(call, scope, budget) or result
+
+
+def _attempt(call: CallRecord) -> Any:
+    """The context a body gets for this attempt; marks the body invoked.
+
+    A later attempt of a retry gets a fresh context object over the same record.
+    """
+    context: Any = AttemptContext(call) if call.invoked else call
+    call.invoked = True
+    return context
+
+
+def _settled(call: CallRecord, value: Any) -> ToolExecutionResult:
+    """A body's return as a result: a success after the caller's abort is ``ABORTED``."""
+    result = _normalize(value, call.name)
+    if call.caller._cancelled and not result.is_error:
+        return ABORTED_RESULT
+    return result
 
 
 _CANCELLED: Final = object()
@@ -423,9 +426,7 @@ async def _base_dispatch(
     if limiter is not None and not await _acquire(call, limiter, signal, carried):
         return _cut_short(call)
     call.view_signal = signal
-    # A later attempt of a retry gets a fresh context object over the same record.
-    context: Any = AttemptContext(call) if call.invoked else call
-    call.invoked = True
+    context = _attempt(call)
     body: Any = plan.body
     try:
         if plan.threaded:
