@@ -40,6 +40,22 @@ def no_deadlock(test: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable
     return guarded
 
 
+def replace_batch_dispatch(monkeypatch: Any, replacement: Callable[..., Awaitable[None]]) -> None:
+    """Make every pooled call of a batch go through ``replacement`` instead of the
+    pipeline's ``dispatch`` (the workers' inline path for a plain body is turned off,
+    so no call bypasses it)."""
+    from toolnursery import _batch, _plan
+
+    init = _plan.ToolPlan.__init__
+
+    def no_fast_path(self: _plan.ToolPlan, **kwargs: Any) -> None:
+        init(self, **kwargs)
+        self.fast = False
+
+    monkeypatch.setattr(_plan.ToolPlan, "__init__", no_fast_path)
+    monkeypatch.setattr(_batch, "dispatch", replacement)
+
+
 def text(result: ToolExecutionResult) -> str:
     """The result's text blocks, joined with newlines (other blocks are skipped)."""
     return "\n".join(block.text for block in result.content if isinstance(block, TextContent))

@@ -21,9 +21,15 @@ import pytest
 import trio
 import trio.testing
 
-import toolnursery._batch as batch_module
 import toolnursery._intake as intake_module
-from support import RecorderBrokeError, always, live_tasks, registry_with, text
+from support import (
+    RecorderBrokeError,
+    always,
+    live_tasks,
+    registry_with,
+    replace_batch_dispatch,
+    text,
+)
 from toolnursery import (
     EXCLUSIVE,
     Accept,
@@ -927,7 +933,7 @@ async def test_b162_a_failing_stage_surfaces_the_first_failure_after_draining(
             await trio.sleep(2)
         return await next_()
 
-    monkeypatch.setattr(batch_module, "dispatch", failing_dispatch)
+    replace_batch_dispatch(monkeypatch, failing_dispatch)
     registry.on_pre_execute(pre)
     with pytest.raises(SchedulerExplodedError) as info:
         await run_tool_calls(
@@ -966,7 +972,7 @@ async def test_b162_a_worker_failure_reaches_the_driver_wherever_it_is(
         await trio.sleep(2)
         return await next_()
 
-    monkeypatch.setattr(batch_module, "dispatch", failing_dispatch)
+    replace_batch_dispatch(monkeypatch, failing_dispatch)
     if driver == "in-post-execute":
         registry.on_post_execute(slow_post)
     calls = [call("c1", d=0 if driver == "in-post-execute" else 3), call("c2"), call("c3", d=1)]

@@ -17,7 +17,7 @@ import trio.testing
 
 import toolnursery._batch as batch_module
 import toolnursery._pipeline as pipeline_module
-from support import RecorderBrokeError
+from support import RecorderBrokeError, replace_batch_dispatch
 from toolnursery import (
     CancelSignal,
     Deny,
@@ -382,7 +382,7 @@ async def test_a_worker_failure_noticed_after_finalize_keeps_the_counts_balanced
         await trio.sleep(2)
         return await next_()
 
-    monkeypatch.setattr(batch_module, "dispatch", failing_dispatch)
+    replace_batch_dispatch(monkeypatch, failing_dispatch)
     registry.on_post_execute(slow_post)
     calls = [ToolCall(f"c{i}", "p", '{"d": 0}') for i in (1, 2, 3)]
     with pytest.raises(WorkerExplodedError):

@@ -17,8 +17,8 @@ from ._call import PENDING, RESOLVED, UNPARSED, CallRecord
 from ._classify import classify
 from ._content import ToolCall, ToolExecutionResult
 from ._decisions import PARALLEL, ResourceKey
-from ._outcomes import ABORTED_BEFORE_DISPATCH_RESULT
-from ._pipeline import conclude, dispatch, finalize, policy, start
+from ._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, _failure
+from ._pipeline import _settled, conclude, dispatch, finalize, policy, resolve_dispatch, start
 from ._progress import CallReport, install_sink, remove_sink
 from ._recorder import (
     ContextEvent,
@@ -33,6 +33,11 @@ from ._statistics import Counters, ToolStatistics, outcome
 from ._statistics import now as _now
 
 __all__ = ["ToolBatch"]
+
+# What the driver must still await after ToolBatch._start (see there).
+_QUEUED = 0
+_PREPARE = 1
+_INLINE = 2
 
 
 class ToolBatch:
@@ -244,11 +249,18 @@ class ToolBatch:
             keys = self._classify(calls[i])
             if keys is None:
                 # Exclusive: a barrier. The previous group has drained already.
-                await self._start(calls[i], (), inline=True)
+                call = calls[i]
+                step = self._start(call, (), inline=True)
+                if step:
+                    await self._proceed(call, (), step, inline=True)
                 i += 1
                 await self._drain()
                 continue
-            await self._start(calls[i], keys, inline=self._closed and i == len(calls) - 1)
+            call = calls[i]
+            alone = self._closed and i == len(calls) - 1
+            step = self._start(call, keys, inline=alone)
+            if step:
+                await self._proceed(call, keys, step, inline=alone)
             i += 1
             while True:
                 cursor = self._cursor
@@ -268,8 +280,11 @@ class ToolBatch:
                 keys = self._classify(calls[i])
                 if keys is None:
                     break
+                call = calls[i]
                 alone = self._closed and i == len(calls) - 1 and not admission.admitted
-                await self._start(calls[i], keys, inline=alone)
+                step = self._start(call, keys, inline=alone)
+                if step:
+                    await self._proceed(call, keys, step, inline=alone)
                 i += 1
             await self._drain()
 
@@ -295,10 +310,13 @@ class ToolBatch:
             return mode.keys
         return None
 
-    async def _start(
-        self, call: CallRecord, keys: tuple[ResourceKey, ...], *, inline: bool
-    ) -> None:
-        """Record the call, prepare it, and dispatch it (inline, or to a worker)."""
+    def _start(self, call: CallRecord, keys: tuple[ResourceKey, ...], *, inline: bool) -> int:
+        """Record the call and start it; queue it for a worker when nothing need be awaited.
+
+        Returns what the driver must still await (:meth:`_proceed`): ``_PREPARE`` (the
+        pre-execute hooks and guards, then the dispatch) or ``_INLINE`` (the dispatch,
+        in the driver); ``_QUEUED`` when the call is settled or queued already.
+        """
         if self._failure is not None:
             raise self._failure
         self._started += 1
@@ -312,13 +330,20 @@ class ToolBatch:
             recorder.record(ToolCallEvent(self.id, call.index, logged))
         if call.fixed is not None:
             call.settled = True
-            return
+            return _QUEUED
         plan = call.plan
         assert plan is not None
         start(call, plan, call.args, frozen=call.frozen)
-        timings = self._timings
         if call.state == PENDING and plan.hooks.any_prepare:
-            if timings:
+            return _PREPARE
+        return self._place(call, keys, inline)
+
+    async def _proceed(
+        self, call: CallRecord, keys: tuple[ResourceKey, ...], step: int, *, inline: bool
+    ) -> None:
+        """The awaited rest of :meth:`_start`: prepare (``_PREPARE``) and dispatch."""
+        if step == _PREPARE:
+            if self._timings:
                 begun = _now()
                 await policy(call)
                 self._stats.prepare += _now() - begun
@@ -326,17 +351,22 @@ class ToolBatch:
                 await policy(call)
             if self._failure is not None:
                 raise self._failure
+            step = self._place(call, keys, inline)
+        if step == _INLINE:
+            await self._dispatch_inline(call)
+
+    def _place(self, call: CallRecord, keys: tuple[ResourceKey, ...], inline: bool) -> int:
+        """Settle a decided call, or queue a pending one; ``_INLINE``: dispatch it here."""
         if call.state != PENDING:
             call.settled = True
-            return
+            return _QUEUED
         plan = call.plan
         assert plan is not None
         if not inline and not keys and plan.version != plan.versions.value:
             plan = plan.current()
         if inline or (not keys and plan.one_step):
             # Runs alone, or cannot suspend (so it could overlap nothing): no task.
-            await self._dispatch_inline(call)
-            return
+            return _INLINE
         call.gate = self
         self._admission.admit(call, keys)
         self._queue.append(call)
@@ -348,7 +378,7 @@ class ToolBatch:
             else:
                 self._idle -= 1
                 self._lot.unpark()
-            return
+            return _QUEUED
         pool = self._pool
         if pool is not None:
             pool.start_soon(self._worker)
@@ -358,6 +388,7 @@ class ToolBatch:
             nursery = self._nursery
             assert nursery is not None
             nursery.start_soon(self._host_pool)
+        return _QUEUED
 
     async def _dispatch_inline(self, call: CallRecord) -> None:
         """Dispatch in the driver, under a scope the batch signal cancels."""
@@ -421,6 +452,8 @@ class ToolBatch:
         stats = self._stats
         timings = self._timings
         admission = self._admission
+        signal = self.signal
+        begun = 0
         while True:
             if not queue:
                 if self._closed and self._started >= len(self._calls):
@@ -441,16 +474,28 @@ class ToolBatch:
                         stats.wait += _now() - begun
                     else:
                         await wait.granted.wait()
-                    if self.signal._cancelled:
+                    if signal._cancelled:
                         call.resolve(ABORTED_BEFORE_DISPATCH_RESULT, RESOLVED)
                         call.settled = True
                         continue
                 if timings:
                     begun = _now()
-                    await dispatch(call, carried=True)
-                    stats.dispatch += _now() - begun
+                plan = call.plan
+                assert plan is not None
+                if plan.fast and plan.version == plan.versions.value and not signal._cancelled:
+                    # The common case, awaited here (no dispatch-stage coroutine layer
+                    # on every resume of the body): no wrappers, budget or limit.
+                    call.invoked = True  # the first attempt: the record is its context
+                    try:
+                        value = await plan.body(call.args, call)  # type: ignore[misc]
+                    except Exception as exc:
+                        resolve_dispatch(call, _failure(exc))
+                    else:
+                        resolve_dispatch(call, _settled(call, value))
                 else:
                     await dispatch(call, carried=True)
+                if timings:
+                    stats.dispatch += _now() - begun
             except trio.Cancelled:
                 # The pool scope carried the batch abort through the wrappers and the
                 # body: record the call by whether its body ran, and re-raise.
@@ -502,7 +547,9 @@ class ToolBatch:
                 passed = False
             else:
                 passed = True
-                plan = call.plan = call.plan.current()  # a listener added meanwhile runs
+                plan = call.plan
+                if plan.version != plan.versions.value:
+                    plan = call.plan = plan.current()  # a listener added meanwhile runs
                 hooks = plan.hooks
                 if timings and hooks.any_finalize:
                     begun = _now()

@@ -58,6 +58,7 @@ class CallRecord(ToolRunContext):
         "args",
         "arguments_json",
         "caller",
+        "clean",
         "deadline",
         "derived",
         "fixed",
@@ -105,6 +106,7 @@ class CallRecord(ToolRunContext):
         self.plan: ToolPlan | None = None
         self.state = PENDING
         self.result: ToolExecutionResult | None = None
+        self.clean: ToolExecutionResult | None = None  # a result known final as it is
         self.invoked = False  # the body was invoked (at any attempt)
         self.gate: Gate | None = None
         self.deadline: float | None = None  # the innermost deadline now in force

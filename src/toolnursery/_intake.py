@@ -55,6 +55,7 @@ def new_batch_id() -> str:
 
 
 _SCALARS: Final = frozenset((str, int, bool, type(None)))
+_EMPTY: Final = FrozenDict()  # read-only, so every call without arguments shares it
 
 
 def _freeze_decoded(value: Any, depth: int = 0) -> Any:
@@ -68,6 +69,13 @@ def _freeze_decoded(value: Any, depth: int = 0) -> Any:
         return value
     if depth < MAX_JSON_DEPTH:
         if t is dict:
+            if not value:
+                return _EMPTY
+            for v in value.values():
+                if type(v) not in _SCALARS:
+                    break
+            else:
+                return FrozenDict(value)  # flat: a copy, nothing to freeze inside
             return FrozenDict(
                 {
                     k: v if type(v) in _SCALARS else _freeze_decoded(v, depth + 1)

@@ -37,7 +37,7 @@ import trio
 from . import _deadline
 from ._bodies import is_async, mark_may_suspend, may_suspend
 from ._call import FINAL, PENDING, RESOLVED, AttemptContext, CallRecord
-from ._content import ToolExecutionResult
+from ._content import TextContent, ToolExecutionResult
 from ._deadline import DeadlinePolicy
 from ._decisions import Allow
 from ._errors import ToolNotFoundError
@@ -78,6 +78,7 @@ __all__ = [
     "may_suspend",
     "policy",
     "prepare",
+    "resolve_dispatch",
     "start",
 ]
 
@@ -288,12 +289,7 @@ async def dispatch(call: CallRecord, *, carried: bool = False) -> None:
         if type(result) is not ToolExecutionResult:
             call.resolve(_unreachable("tools/execute result", result), FINAL)
             return
-    if call._deferred:
-        result = call.with_deferred(result)
-    if caller._cancelled and not result.is_error:
-        result = _aborted(call, result)
-    call.result = result
-    call.state = RESOLVED
+    resolve_dispatch(call, result)
 
 
 class _ExecuteNext:
@@ -393,11 +389,29 @@ def _attempt(call: CallRecord) -> Any:
 
 
 def _settled(call: CallRecord, value: Any) -> ToolExecutionResult:
-    """A body's return as a result: a success after the caller's abort is ``ABORTED``."""
-    result = _normalize(value, call.name)
+    """A body's return as a result: a success after the caller's abort is ``ABORTED``.
+
+    Text that is JSON-safe as it is makes a result that needs no materializing: the
+    record remembers it (as ``clean``), and :func:`conclude` skips the check while the
+    call's result is still that object.
+    """
+    if call.caller._cancelled:
+        result = _normalize(value, call.name)
+        return result if result.is_error else ABORTED_RESULT
+    if type(value) is str and value.isascii():
+        result = call.clean = ToolExecutionResult((TextContent(value),), False)
+        return result
+    return _normalize(value, call.name)
+
+
+def resolve_dispatch(call: CallRecord, result: ToolExecutionResult) -> None:
+    """End a dispatch with ``result``: the body's deferred contexts, the abort rule."""
+    if call._deferred:
+        result = call.with_deferred(result)
     if call.caller._cancelled and not result.is_error:
-        return ABORTED_RESULT
-    return result
+        result = _aborted(call, result)
+    call.result = result
+    call.state = RESOLVED
 
 
 _CANCELLED: Final = object()
@@ -450,10 +464,10 @@ async def _base_dispatch(
             call.end_attempt()
     if value is _CANCELLED:
         return ABORTED_RESULT
-    result = _normalize(value, call.name)
-    if (caller._cancelled or signal._cancelled) and not result.is_error:
-        return ABORTED_RESULT
-    return result
+    if signal._cancelled:
+        result = _normalize(value, call.name)
+        return result if result.is_error else ABORTED_RESULT
+    return _settled(call, value)
 
 
 async def _in_scope(awaitable: Any, call: CallRecord, signal: CancelSignal, carried: bool) -> Any:
@@ -563,7 +577,8 @@ def conclude(call: CallRecord) -> ToolExecutionResult:
         plan = call.plan = plan.rebuild(plan.name, plan.agent)
     if call.state == RESOLVED and call.caller._cancelled and not result.is_error:
         result = _aborted(call, result)
-    result = _materialize(result)
+    if result is not call.clean:
+        result = _materialize(result)
     call.result = result
     call.state = FINAL
     if result.is_error:

@@ -95,6 +95,8 @@ class ToolPlan:
         threaded: a sync body that runs in a worker thread (not declared nonblocking).
         suspends: the body may reach a checkpoint (an async body with an ``await``).
         direct: a known async body without a limit (dispatch awaits it directly).
+        fast: ``direct``, with no wrappers and no budget (a pooled worker awaits the
+            body itself, without the dispatch stage's coroutine layer).
         one_step: a dispatch completes without yielding to trio (no wrappers, budget or
             limit, and a body that cannot suspend): the scheduler runs it inline.
         limiter: the tool's ``max_concurrency`` limiter, or ``None``.
@@ -111,6 +113,7 @@ class ToolPlan:
         "budget",
         "definition",
         "direct",
+        "fast",
         "hooks",
         "is_async",
         "limiter",
@@ -165,6 +168,9 @@ class ToolPlan:
             and limiter is None
             and (definition is None or not self.suspends)
         )
+        # A pooled dispatch may await the body in the worker itself: no wrappers, no
+        # budget, no limit, an async body.
+        self.fast = self.direct and not hooks.execute and budget is None
 
     def current(self) -> ToolPlan:
         """This plan, or the one compiled now if the registry changed since."""
