@@ -178,12 +178,30 @@ class ToolDispatchExecution:
     caller's signal before the body runs.
     """
 
-    __slots__ = ("_record", "_signal", "execution")
+    __slots__ = ("_execution", "_record", "_signal")
 
     def __init__(self, execution: ToolExecution) -> None:
-        self.execution = execution
+        self._execution: ToolExecution | None = execution
         self._signal = execution.signal
         self._record: Any = None  # the pipeline's record of the call (internal)
+
+    @classmethod
+    def _of(cls, record: Any) -> ToolDispatchExecution:
+        """The view of a pipeline record (internal): its execution is made when read."""
+        view = cls.__new__(cls)
+        view._execution = None
+        view._signal = record.caller
+        view._record = record
+        return view
+
+    @property
+    def execution(self) -> ToolExecution:
+        """The frozen execution of the call."""
+        execution = self._execution
+        if execution is None:
+            execution = self._execution = self._record.execution
+        assert execution is not None
+        return execution
 
     @property
     def signal(self) -> CancelSignal:
@@ -201,27 +219,32 @@ class ToolDispatchExecution:
     @property
     def call_id(self) -> str:
         """The model's call id."""
-        return self.execution.call_id
+        record = self._record
+        return self.execution.call_id if record is None else record.call_id
 
     @property
     def name(self) -> str:
         """The tool name."""
-        return self.execution.name
+        record = self._record
+        return self.execution.name if record is None else record.name
 
     @property
     def arguments(self) -> Any:
         """The frozen argument snapshot."""
-        return self.execution.arguments
+        record = self._record
+        return self.execution.arguments if record is None else record.arguments
 
     @property
     def agent(self) -> ToolScope | None:
         """The scope the call runs for."""
-        return self.execution.agent
+        record = self._record
+        return self.execution.agent if record is None else record.agent
 
     @property
     def parent(self) -> ToolExecutionToken | None:
         """The enclosing execution's token, if any."""
-        return self.execution.parent
+        record = self._record
+        return self.execution.parent if record is None else record.parent
 
     @property
     def token(self) -> ToolExecutionToken:

@@ -258,8 +258,7 @@ async def dispatch(call: CallRecord, *, carried: bool = False) -> None:
                 call.deadline = outer
             result = _deadline.timed_out(call, scope, budget) or result
     else:
-        view = ToolDispatchExecution(call._execution or call.execution)
-        view._record = call
+        view = ToolDispatchExecution._of(call)
         first = wrappers[0]
         try:
             if type(first) is not DeadlinePolicy:
