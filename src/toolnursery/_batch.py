@@ -6,6 +6,7 @@ and its pool of reused workers.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 
 import msgspec
@@ -18,7 +19,16 @@ from ._classify import classify
 from ._content import ToolCall, ToolExecutionResult
 from ._decisions import PARALLEL, ResourceKey
 from ._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, _failure
-from ._pipeline import _settled, conclude, dispatch, finalize, policy, resolve_dispatch, start
+from ._pipeline import (
+    _settled,
+    conclude,
+    dispatch,
+    dispatch_grouped,
+    finalize,
+    policy,
+    resolve_dispatch,
+    start,
+)
 from ._progress import CallReport, install_sink, remove_sink
 from ._recorder import (
     ContextEvent,
@@ -38,6 +48,31 @@ __all__ = ["ToolBatch"]
 _QUEUED = 0
 _PREPARE = 1
 _INLINE = 2
+
+# At most this many calls share one deadline scope (see _DeadlineGroup).
+_GROUP_SIZE = 64
+
+
+class _DeadlineGroup:
+    """Calls of one time budget that the driver placed in one pass: one deadline scope.
+
+    A trio cancel scope costs more than the rest of a call's dispatch, so the calls whose
+    only execute wrapper is the timeout policy, and which run as soon as they are
+    placed, share one: its host task enters it and starts them in a nursery inside it.
+    The members start in one scheduler batch; each computes its own deadline (the
+    budget from its start), and the last to start gives the scope the latest of them.
+    So no member times out before its budget has passed since it started, and none
+    later than the spread of its group's starts (nothing, on a test clock) after.
+    """
+
+    __slots__ = ("budget", "calls", "deadline", "scope", "unstarted")
+
+    def __init__(self, budget: float) -> None:
+        self.budget = budget
+        self.calls: list[CallRecord] = []
+        self.deadline = -math.inf  # the latest own deadline of the members started
+        self.unstarted = 0
+        self.scope: trio.CancelScope | None = None
 
 
 class ToolBatch:
@@ -76,6 +111,8 @@ class ToolBatch:
         self._nursery: trio.Nursery | None = None  # the batch nursery, set by _run
         self._pool: trio.Nursery | None = None  # opened on the first pooled dispatch
         self._pool_requested = False
+        self._groups: dict[float, _DeadlineGroup] = {}  # budget -> group still filling
+        self._unhosted: list[_DeadlineGroup] = []  # groups placed before the pool opened
         self._queue: deque[CallRecord] = deque()  # dispatches waiting for a worker
         self._idle = 0  # workers parked, waiting for a dispatch
         self._lot = trio.lowlevel.ParkingLot()
@@ -369,6 +406,12 @@ class ToolBatch:
             return _INLINE
         call.gate = self
         self._admission.admit(call, keys)
+        budget = plan.budget
+        if budget is not None and call.wait is None:
+            # Runs now, and its view's only wrapper is the timeout policy: it shares
+            # a deadline scope with the calls of its budget placed in this pass.
+            self._join_group(call, budget)
+            return _QUEUED
         self._queue.append(call)
         if self._idle:
             if self._closed and self._started >= len(self._calls):
@@ -382,13 +425,30 @@ class ToolBatch:
         pool = self._pool
         if pool is not None:
             pool.start_soon(self._worker)
-        elif not self._pool_requested:
+        else:
+            self._request_pool()
+        return _QUEUED
+
+    def _request_pool(self) -> None:
+        if not self._pool_requested:
             # No waiting for the pool: it spawns the workers queued meanwhile.
             self._pool_requested = True
             nursery = self._nursery
             assert nursery is not None
             nursery.start_soon(self._host_pool)
-        return _QUEUED
+
+    def _join_group(self, call: CallRecord, budget: float) -> None:
+        groups = self._groups
+        group = groups.get(budget)
+        if group is None or len(group.calls) >= _GROUP_SIZE:
+            group = groups[budget] = _DeadlineGroup(budget)
+            pool = self._pool
+            if pool is not None:
+                pool.start_soon(self._host_group, group)
+            else:
+                self._unhosted.append(group)
+                self._request_pool()
+        group.calls.append(call)
 
     async def _dispatch_inline(self, call: CallRecord) -> None:
         """Dispatch in the driver, under a scope the batch signal cancels."""
@@ -421,15 +481,69 @@ class ToolBatch:
                 self._pool = pool
                 for _ in range(len(self._queue)):
                     pool.start_soon(self._worker)
+                unhosted = self._unhosted
+                while unhosted:
+                    pool.start_soon(self._host_group, unhosted.pop())
                 await trio.sleep_forever()
         finally:
-            # Dispatches no worker took before the pool closed never ran.
+            # Dispatches no worker or group took before the pool closed never ran.
             queue = self._queue
             while queue:
                 call = queue.popleft()
                 call.resolve(call.aborted(), RESOLVED)
                 call.settled = True
                 self._admission.settle(call)
+            for group in self._unhosted:
+                for call in group.calls:
+                    call.resolve(call.aborted(), RESOLVED)
+                    call.settled = True
+                    self._admission.settle(call)
+            self._unhosted.clear()
+            self._wake_driver.set()
+
+    async def _host_group(self, group: _DeadlineGroup) -> None:
+        """Enter a deadline group's scope and run its calls in a nursery inside it."""
+        budget = group.budget
+        if self._groups.get(budget) is group:
+            del self._groups[budget]  # no call joins once it has started
+        calls = group.calls
+        group.unstarted = len(calls)
+        with trio.CancelScope() as scope:  # its deadline comes with its members
+            group.scope = scope
+            async with trio.open_nursery() as members:
+                for call in calls:
+                    members.start_soon(self._member, call, group)
+
+    async def _member(self, call: CallRecord, group: _DeadlineGroup) -> None:
+        """Dispatch one call of a deadline group (as :meth:`_worker` does one call)."""
+        timings = self._timings
+        begun = _now() if timings else 0
+        try:
+            scope = group.scope
+            assert scope is not None
+            budget = group.budget
+            own = trio.current_time() + budget / 1000
+            if own > group.deadline:
+                group.deadline = own
+            group.unstarted -= 1
+            if not group.unstarted:
+                scope.deadline = group.deadline  # the last member to start sets it
+            await dispatch_grouped(call, scope, own, budget)
+            if timings:
+                self._stats.dispatch += _now() - begun
+        except trio.Cancelled:
+            # The batch abort (the pool's scope), or the group's deadline: the call is
+            # recorded by whether its body ran, or as timed out; then re-raise.
+            call.resolve(call.aborted(), RESOLVED)
+            call.settled = True
+            raise
+        except Exception as exc:
+            if self._failure is None:
+                self._failure = exc
+        else:
+            call.settled = True
+        finally:
+            self._admission.settle(call)
             self._wake_driver.set()
 
     # The pipeline's Gate: a pooled call's gate is its batch.

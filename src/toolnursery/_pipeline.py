@@ -40,7 +40,7 @@ from ._call import FINAL, PENDING, RESOLVED, AttemptContext, CallRecord
 from ._content import TextContent, ToolExecutionResult
 from ._deadline import DeadlinePolicy
 from ._decisions import Allow
-from ._errors import ToolNotFoundError
+from ._errors import ToolNotFoundError, ToolTimeoutError
 from ._execution import ToolDispatchExecution, ToolExecutionInput
 from ._json import NotJSONError, snapshot
 from ._outcomes import (
@@ -71,6 +71,7 @@ __all__ = [
     "check_trio",
     "conclude",
     "dispatch",
+    "dispatch_grouped",
     "execute",
     "finalize",
     "is_async",
@@ -288,6 +289,57 @@ async def dispatch(call: CallRecord, *, carried: bool = False) -> None:
         if type(result) is not ToolExecutionResult:
             call.resolve(_unreachable("tools/execute result", result), FINAL)
             return
+    resolve_dispatch(call, result)
+
+
+async def dispatch_grouped(
+    call: CallRecord, scope: trio.CancelScope, deadline: float, budget: float
+) -> None:
+    """Stage 2 of a call whose view's only wrapper is the timeout policy, under a
+    deadline scope it shares with other calls (a batch's deadline group).
+
+    ``deadline`` is the call's own (``budget`` ms from now), at most the shared scope's:
+    the scope's cancellation, or its deadline passing while the body ignored it, makes
+    the result ``TOOL_TIMEOUT`` as with a scope of the call's own; an abort carried by an
+    enclosing scope reaches the caller as ``trio.Cancelled``.
+    """
+    plan: Any = call.plan
+    caller = call.caller
+    if plan.version != plan.versions.value:
+        plan = call.plan = plan.rebuild(plan.name, plan.agent)
+        if plan.budget != budget:
+            # The registry changed since the call joined the group: the current plan's
+            # dispatch (the shared scope still bounds it).
+            try:
+                await dispatch(call, carried=True)
+            except trio.Cancelled:
+                if scope.cancel_called and not caller._fired_before(deadline):
+                    call.timed_out = budget
+                raise
+            return
+    call.deadline = deadline
+    try:
+        if not plan.direct or caller._cancelled:
+            result = await _base_dispatch(call, caller, True)
+        else:
+            context = _attempt(call)
+            failed: ToolExecutionResult | None = None
+            try:
+                value = await plan.body(call.args, context)
+            except Exception as exc:
+                failed = _failure(exc)
+            finally:
+                if call.derived is not None:
+                    call.end_attempt()  # the body read its deadline signal
+            result = failed if failed is not None else _settled(call, value)
+    except trio.Cancelled:
+        if scope.cancel_called and not caller._fired_before(deadline):
+            call.timed_out = budget
+        raise
+    finally:
+        call.deadline = None
+    if scope.cancel_called and not caller._fired_before(deadline):
+        result = _failure(ToolTimeoutError(budget))  # the body ignored the deadline
     resolve_dispatch(call, result)
 
 
