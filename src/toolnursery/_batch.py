@@ -57,8 +57,8 @@ class _DeadlineGroup:
     """Calls of one time budget that the driver placed in one pass: one deadline scope.
 
     A trio cancel scope costs more than the rest of a call's dispatch, so the calls whose
-    only execute wrapper is the timeout policy, and which run as soon as they are
-    placed, share one: its host task enters it and starts them in a nursery inside it.
+    only or outermost execute wrapper is the timeout policy, and which run as soon as
+    they are placed, share one: its host task enters it and starts them in a nursery inside it.
     The members start in one scheduler batch; each computes its own deadline (the
     budget from its start), and the last to start gives the scope the latest of them.
     So no member times out before its budget has passed since it started, and none
@@ -406,10 +406,10 @@ class ToolBatch:
             return _INLINE
         call.gate = self
         self._admission.admit(call, keys)
-        budget = plan.budget
+        budget = plan.outer_budget
         if budget is not None and call.wait is None:
-            # Runs now, and its view's only wrapper is the timeout policy: it shares
-            # a deadline scope with the calls of its budget placed in this pass.
+            # Runs now, and its view's only or outermost wrapper is the timeout policy:
+            # it shares a deadline scope with the calls of its budget placed in this pass.
             self._join_group(call, budget)
             return _QUEUED
         self._queue.append(call)

@@ -295,19 +295,20 @@ async def dispatch(call: CallRecord, *, carried: bool = False) -> None:
 async def dispatch_grouped(
     call: CallRecord, scope: trio.CancelScope, deadline: float, budget: float
 ) -> None:
-    """Stage 2 of a call whose view's only wrapper is the timeout policy, under a
-    deadline scope it shares with other calls (a batch's deadline group).
+    """Stage 2 of a call whose view's only or outermost execute wrapper is the timeout
+    policy, under a deadline scope it shares with other calls (a batch's deadline group).
 
     ``deadline`` is the call's own (``budget`` ms from now), at most the shared scope's:
     the scope's cancellation, or its deadline passing while the body ignored it, makes
     the result ``TOOL_TIMEOUT`` as with a scope of the call's own; an abort carried by an
-    enclosing scope reaches the caller as ``trio.Cancelled``.
+    enclosing scope reaches the caller as ``trio.Cancelled``. The wrappers inside the
+    policy run as they would inside its own scope.
     """
     plan: Any = call.plan
     caller = call.caller
     if plan.version != plan.versions.value:
         plan = call.plan = plan.rebuild(plan.name, plan.agent)
-        if plan.budget != budget:
+        if plan.outer_budget != budget:
             # The registry changed since the call joined the group: the current plan's
             # dispatch (the shared scope still bounds it).
             try:
@@ -317,29 +318,40 @@ async def dispatch_grouped(
                     call.timed_out = budget
                 raise
             return
+    wrappers = plan.hooks.execute
     call.deadline = deadline
     try:
-        if not plan.direct or caller._cancelled:
-            result = await _base_dispatch(call, caller, True)
-        else:
-            context = _attempt(call)
-            failed: ToolExecutionResult | None = None
-            try:
-                value = await plan.body(call.args, context)
-            except Exception as exc:
-                failed = _failure(exc)
-            finally:
-                if call.derived is not None:
-                    call.end_attempt()  # the body read its deadline signal
-            result = failed if failed is not None else _settled(call, value)
-    except trio.Cancelled:
-        if scope.cancel_called and not caller._fired_before(deadline):
-            call.timed_out = budget
-        raise
-    finally:
-        call.deadline = None
+        try:
+            if wrappers:
+                view = ToolDispatchExecution._of(call)
+                result = await _ExecuteNext(wrappers, view, call, 1, True)()
+            elif not plan.direct or caller._cancelled:
+                result = await _base_dispatch(call, caller, True)
+            else:
+                context = _attempt(call)
+                failed: ToolExecutionResult | None = None
+                try:
+                    value = await plan.body(call.args, context)
+                except Exception as exc:
+                    failed = _failure(exc)
+                finally:
+                    if call.derived is not None:
+                        call.end_attempt()  # the body read its deadline signal
+                result = failed if failed is not None else _settled(call, value)
+        except trio.Cancelled:
+            if scope.cancel_called and not caller._fired_before(deadline):
+                call.timed_out = budget
+            raise
+        finally:
+            call.deadline = None
+    except Exception as exc:  # a wrapper raised
+        call.resolve(_failure(exc), FINAL)
+        return
     if scope.cancel_called and not caller._fired_before(deadline):
-        result = _failure(ToolTimeoutError(budget))  # the body ignored the deadline
+        result = _failure(ToolTimeoutError(budget))  # the deadline passed, ignored
+    elif type(result) is not ToolExecutionResult:
+        call.resolve(_unreachable("tools/execute result", result), FINAL)
+        return
     resolve_dispatch(call, result)
 
 

@@ -102,6 +102,9 @@ class ToolPlan:
         limiter: the tool's ``max_concurrency`` limiter, or ``None``.
         budget: the time budget in ms when the view's only wrapper is a timeout
             policy and the tool has one, else ``None``.
+        outer_budget: the time budget in ms of a timeout policy that is the view's only
+            or outermost wrapper (and applies to the tool), else ``None``: a batch may
+            run such calls under a deadline scope they share.
         hooks: the view's :class:`Hooks`.
         stats: the registry's counters.
         timings: whether the registry times phases (read when a call begins).
@@ -119,6 +122,7 @@ class ToolPlan:
         "limiter",
         "name",
         "one_step",
+        "outer_budget",
         "rebuild",
         "stats",
         "suspends",
@@ -160,6 +164,12 @@ class ToolPlan:
         if deadline is not None and definition is not None:
             budget = deadline.budget(definition)
         self.budget = budget
+        # The budget of a timeout policy that is the view's only or outermost wrapper.
+        outer_budget = budget
+        execute = hooks.execute
+        if execute and type(execute[0]) is DeadlinePolicy and definition is not None:
+            outer_budget = execute[0].budget(definition)
+        self.outer_budget = outer_budget
         # Dispatch may await the body directly (no limit, an async body).
         self.direct = definition is not None and limiter is None and is_async
         self.one_step = (

@@ -29,6 +29,7 @@ from ._content import ToolErrorInfo, ToolExecutionResult
 from ._deadline import current_definition
 from ._errors import RegistrationError, ToolError
 from ._execution import ToolDispatchExecution
+from ._json import FrozenDict
 from ._registry import Disposer, ToolRegistry, ToolScope
 from ._signal import CancelSignal
 
@@ -158,7 +159,8 @@ def install_retry_policy(
     ) -> ToolExecutionResult:
         if not eligible(execution):
             return await next()
-        caller = execution.execution.signal
+        record = execution._record  # the pipeline's record of the call, if any
+        caller = execution.execution.signal if record is None else record.caller
         attempt = 0
         delay_ms = min(backoff_ms, max_backoff_ms)
         while True:
@@ -188,7 +190,10 @@ def install_retry_policy(
             delay_ms = min(max_backoff_ms, delay_ms * multiplier)
         if raised is not None:
             raise raised
-        return _with_attempts(result, attempt)
+        final = _with_attempts(result, attempt)
+        if record is not None and record.clean is result:
+            record.clean = final  # final as it is: a clean result, frozen attempts meta
+        return final
 
     disposers = [owner.on_execute(retry_wrapper)]
     if names:
@@ -237,7 +242,7 @@ async def _backoff(seconds: float, *signals: CancelSignal) -> bool:
 def _with_attempts(result: ToolExecutionResult, attempts: int) -> ToolExecutionResult:
     meta = result.meta
     if meta is None:
-        merged: dict[str, Any] = {"attempts": attempts}
+        merged: dict[str, Any] = FrozenDict(attempts=attempts)
     elif isinstance(meta, dict):
         merged = {**meta, "attempts": attempts}
     else:
