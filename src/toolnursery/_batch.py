@@ -14,13 +14,15 @@ import trio
 
 from . import _intake
 from ._admission import Admission
-from ._call import PENDING, RESOLVED, UNPARSED, CallRecord
+from ._call import FINAL, PENDING, RESOLVED, UNPARSED, CallRecord
 from ._classify import classify
 from ._content import ToolCall, ToolExecutionResult
 from ._decisions import PARALLEL, ResourceKey
 from ._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, _failure
 from ._pipeline import (
     _settled,
+    chain,
+    chained,
     conclude,
     dispatch,
     dispatch_grouped,
@@ -606,6 +608,14 @@ class ToolBatch:
                         resolve_dispatch(call, _failure(exc))
                     else:
                         resolve_dispatch(call, _settled(call, value))
+                elif plan.chained and plan.version == plan.versions.value and not signal._cancelled:
+                    # The wrapper chain, awaited here: one coroutine layer fewer.
+                    try:
+                        result = await chain(call)
+                    except Exception as exc:
+                        call.resolve(_failure(exc), FINAL)
+                    else:
+                        chained(call, result)
                 else:
                     await dispatch(call, carried=True)
                 if timings:

@@ -68,6 +68,8 @@ __all__ = [
     "Call",
     "Gate",
     "begin",
+    "chain",
+    "chained",
     "check_trio",
     "conclude",
     "dispatch",
@@ -403,7 +405,42 @@ class _ExecuteNext:
                 budget = wrappers[index].budget(definition)
                 if budget is not None:
                     return _timed_dispatch(call, self.view._signal, self.carried, budget)
-        return _base_dispatch(call, self.view._signal, self.carried)
+        signal = self.view._signal
+        if self.carried and signal is call.caller and not signal._cancelled:
+            plan = call.plan
+            if plan.direct and plan.version == plan.versions.value:  # type: ignore[union-attr]
+                return _direct(call)  # the common case: a plain body, no limit
+        return _base_dispatch(call, signal, self.carried)
+
+
+async def _direct(call: CallRecord) -> ToolExecutionResult:
+    """The base dispatch of an async body without a limit, under an enclosing scope that
+    carries the abort and the caller's own signal (what :func:`_base_dispatch` does then)."""
+    plan: Any = call.plan
+    context = _attempt(call)
+    try:
+        value = await plan.body(call.args, context)
+    except Exception as exc:
+        return _failure(exc)
+    finally:
+        if call.derived is not None:
+            call.end_attempt()
+    return _settled(call, value)
+
+
+def chain(call: CallRecord) -> Awaitable[ToolExecutionResult]:
+    """The outermost execute wrapper's awaitable, for a pooled call whose plan has
+    ``chained`` (the worker awaits it itself, then calls :func:`chained`)."""
+    plan: Any = call.plan
+    return _ExecuteNext(plan.hooks.execute, ToolDispatchExecution._of(call), call, 0, True)()
+
+
+def chained(call: CallRecord, result: object) -> None:
+    """End a dispatch begun with :func:`chain` with what the chain returned."""
+    if type(result) is not ToolExecutionResult:
+        call.resolve(_unreachable("tools/execute result", result), FINAL)
+    else:
+        resolve_dispatch(call, result)
 
 
 async def _timed_dispatch(

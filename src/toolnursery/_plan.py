@@ -105,6 +105,8 @@ class ToolPlan:
         outer_budget: the time budget in ms of a timeout policy that is the view's only
             or outermost wrapper (and applies to the tool), else ``None``: a batch may
             run such calls under a deadline scope they share.
+        chained: a known tool whose wrapper chain starts with a wrapper other than the
+            timeout policy (a pooled worker awaits the chain itself).
         hooks: the view's :class:`Hooks`.
         stats: the registry's counters.
         timings: whether the registry times phases (read when a call begins).
@@ -114,6 +116,7 @@ class ToolPlan:
         "agent",
         "body",
         "budget",
+        "chained",
         "definition",
         "direct",
         "fast",
@@ -170,6 +173,11 @@ class ToolPlan:
         if execute and type(execute[0]) is DeadlinePolicy and definition is not None:
             outer_budget = execute[0].budget(definition)
         self.outer_budget = outer_budget
+        # A pooled worker may run the wrapper chain itself: it starts with a wrapper
+        # that is not the timeout policy.
+        self.chained = (
+            definition is not None and bool(execute) and type(execute[0]) is not DeadlinePolicy
+        )
         # Dispatch may await the body directly (no limit, an async body).
         self.direct = definition is not None and limiter is None and is_async
         self.one_step = (
