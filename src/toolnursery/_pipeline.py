@@ -408,7 +408,7 @@ class _ExecuteNext:
         signal = self.view._signal
         if self.carried and signal is call.caller and not signal._cancelled:
             plan = call.plan
-            if plan.direct and plan.version == plan.versions.value:  # type: ignore[union-attr]
+            if plan.direct and plan.version == plan.versions.value:
                 return _direct(call)  # the common case: a plain body, no limit
         return _base_dispatch(call, signal, self.carried)
 
