@@ -16,12 +16,14 @@ from toolnursery import (
     ToolDefinition,
     ToolDispatchExecution,
     ToolErrorInfo,
+    ToolExecution,
     ToolExecutionInput,
     ToolExecutionResult,
     ToolRegistry,
     ToolRunContext,
     install_retry_policy,
     install_timeout_policy,
+    open_tool_batch,
     run_tool_calls,
 )
 
@@ -273,3 +275,144 @@ async def test_the_timeout_policy_at_any_position_in_a_chain_times_out_in_a_batc
         nursery.start_soon(abort_soon)
         aborted = await run_tool_calls(build(60_000), calls(10), signal=signal)
     assert aborted[0].error == ABORTED
+
+
+# -- deadline groups: the calls of one budget placed in one pass share one scope ------
+
+
+def _ends(log: dict[str, float]) -> Any:
+    """A body that sleeps ``d`` seconds and logs the trio time its call ended at."""
+
+    async def body(args: Any, ctx: ToolRunContext) -> str:
+        try:
+            await trio.sleep(args["d"])
+        finally:
+            log[ctx.call_id] = trio.current_time()
+        return "done"
+
+    return body
+
+
+def _hosts(spawned: list[str]) -> int:
+    return spawned.count("toolnursery._batch.ToolBatch._host_group")
+
+
+class _Spawned(trio.abc.Instrument):
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def task_spawned(self, task: trio.lowlevel.Task) -> None:
+        self.names.append(task.name)
+
+
+async def test_a_group_holds_at_most_64_calls_and_each_times_out_at_its_budget(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """150 calls placed in one pass: three groups (64, 64, 22), every call cut at 100 ms."""
+    ends: dict[str, float] = {}
+    registry = ToolRegistry()
+    registry.register(_tool(_ends(ends), timeout_ms=100))
+    install_timeout_policy(registry)
+    spawned = _Spawned()
+    trio.lowlevel.add_instrument(spawned)
+    start = trio.current_time()
+    try:
+        results = await run_tool_calls(registry, calls(*[10] * 150), max_parallel=150)
+    finally:
+        trio.lowlevel.remove_instrument(spawned)
+    assert [r.error for r in results] == [TIMEOUT] * 150
+    assert _hosts(spawned.names) == 3
+    assert {round(end - start, 9) for end in ends.values()} == {0.1}
+
+
+async def test_calls_of_other_budgets_or_later_passes_keep_their_own_deadlines(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Groups are per budget and per pass: a call placed later is not cut by an earlier
+    group's deadline, and a longer budget is not cut by a shorter one."""
+    ends: dict[str, float] = {}
+    registry = ToolRegistry()
+    registry.register(_tool(_ends(ends), timeout_ms=100))
+    registry.register(
+        ToolDefinition(
+            "long",
+            "long",
+            {"type": "object"},
+            _ends(ends),
+            timeout_ms=300,
+            is_concurrency_safe=always,
+        )
+    )
+    install_timeout_policy(registry)
+    start = trio.current_time()
+    async with open_tool_batch(registry, max_parallel=10) as batch:
+        batch.submit(ToolCall("a", "t", '{"d": 10}'))
+        batch.submit(ToolCall("b", "long", '{"d": 10}'))
+        await trio.sleep(0.05)
+        batch.submit(ToolCall("c", "t", '{"d": 10}'))  # a later pass: a group of its own
+        batch.close()
+        results = [result async for _, result in batch]
+    assert [r.error for r in results] == [TIMEOUT] * 3
+    assert {k: round(v - start, 9) for k, v in ends.items()} == {"a": 0.1, "b": 0.3, "c": 0.15}
+
+
+async def test_a_grouped_call_that_ignores_its_deadline_still_times_out(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A body that shields itself past the shared deadline and returns is TOOL_TIMEOUT."""
+
+    async def shielded(args: Any, ctx: ToolRunContext) -> str:
+        with trio.CancelScope(shield=True):
+            await trio.sleep(args["d"])
+        return "ignored the deadline"
+
+    registry = ToolRegistry()
+    registry.register(_tool(shielded, timeout_ms=100))
+    install_timeout_policy(registry)
+    late, quick = await run_tool_calls(registry, calls(0.5, 0.05))
+    assert late.error == TIMEOUT
+    assert quick.content == (TextContent("ignored the deadline"),)
+
+
+async def test_a_call_whose_budget_changed_before_it_started_leaves_its_group(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The registry changes between placing c1 and c1's start (c2's pre-execute hook
+    re-registers the tool with a longer budget): c1 runs under the budget current when
+    its dispatch starts (300 ms), not its group's (100 ms)."""
+    ends: dict[str, float] = {}
+    registry = ToolRegistry()
+    body = _ends(ends)
+    dispose = [registry.register(_tool(body, timeout_ms=100))]
+
+    async def pre(execution: ToolExecution, next_: Any) -> Any:
+        if execution.call_id == "c2":
+            dispose[0]()
+            dispose[0] = registry.register(_tool(body, timeout_ms=300))
+            await trio.lowlevel.checkpoint()  # c1's group starts now
+        return await next_()
+
+    registry.on_pre_execute(pre)
+    install_timeout_policy(registry)
+    start = trio.current_time()
+    results = await run_tool_calls(registry, calls(10, 10))
+    assert [r.error for r in results] == [TIMEOUT, TIMEOUT]
+    assert {k: round(v - start, 9) for k, v in ends.items()} == {"c1": 0.3, "c2": 0.3}
+
+
+async def test_a_capped_batch_times_out_waiting_calls_from_their_own_start(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Calls that wait for a slot are not grouped: each budget counts from its start."""
+    ends: dict[str, float] = {}
+    registry = ToolRegistry()
+    registry.register(_tool(_ends(ends), timeout_ms=100))
+    install_timeout_policy(registry)
+    start = trio.current_time()
+    results = await run_tool_calls(registry, calls(10, 10, 10), max_parallel=2)
+    assert [r.error for r in results] == [TIMEOUT] * 3
+    assert {k: round(v - start, 9) for k, v in ends.items()} == {
+        "c1": 0.1,
+        "c2": 0.1,
+        "c3": 0.2,
+    }

@@ -414,6 +414,11 @@ class ToolBatch:
             # it shares a deadline scope with the calls of its budget placed in this pass.
             self._join_group(call, budget)
             return _QUEUED
+        self._enqueue(call)
+        return _QUEUED
+
+    def _enqueue(self, call: CallRecord) -> None:
+        """Queue an admitted call for a worker: wake a parked one, or start one."""
         self._queue.append(call)
         if self._idle:
             if self._closed and self._started >= len(self._calls):
@@ -423,13 +428,12 @@ class ToolBatch:
             else:
                 self._idle -= 1
                 self._lot.unpark()
-            return _QUEUED
+            return
         pool = self._pool
         if pool is not None:
             pool.start_soon(self._worker)
         else:
             self._request_pool()
-        return _QUEUED
 
     def _request_pool(self) -> None:
         if not self._pool_requested:
@@ -520,16 +524,23 @@ class ToolBatch:
         """Dispatch one call of a deadline group (as :meth:`_worker` does one call)."""
         timings = self._timings
         begun = _now() if timings else 0
+        scope = group.scope
+        assert scope is not None
+        budget = group.budget
+        own = trio.current_time() + budget / 1000
+        if own > group.deadline:
+            group.deadline = own
+        group.unstarted -= 1
+        if not group.unstarted:
+            scope.deadline = group.deadline  # the last member to start sets it
+        plan = call.plan
+        assert plan is not None
+        if plan.version != plan.versions.value and plan.current().outer_budget != budget:
+            # The registry changed since the call was placed and its budget with it: it
+            # leaves the group for a worker (and a deadline of its own, if any).
+            self._enqueue(call)
+            return
         try:
-            scope = group.scope
-            assert scope is not None
-            budget = group.budget
-            own = trio.current_time() + budget / 1000
-            if own > group.deadline:
-                group.deadline = own
-            group.unstarted -= 1
-            if not group.unstarted:
-                scope.deadline = group.deadline  # the last member to start sets it
             await dispatch_grouped(call, scope, own, budget)
             if timings:
                 self._stats.dispatch += _now() - begun

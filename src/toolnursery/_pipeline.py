@@ -55,7 +55,7 @@ from ._outcomes import (
 )
 from ._signal import CancelSignal, _ScopeLink
 from ._statistics import now as _now
-from ._waterfalls import apply_post, notify, resolve_decision, run_post, run_pre
+from ._waterfalls import _accept, _allow, apply_post, notify, resolve_decision, run_post, run_pre
 
 if TYPE_CHECKING:
     from ._plan import ToolPlan
@@ -160,8 +160,12 @@ async def policy(call: CallRecord) -> None:
     hooks = plan.hooks
     if hooks.pre:
         execution = call._execution or call.execution
+        pre = hooks.pre
         try:
-            decision = await run_pre(hooks.pre, execution)
+            if len(pre) == 1:
+                decision = await pre[0](execution, _allow)  # the waterfall of one, inline
+            else:
+                decision = await run_pre(pre, execution)
             if type(decision) is not Allow:
                 denial = await resolve_decision(decision, execution, hooks.approval)
                 if denial is not None:
@@ -308,18 +312,8 @@ async def dispatch_grouped(
     """
     plan: Any = call.plan
     caller = call.caller
-    if plan.version != plan.versions.value:
+    if plan.version != plan.versions.value:  # the same budget (the batch checked)
         plan = call.plan = plan.rebuild(plan.name, plan.agent)
-        if plan.outer_budget != budget:
-            # The registry changed since the call joined the group: the current plan's
-            # dispatch (the shared scope still bounds it).
-            try:
-                await dispatch(call, carried=True)
-            except trio.Cancelled:
-                if scope.cancel_called and not caller._fired_before(deadline):
-                    call.timed_out = budget
-                raise
-            return
     wrappers = plan.hooks.execute
     call.deadline = deadline
     try:
@@ -651,8 +645,12 @@ async def finalize(call: CallRecord) -> ToolExecutionResult:
     if call.state == RESOLVED:
         post = plan.hooks.post
         if post:
+            execution = call._execution or call.execution
             try:
-                decision = await run_post(post, call._execution or call.execution, result)
+                if len(post) == 1:  # the waterfall of one, inline
+                    decision = await post[0](execution, result, _accept)
+                else:
+                    decision = await run_post(post, execution, result)
                 result = apply_post(decision, result)
             except Exception as exc:
                 result = _failure(exc)
