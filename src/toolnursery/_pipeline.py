@@ -425,8 +425,12 @@ async def _direct(call: CallRecord) -> ToolExecutionResult:
 def chain(call: CallRecord) -> Awaitable[ToolExecutionResult]:
     """The outermost execute wrapper's awaitable, for a pooled call whose plan has
     ``chained`` (the worker awaits it itself, then calls :func:`chained`)."""
-    plan: Any = call.plan
-    return _ExecuteNext(plan.hooks.execute, ToolDispatchExecution._of(call), call, 0, True)()
+    wrappers = call.plan.hooks.execute  # type: ignore[union-attr]
+    view = ToolDispatchExecution._of(call)
+    awaitable: Awaitable[ToolExecutionResult] = wrappers[0](
+        view, _ExecuteNext(wrappers, view, call, 1, True)
+    )
+    return awaitable
 
 
 def chained(call: CallRecord, result: object) -> None:
