@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 import trio
 import trio.testing
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from support import always
+from support import always, live_tasks
 from toolnursery import (
     CancelSignal,
     TextContent,
@@ -416,3 +419,72 @@ async def test_a_capped_batch_times_out_waiting_calls_from_their_own_start(
         "c2": 0.1,
         "c3": 0.2,
     }
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["t", "long"]),  # budgets of 100 ms and 300 ms
+            st.sampled_from([0.05, 0.15, 0.25, 0.5]),  # how long the body sleeps
+            st.sampled_from([0.0, 0.0, 0.07]),  # when it is submitted after the last one
+        ),
+        min_size=1,
+        max_size=90,
+    ),
+    st.sampled_from([1, 3, 10, 100]),
+)
+def test_every_timed_call_ends_at_its_own_budget_or_duration(
+    script: list[tuple[str, float, float]], cap: int
+) -> None:
+    """Over random streamed batches of two budgets and any cap: each call ends at the
+    smaller of its duration and its budget, counted from its own start (exactly, on a
+    mock clock), and only the calls that outlive their budget are TOOL_TIMEOUT."""
+    budgets = {"t": 0.1, "long": 0.3}
+
+    async def main() -> None:
+        starts: dict[str, float] = {}
+        ends: dict[str, float] = {}
+
+        async def body(args: Any, ctx: ToolRunContext) -> str:
+            starts[ctx.call_id] = trio.current_time()
+            try:
+                await trio.sleep(args["d"])
+            finally:
+                ends[ctx.call_id] = trio.current_time()
+            return "done"
+
+        registry = ToolRegistry()
+        for name, budget in budgets.items():
+            registry.register(
+                ToolDefinition(
+                    name,
+                    name,
+                    {"type": "object"},
+                    body,
+                    timeout_ms=budget * 1000,
+                    is_concurrency_safe=always,
+                )
+            )
+        install_timeout_policy(registry)
+        before = live_tasks()
+        async with open_tool_batch(registry, max_parallel=cap) as batch:
+            for i, (name, duration, delay) in enumerate(script):
+                if delay:
+                    await trio.sleep(delay)
+                batch.submit(ToolCall(f"c{i}", name, json.dumps({"d": duration})))
+            batch.close()
+            results = [result async for _, result in batch]
+        assert len(results) == len(script)
+        for i, ((name, duration, _), result) in enumerate(zip(script, results, strict=True)):
+            call_id = f"c{i}"
+            elapsed = round(ends[call_id] - starts[call_id], 9)
+            if duration < budgets[name]:
+                assert result.content == (TextContent("done"),), (call_id, result)
+                assert elapsed == duration
+            else:
+                assert result.error == TIMEOUT, (call_id, result)
+                assert elapsed == budgets[name]
+        assert live_tasks() == before  # nothing the batch started is left
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
