@@ -1552,3 +1552,38 @@ async def test_a_body_that_cannot_suspend_runs_in_the_driver_without_a_task() ->
     kinds = [(type(e).__name__, getattr(e, "index", None)) for e in events]
     assert kinds[:3] == [("ToolCallEvent", 0), ("ToolResultEvent", 0), ("ToolCallEvent", 1)]
     assert [e.index for e in events if isinstance(e, ToolResultEvent)] == [0, 1, 2]
+
+
+async def test_a_one_call_batch_starts_no_task_and_is_still_a_cancel_point() -> None:
+    """A lone call runs inline (no pool, no nursery, no task); an already-cancelled
+    enclosing scope still stops ``run_tool_calls`` before the call starts."""
+    ran: list[str] = []
+
+    async def body(args: Any, ctx: ToolRunContext) -> str:
+        ran.append(ctx.call_id)
+        return "ok"
+
+    registry = registry_with(
+        ToolDefinition("t", "t", {"type": "object"}, body, is_concurrency_safe=always)
+    )
+
+    class Spawned(trio.abc.Instrument):
+        def __init__(self) -> None:
+            self.count = 0
+
+        def task_spawned(self, task: trio.lowlevel.Task) -> None:
+            self.count += 1
+
+    spawned = Spawned()
+    trio.lowlevel.add_instrument(spawned)
+    try:
+        results = await run_tool_calls(registry, [ToolCall("c1", "t", "{}")])
+    finally:
+        trio.lowlevel.remove_instrument(spawned)
+    assert [text(r) for r in results] == ["ok"]
+    assert spawned.count == 0
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        await run_tool_calls(registry, [ToolCall("c2", "t", "{}")])
+    assert scope.cancelled_caught
+    assert ran == ["c1"]

@@ -211,8 +211,9 @@ class ToolBatch:
     def _wake(self) -> None:
         self._wake_driver.set()
 
-    async def _run(self, nursery: trio.Nursery) -> None:
-        """Drive the batch to the end; the pool goes into ``nursery``."""
+    async def _run(self, nursery: trio.Nursery | None) -> None:
+        """Drive the batch to the end; the pool goes into ``nursery`` (``None``: a batch
+        of at most one call, which runs inline and needs no pool)."""
         self._nursery = nursery
         # The batch signal is private to this batch, so the link dies with it.
         self.signal._link(self._on_abort)

@@ -265,8 +265,14 @@ async def run_tool_calls(
             batch._add(call)
         batch._closed = True
         # The whole batch is known: drive it from this task (one task fewer).
-        async with trio.open_nursery() as nursery:
-            await batch._run(nursery)
+        if len(batch._calls) <= 1:
+            # A lone call runs inline: no pool, so no nursery (whose exit would cost a
+            # round through the scheduler). Still a cancel point, as a nursery is.
+            await trio.lowlevel.checkpoint_if_cancelled()
+            await batch._run(None)
+        else:
+            async with trio.open_nursery() as nursery:
+                await batch._run(nursery)
     except BaseExceptionGroup as group:
         raise _collapse(group) from None
     finally:
