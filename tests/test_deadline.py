@@ -64,11 +64,12 @@ async def test_b168_own_deadline_in_a_batch_is_a_timeout_with_the_exact_text(
     assert trio.current_time() - start == pytest.approx(0.25)
 
 
+@pytest.mark.parametrize("timeout_ms", [500, 5000], ids=["own scope", "deadline group"])
 async def test_b169_an_enclosing_abort_stays_aborted_in_a_batch(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, timeout_ms: float
 ) -> None:
     """B169: the batch abort (the pool's scope, enclosing the deadline) → ABORTED."""
-    results = await _two_calls_aborted_at(0.2, slow, timeout_ms=500)
+    results = await _two_calls_aborted_at(0.2, slow, timeout_ms=timeout_ms)
     assert [r.error for r in results] == [ABORTED, ABORTED]
 
 
@@ -82,8 +83,11 @@ async def test_b169_an_enclosing_cancel_scope_around_execute_propagates() -> Non
     assert outer.cancelled_caught
 
 
+@pytest.mark.parametrize(
+    ("timeout_ms", "abort_at"), [(100, 0.3), (1000, 1.2)], ids=["own scope", "deadline group"]
+)
 async def test_b170_deadline_first_then_batch_abort_during_cleanup_is_a_timeout(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, timeout_ms: float, abort_at: float
 ) -> None:
     """B170 in a batch: the deadline passed before the abort reached the cleaning body."""
 
@@ -95,7 +99,7 @@ async def test_b170_deadline_first_then_batch_abort_during_cleanup_is_a_timeout(
                 await trio.sleep(0.5)
         return "late"
 
-    results = await _two_calls_aborted_at(0.3, cleans_up, timeout_ms=100)
+    results = await _two_calls_aborted_at(abort_at, cleans_up, timeout_ms=timeout_ms)
     assert [r.error for r in results] == [TIMEOUT, TIMEOUT]
 
 
@@ -311,21 +315,21 @@ class _Spawned(trio.abc.Instrument):
 async def test_a_group_holds_at_most_64_calls_and_each_times_out_at_its_budget(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    """150 calls placed in one pass: three groups (64, 64, 22), every call cut at 100 ms."""
+    """150 calls placed in one pass: three groups (64, 64, 22), every call cut at 1 s."""
     ends: dict[str, float] = {}
     registry = ToolRegistry()
-    registry.register(_tool(_ends(ends), timeout_ms=100))
+    registry.register(_tool(_ends(ends), timeout_ms=1000))
     install_timeout_policy(registry)
     spawned = _Spawned()
     trio.lowlevel.add_instrument(spawned)
     start = trio.current_time()
     try:
-        results = await run_tool_calls(registry, calls(*[10] * 150), max_parallel=150)
+        results = await run_tool_calls(registry, calls(*[100] * 150), max_parallel=150)
     finally:
         trio.lowlevel.remove_instrument(spawned)
     assert [r.error for r in results] == [TIMEOUT] * 150
     assert _hosts(spawned.names) == 3
-    assert {round(end - start, 9) for end in ends.values()} == {0.1}
+    assert {round(end - start, 9) for end in ends.values()} == {1.0}
 
 
 async def test_calls_of_other_budgets_or_later_passes_keep_their_own_deadlines(
@@ -335,28 +339,28 @@ async def test_calls_of_other_budgets_or_later_passes_keep_their_own_deadlines(
     group's deadline, and a longer budget is not cut by a shorter one."""
     ends: dict[str, float] = {}
     registry = ToolRegistry()
-    registry.register(_tool(_ends(ends), timeout_ms=100))
+    registry.register(_tool(_ends(ends), timeout_ms=1000))
     registry.register(
         ToolDefinition(
             "long",
             "long",
             {"type": "object"},
             _ends(ends),
-            timeout_ms=300,
+            timeout_ms=3000,
             is_concurrency_safe=always,
         )
     )
     install_timeout_policy(registry)
     start = trio.current_time()
     async with open_tool_batch(registry, max_parallel=10) as batch:
-        batch.submit(ToolCall("a", "t", '{"d": 10}'))
-        batch.submit(ToolCall("b", "long", '{"d": 10}'))
-        await trio.sleep(0.05)
-        batch.submit(ToolCall("c", "t", '{"d": 10}'))  # a later pass: a group of its own
+        batch.submit(ToolCall("a", "t", '{"d": 100}'))
+        batch.submit(ToolCall("b", "long", '{"d": 100}'))
+        await trio.sleep(0.5)
+        batch.submit(ToolCall("c", "t", '{"d": 100}'))  # a later pass: a group of its own
         batch.close()
         results = [result async for _, result in batch]
     assert [r.error for r in results] == [TIMEOUT] * 3
-    assert {k: round(v - start, 9) for k, v in ends.items()} == {"a": 0.1, "b": 0.3, "c": 0.15}
+    assert {k: round(v - start, 9) for k, v in ends.items()} == {"a": 1.0, "b": 3.0, "c": 1.5}
 
 
 async def test_a_grouped_call_that_ignores_its_deadline_still_times_out(
@@ -370,9 +374,9 @@ async def test_a_grouped_call_that_ignores_its_deadline_still_times_out(
         return "ignored the deadline"
 
     registry = ToolRegistry()
-    registry.register(_tool(shielded, timeout_ms=100))
+    registry.register(_tool(shielded, timeout_ms=1000))
     install_timeout_policy(registry)
-    late, quick = await run_tool_calls(registry, calls(0.5, 0.05))
+    late, quick = await run_tool_calls(registry, calls(5, 0.5))
     assert late.error == TIMEOUT
     assert quick.content == (TextContent("ignored the deadline"),)
 
@@ -382,25 +386,25 @@ async def test_a_call_whose_budget_changed_before_it_started_leaves_its_group(
 ) -> None:
     """The registry changes between placing c1 and c1's start (c2's pre-execute hook
     re-registers the tool with a longer budget): c1 runs under the budget current when
-    its dispatch starts (300 ms), not its group's (100 ms)."""
+    its dispatch starts (3 s), not its group's (1 s)."""
     ends: dict[str, float] = {}
     registry = ToolRegistry()
     body = _ends(ends)
-    dispose = [registry.register(_tool(body, timeout_ms=100))]
+    dispose = [registry.register(_tool(body, timeout_ms=1000))]
 
     async def pre(execution: ToolExecution, next_: Any) -> Any:
         if execution.call_id == "c2":
             dispose[0]()
-            dispose[0] = registry.register(_tool(body, timeout_ms=300))
+            dispose[0] = registry.register(_tool(body, timeout_ms=3000))
             await trio.lowlevel.checkpoint()  # c1's group starts now
         return await next_()
 
     registry.on_pre_execute(pre)
     install_timeout_policy(registry)
     start = trio.current_time()
-    results = await run_tool_calls(registry, calls(10, 10))
+    results = await run_tool_calls(registry, calls(100, 100))
     assert [r.error for r in results] == [TIMEOUT, TIMEOUT]
-    assert {k: round(v - start, 9) for k, v in ends.items()} == {"c1": 0.3, "c2": 0.3}
+    assert {k: round(v - start, 9) for k, v in ends.items()} == {"c1": 3.0, "c2": 3.0}
 
 
 async def test_a_capped_batch_times_out_waiting_calls_from_their_own_start(
@@ -409,15 +413,15 @@ async def test_a_capped_batch_times_out_waiting_calls_from_their_own_start(
     """Calls that wait for a slot are not grouped: each budget counts from its start."""
     ends: dict[str, float] = {}
     registry = ToolRegistry()
-    registry.register(_tool(_ends(ends), timeout_ms=100))
+    registry.register(_tool(_ends(ends), timeout_ms=1000))
     install_timeout_policy(registry)
     start = trio.current_time()
-    results = await run_tool_calls(registry, calls(10, 10, 10), max_parallel=2)
+    results = await run_tool_calls(registry, calls(100, 100, 100), max_parallel=2)
     assert [r.error for r in results] == [TIMEOUT] * 3
     assert {k: round(v - start, 9) for k, v in ends.items()} == {
-        "c1": 0.1,
-        "c2": 0.1,
-        "c3": 0.2,
+        "c1": 1.0,
+        "c2": 1.0,
+        "c3": 2.0,
     }
 
 
@@ -425,9 +429,9 @@ async def test_a_capped_batch_times_out_waiting_calls_from_their_own_start(
 @given(
     st.lists(
         st.tuples(
-            st.sampled_from(["t", "long"]),  # budgets of 100 ms and 300 ms
-            st.sampled_from([0.05, 0.15, 0.25, 0.5]),  # how long the body sleeps
-            st.sampled_from([0.0, 0.0, 0.07]),  # when it is submitted after the last one
+            st.sampled_from(["t", "long", "short"]),  # budgets of 1 s, 3 s and 100 ms
+            st.sampled_from([0.05, 0.5, 1.5, 2.5, 5.0]),  # how long the body sleeps
+            st.sampled_from([0.0, 0.0, 0.7]),  # when it is submitted after the last one
         ),
         min_size=1,
         max_size=90,
@@ -437,10 +441,11 @@ async def test_a_capped_batch_times_out_waiting_calls_from_their_own_start(
 def test_every_timed_call_ends_at_its_own_budget_or_duration(
     script: list[tuple[str, float, float]], cap: int
 ) -> None:
-    """Over random streamed batches of two budgets and any cap: each call ends at the
+    """Over random streamed batches of three budgets (two of them long enough to share
+    deadline scopes, one not) and any cap: each call ends at the
     smaller of its duration and its budget, counted from its own start (exactly, on a
     mock clock), and only the calls that outlive their budget are TOOL_TIMEOUT."""
-    budgets = {"t": 0.1, "long": 0.3}
+    budgets = {"t": 1.0, "long": 3.0, "short": 0.1}
 
     async def main() -> None:
         starts: dict[str, float] = {}
