@@ -118,6 +118,7 @@ class ToolBatch:
         self._nursery: trio.Nursery | None = None  # the batch nursery, set by _run
         self._pool: trio.Nursery | None = None  # opened on the first pooled dispatch
         self._pool_requested = False
+        self._pool_done = trio.Event()  # set when the batch has ended normally
         self._groups: dict[float, _DeadlineGroup] = {}  # budget -> group still filling
         self._unhosted: list[_DeadlineGroup] = []  # groups placed before the pool opened
         self._queue: deque[CallRecord] = deque()  # dispatches waiting for a worker
@@ -225,6 +226,7 @@ class ToolBatch:
         # The calls' progress reports become durable events (the tasks the batch
         # starts inherit this context, so pooled bodies report here too).
         reports = install_sink(self._record_report) if self.recorder is not None else None
+        ended = False
         try:
             await self._schedule()
             await self._drain()
@@ -234,6 +236,7 @@ class ToolBatch:
                     break
                 await self._wait()
             self._record_contexts()
+            ended = True
         except Exception as exc:
             # Internal failure: start nothing new, let in-flight dispatches settle,
             # re-raise the first failure.
@@ -248,8 +251,16 @@ class ToolBatch:
         finally:
             if reports is not None:
                 remove_sink(reports)
-            if self._pool is not None:
-                self._pool.cancel_scope.cancel()
+            pool = self._pool
+            if ended:
+                # Every call committed and nothing is in flight: the parked workers end
+                # and the pool closes, with no cancellation to deliver.
+                if self._idle:
+                    self._idle = 0
+                    self._lot.unpark_all()
+                self._pool_done.set()
+            elif pool is not None:
+                pool.cancel_scope.cancel()
             self._fold_statistics()
             self._finished = True
             self._wake_reader.set()
@@ -496,7 +507,11 @@ class ToolBatch:
                 unhosted = self._unhosted
                 while unhosted:
                     pool.start_soon(self._host_group, unhosted.pop())
-                await trio.sleep_forever()
+                await self._pool_done.wait()
+                if pool.child_tasks:
+                    # Whatever a body left running in the pool (or a worker still on
+                    # its way out) ends now: nothing a call starts outlives the batch.
+                    pool.cancel_scope.cancel()
         finally:
             # Dispatches no worker or group took before the pool closed never ran.
             queue = self._queue
