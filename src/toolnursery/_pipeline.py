@@ -247,17 +247,8 @@ async def dispatch(call: CallRecord, *, carried: bool = False) -> None:
                         result = await _base_dispatch(call, caller, carried)
                     else:
                         # No limit, an async body that an enclosing scope (or nothing)
-                        # interrupts: awaited here, without a coroutine layer.
-                        context = _attempt(call)
-                        failed: ToolExecutionResult | None = None
-                        try:
-                            value = await plan.body(call.args, context)
-                        except Exception as exc:
-                            failed = _failure(exc)
-                        finally:
-                            if call.derived is not None:
-                                call.end_attempt()  # the body read its deadline signal
-                        result = failed if failed is not None else _settled(call, value)
+                        # interrupts: without the base dispatch's checks.
+                        result = await _direct(call)
             except trio.Cancelled:
                 _deadline.unwound(call, scope, budget)
                 raise
@@ -445,7 +436,7 @@ async def _timed_dispatch(
     call: CallRecord, signal: CancelSignal, carried: bool, budget: float
 ) -> ToolExecutionResult:
     """The base dispatch under a deadline ``budget`` ms from now (TOOL_TIMEOUT if it
-    passes); an async body without a limit or a replaced signal is awaited here."""
+    passes); an async body without a limit or a replaced signal is awaited directly."""
     plan: Any = call.plan
     caller = call.caller
     scope, outer = _deadline.enter(call, budget)
@@ -458,16 +449,7 @@ async def _timed_dispatch(
             ):
                 result = await _base_dispatch(call, signal, carried)
             else:
-                context = _attempt(call)
-                failed: ToolExecutionResult | None = None
-                try:
-                    value = await plan.body(call.args, context)
-                except Exception as exc:
-                    failed = _failure(exc)
-                finally:
-                    if call.derived is not None:
-                        call.end_attempt()  # the body read its deadline signal
-                result = failed if failed is not None else _settled(call, value)
+                result = await _direct(call)
     except trio.Cancelled:
         _deadline.unwound(call, scope, budget)
         raise
