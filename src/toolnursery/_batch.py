@@ -63,13 +63,14 @@ class _DeadlineGroup:
     """Calls of one time budget that the driver placed in one pass: one deadline scope.
 
     A trio cancel scope costs more than the rest of a call's dispatch, so the calls whose
-    only or outermost execute wrapper is the timeout policy, and which run as soon as
-    they are placed, share one: its host task enters it and starts them in a nursery inside it.
-    The members start in one scheduler batch; each computes its own deadline (the
-    budget from its start), and the last to start gives the scope the latest of them.
-    So no member times out before its budget has passed since it started, and none
-    later than the time its group's calls take to start (each runs until its body first
-    awaits; nothing, on a test clock that does not advance meanwhile) after.
+    only or outermost execute wrapper is the timeout policy, whose budget is at least
+    :data:`_GROUP_MIN_BUDGET_MS`, and which run as soon as they are placed, share one:
+    its host task enters it and starts them in a nursery inside it. The members start
+    in one scheduler batch; each computes its own deadline (the budget from its start),
+    and the last to start gives the scope the latest of them. So no member times out
+    before its budget has passed since it started, and none later than the time its
+    group's calls take to start (each runs until its body first awaits; nothing, on a
+    test clock that does not advance meanwhile) after.
     """
 
     __slots__ = ("budget", "calls", "deadline", "scope", "unstarted")
