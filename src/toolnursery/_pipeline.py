@@ -23,7 +23,8 @@ own ``Cancelled``. Under a batch (``carried=True``) an enclosing scope carries t
 abort: the body and every execute wrapper see ``trio.Cancelled``, and the batch maps
 the call by whether its body was invoked (:meth:`CallRecord.aborted`). A wrapper's
 replacement signal is linked (O(1)) to a scope around the body; a timeout budget is a
-deadline scope around the dispatch (:mod:`toolnursery._deadline`).
+deadline scope around the dispatch (:mod:`toolnursery._deadline`), or, in a batch, one
+that calls of the same budget share (:func:`dispatch_grouped`).
 """
 
 from __future__ import annotations
