@@ -493,3 +493,25 @@ def test_every_timed_call_ends_at_its_own_budget_or_duration(
         assert live_tasks() == before  # nothing the batch started is left
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+async def test_b166_a_grouped_body_sees_its_own_deadline_in_its_signal(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """B166 in a deadline group: each body's ``ctx.signal`` reads as fired once its own
+    deadline (not a later member's) has passed, and the call times out."""
+    seen: dict[str, tuple[bool, bool]] = {}
+
+    async def polls(args: Any, ctx: ToolRunContext) -> str:
+        before = ctx.signal.cancelled
+        with trio.CancelScope(shield=True):
+            await trio.sleep(args["d"])
+        seen[ctx.call_id] = (before, ctx.signal.cancelled)
+        return "stopped"
+
+    registry = ToolRegistry()
+    registry.register(_tool(polls, timeout_ms=1000))
+    install_timeout_policy(registry)
+    results = await run_tool_calls(registry, calls(2, 0.5))
+    assert seen == {"c1": (False, True), "c2": (False, False)}
+    assert [r.error for r in results] == [TIMEOUT, None]
