@@ -498,8 +498,8 @@ def test_every_timed_call_ends_at_its_own_budget_or_duration(
 async def test_b166_a_grouped_body_sees_its_own_deadline_in_its_signal(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    """B166 in a deadline group: each body's ``ctx.signal`` reads as fired once its own
-    deadline (not a later member's) has passed, and the call times out."""
+    """B166 in a deadline group: a body's ``ctx.signal`` is derived, reads as fired once
+    its deadline has passed (and not before), and the call that outlived it times out."""
     seen: dict[str, tuple[bool, bool]] = {}
 
     async def polls(args: Any, ctx: ToolRunContext) -> str:

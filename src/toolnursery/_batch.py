@@ -518,13 +518,11 @@ class ToolBatch:
             queue = self._queue
             while queue:
                 call = queue.popleft()
-                call.resolve(call.aborted(), RESOLVED)
-                call.settled = True
+                self._unwound(call)
                 self._admission.settle(call)
             for group in self._unhosted:
                 for call in group.calls:
-                    call.resolve(call.aborted(), RESOLVED)
-                    call.settled = True
+                    self._unwound(call)
                     self._admission.settle(call)
             self._unhosted.clear()
             self._wake_driver.set()
@@ -569,17 +567,26 @@ class ToolBatch:
         except trio.Cancelled:
             # The batch abort (the pool's scope), or the group's deadline: the call is
             # recorded by whether its body ran, or as timed out; then re-raise.
-            call.resolve(call.aborted(), RESOLVED)
-            call.settled = True
+            self._unwound(call)
             raise
         except Exception as exc:
-            if self._failure is None:
-                self._failure = exc
+            self._failed(exc)
         else:
             call.settled = True
         finally:
             self._admission.settle(call)
             self._wake_driver.set()
+
+    @staticmethod
+    def _unwound(call: CallRecord) -> None:
+        """An abort unwound the call: its result by whether its body ran; settled."""
+        call.resolve(call.aborted(), RESOLVED)
+        call.settled = True
+
+    def _failed(self, exc: Exception) -> None:
+        """A dispatch failed internally (not a result): the driver re-raises the first."""
+        if self._failure is None:
+            self._failure = exc
 
     # The pipeline's Gate: a pooled call's gate is its batch.
 
@@ -656,13 +663,10 @@ class ToolBatch:
             except trio.Cancelled:
                 # The pool scope carried the batch abort through the wrappers and the
                 # body: record the call by whether its body ran, and re-raise.
-                call.resolve(call.aborted(), RESOLVED)
-                call.settled = True
+                self._unwound(call)
                 raise
             except Exception as exc:
-                # Not a result: an internal failure. The driver re-raises the first one.
-                if self._failure is None:
-                    self._failure = exc
+                self._failed(exc)
             else:
                 call.settled = True
             finally:

@@ -56,7 +56,7 @@ from ._outcomes import (
 )
 from ._signal import CancelSignal, _ScopeLink
 from ._statistics import now as _now
-from ._waterfalls import _accept, _allow, apply_post, notify, resolve_decision, run_post, run_pre
+from ._waterfalls import apply_post, notify, resolve_decision, run_post, run_pre
 
 if TYPE_CHECKING:
     from ._plan import ToolPlan
@@ -161,12 +161,8 @@ async def policy(call: CallRecord) -> None:
     hooks = plan.hooks
     if hooks.pre:
         execution = call._execution or call.execution
-        pre = hooks.pre
         try:
-            if len(pre) == 1:
-                decision = await pre[0](execution, _allow)  # the waterfall of one, inline
-            else:
-                decision = await run_pre(pre, execution)
+            decision = await run_pre(hooks.pre, execution)
             if type(decision) is not Allow:
                 denial = await resolve_decision(decision, execution, hooks.approval)
                 if denial is not None:
@@ -241,21 +237,7 @@ async def dispatch(call: CallRecord, *, carried: bool = False) -> None:
                 result = await _base_dispatch(call, caller, carried)
         else:
             # The view's only wrapper is the timeout policy: its deadline scope, here.
-            scope, outer = _deadline.enter(call, budget)
-            try:
-                with scope:
-                    if not (plan.direct and (carried or not plan.suspends)) or caller._cancelled:
-                        result = await _base_dispatch(call, caller, carried)
-                    else:
-                        # No limit, an async body that an enclosing scope (or nothing)
-                        # interrupts: without the base dispatch's checks.
-                        result = await _direct(call)
-            except trio.Cancelled:
-                _deadline.unwound(call, scope, budget)
-                raise
-            finally:
-                call.deadline = outer
-            result = _deadline.timed_out(call, scope, budget) or result
+            result = await _timed_dispatch(call, caller, carried, budget)
     else:
         view = ToolDispatchExecution._of(call)
         first = wrappers[0]
@@ -634,10 +616,7 @@ async def finalize(call: CallRecord) -> ToolExecutionResult:
         if post:
             execution = call._execution or call.execution
             try:
-                if len(post) == 1:  # the waterfall of one, inline
-                    decision = await post[0](execution, result, _accept)
-                else:
-                    decision = await run_post(post, execution, result)
+                decision = await run_post(post, execution, result)
                 result = apply_post(decision, result)
             except Exception as exc:
                 result = _failure(exc)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+from collections.abc import Awaitable
 from typing import Any, Final
 
 import msgspec
@@ -34,11 +35,13 @@ async def _allow() -> PreToolDecision:
     return _ALLOW
 
 
-async def run_pre(listeners: tuple[Any, ...], execution: ToolExecution) -> PreToolDecision:
+def run_pre(listeners: tuple[Any, ...], execution: ToolExecution) -> Awaitable[PreToolDecision]:
+    """The pre-execute waterfall's awaitable: a single listener's own coroutine (no
+    coroutine layer of ours), else the first step of a queue."""
     if len(listeners) == 1:
-        decision: PreToolDecision = await listeners[0](execution, _allow)
-        return decision
-    return await _PreQueue(listeners, execution)()
+        awaitable: Awaitable[PreToolDecision] = listeners[0](execution, _allow)
+        return awaitable
+    return _PreQueue(listeners, execution)()
 
 
 # The waterfall queues are small objects rather than recursive closures: a closure that
@@ -109,13 +112,14 @@ async def _accept(*_: object) -> PostToolDecision:
     return _ACCEPT
 
 
-async def run_post(
+def run_post(
     listeners: tuple[Any, ...], execution: ToolExecution, result: ToolExecutionResult
-) -> PostToolDecision:
+) -> Awaitable[PostToolDecision]:
+    """The post-execute waterfall's awaitable (as :func:`run_pre`)."""
     if len(listeners) == 1:
-        decision: PostToolDecision = await listeners[0](execution, result, _accept)
-        return decision
-    return await _PostQueue(listeners, execution, result)()
+        awaitable: Awaitable[PostToolDecision] = listeners[0](execution, result, _accept)
+        return awaitable
+    return _PostQueue(listeners, execution, result)()
 
 
 class _PostQueue:
