@@ -44,7 +44,7 @@ from toolnursery import (
     install_retry_policy,
     install_timeout_policy,
 )
-from toolnursery._decisions import PostToolDecision, PreToolDecision
+from toolnursery._core._decisions import PostToolDecision, PreToolDecision
 
 ARGS: dict[str, Any] = {"x": 1}
 

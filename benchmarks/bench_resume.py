@@ -41,7 +41,7 @@ from toolnursery import (
     replay_log,
     run_tool_calls,
 )
-from toolnursery._resume import is_idempotent, plan_resume
+from toolnursery._batch._resume import is_idempotent, plan_resume
 
 CHILD = """
 import os, sys

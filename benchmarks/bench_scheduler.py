@@ -51,7 +51,7 @@ from toolnursery import (
     install_timeout_policy,
     run_tool_calls,
 )
-from toolnursery._decisions import PostToolDecision, PreToolDecision
+from toolnursery._core._decisions import PostToolDecision, PreToolDecision
 
 PHASES = ("pre", "guard", "execute", "post", "result")
 

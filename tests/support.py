@@ -44,7 +44,8 @@ def replace_batch_dispatch(monkeypatch: Any, replacement: Callable[..., Awaitabl
     """Make every pooled call of a batch go through ``replacement`` instead of the
     pipeline's ``dispatch`` (the workers' inline path for a plain body is turned off,
     so no call bypasses it)."""
-    from toolnursery import _batch, _plan
+    from toolnursery._batch import _driver as _batch
+    from toolnursery._pipeline import _plan
 
     init = _plan.ToolPlan.__init__
 

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolnursery import CancelSignal, ResourceKey
-from toolnursery._admission import Admission
-from toolnursery._call import CallRecord
+from toolnursery._batch._admission import Admission
+from toolnursery._pipeline._call import CallRecord
 
 
 def record(index: int) -> CallRecord:

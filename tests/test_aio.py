@@ -47,7 +47,7 @@ from toolnursery import (
     run_tool_calls,
     tool,
 )
-from toolnursery._aio_host import _hosts
+from toolnursery._aio._host import _hosts
 
 T = TypeVar("T")
 

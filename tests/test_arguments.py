@@ -23,7 +23,7 @@ from toolnursery import (
     replay_log,
     run_tool_calls,
 )
-from toolnursery._json import snapshot
+from toolnursery._core._json import snapshot
 
 OBJECT: dict[str, Any] = {"type": "object"}
 

@@ -20,7 +20,7 @@ from toolnursery import (
     ToolRunContext,
     run_tool_calls,
 )
-from toolnursery._call import CallRecord
+from toolnursery._pipeline._call import CallRecord
 
 
 async def test_the_body_gets_the_record_with_nothing_made_it_does_not_ask_for() -> None:

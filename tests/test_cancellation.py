@@ -709,7 +709,7 @@ async def test_nothing_is_left_running_after_execute(
 def test_may_suspend_reads_the_body_code() -> None:
     """A coroutine function with no await / async for / async with cannot reach a
     checkpoint, so the pipeline runs it without a cancel scope."""
-    from toolnursery._pipeline import may_suspend
+    from toolnursery._pipeline._stages import may_suspend
 
     async def pure(args: Any, ctx: Any) -> str:
         return "ok"
@@ -740,7 +740,7 @@ def test_may_suspend_reads_the_body_code() -> None:
 
 def test_define_tool_and_attach_output_carry_the_body_answer() -> None:
     from toolnursery import attach_output, define_tool
-    from toolnursery._pipeline import may_suspend
+    from toolnursery._pipeline._stages import may_suspend
 
     async def pure(args: Any, ctx: Any) -> dict[str, int]:
         return {"n": 1}

@@ -25,7 +25,7 @@ from toolnursery import (
     ToolStatistics,
 )
 from toolnursery.__main__ import main
-from toolnursery._cli_bench import BenchReport, bundled_calls, measure, render, resized
+from toolnursery._cli._bench import BenchReport, bundled_calls, measure, render, resized
 
 Capture = pytest.CaptureFixture[str]
 QUICK = ["--repeat", "2", "--progress", "never"]

@@ -14,8 +14,8 @@ from openai.types.chat import ChatCompletionMessageParam
 from provider_helpers import accepts
 from toolnursery import ToolCall
 from toolnursery.__main__ import main
-from toolnursery._arguments import NotArguments
-from toolnursery._cli_input import CallsInputError, parse_calls
+from toolnursery._cli._input import CallsInputError, parse_calls
+from toolnursery._core._arguments import NotArguments
 
 Capture = pytest.CaptureFixture[str]
 

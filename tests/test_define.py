@@ -13,33 +13,33 @@ import msgspec
 import pytest
 import trio
 
-import toolnursery._define as define_module
-from toolnursery._content import (
+import toolnursery._tools._define as define_module
+from toolnursery._core._content import (
     TextContent,
     ToolErrorInfo,
     ToolExecutionResult,
     ToolResult,
     ToolSchema,
 )
-from toolnursery._define import MAX_TIMEOUT_MS, define_tool, parse_docstring, tool
-from toolnursery._definition import ToolDefinition
-from toolnursery._errors import RegistrationError, ToolArgsError
-from toolnursery._execution import (
+from toolnursery._core._errors import RegistrationError, ToolArgsError
+from toolnursery._core._execution import (
     ToolExecution,
     ToolExecutionInput,
     ToolExecutionToken,
     ToolRunContext,
 )
-from toolnursery._json import FrozenDict, snapshot
-from toolnursery._presentation import GenericCallView, GenericResultView
-from toolnursery._registry import ToolRegistry
-from toolnursery._schema import (
+from toolnursery._core._json import FrozenDict, snapshot
+from toolnursery._core._signal import CancelSignal
+from toolnursery._pipeline._registry import ToolRegistry
+from toolnursery._tools._define import MAX_TIMEOUT_MS, define_tool, parse_docstring, tool
+from toolnursery._tools._definition import ToolDefinition
+from toolnursery._tools._presentation import GenericCallView, GenericResultView
+from toolnursery._tools._schema import (
     SchemaSpec,
     compile_spec,
     schema_spec_to_json_schema,
 )
-from toolnursery._signal import CancelSignal
-from toolnursery._struct_schema import struct_schema
+from toolnursery._tools._struct_schema import struct_schema
 
 
 def make_ctx(args: Any = None) -> ToolRunContext:

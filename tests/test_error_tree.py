@@ -20,8 +20,8 @@ from toolnursery import (
     ToolRunContext,
     run_tool_calls,
 )
-from toolnursery import _errors as errors
-from toolnursery._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, ABORTED_RESULT, _failure
+from toolnursery._core import _errors as errors
+from toolnursery._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, ABORTED_RESULT, _failure
 
 CLASSES = [
     value

@@ -32,7 +32,7 @@ from toolnursery import (
     ToolRunContext,
     thaw,
 )
-from toolnursery._json import MAX_JSON_DEPTH, NotJSONError, snapshot
+from toolnursery._core._json import MAX_JSON_DEPTH, NotJSONError, snapshot
 
 B111 = "Error: tool execution arguments must be losslessly JSON-serializable"
 

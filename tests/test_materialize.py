@@ -33,8 +33,8 @@ from toolnursery import (
     replay_log,
     run_tool_calls,
 )
-from toolnursery._cli import main
-from toolnursery._outcomes import _materialize, json_safe, json_safe_text
+from toolnursery._cli._main import main
+from toolnursery._core._outcomes import _materialize, json_safe, json_safe_text
 from toolnursery.examples import example_registry
 
 OBJECT: dict[str, Any] = {"type": "object"}

@@ -29,8 +29,8 @@ from toolnursery import (
     install_timeout_policy,
     run_tool_calls,
 )
-from toolnursery._decisions import PreToolDecision
-from toolnursery._otel import install_otel_tracing
+from toolnursery._core._decisions import PreToolDecision
+from toolnursery._pipeline._otel import install_otel_tracing
 
 
 class QuotaError(ToolError):

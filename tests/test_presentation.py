@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolnursery._content import TextContent, ToolExecutionResult, ToolResult
-from toolnursery._definition import ToolDefinition
-from toolnursery._json import FrozenDict
-from toolnursery._presentation import (
+from toolnursery._core._content import TextContent, ToolExecutionResult, ToolResult
+from toolnursery._core._json import FrozenDict
+from toolnursery._tools._definition import ToolDefinition
+from toolnursery._tools._presentation import (
     DiffCallView,
     DiffResultView,
     FileDiff,

@@ -581,7 +581,7 @@ def test_the_example_runs_on_the_cluster(cluster: str) -> None:
     ],
 )
 def test_ray_failures_map_to_named_codes(error: Exception, code: str) -> None:
-    from toolnursery._ray_place import _translate
+    from toolnursery._ray._place import _translate
 
     translated = _translate(error, "t")  # type: ignore[arg-type]
     assert translated.code == code

@@ -39,7 +39,7 @@ from toolnursery import (
     replay_log,
     run_tool_calls,
 )
-from toolnursery import _recorder as _recorder_module
+from toolnursery._batch import _recorder as _recorder_module
 
 OBJECT: dict[str, Any] = {"type": "object"}
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from toolnursery._content import ImageContent, TextContent, ToolExecutionResult, ToolResult
-from toolnursery._presentation import (
+from toolnursery._core._content import ImageContent, TextContent, ToolExecutionResult, ToolResult
+from toolnursery._tools._presentation import (
     DiffCallView,
     DiffResultView,
     FileDiff,
@@ -27,7 +27,12 @@ from toolnursery._presentation import (
     ToolCallView,
     ToolResultView,
 )
-from toolnursery._render import RawResult, render_markdown, render_terminal, unified_diff_lines
+from toolnursery._tools._render import (
+    RawResult,
+    render_markdown,
+    render_terminal,
+    unified_diff_lines,
+)
 
 GOLDEN = Path(__file__).parent / "golden"
 WIDTH = 48
@@ -297,7 +302,7 @@ def test_an_unknown_card_is_an_error(render: Any) -> None:
 
 
 def test_importing_the_renderers_does_not_import_rich() -> None:
-    code = "import sys, toolnursery._render; print('rich' in sys.modules)"
+    code = "import sys, toolnursery._tools._render; print('rich' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
 

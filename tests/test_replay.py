@@ -35,8 +35,8 @@ from toolnursery import (
     ToolResultEvent,
 )
 from toolnursery.__main__ import main
-from toolnursery._cli_cards import NO_RESULT, read_batches
-from toolnursery._cli_demo import run_demo
+from toolnursery._cli._cards import NO_RESULT, read_batches
+from toolnursery._cli._demo import run_demo
 from toolnursery.examples import fill_sandbox
 
 Capture = pytest.CaptureFixture[str]

@@ -50,7 +50,7 @@ from toolnursery import (
     run_tool_calls,
     tool,
 )
-from toolnursery._decisions import PostToolDecision, PreToolDecision, ResourceKey
+from toolnursery._core._decisions import PostToolDecision, PreToolDecision, ResourceKey
 
 ABORTED_BEFORE_DISPATCH = ToolExecutionResult(
     (TextContent("Error: tool call aborted before dispatch"),),

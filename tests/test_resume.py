@@ -28,11 +28,11 @@ from toolnursery import (
     replay_log,
     run_tool_calls,
 )
-from toolnursery._cli import main
-from toolnursery._cli_cards import read_batches
-from toolnursery._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, ABORTED_RESULT, _failure
-from toolnursery._recorder import ContextEvent
-from toolnursery._resume import plan_resume
+from toolnursery._batch._recorder import ContextEvent
+from toolnursery._batch._resume import plan_resume
+from toolnursery._cli._cards import read_batches
+from toolnursery._cli._main import main
+from toolnursery._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, ABORTED_RESULT, _failure
 
 
 def ok(text: str) -> ToolExecutionResult:

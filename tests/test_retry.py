@@ -33,7 +33,7 @@ from toolnursery import (
     install_timeout_policy,
     thaw,
 )
-from toolnursery._retry import install_retry_policy
+from toolnursery._pipeline._retry import install_retry_policy
 
 Next = Callable[[], Awaitable[ToolExecutionResult]]
 
@@ -650,7 +650,7 @@ async def test_retry_outside_timeout_gives_each_attempt_its_own_budget(
     """Retry installed before the timeout policy wraps it: every attempt gets a fresh
     deadline, because a wrapper's ``next()`` re-runs the inner chain."""
     from toolnursery import ToolDefinition, ToolExecutionInput, ToolRegistry, install_timeout_policy
-    from toolnursery._retry import install_retry_policy
+    from toolnursery._pipeline._retry import install_retry_policy
 
     durations = [1.0, 1.0, 0.01]
     starts: list[float] = []

@@ -35,7 +35,7 @@ from toolnursery import (
     output_schema,
     tool,
 )
-from toolnursery._outcomes import _normalize, encode_value
+from toolnursery._core._outcomes import _normalize, encode_value
 
 
 class Airport(msgspec.Struct, frozen=True):

@@ -21,7 +21,7 @@ import pytest
 import trio
 import trio.testing
 
-import toolnursery._intake as intake_module
+import toolnursery._batch._intake as intake_module
 from support import (
     RecorderBrokeError,
     always,
@@ -59,8 +59,8 @@ from toolnursery import (
     replay_log,
     run_tool_calls,
 )
-from toolnursery._decisions import PostToolDecision, PreToolDecision
-from toolnursery._pipeline import Call, dispatch
+from toolnursery._core._decisions import PostToolDecision, PreToolDecision
+from toolnursery._pipeline._stages import Call, dispatch
 
 ABORTED_BEFORE_DISPATCH = ToolExecutionResult(
     (TextContent("Error: tool call aborted before dispatch"),),

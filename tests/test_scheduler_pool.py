@@ -14,7 +14,7 @@ import pytest
 import trio
 import trio.testing
 
-import toolnursery._intake as intake_module
+import toolnursery._batch._intake as intake_module
 from support import always
 from toolnursery import (
     CancelSignal,
@@ -31,7 +31,7 @@ from toolnursery import (
     open_tool_batch,
     run_tool_calls,
 )
-from toolnursery._recorder import RecorderEvent, ToolCallEvent, ToolResultEvent
+from toolnursery._batch._recorder import RecorderEvent, ToolCallEvent, ToolResultEvent
 
 ABORTED = ToolErrorInfo("AbortError", "ABORTED")
 BEFORE = ToolErrorInfo("AbortError", "ABORTED_BEFORE_DISPATCH")

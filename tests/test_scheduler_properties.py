@@ -46,7 +46,7 @@ from toolnursery import (
     open_tool_batch,
     run_tool_calls,
 )
-from toolnursery._decisions import PostToolDecision, PreToolDecision
+from toolnursery._core._decisions import PostToolDecision, PreToolDecision
 
 ABORTED_BEFORE_DISPATCH = ToolExecutionResult(
     (TextContent("Error: tool call aborted before dispatch"),),

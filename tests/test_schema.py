@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolnursery._json import FrozenDict, snapshot
-from toolnursery._schema import (
+from toolnursery._core._json import FrozenDict, snapshot
+from toolnursery._tools._schema import (
     SchemaProp,
     SchemaSpec,
     compile_validator,

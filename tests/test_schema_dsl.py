@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolnursery import RegistrationError, define_tool
-from toolnursery._schema import (
+from toolnursery._tools._schema import (
     SchemaSpec,
     SpecError,
     compile_spec,

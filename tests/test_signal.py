@@ -25,7 +25,7 @@ from toolnursery import (
     ToolRegistry,
     ToolRunContext,
 )
-from toolnursery._signal import _ScopeLink, fuse
+from toolnursery._core._signal import _ScopeLink, fuse
 
 
 async def test_b077_replacement_is_refused_with_the_caller_signal() -> None:

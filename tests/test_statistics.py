@@ -15,8 +15,8 @@ import pytest
 import trio
 import trio.testing
 
-import toolnursery._batch as batch_module
-import toolnursery._pipeline as pipeline_module
+import toolnursery._batch._driver as batch_module
+import toolnursery._pipeline._stages as pipeline_module
 from support import RecorderBrokeError, replace_batch_dispatch
 from toolnursery import (
     CancelSignal,
@@ -36,8 +36,8 @@ from toolnursery import (
     open_tool_batch,
     run_tool_calls,
 )
-from toolnursery._decisions import PostToolDecision, PreToolDecision, ResourceKey
-from toolnursery._statistics import ToolStatistics
+from toolnursery._core._decisions import PostToolDecision, PreToolDecision, ResourceKey
+from toolnursery._core._statistics import ToolStatistics
 
 PHASES = ("prepare", "wait", "dispatch", "finalize")
 

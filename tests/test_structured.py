@@ -14,12 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolnursery._content import TextContent, ToolErrorInfo
-from toolnursery._definition import ToolDefinition
-from toolnursery._errors import OutputSchemaError, ToolArgsError, ToolError
-from toolnursery._execution import ToolExecutionInput
-from toolnursery._registry import ToolRegistry
-from toolnursery._structured import assert_supported_output_schema, validate_structured_value
+from toolnursery._core._content import TextContent, ToolErrorInfo
+from toolnursery._core._errors import OutputSchemaError, ToolArgsError, ToolError
+from toolnursery._core._execution import ToolExecutionInput
+from toolnursery._pipeline._registry import ToolRegistry
+from toolnursery._tools._definition import ToolDefinition
+from toolnursery._tools._structured import assert_supported_output_schema, validate_structured_value
 
 KEYWORDS = "(subset: type/properties/required/additionalProperties/items/enum/const + annotations)"
 TYPE_LIST = "object/array/string/number/integer/boolean/null"

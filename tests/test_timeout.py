@@ -20,7 +20,7 @@ from toolnursery import (
     ToolRegistry,
     ToolRunContext,
 )
-from toolnursery._timeout import install_timeout_policy
+from toolnursery._pipeline._timeout import install_timeout_policy
 
 TIMEOUT = ToolExecutionResult(
     (TextContent("Error: tool call timed out after 100ms"),),

@@ -34,7 +34,7 @@ from toolnursery import (
     strict_json_schema,
     tool,
 )
-from toolnursery._json import snapshot
+from toolnursery._core._json import snapshot
 
 JUDGE = jsonschema.Draft202012Validator
 

@@ -34,19 +34,19 @@ from typing import Any
 
 import msgspec
 
-from ._aio_host import Job, drain_job, host_for, wait_job
-from ._aio_host import aclose as aclose
-from ._aio_tool import asyncio_tool as asyncio_tool
-from ._aio_tool import is_asyncio_tool as is_asyncio_tool
-from ._content import ToolCall, ToolExecutionResult
-from ._errors import AsyncioHostError as AsyncioHostError
-from ._execution import ToolExecutionInput
-from ._recorder import ToolCallRecorder
-from ._registry import ToolRegistry, ToolScope
-from ._scheduler import ToolBatch
-from ._scheduler import open_tool_batch as _open_tool_batch
-from ._scheduler import run_tool_calls as _run_tool_calls
-from ._signal import CancelSignal, _Fusion, fuse
+from ._aio._host import Job, drain_job, host_for, wait_job
+from ._aio._host import aclose as aclose
+from ._aio._tool import asyncio_tool as asyncio_tool
+from ._aio._tool import is_asyncio_tool as is_asyncio_tool
+from ._batch._recorder import ToolCallRecorder
+from ._batch._scheduler import ToolBatch
+from ._batch._scheduler import open_tool_batch as _open_tool_batch
+from ._batch._scheduler import run_tool_calls as _run_tool_calls
+from ._core._content import ToolCall, ToolExecutionResult
+from ._core._errors import AsyncioHostError as AsyncioHostError
+from ._core._execution import ToolExecutionInput
+from ._core._signal import CancelSignal, _Fusion, fuse
+from ._pipeline._registry import ToolRegistry, ToolScope
 
 __all__ = [
     "AsyncioHostError",

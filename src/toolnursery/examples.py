@@ -76,13 +76,13 @@ from typing import Any, Final, Literal
 
 import trio
 
-from . import _example_views as views
-from ._content import TextContent, ToolReturn
-from ._decisions import ResourceKey
-from ._definition import ToolBody, ToolDefinition
-from ._errors import FileToolError, OutsideRootError, ToolArgsError
-from ._execution import ToolRunContext
-from ._registry import ToolRegistry
+from ._core._content import TextContent, ToolReturn
+from ._core._decisions import ResourceKey
+from ._core._errors import FileToolError, OutsideRootError, ToolArgsError
+from ._core._execution import ToolRunContext
+from ._pipeline._registry import ToolRegistry
+from ._tools import _example_views as views
+from ._tools._definition import ToolBody, ToolDefinition
 
 __all__ = [
     "OutsideRootError",

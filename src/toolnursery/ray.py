@@ -21,15 +21,15 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "toolnursery.ray needs Ray: install the extra with pip install 'toolnursery[ray]'"
     ) from exc
 
-from ._errors import REMOTE_NODE_DIED as REMOTE_NODE_DIED
-from ._errors import REMOTE_RESULT_NOT_ENCODABLE as REMOTE_RESULT_NOT_ENCODABLE
-from ._errors import REMOTE_UNAVAILABLE as REMOTE_UNAVAILABLE
-from ._errors import REMOTE_WORKER_DIED as REMOTE_WORKER_DIED
-from ._errors import RemoteToolError as RemoteToolError
-from ._ray_fleet import FleetUsage as FleetUsage
-from ._ray_fleet import fleet_usage as fleet_usage
-from ._ray_place import ray_tool as ray_tool
-from ._ray_remote import RemoteContext as RemoteContext
+from ._core._errors import REMOTE_NODE_DIED as REMOTE_NODE_DIED
+from ._core._errors import REMOTE_RESULT_NOT_ENCODABLE as REMOTE_RESULT_NOT_ENCODABLE
+from ._core._errors import REMOTE_UNAVAILABLE as REMOTE_UNAVAILABLE
+from ._core._errors import REMOTE_WORKER_DIED as REMOTE_WORKER_DIED
+from ._core._errors import RemoteToolError as RemoteToolError
+from ._ray._fleet import FleetUsage as FleetUsage
+from ._ray._fleet import fleet_usage as fleet_usage
+from ._ray._place import ray_tool as ray_tool
+from ._ray._remote import RemoteContext as RemoteContext
 
 del _ray
 

@@ -32,10 +32,9 @@ import itertools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeAlias
 
-from ._content import ToolExecutionResult
-from ._decisions import PostToolDecision, PreToolDecision
-from ._definition import ToolDefinition
-from ._execution import (
+from ._core._content import ToolExecutionResult
+from ._core._decisions import PostToolDecision, PreToolDecision
+from ._core._execution import (
     ApprovalOutcome,
     ApprovalRequest,
     ToolDispatchExecution,
@@ -44,9 +43,10 @@ from ._execution import (
     ToolExecutionToken,
     ToolRunContext,
 )
-from ._pipeline import is_async
-from ._registry import Disposer, ToolRegistry, ToolScope
-from ._signal import CancelSignal
+from ._core._signal import CancelSignal
+from ._pipeline._registry import Disposer, ToolRegistry, ToolScope
+from ._pipeline._stages import is_async
+from ._tools._definition import ToolDefinition
 
 __all__ = [
     "Phase",

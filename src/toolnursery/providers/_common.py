@@ -12,10 +12,10 @@ from typing import Any, Final, Protocol
 
 import msgspec
 
-from .._arguments import parse_arguments
-from .._content import ImageContent, TextContent, ToolCall, ToolErrorInfo, ToolExecutionResult
-from .._errors import IncompleteCallError, StrictSchemaError, ToolArgsError
-from .._strict import strict_json_schema
+from .._core._arguments import parse_arguments
+from .._core._content import ImageContent, TextContent, ToolCall, ToolErrorInfo, ToolExecutionResult
+from .._core._errors import IncompleteCallError, StrictSchemaError, ToolArgsError
+from .._tools._strict import strict_json_schema
 
 __all__ = [
     "Batch",

@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from .._arguments import NotArguments, kind_of, parse_arguments
-from .._content import ImageContent, ToolCall, ToolExecutionResult
-from .._errors import ToolArgsError
-from .._registry import ToolRegistry, ToolScope
+from .._core._arguments import NotArguments, kind_of, parse_arguments
+from .._core._content import ImageContent, ToolCall, ToolExecutionResult
+from .._core._errors import ToolArgsError
+from .._pipeline._registry import ToolRegistry, ToolScope
 from ._common import (
     Batch,
     ToolStream,

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, Sequence
 from typing import Any
 
-from .._content import ToolCall, ToolExecutionResult
-from .._registry import ToolRegistry, ToolScope
+from .._core._content import ToolCall, ToolExecutionResult
+from .._pipeline._registry import ToolRegistry, ToolScope
 from ._common import (
     Batch,
     ToolStream,

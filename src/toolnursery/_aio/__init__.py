@@ -1,0 +1,1 @@
+"""_aio: see docs/design.md."""

@@ -1,0 +1,1 @@
+"""_batch: see docs/design.md."""

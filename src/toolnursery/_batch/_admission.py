@@ -1,0 +1,179 @@
+"""Admission of a batch's dispatches: the ``max_parallel`` cap, waiting, the ready queue.
+
+A started dispatch either *runs* (holds one of ``cap`` slots) or *waits* — for an
+earlier unfinished call it conflicts with (see :mod:`toolnursery._batch._conflicts`), for a
+slot, or (having given its slot back) for a token of its tool's ``max_concurrency``.
+A waiting call that may run queues in ``ready`` and gets the next free slot, first
+come first served.
+
+The invariant (:meth:`Admission.check`): ``0 <= running <= cap`` and ``0 <= waiting``;
+a call in ``ready`` has no unfinished blocker and holds no slot; every admitted,
+unsettled call is counted exactly once, as running or as waiting. The driver starts
+a new call only while ``running < cap`` and ``waiting < cap``. Nothing waits in a
+cycle: a call waits only for earlier calls, for bodies that hold a token, or for a
+slot held by a running body.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import trio
+
+from .._core._decisions import ResourceKey
+from ._conflicts import ConflictTable
+
+if TYPE_CHECKING:
+    from .._pipeline._call import CallRecord
+
+__all__ = ["Admission", "Wait"]
+
+
+class Wait:
+    """The waiting state of a call that may not hold a slot all along.
+
+    Made for a ``keyed`` call (its keys and the calls it waits for), and for a call
+    that waits for a slot or gives its slot back while it waits for a tool's limit.
+    """
+
+    __slots__ = ("blockers", "dependents", "done", "granted", "keys", "running")
+
+    def __init__(self, keys: Sequence[ResourceKey]) -> None:
+        self.keys = keys
+        self.blockers = 0  # unfinished earlier calls this one conflicts with
+        self.dependents: list[CallRecord] = []  # later calls that wait for this one
+        self.granted: trio.Event | None = None  # set when the call gets its slot
+        self.running = False  # holds a slot under the cap
+        self.done = False  # its dispatch has ended (or was cancelled)
+
+
+class Admission:
+    """The slots of one batch (see the module docstring for the invariant)."""
+
+    __slots__ = ("admitted", "cap", "ready", "running", "table", "waiting", "wake")
+
+    def __init__(self, cap: int, wake: Callable[[], None]) -> None:
+        self.cap = cap
+        self.wake = wake  # called when a waiting call got a slot (the driver may go on)
+        self.running = 0
+        self.waiting = 0
+        self.admitted = 0  # admitted and not yet settled (running + waiting)
+        self.ready: deque[CallRecord] = deque()
+        self.table: ConflictTable[CallRecord] = ConflictTable()
+
+    def full(self) -> bool:
+        """Whether the driver must wait before it starts another call."""
+        return self.running >= self.cap or self.waiting >= self.cap
+
+    def admit(self, call: CallRecord, keys: Sequence[ResourceKey]) -> None:
+        """Take a started dispatch: it runs now, or waits (``call.wait.granted``)."""
+        self.admitted += 1
+        if keys:
+            self._admit_keyed(call, keys)
+        elif self.running < self.cap:
+            self.running += 1
+        else:
+            # The pool filled up while this call was being prepared.
+            wait = call.wait = Wait(())
+            wait.granted = trio.Event()
+            self.waiting += 1
+            self.ready.append(call)
+
+    def _admit_keyed(self, call: CallRecord, keys: Sequence[ResourceKey]) -> None:
+        wait = call.wait = Wait(keys)
+        blocking = self.table.add(call, keys)
+        for other in blocking:
+            other_wait = other.wait
+            assert other_wait is not None
+            other_wait.dependents.append(call)
+        wait.blockers = len(blocking)
+        if not blocking and self.running < self.cap:
+            self.running += 1
+            wait.running = True
+            return
+        wait.granted = trio.Event()
+        self.waiting += 1
+        if not blocking:
+            self.ready.append(call)
+
+    def settle(self, call: CallRecord) -> None:
+        """The call's dispatch ended (or was cancelled): free its resources and slot."""
+        self.admitted -= 1
+        wait = call.wait
+        if wait is None:
+            self.running -= 1
+            if self.ready:
+                self.grant()
+            return
+        wait.done = True
+        if wait.keys:
+            self.table.remove(call, wait.keys)
+            ready = self.ready
+            for dependent in wait.dependents:
+                dependent_wait = dependent.wait
+                assert dependent_wait is not None
+                if dependent_wait.done:
+                    continue
+                dependent_wait.blockers -= 1
+                if dependent_wait.blockers == 0:
+                    ready.append(dependent)
+        if wait.running:
+            self.running -= 1
+        else:
+            self.waiting -= 1
+        self.grant()
+
+    def leave(self, call: CallRecord) -> None:
+        """The call waits for its tool's limit: its slot goes to the next call."""
+        wait = call.wait
+        if wait is None:
+            wait = call.wait = Wait(())
+        wait.running = False
+        self.running -= 1
+        self.waiting += 1
+        self.grant()
+        self.wake()
+
+    async def rejoin(self, call: CallRecord) -> None:
+        """The call has its tool's token: wait for a slot again, behind ready calls."""
+        wait = call.wait
+        assert wait is not None
+        wait.granted = granted = trio.Event()
+        self.ready.append(call)
+        self.grant()
+        if not wait.running:
+            await granted.wait()
+
+    def grant(self) -> None:
+        """Hand free slots to ready calls, first come first served."""
+        ready = self.ready
+        cap = self.cap
+        while ready and self.running < cap:
+            call = ready.popleft()
+            wait = call.wait
+            assert wait is not None
+            assert wait.granted is not None
+            if wait.done:
+                continue
+            self.running += 1
+            self.waiting -= 1
+            wait.running = True
+            wait.granted.set()
+            # One waiting call fewer: the driver may start the next call.
+            self.wake()
+
+    def check(self) -> None:
+        """Assert the invariant (tests call this after every step)."""
+        assert 0 <= self.running <= self.cap, (self.running, self.cap)
+        assert self.waiting >= 0, self.waiting
+        assert self.running + self.waiting == self.admitted, (
+            self.running,
+            self.waiting,
+            self.admitted,
+        )
+        for call in self.ready:
+            wait = call.wait
+            assert wait is not None
+            assert wait.done or (wait.blockers == 0 and not wait.running), "ready means free"

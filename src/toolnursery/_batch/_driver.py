@@ -1,0 +1,797 @@
+"""The batch driver: one model response's calls, run in model order.
+
+See :mod:`toolnursery._batch._scheduler` for the rules; this is :class:`ToolBatch`, the driver
+and its pool of reused workers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+import msgspec
+import trio
+
+from .._core._content import ToolCall, ToolExecutionResult
+from .._core._decisions import PARALLEL, ResourceKey
+from .._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, _failure
+from .._core._progress import CallReport, install_sink, remove_sink
+from .._core._signal import CancelSignal, _ScopeLink
+from .._core._statistics import Counters, ToolStatistics, outcome
+from .._core._statistics import now as _now
+from .._pipeline._call import FINAL, PENDING, RESOLVED, UNPARSED, CallRecord
+from .._pipeline._classify import classify
+from .._pipeline._registry import ToolRegistry, ToolScope
+from .._pipeline._stages import (
+    _settled,
+    chain,
+    chained,
+    conclude,
+    dispatch,
+    dispatch_grouped,
+    finalize,
+    policy,
+    resolve_dispatch,
+    start,
+)
+from . import _intake
+from ._admission import Admission
+from ._recorder import (
+    ContextEvent,
+    ProgressEvent,
+    ToolCallEvent,
+    ToolCallRecorder,
+    ToolResultEvent,
+)
+
+__all__ = ["ToolBatch"]
+
+# What the driver must still await after ToolBatch._start (see there).
+_QUEUED = 0
+_PREPARE = 1
+_INLINE = 2
+
+# At most this many calls share one deadline scope (see _DeadlineGroup), and only
+# calls with a budget of at least this many ms: a group's calls may time out later
+# than their own deadlines by the time the group takes to start (1-3 ms for 64 calls
+# on a 2-core machine), which must stay small beside the budget.
+_GROUP_SIZE = 64
+_GROUP_MIN_BUDGET_MS = 1000
+
+
+class _DeadlineGroup:
+    """Calls of one time budget that the driver placed in one pass: one deadline scope.
+
+    A trio cancel scope costs more than the rest of a call's dispatch, so the calls whose
+    only or outermost execute wrapper is the timeout policy, whose budget is at least
+    :data:`_GROUP_MIN_BUDGET_MS`, and which run as soon as they are placed, share one:
+    its host task enters it and starts them in a nursery inside it. The members start
+    in one scheduler batch; each computes its own deadline (the budget from its start),
+    and the last to start gives the scope the latest of them. So no member times out
+    before its budget has passed since it started, and none later than the time its
+    group's calls take to start (each runs until its body first awaits; nothing, on a
+    test clock that does not advance meanwhile) after.
+    """
+
+    __slots__ = ("budget", "calls", "deadline", "scope", "unstarted")
+
+    def __init__(self, budget: float) -> None:
+        self.budget = budget
+        self.calls: list[CallRecord] = []
+        self.deadline = -math.inf  # the latest own deadline of the members started
+        self.unstarted = 0
+        self.scope: trio.CancelScope | None = None
+
+
+class ToolBatch:
+    """A batch being run; made by :func:`open_tool_batch`.
+
+    Submit calls as the model streams them, :meth:`close` when the response is
+    complete, and iterate (``async for call, result in batch``) to receive the pairs
+    in model order as they commit.
+    """
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        signal: CancelSignal,
+        agent: ToolScope | None,
+        max_parallel: int,
+        recorder: ToolCallRecorder | None,
+        batch_id: str | None = None,
+    ) -> None:
+        self.registry = registry
+        self.signal = signal
+        self.agent = agent
+        self.max_parallel = max_parallel
+        self.recorder = recorder
+        self.id = _intake.new_batch_id() if batch_id is None else batch_id
+        self._timings = registry.phase_timings
+        self._calls: list[CallRecord] = []
+        self._ids: set[str] = set()
+        self._closed = False
+        self._admission = Admission(max_parallel, self._wake)
+        self._stats = Counters()  # phase times and abandoned calls of this batch
+        self._started = 0  # calls started, a model-order prefix
+        self._cursor = 0  # calls committed, a model-order prefix
+        self._finalized = False  # the call at the cursor passed finalize, then failed
+        self._results: list[ToolExecutionResult] = []
+        self._nursery: trio.Nursery | None = None  # the batch nursery, set by _run
+        self._pool: trio.Nursery | None = None  # opened on the first pooled dispatch
+        self._pool_requested = False
+        self._pool_done = trio.Event()  # set when the batch has ended normally
+        self._groups: dict[float, _DeadlineGroup] = {}  # budget -> group still filling
+        self._unhosted: list[_DeadlineGroup] = []  # groups placed before the pool opened
+        self._queue: deque[CallRecord] = deque()  # dispatches waiting for a worker
+        self._idle = 0  # workers parked, waiting for a dispatch
+        self._lot = trio.lowlevel.ParkingLot()
+        self._wake_driver = trio.Event()
+        self._wake_reader = trio.Event()
+        self._finished = False
+        self._failure: Exception | None = None
+        self._read = 0
+        self._report_index: dict[str, int] = {}  # call id -> index, for progress events
+
+    # -- the caller's side ------------------------------------------------------------
+
+    def submit(self, call: ToolCall) -> int:
+        """Add the next call (model order); returns its index in the batch.
+
+        A call whose id repeats an earlier call's id in this batch does not run: it
+        gets the result ``Error: duplicate tool call id "<id>" in this batch`` with
+        ``error={name: "DuplicateCallIdError", code: "DUPLICATE_CALL_ID"}``. A call
+        whose arguments cannot be arguments (see :func:`parse_arguments`) does not run
+        either: it gets ``Error: invalid arguments: <why>`` (code ``INVALID_ARGS``).
+
+        Raises:
+            TypeError: ``call`` is not a :class:`ToolCall`.
+            RuntimeError: the batch is closed.
+        """
+        if self._closed:
+            raise RuntimeError("this batch is closed; submit() takes calls only before close()")
+        index = self._add(call)
+        self._wake_driver.set()
+        return index
+
+    def _add(self, call: ToolCall) -> int:
+        if type(call) is not ToolCall and not isinstance(call, ToolCall):
+            raise TypeError(f"a batch takes ToolCall values, not {type(call).__name__}")
+        calls = self._calls
+        record = CallRecord(
+            call.id, call.name, self.signal, self.agent, None, len(calls), call, self.id
+        )
+        record.timings = self._timings
+        ids = self._ids
+        if call.id in ids:
+            record.fixed = _intake.duplicate(call.id)
+        else:
+            ids.add(call.id)
+        calls.append(record)
+        return record.index
+
+    def close(self) -> None:
+        """End submission: the batch finishes once every submitted call has committed."""
+        self._closed = True
+        self._wake_driver.set()
+        if self._idle and self._started >= len(self._calls):
+            self._idle = 0
+            self._lot.unpark_all()  # nothing more to dispatch: parked workers end
+
+    @property
+    def results(self) -> list[ToolExecutionResult]:
+        """The results committed so far, in model order."""
+        return list(self._results)
+
+    def statistics(self) -> ToolStatistics:
+        """A frozen snapshot of this batch: its calls, their outcomes, phase times.
+
+        ``started`` and ``committed`` count every call of the batch, the synthetic
+        ``ABORTED_BEFORE_DISPATCH`` results and duplicate-id errors included; the
+        registry's :meth:`~ToolRegistry.statistics` counts only what passed it.
+        ``phase_seconds`` is filled when the registry's ``phase_timings`` was on as
+        the batch opened.
+        """
+        codes: dict[str, int] = {}
+        for result in self._results:
+            key = outcome(result)
+            codes[key] = codes.get(key, 0) + 1
+        return self._stats.snapshot(self._started, self._cursor, codes, self._admission.waiting)
+
+    def __aiter__(self) -> ToolBatch:
+        return self
+
+    async def __anext__(self) -> tuple[ToolCall, ToolExecutionResult]:
+        while self._read >= len(self._results):
+            if self._finished:
+                raise StopAsyncIteration
+            if self._wake_reader.is_set():
+                self._wake_reader = trio.Event()
+            await self._wake_reader.wait()
+        index = self._read
+        self._read += 1
+        tool_call = self._calls[index].tool_call
+        assert tool_call is not None
+        return tool_call, self._results[index]
+
+    # -- the driver -------------------------------------------------------------------
+
+    def _wake(self) -> None:
+        self._wake_driver.set()
+
+    async def _run(self, nursery: trio.Nursery | None) -> None:
+        """Drive the batch to the end; the pool goes into ``nursery`` (``None``: a batch
+        of at most one call, which runs inline and needs no pool)."""
+        self._nursery = nursery
+        # The batch signal is private to this batch, so the link dies with it.
+        self.signal._link(self._on_abort)
+        # The calls' progress reports become durable events (the tasks the batch
+        # starts inherit this context, so pooled bodies report here too).
+        reports = install_sink(self._record_report) if self.recorder is not None else None
+        ended = False
+        try:
+            await self._schedule()
+            await self._drain()
+            while True:
+                self._finish_unstarted()
+                if self._closed:
+                    break
+                await self._wait()
+            self._record_contexts()
+            ended = True
+        except Exception as exc:
+            # Internal failure: start nothing new, let in-flight dispatches settle,
+            # re-raise the first failure.
+            failure = self._failure
+            if failure is None:
+                self._failure = failure = exc
+            while self._admission.admitted:
+                await self._sleep()
+            if failure is exc:
+                raise
+            raise failure
+        finally:
+            if reports is not None:
+                remove_sink(reports)
+            pool = self._pool
+            if ended:
+                # Every call committed and nothing is in flight: the parked workers end
+                # and the pool closes, with no cancellation to deliver.
+                if self._idle:
+                    self._idle = 0
+                    self._lot.unpark_all()
+                self._pool_done.set()
+            elif pool is not None:
+                pool.cancel_scope.cancel()
+            self._fold_statistics()
+            self._finished = True
+            self._wake_reader.set()
+
+    def _fold_statistics(self) -> None:
+        """Add this batch's phase times to the registry's; count calls never committed.
+
+        The phase times reach the registry when the batch ends (one addition per
+        phase, not per call). A started call that did not commit (internal failure,
+        cancellation from an enclosing scope) is abandoned.
+        """
+        stats = self._stats
+        into = self.registry._stats
+        into.prepare += stats.prepare
+        into.wait += stats.wait
+        into.dispatch += stats.dispatch
+        into.finalize += stats.finalize
+        cursor, started = self._cursor, self._started
+        if cursor >= started:
+            return
+        stats.abandoned = started - cursor
+        # The registry counted a call as committed once it passed finalize.
+        unfinalized = self._calls[cursor + self._finalized : started]
+        into.abandoned += sum(1 for call in unfinalized if call.plan is not None)
+
+    def _on_abort(self, _: CancelSignal) -> None:
+        self._wake_driver.set()
+
+    async def _schedule(self) -> None:
+        calls = self._calls
+        signal = self.signal
+        admission = self._admission
+        i = 0
+        while True:
+            if i >= len(calls):
+                if self._closed:
+                    return
+                await self._wait()
+                continue
+            if signal._cancelled:
+                return
+            keys = self._classify(calls[i])
+            if keys is None:
+                # Exclusive: a barrier. The previous group has drained already.
+                call = calls[i]
+                step = self._start(call, (), inline=True)
+                if step:
+                    await self._proceed(call, (), step, inline=True)
+                i += 1
+                await self._drain()
+                continue
+            call = calls[i]
+            alone = self._closed and i == len(calls) - 1
+            step = self._start(call, keys, inline=alone)
+            if step:
+                await self._proceed(call, keys, step, inline=alone)
+            i += 1
+            while True:
+                cursor = self._cursor
+                if cursor < len(calls) and calls[cursor].settled:
+                    await self._commit_ready()
+                if i >= len(calls):
+                    if self._closed:
+                        return
+                    await self._wait()
+                    continue
+                if signal._cancelled:
+                    return
+                # Waiting calls hold no slot, but at most max_parallel of them wait.
+                if admission.full():
+                    await self._wait()
+                    continue
+                keys = self._classify(calls[i])
+                if keys is None:
+                    break
+                call = calls[i]
+                alone = self._closed and i == len(calls) - 1 and not admission.admitted
+                step = self._start(call, keys, inline=alone)
+                if step:
+                    await self._proceed(call, keys, step, inline=alone)
+                i += 1
+            await self._drain()
+
+    def _classify(self, call: CallRecord) -> tuple[ResourceKey, ...] | None:
+        """How the call may run now, with the current registry.
+
+        ``None``: exclusive (a barrier); ``()``: beside anything in the pool; keys:
+        beside everything but the earlier unfinished calls it conflicts with.
+        """
+        if call.fixed is not None:
+            return ()  # runs nothing, so it never needs to be a barrier
+        arguments = _intake.arguments(call)
+        if call.fixed is not None:
+            return ()
+        plan = call.plan = self.registry._plan(call.name, self.agent)
+        definition = plan.definition
+        if definition is None:
+            return None
+        mode = classify(definition, arguments)
+        if mode is PARALLEL:
+            return ()
+        if mode.kind == "keyed":
+            return mode.keys
+        return None
+
+    def _start(self, call: CallRecord, keys: tuple[ResourceKey, ...], *, inline: bool) -> int:
+        """Record the call and start it; queue it for a worker when nothing need be awaited.
+
+        Returns what the driver must still await (:meth:`_proceed`): ``_PREPARE`` (the
+        pre-execute hooks and guards, then the dispatch) or ``_INLINE`` (the dispatch,
+        in the driver); ``_QUEUED`` when the call is settled or queued already.
+        """
+        if self._failure is not None:
+            raise self._failure
+        self._started += 1
+        if call.fixed is None and call.args is UNPARSED:  # else classified already
+            _intake.arguments(call)
+        recorder = self.recorder
+        if recorder is not None:
+            tool_call = call.tool_call
+            assert tool_call is not None
+            logged = tool_call if call.fixed is None else _intake.loggable(tool_call)
+            recorder.record(ToolCallEvent(self.id, call.index, logged))
+        if call.fixed is not None:
+            call.settled = True
+            return _QUEUED
+        plan = call.plan
+        assert plan is not None
+        start(call, plan, call.args, frozen=call.frozen)
+        if call.state == PENDING and plan.hooks.any_prepare:
+            return _PREPARE
+        return self._place(call, keys, inline)
+
+    async def _proceed(
+        self, call: CallRecord, keys: tuple[ResourceKey, ...], step: int, *, inline: bool
+    ) -> None:
+        """The awaited rest of :meth:`_start`: prepare (``_PREPARE``) and dispatch."""
+        if step == _PREPARE:
+            if self._timings:
+                begun = _now()
+                await policy(call)
+                self._stats.prepare += _now() - begun
+            else:
+                await policy(call)
+            if self._failure is not None:
+                raise self._failure
+            step = self._place(call, keys, inline)
+        if step == _INLINE:
+            await self._dispatch_inline(call)
+
+    def _place(self, call: CallRecord, keys: tuple[ResourceKey, ...], inline: bool) -> int:
+        """Settle a decided call, or queue a pending one; ``_INLINE``: dispatch it here."""
+        if call.state != PENDING:
+            call.settled = True
+            return _QUEUED
+        plan = call.plan
+        assert plan is not None
+        if not inline and not keys and plan.version != plan.versions.value:
+            plan = plan.current()
+        if inline or (not keys and plan.one_step):
+            # Runs alone, or cannot suspend (so it could overlap nothing): no task.
+            return _INLINE
+        call.gate = self
+        self._admission.admit(call, keys)
+        budget = plan.outer_budget
+        if budget is not None and budget >= _GROUP_MIN_BUDGET_MS and call.wait is None:
+            # Runs now, and its view's only or outermost wrapper is the timeout policy:
+            # it shares a deadline scope with the calls of its budget placed in this pass.
+            self._join_group(call, budget)
+            return _QUEUED
+        self._enqueue(call)
+        return _QUEUED
+
+    def _enqueue(self, call: CallRecord) -> None:
+        """Queue an admitted call for a worker: wake a parked one, or start one."""
+        self._queue.append(call)
+        if self._idle:
+            if self._closed and self._started >= len(self._calls):
+                # The last call: wake every parked worker (the rest then end).
+                self._idle = 0
+                self._lot.unpark_all()
+            else:
+                self._idle -= 1
+                self._lot.unpark()
+            return
+        pool = self._pool
+        if pool is not None:
+            pool.start_soon(self._worker)
+        else:
+            self._request_pool()
+
+    def _request_pool(self) -> None:
+        if not self._pool_requested:
+            # No waiting for the pool: it spawns the workers queued meanwhile.
+            self._pool_requested = True
+            nursery = self._nursery
+            assert nursery is not None
+            nursery.start_soon(self._host_pool)
+
+    def _join_group(self, call: CallRecord, budget: float) -> None:
+        groups = self._groups
+        group = groups.get(budget)
+        if group is None or len(group.calls) >= _GROUP_SIZE:
+            group = groups[budget] = _DeadlineGroup(budget)
+            pool = self._pool
+            if pool is not None:
+                pool.start_soon(self._host_group, group)
+            else:
+                self._unhosted.append(group)
+                self._request_pool()
+        group.calls.append(call)
+
+    async def _dispatch_inline(self, call: CallRecord) -> None:
+        """Dispatch in the driver, under a scope the batch signal cancels."""
+        begun = _now() if self._timings else 0
+        plan = call.plan
+        assert plan is not None
+        if plan.one_step:
+            await dispatch(call, carried=True)  # nothing to interrupt: no scope
+        else:
+            scope = trio.CancelScope()
+            link = _ScopeLink(scope)
+            signal = self.signal
+            signal._link(link)
+            try:
+                with scope:
+                    await dispatch(call, carried=True)
+            finally:
+                signal._unlink(link)
+            if scope.cancelled_caught:
+                call.resolve(call.aborted(), RESOLVED)
+        if self._timings:
+            self._stats.dispatch += _now() - begun
+        call.settled = True
+
+    async def _host_pool(self) -> None:
+        """Own the pool nursery, whose cancel scope the batch signal cancels."""
+        try:
+            async with trio.open_nursery() as pool:
+                self.signal._link(_ScopeLink(pool.cancel_scope))
+                self._pool = pool
+                for _ in range(len(self._queue)):
+                    pool.start_soon(self._worker)
+                unhosted = self._unhosted
+                while unhosted:
+                    pool.start_soon(self._host_group, unhosted.pop())
+                await self._pool_done.wait()
+                if pool.child_tasks:
+                    # Whatever a body left running in the pool (or a worker still on
+                    # its way out) ends now: nothing a call starts outlives the batch.
+                    pool.cancel_scope.cancel()
+        finally:
+            # Dispatches no worker or group took before the pool closed never ran.
+            queue = self._queue
+            while queue:
+                call = queue.popleft()
+                self._unwound(call)
+                self._admission.settle(call)
+            for group in self._unhosted:
+                for call in group.calls:
+                    self._unwound(call)
+                    self._admission.settle(call)
+            self._unhosted.clear()
+            self._wake_driver.set()
+
+    async def _host_group(self, group: _DeadlineGroup) -> None:
+        """Enter a deadline group's scope and run its calls in a nursery inside it."""
+        budget = group.budget
+        if self._groups.get(budget) is group:
+            del self._groups[budget]  # no call joins once it has started
+        calls = group.calls
+        group.unstarted = len(calls)
+        with trio.CancelScope() as scope:  # its deadline comes with its members
+            group.scope = scope
+            async with trio.open_nursery() as members:
+                for call in calls:
+                    members.start_soon(self._member, call, group)
+
+    async def _member(self, call: CallRecord, group: _DeadlineGroup) -> None:
+        """Dispatch one call of a deadline group (as :meth:`_worker` does one call)."""
+        timings = self._timings
+        begun = _now() if timings else 0
+        scope = group.scope
+        assert scope is not None
+        budget = group.budget
+        own = trio.current_time() + budget / 1000
+        if own > group.deadline:
+            group.deadline = own
+        group.unstarted -= 1
+        if not group.unstarted:
+            scope.deadline = group.deadline  # the last member to start sets it
+        plan = call.plan
+        assert plan is not None
+        if plan.version != plan.versions.value and plan.current().outer_budget != budget:
+            # The registry changed since the call was placed and its budget with it: it
+            # leaves the group for a worker (and a deadline of its own, if any).
+            self._enqueue(call)
+            return
+        try:
+            await dispatch_grouped(call, scope, own, budget)
+            if timings:
+                self._stats.dispatch += _now() - begun
+        except trio.Cancelled:
+            # The batch abort (the pool's scope), or the group's deadline: the call is
+            # recorded by whether its body ran, or as timed out; then re-raise.
+            self._unwound(call)
+            raise
+        except Exception as exc:
+            self._failed(exc)
+        else:
+            call.settled = True
+        finally:
+            self._admission.settle(call)
+            self._wake_driver.set()
+
+    @staticmethod
+    def _unwound(call: CallRecord) -> None:
+        """An abort unwound the call: its result by whether its body ran; settled."""
+        call.resolve(call.aborted(), RESOLVED)
+        call.settled = True
+
+    def _failed(self, exc: Exception) -> None:
+        """A dispatch failed internally (not a result): the driver re-raises the first."""
+        if self._failure is None:
+            self._failure = exc
+
+    # The pipeline's Gate: a pooled call's gate is its batch.
+
+    def _leave(self, call: CallRecord) -> None:
+        self._admission.leave(call)
+
+    async def _rejoin(self, call: CallRecord) -> None:
+        await self._admission.rejoin(call)
+
+    async def _worker(self) -> None:
+        """A pool worker: dispatch queued calls (in model order) while more may come.
+
+        An idle worker parks until the driver queues another dispatch; once the batch
+        is closed and every call has started, it ends instead (no cancellation needed).
+        An abort arrives as ``trio.Cancelled`` through the call's wrappers and body.
+        """
+        queue = self._queue
+        lot = self._lot
+        stats = self._stats
+        timings = self._timings
+        admission = self._admission
+        signal = self.signal
+        begun = 0
+        while True:
+            if not queue:
+                if self._closed and self._started >= len(self._calls):
+                    return
+                self._idle += 1
+                await lot.park()
+                continue
+            call = queue.popleft()
+            try:
+                wait = call.wait
+                if wait is not None and not wait.running:
+                    # A keyed call behind a conflicting one, or one the pool had no
+                    # slot for: wait for the turn without holding a slot.
+                    assert wait.granted is not None
+                    if timings:
+                        begun = _now()
+                        await wait.granted.wait()
+                        stats.wait += _now() - begun
+                    else:
+                        await wait.granted.wait()
+                    if signal._cancelled:
+                        call.resolve(ABORTED_BEFORE_DISPATCH_RESULT, RESOLVED)
+                        call.settled = True
+                        continue
+                if timings:
+                    begun = _now()
+                plan = call.plan
+                assert plan is not None
+                if plan.fast and plan.version == plan.versions.value and not signal._cancelled:
+                    # The common case, awaited here (no dispatch-stage coroutine layer
+                    # on every resume of the body): no wrappers, budget or limit.
+                    call.invoked = True  # the first attempt: the record is its context
+                    try:
+                        value = await plan.body(call.args, call)  # type: ignore[misc]
+                    except Exception as exc:
+                        resolve_dispatch(call, _failure(exc))
+                    else:
+                        resolve_dispatch(call, _settled(call, value))
+                elif plan.chained and plan.version == plan.versions.value and not signal._cancelled:
+                    # The wrapper chain, awaited here: one coroutine layer fewer.
+                    try:
+                        result = await chain(call)
+                    except Exception as exc:
+                        call.resolve(_failure(exc), FINAL)
+                    else:
+                        chained(call, result)
+                else:
+                    await dispatch(call, carried=True)
+                if timings:
+                    stats.dispatch += _now() - begun
+            except trio.Cancelled:
+                # The pool scope carried the batch abort through the wrappers and the
+                # body: record the call by whether its body ran, and re-raise.
+                self._unwound(call)
+                raise
+            except Exception as exc:
+                self._failed(exc)
+            else:
+                call.settled = True
+            finally:
+                admission.settle(call)
+                self._wake_driver.set()
+
+    async def _sleep(self) -> None:
+        """Wait until a dispatch settles, a call is submitted, or the batch is closed.
+
+        If that happened since the last wait, return at once (the caller re-checks its
+        state and waits again if nothing changed), without a round through the
+        scheduler.
+        """
+        event = self._wake_driver
+        if event.is_set():
+            self._wake_driver = trio.Event()
+        else:
+            await event.wait()
+
+    async def _wait(self) -> None:
+        """:meth:`_sleep`, then raise the first internal failure of a worker, if any."""
+        await self._sleep()
+        if self._failure is not None:
+            raise self._failure
+
+    async def _commit_ready(self) -> None:
+        """Commit the settled model-order prefix: finalize, record, publish."""
+        calls = self._calls
+        results = self._results
+        recorder = self.recorder
+        timings = self._timings
+        while self._cursor < len(calls):
+            call = calls[self._cursor]
+            if not call.settled:
+                return
+            if call.plan is None or call.fixed is not None:
+                result = call.fixed
+                assert result is not None
+                passed = False
+            else:
+                passed = True
+                plan = call.plan
+                if plan.version != plan.versions.value:
+                    plan = call.plan = plan.current()  # a listener added meanwhile runs
+                hooks = plan.hooks
+                if timings and hooks.any_finalize:
+                    begun = _now()
+                    result = await finalize(call)
+                    self._stats.finalize += _now() - begun
+                elif hooks.post and call.state == RESOLVED:
+                    result = await finalize(call)
+                else:
+                    result = conclude(call)  # no post-execute due: no coroutine
+            # A failure from here on leaves a call that passed finalize (its observers
+            # ran) uncommitted: the registry counted it committed, not abandoned.
+            if self._failure is not None:
+                self._finalized = passed
+                raise self._failure
+            if recorder is not None:
+                # Contexts are recorded once, as context events after all results.
+                recorded = (
+                    msgspec.structs.replace(result, additional_contexts=())
+                    if result.additional_contexts
+                    else result
+                )
+                try:
+                    recorder.record(ToolResultEvent(self.id, call.index, call.call_id, recorded))
+                except Exception:
+                    self._finalized = passed
+                    raise
+            results.append(result)
+            self._cursor += 1
+            self._wake_reader.set()
+
+    async def _drain(self) -> None:
+        """Wait until nothing is in flight and every started call has committed."""
+        while True:
+            await self._commit_ready()
+            if not self._admission.admitted and self._cursor >= self._started:
+                return
+            await self._wait()
+
+    def _finish_unstarted(self) -> None:
+        """Give every call that never started (abort) a synthetic result, in model order.
+
+        These bypass the registry entirely: no policy, no observers.
+        """
+        calls = self._calls
+        recorder = self.recorder
+        while self._cursor < len(calls):
+            call = calls[self._cursor]
+            self._started += 1
+            if recorder is not None:
+                tool_call = call.tool_call
+                assert tool_call is not None
+                recorder.record(ToolCallEvent(self.id, call.index, _intake.loggable(tool_call)))
+                recorder.record(
+                    ToolResultEvent(
+                        self.id, call.index, call.call_id, ABORTED_BEFORE_DISPATCH_RESULT
+                    )
+                )
+            self._results.append(ABORTED_BEFORE_DISPATCH_RESULT)
+            self._cursor += 1
+            self._wake_reader.set()
+
+    def _record_report(self, report: CallReport) -> None:
+        """Record a report of one of this batch's calls as a ``progress`` event."""
+        recorder = self.recorder
+        call_id = report.call_id
+        if recorder is None or call_id is None:
+            return
+        known = self._report_index
+        index = known.get(call_id)
+        if index is None:
+            for call in self._calls[len(known) :]:
+                known.setdefault(call.call_id, call.index)  # a repeated id never runs
+            index = known.get(call_id)
+            if index is None:
+                return  # not this batch's call (a nested batch's, say)
+        recorder.record(ProgressEvent(self.id, index, call_id, report))
+
+    def _record_contexts(self) -> None:
+        recorder = self.recorder
+        if recorder is None:
+            return
+        for call, result in zip(self._calls, self._results, strict=True):
+            for context in result.additional_contexts:
+                recorder.record(ContextEvent(self.id, call.index, call.call_id, context))

@@ -1,0 +1,286 @@
+"""Recording a batch: the ToolCallRecorder protocol, JSON-lines logs, and replay.
+
+Events arrive in durable order: each call's ``tool_call`` when it starts (before its
+pre-execute), its ``tool_result`` at commit (model order), and every ``context``
+after all of the batch's results. Events carry the batch id and the call's index in
+the batch, so a log holding several batches (or duplicate call ids) pairs exactly.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Final, Protocol, TypeAlias
+
+import msgspec
+
+from .._core._content import HookContext, ToolCall, ToolExecutionResult
+from .._core._errors import LogFormatError
+from .._core._outcomes import json_safe
+from .._core._progress import CallReport
+
+__all__ = [
+    "ContextEvent",
+    "JsonlRecorder",
+    "ProgressEvent",
+    "RecorderEvent",
+    "ToolCallEvent",
+    "ToolCallRecorder",
+    "ToolResultEvent",
+    "encode_event",
+    "iter_log",
+    "read_log",
+    "replay_log",
+]
+
+
+class ToolCallEvent(
+    msgspec.Struct, frozen=True, tag="tool_call", tag_field="event", rename="camel"
+):
+    """A call started: recorded before its pre-execute runs (or when it is skipped)."""
+
+    batch: str
+    index: int
+    call: ToolCall
+
+
+class ToolResultEvent(
+    msgspec.Struct, frozen=True, tag="tool_result", tag_field="event", rename="camel"
+):
+    """A call's result committed, in model order.
+
+    The result's ``additional_contexts`` are not part of this event: each context is a
+    :class:`ContextEvent` of its own, recorded after all of the batch's results.
+    """
+
+    batch: str
+    index: int
+    call_id: str
+    result: ToolExecutionResult
+
+
+class ContextEvent(msgspec.Struct, frozen=True, tag="context", tag_field="event", rename="camel"):
+    """A context for the next request, recorded after all of the batch's results."""
+
+    batch: str
+    index: int
+    call_id: str
+    context: HookContext
+
+
+class ProgressEvent(msgspec.Struct, frozen=True, tag="progress", tag_field="event", rename="camel"):
+    """A progress or log report a call's body made while it ran (between its
+    ``tool_call`` and its ``tool_result``), in the order it was made."""
+
+    batch: str
+    index: int
+    call_id: str
+    report: CallReport
+
+
+RecorderEvent: TypeAlias = ToolCallEvent | ToolResultEvent | ContextEvent | ProgressEvent
+"""One durable event, tagged ``event: "tool_call" | "tool_result" | "context" |
+"progress"``."""
+
+
+class ToolCallRecorder(Protocol):
+    """Receives a batch's durable events, synchronously, in durable order.
+
+    A recorder that raises is an internal failure of the batch: the scheduler starts
+    nothing new, waits for the calls in flight, and re-raises the first failure.
+    """
+
+    def record(self, event: RecorderEvent, /) -> None:
+        """Persist or forward one event."""
+        ...
+
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(RecorderEvent)
+_json_any = msgspec.json.Decoder()
+_EVENT_PREFIX: Final = b'{"event":'
+_TORN: Final = re.compile(rb'\A\{\s*"event"\s*:')
+
+
+class JsonlRecorder:
+    """Append events to a JSON-lines file, one whole line per event, never truncating.
+
+    Every event is one ``write(2)`` to a file opened with ``O_APPEND``, made under an
+    exclusive ``flock`` that every :class:`JsonlRecorder` takes per event, so writers
+    in several processes (two ``toolnursery run --log same.jsonl``) never interleave or
+    cut each other's lines, however large. Nothing already in the file is ever removed:
+    when the file does not end with a newline (a writer that died mid-write, or a
+    complete last event written without one), the next event starts with a newline,
+    so the torn bytes stay a line of their own that readers skip, and a complete
+    event stays readable. Use it as a context manager, or call :meth:`close`.
+
+    Once :meth:`record` returns, the event is in the operating system's page cache:
+    it survives the process crashing or being killed; with ``fsync=True`` it is also
+    on the storage device, and survives a power loss or kernel crash.
+
+    Args:
+        path: the log file (created if missing, appended to otherwise).
+        fsync: also flush every event to the storage device (``fdatasync``) before
+            :meth:`record` returns; survives power loss, costs a device flush per event.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False) -> None:
+        self.path = Path(path)
+        self._fsync = fsync
+        self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        # The file size right after this recorder's last write: when the file still has
+        # that size, it ends with our newline and needs no look at its last byte.
+        self._end = -1
+
+    def record(self, event: RecorderEvent, /) -> None:
+        """Append one event as one line.
+
+        Raises:
+            ValueError: the recorder is closed.
+            OSError: the write failed (the partial line, if any, is removed: those bytes
+                are this recorder's own).
+        """
+        fd = self._fd
+        if fd is None:
+            raise ValueError(f"JsonlRecorder({str(self.path)!r}) is closed")
+        line = encode_event(event) + b"\n"
+        _lock(fd)
+        try:
+            size = os.fstat(fd).st_size
+            if size != self._end and size > 0 and os.pread(fd, 1, size - 1) != b"\n":
+                line = b"\n" + line
+            whole = False
+            try:
+                written = os.write(fd, line)
+                while written < len(line):  # pragma: no cover - short writes are rare on files
+                    written += os.write(fd, memoryview(line)[written:])
+                whole = True
+            finally:
+                if not whole:
+                    # Only bytes this call appended are cut: every writer holds the lock.
+                    os.ftruncate(fd, size)
+            self._end = size + len(line)
+            if self._fsync:
+                _sync(fd)
+        finally:
+            _unlock(fd)
+
+    def close(self) -> None:
+        """Close the file; idempotent."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def __enter__(self) -> JsonlRecorder:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+if sys.platform == "win32":  # pragma: no cover - no flock; one writer per log there
+
+    def _lock(fd: int) -> None:
+        pass
+
+    _unlock = _lock
+    _sync = os.fsync
+else:
+    import fcntl
+
+    def _lock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+
+    def _unlock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+    _sync = getattr(os, "fdatasync", os.fsync)
+
+
+def encode_event(event: RecorderEvent) -> bytes:
+    """Encode one event as its JSON line (without the newline).
+
+    A string no pipeline stage made JSON-safe (a call id or raw argument text holding
+    a lone surrogate) is escaped as results are, rather than failing the batch.
+    """
+    try:
+        return _encoder.encode(event)
+    except UnicodeEncodeError:
+        return _encoder.encode(json_safe(event))
+
+
+def _is_torn(line: bytes) -> bool:
+    """Whether an undecodable line is an event cut short by a writer that died.
+
+    Such a line starts like an event (or is a prefix of that start) and is not JSON;
+    anything else is not a toolnursery log.
+    """
+    if not (_TORN.match(line) or _EVENT_PREFIX.startswith(line)):
+        return False
+    try:
+        _json_any.decode(line)
+    except msgspec.DecodeError:
+        return True
+    return False
+
+
+def iter_log(path: str | os.PathLike[str]) -> Iterator[tuple[int, RecorderEvent | None, str]]:
+    """Yield ``(line_number, event, raw_line)`` for each non-empty line of a log.
+
+    ``event`` is ``None`` for a torn line (an event cut short by a writer that died
+    mid-write): readers skip it.
+
+    Raises:
+        LogFormatError: a line is neither an event nor a torn one (the file is not a
+            toolnursery log, or was damaged); the message names the line.
+        OSError: the file cannot be read.
+    """
+    with open(path, "rb") as file:
+        for number, raw in enumerate(file, 1):
+            stripped = raw.strip()
+            if not stripped:
+                continue
+            try:
+                event: RecorderEvent | None = _decoder.decode(stripped)
+            except msgspec.DecodeError:
+                if not _is_torn(stripped):
+                    raise LogFormatError(
+                        os.fspath(path), number, stripped.decode("utf-8", "replace")
+                    ) from None
+                event = None
+            yield number, event, raw.decode("utf-8", "replace")
+
+
+def read_log(path: str | os.PathLike[str]) -> list[RecorderEvent]:
+    """Read every complete event of a log, in file order.
+
+    Torn lines (events cut short by a writer that died mid-write) are skipped.
+
+    Raises:
+        LogFormatError: a line is not an event (the message names it).
+        OSError: the file cannot be read.
+    """
+    return [event for _, event, _ in iter_log(path) if event is not None]
+
+
+def replay_log(path: str | os.PathLike[str]) -> list[tuple[ToolCall, ToolExecutionResult | None]]:
+    """Pair each recorded call with its result, in log order.
+
+    A call whose result was never recorded (the process died mid-batch) is paired
+    with ``None``.
+    """
+    order: list[tuple[str, int]] = []
+    calls: dict[tuple[str, int], ToolCall] = {}
+    results: dict[tuple[str, int], ToolExecutionResult] = {}
+    for event in read_log(path):
+        key = (event.batch, event.index)
+        if isinstance(event, ToolCallEvent):
+            if key not in calls:
+                order.append(key)
+            calls[key] = event.call
+        elif isinstance(event, ToolResultEvent):
+            results[key] = event.result
+    return [(calls[key], results.get(key)) for key in order]

@@ -1,0 +1,404 @@
+"""Resuming a batch after a crash: what a log says about each call, and what to do.
+
+The analysis is pure: :func:`plan_resume` reads a log's events and the batch's calls
+and decides, call by call, from one invariant of the recorder's durable order — a
+call's ``tool_call`` event is recorded before anything of it runs (its first hook, its
+body), and its ``tool_result`` event when it commits:
+
+* a call with a recorded result **committed**: its recorded result is returned, and it
+  does not run again (``replay``) — except a result recorded as
+  ``ABORTED_BEFORE_DISPATCH`` (its body never ran: it runs now), and an ``ABORTED``
+  result of an idempotent tool (it runs again);
+* a call with no event at all **never started**: it runs (``run``);
+* a call recorded as started with no result was **interrupted**: an idempotent tool
+  runs again (``run``); any other tool is not run — its result is
+  :class:`~toolnursery.InterruptedCallError` (code ``INTERRUPTED``,
+  ``interrupted``), so a side effect never happens twice;
+* a call whose id an earlier call of the batch already has, and no recorded result,
+  gets the batch's duplicate-id result (``duplicate``), as the first run would have.
+
+:func:`resume_tool_calls` carries a plan out: the calls to run run as one batch under
+the resumed batch's id (so ``ctx.idempotency_key`` is the key their first run saw),
+their events recorded under their original indices; the other results are recorded
+(the ones not yet in the log) and returned in model order.
+
+Which batch of the log is resumed: the one named by ``batch_id``, else the last batch
+whose recorded calls are exactly these calls at their indices. When no batch matches,
+no call of these has started, so every call runs (in a new batch).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias
+
+import msgspec
+
+from .._core._content import HookContext, ToolCall, ToolExecutionResult
+from .._core._errors import (
+    TOOL_ABORTED,
+    TOOL_ABORTED_BEFORE_DISPATCH,
+    DuplicateCallIdError,
+    InterruptedCallError,
+    ResumeError,
+)
+from .._core._outcomes import _failure, json_safe
+from ._recorder import (
+    ContextEvent,
+    RecorderEvent,
+    ToolCallEvent,
+    ToolCallRecorder,
+    ToolResultEvent,
+    read_log,
+)
+
+if TYPE_CHECKING:
+    from .._core._signal import CancelSignal
+    from .._pipeline._registry import ToolRegistry, ToolScope
+
+__all__ = [
+    "PlannedRun",
+    "ResumeAction",
+    "ResumePlan",
+    "ResumedCall",
+    "is_idempotent",
+    "plan_resume",
+    "read_plan",
+    "resume_tool_calls",
+]
+
+ResumeAction: TypeAlias = Literal["replay", "run", "interrupted", "duplicate"]
+"""What a resumed batch does with one call: return the recorded result, run the
+call, give it the ``INTERRUPTED`` result, or the duplicate-id result."""
+
+
+class ResumedCall(msgspec.Struct, frozen=True, kw_only=True):
+    """One call of a resumed batch, and what resuming does with it.
+
+    Attributes:
+        index: the call's position in the batch.
+        call: the call.
+        action: ``replay``, ``run``, ``interrupted`` or ``duplicate``.
+        result: for ``replay`` the recorded result (its recorded contexts attached),
+            for ``interrupted`` / ``duplicate`` the result it gets; ``None`` for ``run``.
+        started: the log records the call as started before (so ``run`` is a re-run).
+    """
+
+    index: int
+    call: ToolCall
+    action: ResumeAction
+    result: ToolExecutionResult | None = None
+    started: bool = False
+
+
+class ResumePlan(msgspec.Struct, frozen=True, kw_only=True):
+    """What resuming a batch does, call by call.
+
+    Attributes:
+        batch_id: the resumed batch's id (reused, so each call's idempotency key is the
+            one its first run saw); ``None`` when no recorded batch matched (every call
+            runs, in a new batch).
+        calls: one entry per call, in model order.
+    """
+
+    batch_id: str | None
+    calls: tuple[ResumedCall, ...]
+
+    def count(self, action: ResumeAction) -> int:
+        """How many calls the plan gives ``action``."""
+        return sum(1 for entry in self.calls if entry.action == action)
+
+
+class _Recorded:
+    __slots__ = ("calls", "contexts", "results")
+
+    def __init__(self) -> None:
+        self.calls: dict[int, ToolCall] = {}
+        self.results: dict[int, ToolExecutionResult] = {}
+        self.contexts: dict[int, list[HookContext]] = {}
+
+
+_RERUN_CODES: Final = frozenset({TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH})
+
+
+def plan_resume(
+    events: Iterable[RecorderEvent],
+    calls: Sequence[ToolCall],
+    is_idempotent: Callable[[ToolCall], bool],
+    *,
+    batch_id: str | None = None,
+) -> ResumePlan:
+    """Decide what resuming ``calls`` from a log's ``events`` does with each call.
+
+    Args:
+        events: the log's events, in file order (:func:`~toolnursery.read_log`).
+        calls: the batch's calls, in model order (the same calls as the crashed run).
+        is_idempotent: whether a call's tool may safely run again.
+        batch_id: the batch to resume; ``None`` picks the last recorded batch whose
+            calls match ``calls``.
+
+    Returns:
+        The plan; pure: nothing runs, nothing is read but ``events``.
+
+    Raises:
+        ResumeError: ``batch_id`` is recorded with other calls than ``calls``.
+    """
+    batches: dict[str, _Recorded] = {}
+    for event in events:
+        recorded = batches.get(event.batch)
+        if recorded is None:
+            recorded = batches[event.batch] = _Recorded()
+        if isinstance(event, ToolCallEvent):
+            recorded.calls.setdefault(event.index, event.call)
+        elif isinstance(event, ToolResultEvent):
+            recorded.results[event.index] = event.result
+            recorded.contexts.pop(event.index, None)  # a re-run's contexts follow it
+        elif isinstance(event, ContextEvent):
+            recorded.contexts.setdefault(event.index, []).append(event.context)
+    safe = [json_safe(call) for call in calls]
+    if batch_id is not None:
+        found = batches.get(batch_id)
+        if found is not None:
+            mismatch = _mismatch(found, safe)
+            if mismatch is not None:
+                raise ResumeError(f'cannot resume batch "{batch_id}": {mismatch}')
+        return _plan(batch_id, found or _Recorded(), calls, is_idempotent)
+    for name in reversed(batches):
+        if _mismatch(batches[name], safe) is None:
+            return _plan(name, batches[name], calls, is_idempotent)
+    return _plan(None, _Recorded(), calls, is_idempotent)
+
+
+def _mismatch(recorded: _Recorded, calls: list[ToolCall]) -> str | None:
+    for index in sorted(recorded.calls.keys() | recorded.results.keys()):
+        if index >= len(calls):
+            return f"the log records a call at index {index}, and there are {len(calls)} calls"
+        call = recorded.calls.get(index)
+        if call is not None and call != calls[index]:
+            return f"the log records call {call.id!r} ({call.name}) at index {index}, not {calls[index].id!r}"
+    return None
+
+
+def _plan(
+    batch_id: str | None,
+    recorded: _Recorded,
+    calls: Sequence[ToolCall],
+    is_idempotent: Callable[[ToolCall], bool],
+) -> ResumePlan:
+    entries: list[ResumedCall] = []
+    seen: set[str] = set()
+    for index, call in enumerate(calls):
+        result = recorded.results.get(index)
+        started = index in recorded.calls or result is not None
+        code = result.error.code if result is not None and result.error is not None else None
+        duplicate = call.id in seen
+        seen.add(call.id)
+        if result is not None and not (
+            result.is_error
+            and code in _RERUN_CODES
+            and (code == TOOL_ABORTED_BEFORE_DISPATCH or is_idempotent(call))
+        ):
+            contexts = tuple(recorded.contexts.get(index, ()))
+            if contexts:
+                result = msgspec.structs.replace(result, additional_contexts=contexts)
+            entry = ResumedCall(
+                index=index, call=call, action="replay", result=result, started=True
+            )
+        elif duplicate:
+            entry = ResumedCall(
+                index=index,
+                call=call,
+                action="duplicate",
+                result=_failure(DuplicateCallIdError(call.id)),
+                started=started,
+            )
+        elif not started or code == TOOL_ABORTED_BEFORE_DISPATCH or is_idempotent(call):
+            entry = ResumedCall(index=index, call=call, action="run", started=started)
+        else:
+            entry = ResumedCall(
+                index=index,
+                call=call,
+                action="interrupted",
+                result=_failure(InterruptedCallError(call.name)),
+                started=True,
+            )
+        entries.append(entry)
+    return ResumePlan(batch_id=batch_id, calls=tuple(entries))
+
+
+# -- carrying a plan out ------------------------------------------------------------------
+
+
+class PlannedRun:
+    """What carrying out a plan takes: the calls to run, their recorder, the merge.
+
+    The calls to run form one batch (under ``plan.batch_id``); :meth:`recorder` wraps
+    the caller's recorder so their events keep their original indices and the decided
+    results (interrupted, duplicate) are recorded in model order; :meth:`merge` puts
+    the results together in model order, and :meth:`ordered` streams them so.
+    """
+
+    def __init__(self, plan: ResumePlan) -> None:
+        self.plan = plan
+        self.to_run = [entry for entry in plan.calls if entry.action == "run"]
+        self.indices = [entry.index for entry in self.to_run]
+        self._recorder: _Resumed | None = None
+        self._shown = 0
+
+    @property
+    def calls(self) -> list[ToolCall]:
+        """The calls that run, in model order."""
+        return [entry.call for entry in self.to_run]
+
+    def recorder(self, inner: ToolCallRecorder | None) -> ToolCallRecorder | None:
+        """The recorder to give the batch of the calls that run."""
+        if inner is None:
+            return None
+        self._recorder = _Resumed(inner, self.plan.batch_id, self.plan, self.indices)
+        return self._recorder
+
+    def finish(self) -> None:
+        """Record the decided results not recorded yet (call once the batch is done)."""
+        recorder = self._recorder
+        if recorder is not None:
+            if recorder.batch is None:  # nothing ran, nothing recorded: an id of its own
+                recorder.batch = uuid.uuid4().hex
+            recorder.flush()
+
+    def ordered(
+        self, ran: int, result: ToolExecutionResult | None
+    ) -> Iterator[tuple[ToolCall, ToolExecutionResult]]:
+        """The results to show now, in model order, once ``ran`` calls that run have
+        committed, the last of them with ``result`` (``None``: the batch is over)."""
+        upto = len(self.plan.calls) if result is None else self.indices[ran - 1]
+        entries = self.plan.calls
+        while self._shown < upto:
+            entry = entries[self._shown]
+            self._shown += 1
+            if entry.result is not None:
+                yield entry.call, entry.result
+        if result is not None:
+            self._shown += 1
+            yield entries[upto].call, result
+
+    def merge(self, ran: Sequence[ToolExecutionResult]) -> list[ToolExecutionResult]:
+        """Every call's result, in model order, given the results of the calls that ran."""
+        results = [entry.result for entry in self.plan.calls]
+        for index, result in zip(self.indices, ran, strict=True):
+            results[index] = result
+        return [result for result in results if result is not None]
+
+
+class _Resumed:
+    """The recorder of a resumed batch's runs: events under their original indices,
+    and each decided result (interrupted, duplicate) recorded in model order."""
+
+    __slots__ = ("batch", "indices", "inner", "pending")
+
+    def __init__(
+        self, inner: ToolCallRecorder, batch: str | None, plan: ResumePlan, indices: list[int]
+    ) -> None:
+        self.inner = inner
+        self.batch = batch
+        self.indices = indices
+        self.pending = [e for e in plan.calls if e.action in ("interrupted", "duplicate")]
+
+    def record(self, event: RecorderEvent, /) -> None:
+        index = self.indices[event.index]
+        if self.batch is None:
+            self.batch = event.batch
+        if isinstance(event, ToolResultEvent | ContextEvent):
+            self.flush(index)
+        self.inner.record(msgspec.structs.replace(event, index=index))
+
+    def flush(self, before: int | None = None) -> None:
+        """Record the decided results of the calls before ``before`` (all: ``None``)."""
+        pending = self.pending
+        batch = self.batch
+        while pending and (before is None or pending[0].index < before):
+            entry = pending.pop(0)
+            assert entry.result is not None
+            assert batch is not None
+            if not entry.started:
+                self.inner.record(ToolCallEvent(batch, entry.index, entry.call))
+            self.inner.record(ToolResultEvent(batch, entry.index, entry.call.id, entry.result))
+
+
+def is_idempotent(registry: ToolRegistry, agent: ToolScope | None) -> Callable[[ToolCall], bool]:
+    """Whether a call's tool, as ``agent`` sees it, declares ``idempotent=True``."""
+
+    def check(call: ToolCall) -> bool:
+        definition = registry.get(call.name, agent)
+        return definition is not None and definition.idempotent is True
+
+    return check
+
+
+def read_plan(
+    registry: ToolRegistry,
+    calls: Sequence[ToolCall],
+    log: str | os.PathLike[str],
+    *,
+    agent: ToolScope | None = None,
+    batch_id: str | None = None,
+) -> ResumePlan:
+    """Read ``log`` and plan resuming ``calls`` (a missing log: every call runs).
+
+    Raises:
+        ResumeError: ``batch_id`` is recorded with other calls.
+        LogFormatError: ``log`` is not a toolnursery log.
+        OSError: ``log`` exists but cannot be read.
+    """
+    try:
+        events = read_log(log)
+    except FileNotFoundError:
+        events = []
+    return plan_resume(events, calls, is_idempotent(registry, agent), batch_id=batch_id)
+
+
+async def resume_tool_calls(
+    registry: ToolRegistry,
+    calls: Iterable[ToolCall],
+    log: str | os.PathLike[str],
+    *,
+    signal: CancelSignal | None = None,
+    agent: ToolScope | None = None,
+    max_parallel: int = 10,
+    recorder: ToolCallRecorder | None = None,
+    batch_id: str | None = None,
+) -> list[ToolExecutionResult]:
+    """Resume a batch that a crash interrupted, from its log (``run_tool_calls(...,
+    resume_from=log)``); see :func:`plan_resume` for what happens to each call.
+
+    The calls that run form one batch under the resumed batch's id; ``recorder``
+    (usually a :class:`~toolnursery.JsonlRecorder` on ``log`` itself, so a second crash
+    can be resumed too) receives what resuming does; results already in the log are not
+    recorded again.
+
+    Raises:
+        ResumeError: ``batch_id`` is recorded with other calls.
+        LogFormatError: ``log`` is not a toolnursery log.
+        OSError: ``log`` exists but cannot be read.
+    """
+    from ._scheduler import run_tool_calls  # the scheduler is what runs calls
+
+    calls = list(calls)
+    plan = read_plan(registry, calls, log, agent=agent, batch_id=batch_id)
+    planned = PlannedRun(plan)
+    ran: list[ToolExecutionResult] = []
+    if planned.to_run:
+        ran = await run_tool_calls(
+            registry,
+            planned.calls,
+            signal=signal,
+            agent=agent,
+            max_parallel=max_parallel,
+            recorder=planned.recorder(recorder),
+            batch_id=plan.batch_id,
+        )
+    else:
+        planned.recorder(recorder)
+    planned.finish()
+    return planned.merge(ran)

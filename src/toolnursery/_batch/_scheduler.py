@@ -1,0 +1,281 @@
+"""The batch scheduler: run one model response's tool calls, in model order.
+
+One driver walks the calls in model order (the caller's task for ``run_tool_calls``,
+a task of the batch for ``open_tool_batch``). It classifies the next call; an
+``exclusive`` call is a barrier (everything in flight drains first, then it runs
+alone); consecutive ``parallel`` and ``keyed`` calls form a rolling pool capped at
+``max_parallel``, each later call reclassified just before it starts. The driver alone
+runs *prepare* (pre-execute, approval, guards) and *finalize* (post-execute,
+observers, the durable result), so both happen strictly in model order; only
+*dispatch* overlaps. Which dispatch may run when is :mod:`toolnursery._batch._admission`'s
+business (the cap, waiting, the ready queue); which calls conflict is
+:mod:`toolnursery._batch._conflicts`'; reading each call's arguments once is
+:mod:`toolnursery._batch._intake`'s; the driver itself is :class:`~toolnursery._batch._driver.ToolBatch`.
+
+Where dispatch runs: a call that runs alone — an ``exclusive`` barrier, or the last
+call of a closed batch with nothing in flight — or that cannot suspend is dispatched
+inline by the driver (no task), under a cancel scope linked to the batch signal. Other
+calls go to pool workers: at most as many as dispatches are in flight at once, each
+reused for the next queued call (a capped batch runs ``max_parallel`` workers, not a
+task per call). Workers take their call from a FIFO queue, so bodies start in model
+order.
+
+Cancellation: the batch signal is linked to the pool nursery's cancel scope, so one
+scope carries an abort to every pooled call, wrapped or not: an execute wrapper sees
+``trio.Cancelled`` come out of ``await next()``, and the worker then maps the call to
+``ABORTED`` or ``ABORTED_BEFORE_DISPATCH`` by whether its body was invoked. Abort stops
+starting, drains and commits what started, then gives every unstarted call a synthetic
+``ABORTED_BEFORE_DISPATCH`` result.
+
+Internal failure (a recorder that raises, a stage that raises where it should not):
+nothing new starts, in-flight dispatches settle, and the first failure propagates
+unwrapped. No result is fabricated for a call that did not commit.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+
+import trio
+
+from .._core._arguments import parse_arguments
+from .._core._content import ToolCall, ToolExecutionResult
+from .._core._signal import CancelSignal, fuse
+from .._pipeline._registry import ToolRegistry, ToolScope
+from .._pipeline._stages import check_trio as _check_trio
+from ._driver import ToolBatch
+from ._intake import check_batch_id as _check_batch_id
+from ._recorder import ToolCallRecorder
+
+__all__ = ["ToolBatch", "open_tool_batch", "parse_arguments", "run_tool_calls"]
+
+
+def _check_max_parallel(value: object) -> int:
+    if type(value) is not int or value < 1:
+        raise ValueError(f"max_parallel must be a positive integer, got {value!r}")
+    return value
+
+
+def _check_batch(
+    registry: ToolRegistry,
+    signal: object,
+    agent: ToolScope | None,
+    max_parallel: object,
+    batch_id: object,
+) -> None:
+    _check_trio()
+    _check_max_parallel(max_parallel)
+    if signal is not None and not isinstance(signal, CancelSignal):
+        raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")
+    if agent is not None:
+        registry._check_agent(agent)
+    if batch_id is not None:
+        _check_batch_id(batch_id)
+
+
+@asynccontextmanager
+async def open_tool_batch(
+    registry: ToolRegistry,
+    *,
+    signal: CancelSignal | None = None,
+    agent: ToolScope | None = None,
+    max_parallel: int = 10,
+    recorder: ToolCallRecorder | None = None,
+    batch_id: str | None = None,
+) -> AsyncIterator[ToolBatch]:
+    """Open a batch that runs calls as they are submitted, results in model order.
+
+    Example::
+
+        async with open_tool_batch(registry, max_parallel=4) as batch:
+            async for call in calls_streaming_from_the_model():
+                batch.submit(call)
+            batch.close()
+            async for call, result in batch:
+                print(call.id, result.is_error)
+
+    A submitted call starts as soon as its turn allows (the calls before it have
+    started and, for an ``exclusive`` call, drained), while the model may still be
+    streaming later calls. Leaving the block closes submission and waits until every
+    submitted call has committed; nothing the batch started is running afterwards.
+    If the block raises, the batch is aborted — started calls drain and commit, the
+    rest get ``ABORTED_BEFORE_DISPATCH`` — and then the exception propagates as
+    itself. A ``trio.Cancelled`` from an enclosing scope cancels everything at once.
+
+    Args:
+        registry: the registry whose pipeline every call passes.
+        signal: aborts the batch when it fires.
+        agent: the scope the calls run for.
+        max_parallel: the most bodies in flight at once (a positive integer).
+        recorder: receives ``tool_call``/``tool_result``/``context`` events.
+        batch_id: the batch's id in the events and in each call's
+            ``ctx.idempotency_key`` (a non-empty string; a resumed batch passes its
+            old id). Default: 128 random bits, as 32 hex digits.
+
+    Raises:
+        ValueError: ``max_parallel`` is not a positive integer, ``batch_id`` is not a
+            non-empty string, or ``agent`` is a scope of another registry.
+        TypeError: ``signal`` is not a :class:`CancelSignal`.
+        RuntimeError: called outside trio (from asyncio, use :mod:`toolnursery.aio`).
+        Exception: the first internal failure (e.g. a recorder that raised), after the
+            calls in flight have settled.
+    """
+    _check_batch(registry, signal, agent, max_parallel, batch_id)
+    # The calls run under a batch signal of our own, fused with the caller's: an
+    # exception in the block aborts this batch without firing the caller's signal.
+    fusion = fuse(signal) if signal is not None else None
+    own = fusion.signal if fusion is not None else CancelSignal()
+    batch = ToolBatch(registry, own, agent, max_parallel, recorder, batch_id)
+    raised: BaseException | None = None
+    try:
+        async with trio.open_nursery() as batch_nursery:
+            batch_nursery.start_soon(batch._run, batch_nursery)
+            try:
+                yield batch
+            except BaseException as exc:
+                if _is_cancellation(exc) or isinstance(exc, GeneratorExit):
+                    raise
+                # Abort, and let the driver finish the batch (drain, commit, synthesize)
+                # before the block's exception goes on.
+                raised = exc
+                own.cancel("the batch's block raised")
+            batch.close()
+    except BaseExceptionGroup as group:
+        if raised is not None:
+            raise raised  # the block's exception came first
+        raise _collapse(group) from None
+    finally:
+        if fusion is not None:
+            fusion.close()
+    if raised is not None:
+        raise raised
+
+
+def _is_cancellation(exc: BaseException) -> bool:
+    if isinstance(exc, trio.Cancelled):
+        return True
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.split(trio.Cancelled)[1] is None
+    return False
+
+
+def _collapse(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one exception inside a nursery's group, or the group when there are several.
+
+    The batch's tasks are an implementation detail: a failure (the first internal
+    failure) reaches the caller as itself, not wrapped; a cancellation from an
+    enclosing scope reaches it as one ``trio.Cancelled``.
+    """
+    leaves: list[BaseException] = []
+    stack: list[BaseException] = [group]
+    while stack:
+        exc = stack.pop()
+        if isinstance(exc, BaseExceptionGroup):
+            stack.extend(reversed(exc.exceptions))
+        else:
+            leaves.append(exc)
+    if len(leaves) == 1:
+        return leaves[0]
+    failures = [leaf for leaf in leaves if not isinstance(leaf, trio.Cancelled)]
+    if not failures:
+        return leaves[0]
+    return failures[0] if len(failures) == 1 else group
+
+
+async def run_tool_calls(
+    registry: ToolRegistry,
+    calls: Iterable[ToolCall],
+    *,
+    signal: CancelSignal | None = None,
+    agent: ToolScope | None = None,
+    max_parallel: int = 10,
+    recorder: ToolCallRecorder | None = None,
+    batch_id: str | None = None,
+    resume_from: str | os.PathLike[str] | None = None,
+) -> list[ToolExecutionResult]:
+    """Run one model response's tool calls; return one result per call, in model order.
+
+    Consecutive calls whose tools classify them ``parallel`` overlap (at most
+    ``max_parallel`` bodies at once); an ``exclusive`` call runs alone as a barrier.
+    Pre-execute and post-execute run in model order; only dispatch overlaps. When the
+    call returns, nothing it started is still running.
+
+    The calls run under a batch signal fused with ``signal``: a body that cancels
+    ``ctx.signal`` aborts this batch without firing the caller's signal.
+
+    Args:
+        registry: the registry whose pipeline every call passes.
+        calls: the model's calls, in model order.
+        signal: aborts the batch: nothing new starts, started calls drain and
+            commit, unstarted calls get ``ABORTED_BEFORE_DISPATCH``.
+        agent: the scope the calls run for.
+        max_parallel: the most bodies in flight at once (a positive integer).
+        recorder: receives ``tool_call``/``tool_result``/``context`` events.
+        batch_id: the batch's id in the events and in each call's
+            ``ctx.idempotency_key`` (a non-empty string; a resumed batch passes its
+            old id). Default: 128 random bits, as 32 hex digits.
+        resume_from: the log of a run of these same calls that a crash interrupted:
+            committed calls return their recorded results without running, and a
+            started, unfinished call of a tool that is not idempotent gets the
+            ``INTERRUPTED`` result instead of running twice (see docs/durability.md);
+            ``batch_id`` then names the batch to resume.
+
+    Returns:
+        One frozen result per call, in model order.
+
+    Raises:
+        ValueError: ``max_parallel`` is not a positive integer, ``batch_id`` is not a
+            non-empty string, or ``agent`` is a scope of another registry;
+            :class:`~toolnursery.ResumeError` / :class:`~toolnursery.LogFormatError`
+            when ``resume_from`` cannot resume these calls.
+        TypeError: ``signal`` is not a :class:`CancelSignal`.
+        RuntimeError: called outside trio (from asyncio, use :mod:`toolnursery.aio`).
+        Exception: the first internal failure (e.g. a recorder that raised), after the
+            calls in flight have settled.
+    """
+    _check_batch(registry, signal, agent, max_parallel, batch_id)
+    if resume_from is not None:
+        from ._resume import resume_tool_calls
+
+        return await resume_tool_calls(
+            registry,
+            calls,
+            resume_from,
+            signal=signal,
+            agent=agent,
+            max_parallel=max_parallel,
+            recorder=recorder,
+            batch_id=batch_id,
+        )
+    # The same batch signal as open_tool_batch's: a body cancelling ``ctx.signal``
+    # aborts this batch, not the caller's signal.
+    fusion = fuse(signal) if signal is not None else None
+    batch = ToolBatch(
+        registry,
+        fusion.signal if fusion is not None else CancelSignal(),
+        agent,
+        max_parallel,
+        recorder,
+        batch_id,
+    )
+    try:
+        for call in calls:
+            batch._add(call)
+        batch._closed = True
+        # The whole batch is known: drive it from this task (one task fewer).
+        if len(batch._calls) <= 1:
+            # A lone call runs inline: no pool, so no nursery (whose exit would cost a
+            # round through the scheduler). Still a cancel point, as a nursery is.
+            await trio.lowlevel.checkpoint_if_cancelled()
+            await batch._run(None)
+        else:
+            async with trio.open_nursery() as nursery:
+                await batch._run(nursery)
+    except BaseExceptionGroup as group:
+        raise _collapse(group) from None
+    finally:
+        if fusion is not None:
+            fusion.close()
+    return batch._results

@@ -1,0 +1,1 @@
+"""_cli: see docs/design.md."""

@@ -1,0 +1,1 @@
+"""_core: see docs/design.md."""

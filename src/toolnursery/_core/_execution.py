@@ -1,0 +1,274 @@
+"""The views of one call that the pipeline hands to policy, wrappers and the body."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
+
+import msgspec
+
+from ._content import HookContext
+from ._progress import LogLevel, report_log, report_progress
+from ._signal import CancelSignal
+
+if TYPE_CHECKING:
+    from .._pipeline._registry import ToolScope
+
+__all__ = [
+    "ApprovalOutcome",
+    "ApprovalRequest",
+    "ApprovalService",
+    "ToolDispatchExecution",
+    "ToolExecution",
+    "ToolExecutionInput",
+    "ToolExecutionToken",
+    "ToolRunContext",
+]
+
+
+class ToolExecutionToken:
+    """Opaque identity of one execution; compare with ``is`` only."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"<ToolExecutionToken {id(self):#x}>"
+
+
+class ToolExecutionInput(msgspec.Struct, frozen=True):
+    """What a caller hands to :meth:`ToolRegistry.execute`.
+
+    Attributes:
+        call_id: the model's call id.
+        name: the tool name.
+        arguments: parsed arguments; must be lossless JSON (they are snapshotted and
+            frozen once; the caller's objects are never modified).
+        signal: the caller-owned cancellation of this call (a fresh, never-fired
+            signal when omitted).
+        agent: the scope the call runs for (``None``: the global view).
+        parent: the token of an enclosing execution, for nested dispatches.
+    """
+
+    call_id: str
+    name: str
+    arguments: Any
+    signal: CancelSignal = msgspec.field(default_factory=CancelSignal)
+    agent: ToolScope | None = None
+    parent: ToolExecutionToken | None = None
+
+
+class ToolExecution(msgspec.Struct, frozen=True):
+    """One call inside the pipeline: the input's fields read once, plus a fresh token.
+
+    ``arguments`` is the frozen snapshot (``msgspec.UNSET`` when the input's arguments
+    were not lossless JSON); ``signal`` is always the caller's signal.
+    """
+
+    call_id: str
+    name: str
+    arguments: Any
+    signal: CancelSignal
+    agent: ToolScope | None
+    parent: ToolExecutionToken | None
+    token: ToolExecutionToken
+
+
+class ToolRunContext:
+    """What a tool body receives beside its arguments.
+
+    The execution's fields, the signal the body runs under (the caller's; or one
+    derived from it under a deadline or a wrapper's replacement signal), the batch id
+    and idempotency key, and :meth:`defer_context`.
+    """
+
+    __slots__ = ("_deferred", "_execution", "_signal")
+
+    def __init__(
+        self, execution: ToolExecution, signal: CancelSignal, deferred: list[HookContext]
+    ) -> None:
+        self._execution = execution
+        self._signal = signal
+        self._deferred = deferred
+
+    @property
+    def execution(self) -> ToolExecution:
+        """The frozen execution this body runs for."""
+        return self._execution
+
+    @property
+    def signal(self) -> CancelSignal:
+        """The signal the body runs under (read-only; poll it from a sync body)."""
+        return self._signal
+
+    @property
+    def call_id(self) -> str:
+        """The model's call id."""
+        return self._execution.call_id
+
+    @property
+    def name(self) -> str:
+        """The tool name."""
+        return self._execution.name
+
+    @property
+    def arguments(self) -> Any:
+        """The frozen argument snapshot."""
+        return self._execution.arguments
+
+    @property
+    def agent(self) -> ToolScope | None:
+        """The scope the call runs for."""
+        return self._execution.agent
+
+    @property
+    def parent(self) -> ToolExecutionToken | None:
+        """The enclosing execution's token, if any."""
+        return self._execution.parent
+
+    @property
+    def token(self) -> ToolExecutionToken:
+        """This execution's token (pass it as ``parent`` to nested dispatches)."""
+        return self._execution.token
+
+    @property
+    def batch_id(self) -> str | None:
+        """The id of the batch this call runs in (``None`` under ``registry.execute()``)."""
+        return None
+
+    @property
+    def idempotency_key(self) -> str:
+        """A stable key of this call for exactly-once effects of the body's own.
+
+        ``"<batch id>:<call id>"`` in a batch (a resumed batch keeps its id, so a
+        call keeps its key); the call id under ``registry.execute()``.
+        """
+        batch_id = self.batch_id
+        call_id = self.call_id
+        return call_id if batch_id is None else f"{batch_id}:{call_id}"
+
+    def defer_context(self, context: HookContext) -> None:
+        """Attach ``context`` to this call's result, after the result reaches the loop.
+
+        Contexts keep their order (deferred ones first, then a wrapper's, then
+        post-execute's) and reach the model only after the whole batch's results.
+        """
+        if not isinstance(context, HookContext):
+            raise TypeError(f"defer_context() takes a HookContext, not {type(context).__name__}")
+        self._deferred.append(context)
+
+    def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Report this call's progress to whoever runs it (see :func:`reporting`).
+
+        In order, synchronously; served over MCP it becomes a
+        ``notifications/progress`` when the client asked for progress.
+        """
+        report_progress(progress, total, message, call_id=self.call_id)
+
+    def log(self, level: LogLevel, data: Any, *, logger: str | None = None) -> None:
+        """Send a log message from this call (served over MCP: ``notifications/message``)."""
+        report_log(level, data, logger=logger, call_id=self.call_id)
+
+
+class ToolDispatchExecution:
+    """The view a ``on_execute`` wrapper gets: like the execution, but ``signal`` is settable.
+
+    A wrapper may replace ``signal`` (e.g. with a deadline) for the duration of its
+    ``next()``; it cannot remove it. The registry fuses any replacement with the
+    caller's signal before the body runs.
+    """
+
+    __slots__ = ("_execution", "_record", "_signal")
+
+    def __init__(self, execution: ToolExecution) -> None:
+        self._execution: ToolExecution | None = execution
+        self._signal = execution.signal
+        self._record: Any = None  # the pipeline's record of the call (internal)
+
+    @classmethod
+    def _of(cls, record: Any) -> ToolDispatchExecution:
+        """The view of a pipeline record (internal): its execution is made when read."""
+        view = cls.__new__(cls)
+        view._execution = None
+        view._signal = record.caller
+        view._record = record
+        return view
+
+    @property
+    def execution(self) -> ToolExecution:
+        """The frozen execution of the call."""
+        execution = self._execution
+        if execution is None:
+            execution = self._execution = self._record.execution
+        assert execution is not None
+        return execution
+
+    @property
+    def signal(self) -> CancelSignal:
+        """The signal the next wrapper or the body will run under."""
+        return self._signal
+
+    @signal.setter
+    def signal(self, value: CancelSignal) -> None:
+        if not isinstance(value, CancelSignal):
+            raise TypeError(
+                "ToolDispatchExecution.signal must be a CancelSignal; it can be replaced, not removed"
+            )
+        self._signal = value
+
+    @property
+    def call_id(self) -> str:
+        """The model's call id."""
+        record = self._record
+        return self.execution.call_id if record is None else record.call_id
+
+    @property
+    def name(self) -> str:
+        """The tool name."""
+        record = self._record
+        return self.execution.name if record is None else record.name
+
+    @property
+    def arguments(self) -> Any:
+        """The frozen argument snapshot."""
+        record = self._record
+        return self.execution.arguments if record is None else record.arguments
+
+    @property
+    def agent(self) -> ToolScope | None:
+        """The scope the call runs for."""
+        record = self._record
+        return self.execution.agent if record is None else record.agent
+
+    @property
+    def parent(self) -> ToolExecutionToken | None:
+        """The enclosing execution's token, if any."""
+        record = self._record
+        return self.execution.parent if record is None else record.parent
+
+    @property
+    def token(self) -> ToolExecutionToken:
+        """This execution's token."""
+        return self.execution.token
+
+
+ApprovalOutcome: TypeAlias = Literal["allowed-once", "rejected", "cancelled", "unavailable"]
+"""An approval service's answer; only ``"allowed-once"`` lets the call run."""
+
+
+class ApprovalRequest(msgspec.Struct, frozen=True):
+    """What an :class:`ApprovalService` is asked: who wants to run what, and why."""
+
+    agent: ToolScope
+    tool_name: str
+    call_id: str
+    reason: str | None
+    signal: CancelSignal
+
+
+class ApprovalService(Protocol):
+    """Answers ``Ask`` decisions (a UI prompt, a policy engine, a test script)."""
+
+    async def request(self, request: ApprovalRequest, /) -> ApprovalOutcome:
+        """Return the outcome for one call."""
+        ...

@@ -1,0 +1,1 @@
+"""_mcp: see docs/design.md."""

@@ -1,0 +1,1 @@
+"""_pipeline: see docs/design.md."""

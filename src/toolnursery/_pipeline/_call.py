@@ -1,0 +1,358 @@
+"""The record of one call: its place in a batch, its pipeline state and its run context.
+
+One object per call (``__slots__``) carries everything the scheduler and the pipeline
+keep about it, and is itself the :class:`~toolnursery.ToolRunContext` the body receives.
+What only some calls need is made when something first asks for it: the frozen
+:class:`~toolnursery.ToolExecution` (and its token) when a hook or the body reads it,
+the deferred-context list on the first ``defer_context``, and a derived signal when a
+body under a deadline or a wrapper's replacement signal reads ``ctx.signal``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+import trio
+
+from .._core._content import HookContext, ToolCall, ToolExecutionResult
+from .._core._errors import ToolTimeoutError
+from .._core._execution import ToolExecution, ToolExecutionToken, ToolRunContext
+from .._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, ABORTED_RESULT, _failure
+from .._core._signal import CancelSignal
+
+if TYPE_CHECKING:
+    from .._batch._admission import Wait
+    from ._plan import ToolPlan
+    from ._registry import ToolScope
+    from ._stages import Gate
+
+__all__ = ["FINAL", "PENDING", "RESOLVED", "AttemptContext", "CallRecord"]
+
+PENDING: Final = 0
+RESOLVED: Final = 1
+FINAL: Final = 2
+
+_UNSET: Final = msgspec.UNSET
+
+
+class _Unparsed:
+    __slots__ = ()
+
+
+UNPARSED: Final = _Unparsed()
+
+
+class CallRecord(ToolRunContext):
+    """One call (internal): batch slot, pipeline state and the body's run context.
+
+    The pipeline states: PENDING (dispatch it), RESOLVED (a result that still passes
+    post-execute) and FINAL (a result that skips it).
+    """
+
+    __slots__ = (
+        "_agent",
+        "_batch_id",
+        "_call_id",
+        "_name",
+        "args",
+        "arguments_json",
+        "caller",
+        "clean",
+        "deadline",
+        "derived",
+        "fixed",
+        "frozen",
+        "gate",
+        "index",
+        "invoked",
+        "parent_token",
+        "plan",
+        "result",
+        "settled",
+        "state",
+        "timed_out",
+        "timings",
+        "tool_call",
+        "view_signal",
+        "wait",
+    )
+
+    def __init__(
+        self,
+        call_id: str,
+        name: str,
+        signal: CancelSignal,
+        agent: ToolScope | None,
+        parent: ToolExecutionToken | None = None,
+        index: int = 0,
+        tool_call: ToolCall | None = None,
+        batch_id: str | None = None,
+    ) -> None:
+        self._call_id = call_id
+        self._name = name
+        self.caller = signal  # the caller's (or the batch's) signal
+        self._agent = agent
+        self.parent_token = parent
+        self.index = index
+        self.tool_call = tool_call
+        self._batch_id = batch_id
+        self.args: Any = UNPARSED  # the frozen snapshot (or UNSET: not lossless JSON)
+        self.arguments_json = True
+        self.frozen = False
+        self.fixed: ToolExecutionResult | None = None  # decided without the registry
+        self.settled = False
+        self.wait: Wait | None = None
+        self.plan: ToolPlan | None = None
+        self.state = PENDING
+        self.result: ToolExecutionResult | None = None
+        self.clean: ToolExecutionResult | None = None  # a result known final as it is
+        self.invoked = False  # the body was invoked (at any attempt)
+        self.gate: Gate | None = None
+        self.deadline: float | None = None  # the innermost deadline now in force
+        self.timed_out: float | None = None  # the budget whose deadline ended the call
+        self.view_signal: CancelSignal = signal  # the signal the current attempt runs under
+        self.derived: _BodySignal | None = None
+        self.timings = False
+        self._deferred: list[HookContext] | None = None  # type: ignore[assignment]
+        self._execution: ToolExecution | None = None  # type: ignore[assignment]
+        self._signal = None  # type: ignore[assignment]
+
+    def resolve(self, result: ToolExecutionResult, state: int) -> CallRecord:
+        self.result = result
+        self.state = state
+        return self
+
+    # -- the run context ------------------------------------------------------------
+
+    @property
+    def execution(self) -> ToolExecution:
+        """The frozen execution this call runs as (made on first use)."""
+        execution = self._execution
+        if execution is None:
+            execution = self._execution = ToolExecution(
+                self._call_id,
+                self._name,
+                self.args if self.arguments_json else _UNSET,
+                self.caller,
+                self._agent,
+                self.parent_token,
+                ToolExecutionToken(),
+            )
+        return execution
+
+    @property
+    def signal(self) -> CancelSignal:
+        """The signal the body runs under (read-only; poll it from a sync body)."""
+        view = self.view_signal
+        caller = self.caller
+        if self.deadline is None and view is caller:
+            return caller
+        derived = self.derived
+        if derived is None:
+            sources = (caller,) if view is caller else (caller, view)
+            derived = self.derived = _BodySignal(sources, self.deadline)
+        return derived
+
+    @property
+    def call_id(self) -> str:
+        """The model's call id."""
+        return self._call_id
+
+    @property
+    def name(self) -> str:
+        """The tool name."""
+        return self._name
+
+    @property
+    def agent(self) -> ToolScope | None:
+        """The scope the call runs for."""
+        return self._agent
+
+    @property
+    def batch_id(self) -> str | None:
+        """The id of the batch this call runs in (``None`` under ``registry.execute()``)."""
+        return self._batch_id
+
+    @property
+    def arguments(self) -> Any:
+        """The frozen argument snapshot."""
+        return self.args if self.arguments_json else _UNSET
+
+    @property
+    def parent(self) -> ToolExecutionToken | None:
+        """The enclosing execution's token, if any."""
+        return self.parent_token
+
+    @property
+    def token(self) -> ToolExecutionToken:
+        """This execution's token (pass it as ``parent`` to nested dispatches)."""
+        return self.execution.token
+
+    @property
+    def deferred(self) -> list[HookContext]:
+        """The contexts the body deferred (made on first use)."""
+        deferred = self._deferred
+        if deferred is None:
+            deferred = self._deferred = []
+        return deferred
+
+    def defer_context(self, context: HookContext) -> None:
+        """Attach ``context`` to this call's result (see :class:`ToolRunContext`)."""
+        if not isinstance(context, HookContext):
+            raise TypeError(f"defer_context() takes a HookContext, not {type(context).__name__}")
+        self.deferred.append(context)
+
+    def end_attempt(self) -> None:
+        """Detach a derived signal made for the attempt that just ended."""
+        derived = self.derived
+        if derived is not None:
+            self.derived = None
+            derived.close()
+
+    # -- results ----------------------------------------------------------------------
+
+    def with_deferred(self, result: ToolExecutionResult) -> ToolExecutionResult:
+        """``result`` with the body-deferred contexts in front of its own."""
+        deferred = self._deferred
+        if not deferred:
+            return result
+        return msgspec.structs.replace(
+            result, additional_contexts=(*deferred, *result.additional_contexts)
+        )
+
+    def aborted(self) -> ToolExecutionResult:
+        """The result of a call an abort unwound: by whether the body was invoked.
+
+        A call whose own deadline had passed before the abort reached it timed out.
+        """
+        if self.timed_out is not None:
+            return self.with_deferred(_failure(ToolTimeoutError(self.timed_out)))
+        return self.with_deferred(
+            ABORTED_RESULT if self.invoked else ABORTED_BEFORE_DISPATCH_RESULT
+        )
+
+
+class AttemptContext(ToolRunContext):
+    """The run context of a retry's later attempt: a fresh object over the same record.
+
+    (The first attempt's context is the record itself.)
+    """
+
+    __slots__ = ("_record",)
+
+    def __init__(self, record: CallRecord) -> None:
+        self._record = record
+
+    @property
+    def execution(self) -> ToolExecution:
+        return self._record.execution
+
+    @property
+    def signal(self) -> CancelSignal:
+        return self._record.signal
+
+    @property
+    def call_id(self) -> str:
+        return self._record.call_id
+
+    @property
+    def name(self) -> str:
+        return self._record.name
+
+    @property
+    def arguments(self) -> Any:
+        return self._record.arguments
+
+    @property
+    def agent(self) -> ToolScope | None:
+        return self._record.agent
+
+    @property
+    def parent(self) -> ToolExecutionToken | None:
+        return self._record.parent_token
+
+    @property
+    def token(self) -> ToolExecutionToken:
+        return self._record.token
+
+    @property
+    def batch_id(self) -> str | None:
+        return self._record.batch_id
+
+    def defer_context(self, context: HookContext) -> None:
+        self._record.defer_context(context)
+
+
+class _BodySignal(CancelSignal):
+    """The signal a body sees under a deadline or a replacement: fires with any source.
+
+    Under a deadline it reads as fired (with the deadline's reason) once trio's clock
+    has passed it — polled, from the trio thread or a worker thread; nothing calls
+    back at the deadline itself (the body's deadline scope is what interrupts it).
+    """
+
+    __slots__ = ("_clock", "_deadline", "_latched", "_sources")
+
+    def __init__(self, sources: tuple[CancelSignal, ...], deadline: float | None) -> None:
+        self._latched = False
+        super().__init__()
+        self._sources = sources
+        self._deadline = deadline
+        self._clock = trio.lowlevel.current_clock() if deadline is not None else None
+        for source in sources:
+            if source._cancelled:
+                self._fire(source._reason)
+                return
+        for source in sources:
+            source._link(self._from_source)
+
+    @property
+    def _cancelled(self) -> bool:
+        if self._latched:
+            return True
+        deadline = self._deadline
+        if deadline is not None:
+            clock = self._clock
+            assert clock is not None
+            if clock.current_time() >= deadline:
+                self._fire(_DeadlineReason(deadline))
+                return True
+        return False
+
+    @_cancelled.setter
+    def _cancelled(self, value: bool) -> None:
+        self._latched = value
+
+    def cancel(self, reason: Any = None) -> None:
+        if not self._latched:
+            self._fire(reason)
+
+    def _from_source(self, source: CancelSignal) -> None:
+        if not self._latched:
+            self._fire(source._reason)
+
+    def close(self) -> None:
+        for source in self._sources:
+            source._unlink(self._from_source)
+
+    async def wait(self) -> None:
+        deadline = self._deadline
+        if deadline is None:
+            await super().wait()
+            return
+        with trio.move_on_at(deadline):
+            await super().wait()
+        self._cancelled  # noqa: B018  (latches the deadline when it has passed)
+
+
+class _DeadlineReason:
+    """The reason a body signal reports once its deadline has passed."""
+
+    __slots__ = ("deadline",)
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+
+    def __repr__(self) -> str:
+        return "<deadline passed>"

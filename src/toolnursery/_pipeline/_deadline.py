@@ -1,0 +1,123 @@
+"""A call's deadline: a trio cancel scope with a deadline, entered around its dispatch.
+
+The timeout policy registers a :class:`DeadlinePolicy` in the execute chain. When it is
+the view's only wrapper, dispatch enters the deadline scope itself (no wrapper chain,
+no task, no timer); otherwise the policy keeps its position in the chain (so a retry
+policy outside it gives every attempt its own deadline): as the outermost wrapper,
+dispatch enters its scope around the rest of the chain; as the innermost, the chain's
+end enters it around the base dispatch; elsewhere it runs as a wrapper. Either way
+:func:`enter`, :func:`timed_out` and :func:`unwound` are the mechanism: the scope's
+``cancelled_caught`` — or a deadline that passed before any enclosing abort while the
+body cleaned up or ignored it — makes the result ``TOOL_TIMEOUT``; an enclosing
+cancellation stays an abort.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from .._core._content import ToolExecutionResult
+from .._core._errors import ToolTimeoutError
+from .._core._outcomes import _failure
+
+if TYPE_CHECKING:
+    from .._core._execution import ToolDispatchExecution
+    from .._tools._definition import ToolDefinition
+    from ._call import CallRecord
+
+__all__ = ["DeadlinePolicy", "current_definition", "enter", "timed_out", "unwound"]
+
+
+class DeadlinePolicy:
+    """The timeout policy's entry in the execute chain (internal).
+
+    Called as a wrapper ``(view, next)`` when other wrappers share the chain.
+    """
+
+    __slots__ = ("__weakref__", "default_ms", "resolve")
+
+    def __init__(
+        self,
+        default_ms: float | None,
+        resolve: Callable[[str, Any], ToolDefinition | None],
+    ) -> None:
+        self.default_ms = default_ms
+        self.resolve = resolve
+
+    def budget(self, definition: ToolDefinition) -> float | None:
+        """The budget of one tool: its own ``timeout_ms``, else the policy's default."""
+        budget = definition.timeout_ms
+        return self.default_ms if budget is None else budget
+
+    async def __call__(
+        self,
+        view: ToolDispatchExecution,
+        next: Callable[[], Awaitable[ToolExecutionResult]],
+    ) -> ToolExecutionResult:
+        definition = current_definition(view, self.resolve)
+        budget = None if definition is None else self.budget(definition)
+        record = view._record
+        if budget is None or record is None:
+            return await next()
+        # ``next()`` under a deadline ``budget`` from now; TOOL_TIMEOUT if it passes.
+        # While it runs, the body's ``ctx.signal`` reads as fired once the deadline has
+        # passed (a thread body or a shielded body polls it). Inline, not a helper
+        # coroutine: every resume of the body passes through each layer.
+        scope, outer = enter(record, budget)
+        try:
+            with scope:
+                result = await next()
+        except trio.Cancelled:
+            unwound(record, scope, budget)
+            raise
+        finally:
+            record.deadline = outer
+        return timed_out(record, scope, budget) or result
+
+
+def current_definition(
+    view: ToolDispatchExecution, resolve: Callable[[str, Any], ToolDefinition | None]
+) -> ToolDefinition | None:
+    """The definition ``view``'s tool resolves to now: its call's plan's, while that plan
+    is current (no registry lookup), else ``resolve(name, agent)``."""
+    record = view._record
+    if record is not None:
+        plan = record.plan
+        if plan is not None and plan.version == plan.versions.value:
+            definition: ToolDefinition | None = plan.definition
+            return definition
+    return resolve(view.name, view.agent)
+
+
+def enter(record: CallRecord, budget_ms: float) -> tuple[trio.CancelScope, float | None]:
+    """A deadline scope ``budget_ms`` from now (to enter), and the record's outer deadline
+    (to restore when it exits); the record's deadline is the innermost one meanwhile."""
+    deadline = trio.current_time() + budget_ms / 1000
+    outer = record.deadline
+    record.deadline = deadline if outer is None or deadline < outer else outer
+    return trio.CancelScope(deadline=deadline), outer
+
+
+def timed_out(
+    record: CallRecord, scope: trio.CancelScope, budget_ms: float
+) -> ToolExecutionResult | None:
+    """After the scope exited normally: the timeout result if its deadline won.
+
+    It won if the scope caught its own cancellation, or if the deadline passed (the
+    body ignored it, or polled its signal and stopped) before any abort of the caller.
+    """
+    if scope.cancelled_caught or (
+        scope.cancel_called and not record.caller._fired_before(scope.deadline)
+    ):
+        return _failure(ToolTimeoutError(budget_ms))
+    return None
+
+
+def unwound(record: CallRecord, scope: trio.CancelScope, budget_ms: float) -> None:
+    """An enclosing abort unwinds the call: if the deadline had passed before it fired,
+    the call still timed out (the batch worker that maps the abort reads this)."""
+    if scope.cancel_called and not record.caller._fired_before(scope.deadline):
+        record.timed_out = budget_ms

@@ -1,0 +1,1 @@
+"""_ray: see docs/design.md."""

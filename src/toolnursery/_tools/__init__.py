@@ -1,0 +1,1 @@
+"""_tools: see docs/design.md."""

@@ -1,0 +1,191 @@
+"""ToolDefinition: a registered tool — its model-facing schema plus host-only parts.
+
+A tool's *options* (everything but the four model-facing parts) are declared once, in
+:class:`ToolOptions`; :class:`ToolDefinition` extends it, and :func:`define_tool` and
+:func:`tool` take the same options as keyword arguments typed by
+:class:`ToolOptionArgs`. :func:`option_problem` is the one place their values are
+checked, for the registry and for both constructors.
+
+Adding an option:
+
+1. a field on :class:`ToolOptions` (type, default, an ``Attributes:`` entry);
+2. the same key on :class:`ToolOptionArgs` (a test keeps the two in step);
+3. if its values are constrained, a check in :func:`option_problem`; if it is a hook
+   that receives the call's arguments, an entry in ``_define._SOFT_HOOKS`` so
+   ``define_tool``/``@tool`` hand it the validated arguments.
+
+Nothing else changes: ``ToolDefinition(...)``, ``define_tool``, ``@tool`` and the
+registry's check pick the option up.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, Final, Generic, TypeAlias, TypedDict, TypeVar
+
+import msgspec
+
+from .._core._content import ContentBlock, ToolResult, ToolReturn
+from .._core._decisions import ResourceKey
+from .._core._execution import ToolRunContext
+from ._annotations import McpAnnotations
+from ._presentation import ToolCallView, ToolResultView
+
+__all__ = [
+    "MAX_TIMEOUT_MS",
+    "ToolBody",
+    "ToolBodyReturn",
+    "ToolDefinition",
+    "ToolOptionArgs",
+    "ToolOptions",
+    "option_problem",
+    "timeout_problem",
+]
+
+ToolBodyReturn: TypeAlias = str | ToolReturn | Sequence[ContentBlock] | ContentBlock
+"""What a body may return: text, content blocks, or content plus ``meta``."""
+
+ToolBody: TypeAlias = Callable[[Any, ToolRunContext], Awaitable[Any] | Any]
+"""A tool body: ``async def`` (runs in the caller's task) or plain ``def`` (runs in a
+worker thread via ``trio.to_thread.run_sync``, or inline when declared ``nonblocking``)."""
+
+MAX_TIMEOUT_MS: Final = 31_536_000_000
+"""The largest accepted ``timeout_ms``: one year."""
+
+A = TypeVar("A")
+
+
+class ToolOptions(msgspec.Struct, frozen=True, kw_only=True):
+    """A tool's host-side options: never sent to the model, all keyword-only.
+
+    :class:`ToolDefinition` extends this Struct; :func:`define_tool` and
+    :func:`tool` accept the same names as keyword arguments.
+
+    Attributes:
+        timeout_ms: cooperative time budget in milliseconds (positive, finite, at
+            most one year), enforced by the timeout policy.
+        is_concurrency_safe: pure classifier ``args -> bool``; only an exact ``True``
+            lets the call overlap its siblings.
+        present_call: optional ``args -> ToolCallView | None`` for UIs.
+        present_result: optional ``(args, ToolResult) -> ToolResultView | None``.
+        idempotent: the tool may safely run again for the same arguments (a retry
+            policy refuses tools that do not declare it).
+        concurrency_keys: pure classifier ``args -> Iterable[ResourceKey]``,
+            consulted when ``is_concurrency_safe`` is absent or returns anything but
+            ``True`` (one that raises makes the call exclusive): the call may overlap
+            its siblings except the earlier calls whose keys conflict with its own
+            (``keyed``, see :class:`ToolExecutionMode`). One that raises or returns
+            anything but an iterable of ``ResourceKey`` makes the call exclusive.
+        max_concurrency: the most bodies of this tool name that run at once through
+            the registry it is registered in, across batches and ``execute()``
+            calls (a positive ``int``; ``None``: unlimited).
+        mcp_annotations: the MCP hints and title the tool is listed with when it is
+            served over MCP (:class:`McpAnnotations`); a mounted MCP tool carries its
+            server's. They are hints for clients and policies (such as
+            :func:`install_destructive_ask`); how the call runs here is decided by
+            the other options.
+        nonblocking: the body is a plain ``def`` that is cheap and never blocks (no
+            I/O, no sleeping, no long computation): it runs inline on the trio thread
+            instead of in a worker thread. Nothing can interrupt it while it runs.
+            No effect on an ``async def`` body.
+    """
+
+    timeout_ms: float | None = None
+    is_concurrency_safe: Callable[[Any], bool] | None = None
+    present_call: Callable[[Any], ToolCallView | None] | None = None
+    present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None
+    idempotent: bool = False
+    concurrency_keys: Callable[[Any], Iterable[ResourceKey]] | None = None
+    max_concurrency: int | None = None
+    mcp_annotations: McpAnnotations | None = None
+    nonblocking: bool = False
+
+
+class ToolOptionArgs(TypedDict, Generic[A], total=False):
+    """The options :func:`define_tool` and :func:`tool` take as keyword arguments.
+
+    The keys of :class:`ToolOptions` (typed for the arguments ``A`` the hooks
+    receive) plus three that shape the definition instead of being stored on it:
+    ``output`` and ``render_output`` (see :func:`attach_output`), and ``strict``
+    (advertise the provider-strict form of the parameters, see
+    :func:`strict_json_schema`; a ``null`` sent for an optional parameter then means
+    "absent"). Omitted keys take the defaults of :class:`ToolOptions` (``strict``:
+    ``False``).
+    """
+
+    timeout_ms: float | None
+    is_concurrency_safe: Callable[[A], object] | None
+    present_call: Callable[[A], ToolCallView | None] | None
+    present_result: Callable[[A, ToolResult], ToolResultView | None] | None
+    idempotent: bool
+    concurrency_keys: Callable[[A], Iterable[ResourceKey]] | None
+    max_concurrency: int | None
+    mcp_annotations: McpAnnotations | None
+    nonblocking: bool
+    output: Mapping[str, Any] | type[msgspec.Struct] | None
+    render_output: Callable[[Any, Any], str | Sequence[ContentBlock] | ContentBlock] | None
+    strict: bool
+
+
+class ToolDefinition(ToolOptions, frozen=True):
+    """A raw tool definition.
+
+    ``parameters`` is JSON Schema projected verbatim to the model; a raw definition's
+    arguments are not validated (MCP style) — use :func:`define_tool` for validation.
+    The four model-facing parts may be given positionally; the options
+    (:class:`ToolOptions`) are keyword-only.
+
+    Attributes:
+        name: the tool name the model calls.
+        description: the model-facing description.
+        parameters: the JSON Schema of the arguments.
+        execute: the body, ``(args, ctx) -> str | ToolReturn | list[ContentBlock]``.
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    execute: ToolBody
+
+
+_HOOKS: Final = ("is_concurrency_safe", "present_call", "present_result", "concurrency_keys")
+
+
+def timeout_problem(value: object, what: str = "timeout_ms") -> str | None:
+    """Return why ``value`` is not a valid time budget in milliseconds, or ``None``."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        return f"{what} must be a positive finite number"
+    if value > MAX_TIMEOUT_MS:
+        return f"{what} must be at most one year ({MAX_TIMEOUT_MS} ms)"
+    return None
+
+
+def option_problem(options: ToolOptions) -> str | None:
+    """Return the first invalid option of ``options`` as a sentence, or ``None``.
+
+    The one check of option values: the registry runs it on every definition it is
+    given, :func:`define_tool` and :func:`tool` before they build one.
+    """
+    if options.timeout_ms is not None and (problem := timeout_problem(options.timeout_ms)):
+        return problem
+    limit = options.max_concurrency
+    if limit is not None and (type(limit) is not int or limit < 1):
+        return f"max_concurrency must be a positive integer, got {limit!r}"
+    if type(options.idempotent) is not bool:
+        return "idempotent must be a bool"
+    hints = options.mcp_annotations
+    if hints is not None and not isinstance(hints, McpAnnotations):
+        return f"mcp_annotations must be McpAnnotations, not {type(hints).__name__}"
+    if type(options.nonblocking) is not bool:
+        return "nonblocking must be a bool"
+    for hook in _HOOKS:
+        value = getattr(options, hook)
+        if value is not None and not callable(value):
+            return f"{hook} must be callable"
+    return None
