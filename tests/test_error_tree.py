@@ -21,7 +21,11 @@ from toolnursery import (
     run_tool_calls,
 )
 from toolnursery._core import _errors as errors
-from toolnursery._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, ABORTED_RESULT, _failure
+from toolnursery._core._outcomes import (
+    ABORTED_BEFORE_DISPATCH_RESULT,
+    ABORTED_RESULT,
+    failure_result,
+)
 
 CLASSES = [
     value
@@ -45,8 +49,8 @@ def test_every_class_is_in_the_tree_exported_and_documented() -> None:
 
 
 def test_the_canonical_abort_results_are_abort_errors() -> None:
-    assert _failure(AbortError()) == ABORTED_RESULT
-    assert _failure(AbortError(before_dispatch=True)) == ABORTED_BEFORE_DISPATCH_RESULT
+    assert failure_result(AbortError()) == ABORTED_RESULT
+    assert failure_result(AbortError(before_dispatch=True)) == ABORTED_BEFORE_DISPATCH_RESULT
 
 
 async def test_every_error_name_a_batch_reports_is_a_class() -> None:
@@ -82,4 +86,4 @@ async def test_every_error_name_a_batch_reports_is_a_class() -> None:
     assert names == [None, "DuplicateCallIdError", "ToolNotFoundError", "AbortError", "AbortError"]
     for name in {n for n in names if n}:
         assert issubclass(getattr(errors, name), ToolError)
-    assert results[1] == _failure(DuplicateCallIdError("a"))
+    assert results[1] == failure_result(DuplicateCallIdError("a"))

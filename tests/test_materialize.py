@@ -34,7 +34,7 @@ from toolnursery import (
     run_tool_calls,
 )
 from toolnursery._cli._main import main
-from toolnursery._core._outcomes import _materialize, json_safe, json_safe_text
+from toolnursery._core._outcomes import json_safe, json_safe_text, materialize
 from toolnursery.examples import example_registry
 
 OBJECT: dict[str, Any] = {"type": "object"}
@@ -94,7 +94,7 @@ def test_every_string_of_a_result_is_escaped_at_materialization() -> None:
         {BAD: (BAD, 1)},
         {"v": BAD},
     )
-    out = _materialize(result)
+    out = materialize(result)
     assert out == ToolExecutionResult(
         (TextContent(SHOWN),),
         True,
@@ -105,7 +105,7 @@ def test_every_string_of_a_result_is_escaped_at_materialization() -> None:
     )
     msgspec.json.encode(out)
     clean = ToolExecutionResult((TextContent("fine"),), False)
-    assert _materialize(clean) is clean  # the common case allocates nothing
+    assert materialize(clean) is clean  # the common case allocates nothing
 
 
 def test_surrogates_only_outside_the_text_blocks_are_still_escaped() -> None:
@@ -119,17 +119,17 @@ def test_surrogates_only_outside_the_text_blocks_are_still_escaped() -> None:
         meta={BAD: (1, pair)},
         structured_content={"v": [BAD]},
     )
-    out = _materialize(result)
+    out = materialize(result)
     assert out.meta == {SHOWN: (1, "\U0001f600")}
     assert out.structured_content == {"v": (SHOWN,)}
     msgspec.json.encode(out)
     image = ImageContent("aGk=", BAD)
-    with_image = _materialize(ToolExecutionResult((TextContent("fine"), image), False, meta={}))
+    with_image = materialize(ToolExecutionResult((TextContent("fine"), image), False, meta={}))
     assert with_image.content[1] == ImageContent("aGk=", SHOWN)
     contexts = (HookContext((TextContent("ok"),), "tool", {"k": BAD}),)
-    with_context = _materialize(ToolExecutionResult((TextContent("fine"),), False, None, contexts))
+    with_context = materialize(ToolExecutionResult((TextContent("fine"),), False, None, contexts))
     assert with_context.additional_contexts[0].meta == {"k": SHOWN}
-    clean = _materialize(ToolExecutionResult((TextContent("fine"),), False, meta={"a": 1}))
+    clean = materialize(ToolExecutionResult((TextContent("fine"),), False, meta={"a": 1}))
     assert clean == ToolExecutionResult((TextContent("fine"),), False, meta={"a": 1})
 
 

@@ -32,7 +32,11 @@ from toolnursery._batch._recorder import ContextEvent
 from toolnursery._batch._resume import plan_resume
 from toolnursery._cli._cards import read_batches
 from toolnursery._cli._main import main
-from toolnursery._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, ABORTED_RESULT, _failure
+from toolnursery._core._outcomes import (
+    ABORTED_BEFORE_DISPATCH_RESULT,
+    ABORTED_RESULT,
+    failure_result,
+)
 
 
 def ok(text: str) -> ToolExecutionResult:
@@ -76,7 +80,7 @@ def test_each_kind_of_call_gets_its_action() -> None:
         (TextContent("wrote 1"),), False, None, (HookContext((TextContent("ctx"),), "tool"),)
     )
     interrupted = plan.calls[3].result
-    assert interrupted == _failure(InterruptedCallError("write"))
+    assert interrupted == failure_result(InterruptedCallError("write"))
     assert interrupted.error is not None
     assert (interrupted.error.name, interrupted.error.code) == (
         "InterruptedCallError",

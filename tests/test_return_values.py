@@ -35,7 +35,7 @@ from toolnursery import (
     output_schema,
     tool,
 )
-from toolnursery._core._outcomes import _normalize, encode_value
+from toolnursery._core._outcomes import encode_value, normalize
 
 
 class Airport(msgspec.Struct, frozen=True):
@@ -188,7 +188,7 @@ def test_property_encoding_round_trips_and_ignores_key_order(value: Any, seed: A
     assert json.loads(text) == value
     shuffled = _shuffle(value, seed)
     assert encode_value(shuffled) == text
-    result = _normalize(value, "t")
+    result = normalize(value, "t")
     if not isinstance(value, str) and value != []:  # text is text; [] is no blocks
         assert result.content == (TextContent(text),)
 

@@ -25,7 +25,7 @@ from toolnursery import (
     ToolRegistry,
     ToolRunContext,
 )
-from toolnursery._core._signal import _ScopeLink, fuse
+from toolnursery._core._signal import ScopeLink, fuse
 
 
 async def test_b077_replacement_is_refused_with_the_caller_signal() -> None:
@@ -345,7 +345,7 @@ def _opcodes_while(fn: Any) -> int:
 
 def _unlink_all(n: int) -> int:
     signal = CancelSignal()
-    links = [_ScopeLink(trio.CancelScope()) for _ in range(n)]
+    links = [ScopeLink(trio.CancelScope()) for _ in range(n)]
     for link in links:
         signal._link(link)
     middle_first = links[n // 2 :] + links[: n // 2]
@@ -370,7 +370,7 @@ def test_unlinking_ten_thousand_links_is_linear() -> None:
 async def test_a_scope_link_cancels_its_scope() -> None:
     signal = CancelSignal()
     with trio.CancelScope() as scope:
-        signal._link(_ScopeLink(scope))
+        signal._link(ScopeLink(scope))
         signal.cancel("stop")
         await trio.sleep_forever()
     assert scope.cancelled_caught

@@ -45,7 +45,7 @@ from ._batch._scheduler import run_tool_calls as _run_tool_calls
 from ._core._content import ToolCall, ToolExecutionResult
 from ._core._errors import AsyncioHostError as AsyncioHostError
 from ._core._execution import ToolExecutionInput
-from ._core._signal import CancelSignal, _Fusion, fuse
+from ._core._signal import CancelSignal, Fusion, fuse
 from ._pipeline._registry import ToolRegistry, ToolScope
 
 __all__ = [
@@ -299,7 +299,7 @@ async def open_tool_batch(
             fusion.close()
 
 
-def _fuse(signal: CancelSignal | None, abort: CancelSignal) -> tuple[_Fusion | None, Any]:
+def _fuse(signal: CancelSignal | None, abort: CancelSignal) -> tuple[Fusion | None, Any]:
     """The batch signal: the caller's fused with the job's abort.
 
     Anything but a :class:`CancelSignal` is passed through untouched, so the trio API

@@ -14,9 +14,9 @@ import trio
 
 from .._core._content import ToolCall, ToolExecutionResult
 from .._core._decisions import PARALLEL, ResourceKey
-from .._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, _failure
+from .._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, failure_result
 from .._core._progress import CallReport, install_sink, remove_sink
-from .._core._signal import CancelSignal, _ScopeLink
+from .._core._signal import CancelSignal, ScopeLink
 from .._core._statistics import Counters, ToolStatistics, outcome
 from .._core._statistics import now as _now
 from .._pipeline._call import FINAL, PENDING, RESOLVED, UNPARSED, CallRecord
@@ -248,7 +248,7 @@ class ToolBatch:
                 await self._sleep()
             if failure is exc:
                 raise
-            raise failure
+            raise failure  # noqa: B904 (the first failure, re-raised as itself)
         finally:
             if reports is not None:
                 remove_sink(reports)
@@ -483,7 +483,7 @@ class ToolBatch:
             await dispatch(call, carried=True)  # nothing to interrupt: no scope
         else:
             scope = trio.CancelScope()
-            link = _ScopeLink(scope)
+            link = ScopeLink(scope)
             signal = self.signal
             signal._link(link)
             try:
@@ -501,7 +501,7 @@ class ToolBatch:
         """Own the pool nursery, whose cancel scope the batch signal cancels."""
         try:
             async with trio.open_nursery() as pool:
-                self.signal._link(_ScopeLink(pool.cancel_scope))
+                self.signal._link(ScopeLink(pool.cancel_scope))
                 self._pool = pool
                 for _ in range(len(self._queue)):
                     pool.start_soon(self._worker)
@@ -645,7 +645,7 @@ class ToolBatch:
                     try:
                         value = await plan.body(call.args, call)  # type: ignore[misc]
                     except Exception as exc:
-                        resolve_dispatch(call, _failure(exc))
+                        resolve_dispatch(call, failure_result(exc))
                     else:
                         resolve_dispatch(call, _settled(call, value))
                 elif plan.chained and plan.version == plan.versions.value and not signal._cancelled:
@@ -653,7 +653,7 @@ class ToolBatch:
                     try:
                         result = await chain(call)
                     except Exception as exc:
-                        call.resolve(_failure(exc), FINAL)
+                        call.resolve(failure_result(exc), FINAL)
                     else:
                         chained(call, result)
                 else:

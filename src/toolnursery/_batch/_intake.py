@@ -119,11 +119,11 @@ def arguments(call: CallRecord) -> Any:
             try:
                 args = snapshot(args)
             except Exception:
-                pass  # not lossless JSON: start() reports it (B111)
+                pass  # not lossless JSON: start() reports it
             else:
                 call.frozen = True
         except Exception:
-            pass  # not lossless JSON: start() reports it (B111)
+            pass  # not lossless JSON: start() reports it
         else:
             call.frozen = True
         call.args = args

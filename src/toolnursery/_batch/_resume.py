@@ -44,7 +44,7 @@ from .._core._errors import (
     InterruptedCallError,
     ResumeError,
 )
-from .._core._outcomes import _failure, json_safe
+from .._core._outcomes import failure_result, json_safe
 from ._recorder import (
     ContextEvent,
     RecorderEvent,
@@ -211,7 +211,7 @@ def _plan(
                 index=index,
                 call=call,
                 action="duplicate",
-                result=_failure(DuplicateCallIdError(call.id)),
+                result=failure_result(DuplicateCallIdError(call.id)),
                 started=started,
             )
         elif not started or code == TOOL_ABORTED_BEFORE_DISPATCH or is_idempotent(call):
@@ -221,7 +221,7 @@ def _plan(
                 index=index,
                 call=call,
                 action="interrupted",
-                result=_failure(InterruptedCallError(call.name)),
+                result=failure_result(InterruptedCallError(call.name)),
                 started=True,
             )
         entries.append(entry)

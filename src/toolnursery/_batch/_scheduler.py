@@ -144,7 +144,7 @@ async def open_tool_batch(
             batch.close()
     except BaseExceptionGroup as group:
         if raised is not None:
-            raise raised  # the block's exception came first
+            raise raised  # noqa: B904 (the block's exception came first, as itself)
         raise _collapse(group) from None
     finally:
         if fusion is not None:

@@ -86,7 +86,7 @@ def _positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return value
@@ -357,22 +357,22 @@ def _read_calls(source: str) -> list[ToolCall]:
         try:
             text = sys.stdin.read()
         except UnicodeDecodeError:
-            raise UsageError("<stdin>: not UTF-8 text")
+            raise UsageError("<stdin>: not UTF-8 text") from None
     else:
         name = source
         try:
             data = Path(source).read_bytes()
         except OSError as exc:
-            raise UsageError(f"cannot read CALLS {source!r}: {exc.strerror or exc}")
+            raise UsageError(f"cannot read CALLS {source!r}: {exc.strerror or exc}") from exc
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             line = data[: exc.start].count(b"\n") + 1
-            raise UsageError(f"{source} line {line}: not UTF-8 text")
+            raise UsageError(f"{source} line {line}: not UTF-8 text") from exc
     try:
         return parse_calls(text, name)
     except CallsInputError as exc:
-        raise UsageError(str(exc))
+        raise UsageError(str(exc)) from exc
 
 
 def _example_registry(root: str | None, stack: ExitStack) -> ToolRegistry:
@@ -386,7 +386,7 @@ def _example_registry(root: str | None, stack: ExitStack) -> ToolRegistry:
     try:
         return example_registry(root)
     except NotADirectoryError:
-        raise UsageError(f"--root {root!r} is not a directory")
+        raise UsageError(f"--root {root!r} is not a directory") from None
 
 
 def _resume_plan(registry: ToolRegistry, calls: list[ToolCall], log: str) -> PlannedRun:
@@ -412,7 +412,7 @@ def _open_log(path: str | None, stack: ExitStack) -> JsonlRecorder | None:
     try:
         recorder = JsonlRecorder(path)
     except OSError as exc:
-        raise UsageError(f"cannot open --log {path!r}: {exc.strerror or exc}")
+        raise UsageError(f"cannot open --log {path!r}: {exc.strerror or exc}") from exc
     stack.callback(recorder.close)
     return recorder
 
@@ -443,7 +443,9 @@ def load_registry(spec: str) -> ToolRegistry:
         try:
             target = getattr(target, part)
         except AttributeError:
-            raise UsageError(f"--tools {spec!r}: {module_name!r} has no attribute {attr!r}")
+            raise UsageError(
+                f"--tools {spec!r}: {module_name!r} has no attribute {attr!r}"
+            ) from None
     if isinstance(target, ToolRegistry):
         return target
     if not callable(target):
@@ -454,7 +456,7 @@ def load_registry(spec: str) -> ToolRegistry:
     try:
         made = target()
     except Exception as exc:
-        raise UsageError(f"--tools {spec!r}: calling {attr}() raised {_describe(exc)}")
+        raise UsageError(f"--tools {spec!r}: calling {attr}() raised {_describe(exc)}") from exc
     if not isinstance(made, ToolRegistry):
         raise UsageError(
             f"--tools {spec!r}: {attr}() returned {type(made).__name__}, not a ToolRegistry"
@@ -474,9 +476,11 @@ def _import(module_name: str, spec: str) -> Any:
     except UsageError:
         raise
     except ModuleNotFoundError as exc:
-        raise UsageError(f"--tools {spec!r}: cannot import {module_name!r}: {exc}")
+        raise UsageError(f"--tools {spec!r}: cannot import {module_name!r}: {exc}") from exc
     except Exception as exc:
-        raise UsageError(f"--tools {spec!r}: importing {module_name!r} raised {_describe(exc)}")
+        raise UsageError(
+            f"--tools {spec!r}: importing {module_name!r} raised {_describe(exc)}"
+        ) from exc
 
 
 def _import_file(path: Path, spec: str) -> Any:

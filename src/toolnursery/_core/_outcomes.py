@@ -2,7 +2,7 @@
 
 Everything here is synchronous and allocation-light: the canonical cancellation
 results are built once, a body's return value is normalized into a result, a final
-result is checked to be lossless JSON and frozen (else the B099 error), and an
+result is checked to be lossless JSON and frozen (else the result-not-JSON error), and an
 exception becomes ``Error: <message>`` with ``{name, code}`` for a :class:`ToolError`.
 
 Materialization also makes every string of a result JSON-safe, once: a lone
@@ -33,29 +33,45 @@ from ._content import (
 from ._errors import AbortError, NotJSONError, ToolError
 from ._json import FrozenDict, snapshot
 
+__all__ = [
+    "ABORTED_BEFORE_DISPATCH_RESULT",
+    "ABORTED_RESULT",
+    "ARGS_NOT_JSON_RESULT",
+    "UnreachableError",
+    "encode_value",
+    "error_message",
+    "failure_result",
+    "json_safe",
+    "json_safe_text",
+    "materialize",
+    "normalize",
+    "text_result",
+    "unreachable",
+]
+
 T = TypeVar("T")
 
 
-def _text_result(text: str, error: ToolErrorInfo | None = None) -> ToolExecutionResult:
+def text_result(text: str, error: ToolErrorInfo | None = None) -> ToolExecutionResult:
     return ToolExecutionResult((TextContent(text),), True, error)
 
 
 def _error_result(exc: ToolError) -> ToolExecutionResult:
-    return _text_result("Error: " + exc.message, ToolErrorInfo(exc.name, exc.code))
+    return text_result("Error: " + exc.message, ToolErrorInfo(exc.name, exc.code))
 
 
 ABORTED_RESULT: Final = _error_result(AbortError())
 ABORTED_BEFORE_DISPATCH_RESULT: Final = _error_result(AbortError(before_dispatch=True))
-_ARGS_NOT_JSON: Final = _text_result(
+ARGS_NOT_JSON_RESULT: Final = text_result(
     "Error: tool execution arguments must be losslessly JSON-serializable"
 )
-_RESULT_NOT_JSON: Final = _text_result("Error: tool result must be losslessly JSON-serializable")
+_RESULT_NOT_JSON: Final = text_result("Error: tool result must be losslessly JSON-serializable")
 
 
 _BLOCK_TYPES: Final = frozenset(typing.get_args(ContentBlock))
 
 
-def _normalize(value: Any, name: str) -> ToolExecutionResult:
+def normalize(value: Any, name: str) -> ToolExecutionResult:
     """Turn a body's return value into a result.
 
     Text, content blocks (a list or tuple all of whose items are blocks) and a
@@ -80,7 +96,7 @@ def _normalize(value: Any, name: str) -> ToolExecutionResult:
     try:
         text = encode_value(value)
     except NotJSONError as exc:
-        return _text_result(
+        return text_result(
             f'Error: tool "{name}" returned {t.__name__}, which is not JSON-encodable ({exc}); '
             "a tool body returns a str, content blocks, a ToolReturn or a JSON-encodable value"
         )
@@ -108,8 +124,8 @@ def encode_value(value: object) -> str:
     return msgspec.json.encode(builtins).decode()
 
 
-def _materialize(result: ToolExecutionResult) -> ToolExecutionResult:
-    """Check the final result is lossless JSON and deep-frozen; else the B099 error.
+def materialize(result: ToolExecutionResult) -> ToolExecutionResult:
+    """Check the final result is lossless JSON and deep-frozen; else the result-not-JSON error.
 
     Every string in it is made JSON-safe (lone surrogates escaped) on the way.
     """
@@ -276,7 +292,9 @@ def _safe(value: Any) -> Any:
     return value
 
 
-class _Unreachable(Exception):
+class UnreachableError(Exception):
+    """Raised (as a result, never out of a call) when a hook returns a value of no known variant."""
+
     def __init__(self, what: str, value: object) -> None:
         super().__init__(f"unreachable variant in {what}: {_render(value)}")
 
@@ -291,11 +309,13 @@ def _render(value: object) -> str:
             return "<unprintable thrown value>"
 
 
-def _unreachable(what: str, value: object) -> ToolExecutionResult:
-    return _failure(_Unreachable(what, value))
+def unreachable(what: str, value: object) -> ToolExecutionResult:
+    """The failure result for a value of no known variant where ``what`` expects one."""
+    return failure_result(UnreachableError(what, value))
 
 
-def _message(exc: BaseException) -> str:
+def error_message(exc: BaseException) -> str:
+    """The text a failure shows for ``exc``: its message, never raising."""
     if isinstance(exc, ToolError):
         message = exc.message
         if isinstance(message, str):
@@ -309,12 +329,13 @@ def _message(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
-def _failure(exc: BaseException) -> ToolExecutionResult:
-    text = "Error: " + _message(exc)
+def failure_result(exc: BaseException) -> ToolExecutionResult:
+    """The error result for ``exc`` (with its name and code when it is a ``ToolError``)."""
+    text = "Error: " + error_message(exc)
     if isinstance(exc, ToolError):
         try:
             info: ToolErrorInfo | None = ToolErrorInfo(str(exc.name), str(exc.code))
         except Exception:
             info = None
-        return _text_result(text, info)
-    return _text_result(text)
+        return text_result(text, info)
+    return text_result(text)

@@ -17,7 +17,7 @@ from typing import Any
 
 import trio
 
-__all__ = ["CancelSignal"]
+__all__ = ["CancelSignal", "Fusion", "ScopeLink", "fuse"]
 
 _Callback = Callable[["CancelSignal"], object]
 
@@ -113,7 +113,7 @@ class CancelSignal:
         return f"<CancelSignal {state}>"
 
 
-class _Fusion:
+class Fusion:
     """A signal that fires when any of its sources fires, with the first one's reason."""
 
     __slots__ = ("__weakref__", "signal", "sources")
@@ -140,12 +140,12 @@ class _Fusion:
             source._unlink(self)
 
 
-def fuse(*sources: CancelSignal) -> _Fusion:
+def fuse(*sources: CancelSignal) -> Fusion:
     """Fuse signals: the result fires when any source fires. Call ``close()`` after use."""
-    return _Fusion(sources)
+    return Fusion(sources)
 
 
-class _ScopeLink:
+class ScopeLink:
     """Cancels one trio cancel scope when a signal fires (a link object, hashable by id)."""
 
     __slots__ = ("scope",)

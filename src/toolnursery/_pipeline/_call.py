@@ -18,7 +18,7 @@ import trio
 from .._core._content import HookContext, ToolCall, ToolExecutionResult
 from .._core._errors import ToolTimeoutError
 from .._core._execution import ToolExecution, ToolExecutionToken, ToolRunContext
-from .._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, ABORTED_RESULT, _failure
+from .._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, ABORTED_RESULT, failure_result
 from .._core._signal import CancelSignal
 
 if TYPE_CHECKING:
@@ -227,7 +227,7 @@ class CallRecord(ToolRunContext):
         A call whose own deadline had passed before the abort reached it timed out.
         """
         if self.timed_out is not None:
-            return self.with_deferred(_failure(ToolTimeoutError(self.timed_out)))
+            return self.with_deferred(failure_result(ToolTimeoutError(self.timed_out)))
         return self.with_deferred(
             ABORTED_RESULT if self.invoked else ABORTED_BEFORE_DISPATCH_RESULT
         )

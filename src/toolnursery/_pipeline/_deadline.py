@@ -21,7 +21,7 @@ import trio
 
 from .._core._content import ToolExecutionResult
 from .._core._errors import ToolTimeoutError
-from .._core._outcomes import _failure
+from .._core._outcomes import failure_result
 
 if TYPE_CHECKING:
     from .._core._execution import ToolDispatchExecution
@@ -112,7 +112,7 @@ def timed_out(
     if scope.cancelled_caught or (
         scope.cancel_called and not record.caller._fired_before(scope.deadline)
     ):
-        return _failure(ToolTimeoutError(budget_ms))
+        return failure_result(ToolTimeoutError(budget_ms))
     return None
 
 

@@ -42,16 +42,16 @@ from .._core._errors import ToolNotFoundError, ToolTimeoutError
 from .._core._execution import ToolDispatchExecution, ToolExecutionInput
 from .._core._json import NotJSONError, snapshot
 from .._core._outcomes import (
-    _ARGS_NOT_JSON,
     ABORTED_BEFORE_DISPATCH_RESULT,
     ABORTED_RESULT,
-    _failure,
-    _materialize,
-    _normalize,
-    _text_result,
-    _unreachable,
+    ARGS_NOT_JSON_RESULT,
+    failure_result,
+    materialize,
+    normalize,
+    text_result,
+    unreachable,
 )
-from .._core._signal import CancelSignal, _ScopeLink
+from .._core._signal import CancelSignal, ScopeLink
 from .._core._statistics import now as _now
 from . import _deadline
 from ._call import FINAL, PENDING, RESOLVED, AttemptContext, CallRecord
@@ -123,11 +123,11 @@ def start(record: CallRecord, plan: ToolPlan, arguments: Any, *, frozen: bool) -
             record.args = snapshot(arguments)
         except NotJSONError:
             record.arguments_json = False
-            record.resolve(_ARGS_NOT_JSON, FINAL)
+            record.resolve(ARGS_NOT_JSON_RESULT, FINAL)
             return
         except Exception as exc:
             record.arguments_json = False
-            record.resolve(_failure(exc), FINAL)
+            record.resolve(failure_result(exc), FINAL)
             return
     if record.caller._cancelled:
         record.resolve(ABORTED_BEFORE_DISPATCH_RESULT, FINAL)
@@ -169,7 +169,7 @@ async def policy(call: CallRecord) -> None:
                     call.resolve(denial, RESOLVED)
                     return
         except Exception as exc:
-            call.resolve(_failure(exc), FINAL)
+            call.resolve(failure_result(exc), FINAL)
             return
         if plan.version != plan.versions.value:
             plan = call.plan = plan.rebuild(plan.name, plan.agent)
@@ -181,13 +181,13 @@ async def policy(call: CallRecord) -> None:
             try:
                 reason = guard(execution)
             except Exception as exc:
-                call.resolve(_failure(exc), FINAL)
+                call.resolve(failure_result(exc), FINAL)
                 return
             if reason is not None:
                 if isinstance(reason, str):
-                    call.resolve(_text_result("Error: " + reason), RESOLVED)
+                    call.resolve(text_result("Error: " + reason), RESOLVED)
                 else:
-                    call.resolve(_unreachable("ToolGuard result", reason), FINAL)
+                    call.resolve(unreachable("ToolGuard result", reason), FINAL)
                 return
     if call.caller._cancelled:
         call.resolve(ABORTED_BEFORE_DISPATCH_RESULT, RESOLVED)
@@ -230,7 +230,7 @@ async def dispatch(call: CallRecord, *, carried: bool = False) -> None:
                 try:
                     value = await plan.body(call.args, context)
                 except Exception as exc:
-                    result = _failure(exc)
+                    result = failure_result(exc)
                 else:
                     result = _settled(call, value)
             else:
@@ -263,11 +263,11 @@ async def dispatch(call: CallRecord, *, carried: bool = False) -> None:
                         call.deadline = outer
                     result = _deadline.timed_out(call, scope, budget) or result
         except Exception as exc:
-            call.result = _failure(exc)
+            call.result = failure_result(exc)
             call.state = FINAL
             return
         if type(result) is not ToolExecutionResult:
-            call.resolve(_unreachable("tools/execute result", result), FINAL)
+            call.resolve(unreachable("tools/execute result", result), FINAL)
             return
     resolve_dispatch(call, result)
 
@@ -303,7 +303,7 @@ async def dispatch_grouped(
                 try:
                     value = await plan.body(call.args, context)
                 except Exception as exc:
-                    failed = _failure(exc)
+                    failed = failure_result(exc)
                 finally:
                     if call.derived is not None:
                         call.end_attempt()  # the body read its deadline signal
@@ -315,12 +315,12 @@ async def dispatch_grouped(
         finally:
             call.deadline = None
     except Exception as exc:  # a wrapper raised
-        call.resolve(_failure(exc), FINAL)
+        call.resolve(failure_result(exc), FINAL)
         return
     if scope.cancel_called and not caller._fired_before(deadline):
-        result = _failure(ToolTimeoutError(budget))  # the deadline passed, ignored
+        result = failure_result(ToolTimeoutError(budget))  # the deadline passed, ignored
     elif type(result) is not ToolExecutionResult:
-        call.resolve(_unreachable("tools/execute result", result), FINAL)
+        call.resolve(unreachable("tools/execute result", result), FINAL)
         return
     resolve_dispatch(call, result)
 
@@ -328,7 +328,7 @@ async def dispatch_grouped(
 class _ExecuteNext:
     """``next()`` of one execute wrapper: runs the rest of the chain from its position.
 
-    Unlike the pre/post waterfalls (a shared queue, B207), each wrapper's ``next`` is
+    Unlike the pre/post waterfalls (a shared queue), each wrapper's ``next`` is
     bound to its position, so calling it again re-runs every inner wrapper and a fresh
     dispatch of the body — what a retry wrapper needs. Past the last wrapper it is the
     base dispatch, which reads ``view.signal`` when it runs and so sees the replacement
@@ -389,7 +389,7 @@ async def _direct(call: CallRecord) -> ToolExecutionResult:
     try:
         value = await plan.body(call.args, context)
     except Exception as exc:
-        return _failure(exc)
+        return failure_result(exc)
     finally:
         if call.derived is not None:
             call.end_attempt()
@@ -410,7 +410,7 @@ def chain(call: CallRecord) -> Awaitable[ToolExecutionResult]:
 def chained(call: CallRecord, result: object) -> None:
     """End a dispatch begun with :func:`chain` with what the chain returned."""
     if type(result) is not ToolExecutionResult:
-        call.resolve(_unreachable("tools/execute result", result), FINAL)
+        call.resolve(unreachable("tools/execute result", result), FINAL)
     else:
         resolve_dispatch(call, result)
 
@@ -459,12 +459,12 @@ def _settled(call: CallRecord, value: Any) -> ToolExecutionResult:
     call's result is still that object.
     """
     if call.caller._cancelled:
-        result = _normalize(value, call.name)
+        result = normalize(value, call.name)
         return result if result.is_error else ABORTED_RESULT
     if type(value) is str and value.isascii():
         result = call.clean = ToolExecutionResult((TextContent(value),), False)
         return result
-    return _normalize(value, call.name)
+    return normalize(value, call.name)
 
 
 def resolve_dispatch(call: CallRecord, result: ToolExecutionResult) -> None:
@@ -498,7 +498,7 @@ async def _base_dispatch(
         plan = call.plan = plan.rebuild(plan.name, plan.agent)
     definition = plan.definition
     if definition is None:
-        return _failure(ToolNotFoundError(call.name))
+        return failure_result(ToolNotFoundError(call.name))
     limiter = plan.limiter
     if limiter is not None and not await _acquire(call, limiter, signal, carried):
         return _cut_short(call)
@@ -518,7 +518,7 @@ async def _base_dispatch(
         else:
             value = await _in_scope(body(call.args, context), call, signal, carried)
     except Exception as exc:
-        return _failure(exc)
+        return failure_result(exc)
     finally:
         if limiter is not None:
             limiter.release_on_behalf_of(call)
@@ -528,7 +528,7 @@ async def _base_dispatch(
     if value is _CANCELLED:
         return ABORTED_RESULT
     if signal._cancelled:
-        result = _normalize(value, call.name)
+        result = normalize(value, call.name)
         return result if result.is_error else ABORTED_RESULT
     return _settled(call, value)
 
@@ -540,7 +540,7 @@ async def _in_scope(awaitable: Any, call: CallRecord, signal: CancelSignal, carr
     The scope absorbs only its own ``Cancelled``; one from an enclosing scope passes.
     """
     scope = trio.CancelScope()
-    link = _ScopeLink(scope)
+    link = ScopeLink(scope)
     caller = call.caller
     if not carried:
         caller._link(link)
@@ -619,7 +619,7 @@ async def finalize(call: CallRecord) -> ToolExecutionResult:
                 decision = await run_post(post, execution, result)
                 result = apply_post(decision, result)
             except Exception as exc:
-                result = _failure(exc)
+                result = failure_result(exc)
             else:
                 if call.caller._cancelled and not result.is_error:
                     result = _aborted(call, result)
@@ -642,7 +642,7 @@ def conclude(call: CallRecord) -> ToolExecutionResult:
     if call.state == RESOLVED and call.caller._cancelled and not result.is_error:
         result = _aborted(call, result)
     if result is not call.clean:
-        result = _materialize(result)
+        result = materialize(result)
     call.result = result
     call.state = FINAL
     if result.is_error:

@@ -18,9 +18,9 @@ from .._core._decisions import Accept, Allow, Ask, Block, Deny, PostToolDecision
 from .._core._execution import ApprovalRequest, ApprovalService, ToolExecution
 from .._core._outcomes import (
     ABORTED_BEFORE_DISPATCH_RESULT,
-    _message,
-    _text_result,
-    _Unreachable,
+    UnreachableError,
+    error_message,
+    text_result,
 )
 
 __all__ = ["apply_post", "notify", "resolve_decision", "run_post", "run_pre"]
@@ -74,9 +74,9 @@ async def resolve_decision(
 ) -> ToolExecutionResult | None:
     """Turn a non-Allow decision into a denial result, or ``None`` when the call proceeds."""
     if type(decision) is Deny:
-        return _text_result("Error: " + str(decision.reason))
+        return text_result("Error: " + str(decision.reason))
     if type(decision) is not Ask:
-        raise _Unreachable("PreToolDecision", decision)
+        raise UnreachableError("PreToolDecision", decision)
     name = execution.name
     if approval is None:
         reason = (
@@ -84,10 +84,10 @@ async def resolve_decision(
             if decision.reason is not None
             else f'tool "{name}" requires approval (not yet supported)'
         )
-        return _text_result("Error: " + reason)
+        return text_result("Error: " + reason)
     agent = execution.agent
     if agent is None:
-        return _text_result(
+        return text_result(
             f'Error: tool "{name}" requires approval, but the call has no agent to route it through'
         )
     outcome = await approval.request(
@@ -98,14 +98,14 @@ async def resolve_decision(
             return ABORTED_BEFORE_DISPATCH_RESULT
         if outcome == "allowed-once":
             return None
-        return _text_result(f'Error: approval for tool "{name}" was cancelled')
+        return text_result(f'Error: approval for tool "{name}" was cancelled')
     if outcome == "rejected":
-        return _text_result(f'Error: the user rejected tool "{name}"')
+        return text_result(f'Error: the user rejected tool "{name}"')
     if outcome == "unavailable":
-        return _text_result(
+        return text_result(
             f'Error: tool "{name}" requires approval, but no approval channel is available'
         )
-    raise _Unreachable("ApprovalOutcome", outcome)
+    raise UnreachableError("ApprovalOutcome", outcome)
 
 
 async def _accept(*_: object) -> PostToolDecision:
@@ -163,7 +163,7 @@ def apply_post(decision: object, result: ToolExecutionResult) -> ToolExecutionRe
             True,
             additional_contexts=tuple(decision.additional_contexts),  # type: ignore[attr-defined]
         )
-    raise _Unreachable("PostToolDecision", decision)
+    raise UnreachableError("PostToolDecision", decision)
 
 
 def notify(
@@ -173,7 +173,7 @@ def notify(
         try:
             returned = observer(execution, result)
         except Exception as exc:
-            _observer_failed(execution, _message(exc))
+            _observer_failed(execution, error_message(exc))
             continue
         if returned is not None and inspect.isawaitable(returned):
             if inspect.iscoroutine(returned):

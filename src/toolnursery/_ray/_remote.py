@@ -20,7 +20,7 @@ import trio
 from .._core._content import ContentBlock, ToolReturn
 from .._core._errors import REMOTE_RESULT_NOT_ENCODABLE, RemoteToolError, ToolError
 from .._core._json import snapshot
-from .._core._outcomes import _message
+from .._core._outcomes import error_message
 from .._pipeline._stages import is_async
 
 __all__ = ["RemoteContext", "decode_arguments", "encode_arguments", "read_answer", "run_call"]
@@ -90,9 +90,9 @@ def run_call(body: Any, payload: bytes, call_id: str, name: str, state: Any = No
     try:
         value = trio.run(body, arguments, ctx) if is_async(body) else body(arguments, ctx)
     except ToolError as exc:
-        return _msgpack_encoder.encode((_TOOL_ERROR, (exc.name, exc.code, _message(exc))))
+        return _msgpack_encoder.encode((_TOOL_ERROR, (exc.name, exc.code, error_message(exc))))
     except Exception as exc:
-        return _msgpack_encoder.encode((_ERROR, _message(exc)))
+        return _msgpack_encoder.encode((_ERROR, error_message(exc)))
     return encode_answer(value, name)
 
 

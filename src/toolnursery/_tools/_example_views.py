@@ -151,7 +151,7 @@ def search_result(values: dict[str, Any], result: ToolResult) -> ToolResultView 
 
 def write_call(values: dict[str, Any]) -> ToolCallView:
     path = values["path"]
-    # At call time the old text is unknown (B201): a pure presenter cannot read the file.
+    # At call time the old text is unknown: a pure presenter cannot read the file.
     return DiffCallView(
         title=f"Write {path}",
         diffs=(FileDiff(path=path, old_text=None, new_text=values["content"]),),

@@ -241,7 +241,9 @@ def _struct_schema(cls: type[msgspec.Struct]) -> dict[str, Any]:
         generated = msgspec.json.schema(cls)
     except (TypeError, ValueError, NameError) as exc:  # NameError: an unresolved annotation
         reason = " ".join(str(exc).split())
-        raise OutputSchemaError([f"output Struct {cls.__name__} has no JSON Schema: {reason}"])
+        raise OutputSchemaError(
+            [f"output Struct {cls.__name__} has no JSON Schema: {reason}"]
+        ) from exc
     defs: dict[str, Any] = generated.get("$defs", {})
     ref = generated.get("$ref")
     if not isinstance(ref, str):  # pragma: no cover - msgspec refs every Struct
@@ -252,7 +254,9 @@ def _struct_schema(cls: type[msgspec.Struct]) -> dict[str, Any]:
     try:
         frozen: dict[str, Any] = snapshot(root)
     except NotJSONError as exc:
-        raise OutputSchemaError([f"output Struct {cls.__name__} schema is not JSON: {exc}"])
+        raise OutputSchemaError(
+            [f"output Struct {cls.__name__} schema is not JSON: {exc}"]
+        ) from exc
     return frozen
 
 
