@@ -24,6 +24,7 @@ from typing import Any, TypeAlias, TypeVar, Unpack, overload
 
 import msgspec
 
+from .._core._bodies import is_async, mark_may_suspend
 from .._core._content import ToolResult
 from .._core._decisions import ResourceKey
 from .._core._errors import (
@@ -35,7 +36,6 @@ from .._core._errors import (
 )
 from .._core._execution import ToolRunContext
 from .._core._json import snapshot
-from .._pipeline._stages import is_async, mark_may_suspend
 from ._definition import MAX_TIMEOUT_MS as MAX_TIMEOUT_MS  # re-exported for callers
 from ._definition import ToolDefinition, ToolOptionArgs, ToolOptions, option_problem
 from ._docstrings import field_docs as _field_docs

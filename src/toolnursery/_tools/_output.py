@@ -19,6 +19,7 @@ from typing import Any, Final, TypeAlias, cast
 
 import msgspec
 
+from .._core._bodies import is_async, mark_may_suspend
 from .._core._content import CONTENT_BLOCK_TYPES, ContentBlock, TextContent, ToolReturn
 from .._core._errors import (
     OutputSchemaError,
@@ -28,7 +29,6 @@ from .._core._errors import (
 )
 from .._core._execution import ToolRunContext
 from .._core._json import NotJSONError, snapshot
-from .._pipeline._stages import is_async, mark_may_suspend
 from ._definition import ToolDefinition
 from ._structured import assert_supported_output_schema, validate_structured_value
 
