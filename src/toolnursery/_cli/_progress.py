@@ -7,10 +7,10 @@ from collections import Counter
 from typing import TextIO
 
 from .._batch._recorder import (
-    JsonlRecorder,
     ProgressEvent,
     RecorderEvent,
     ToolCallEvent,
+    ToolCallRecorder,
     ToolResultEvent,
 )
 from .._core._progress import ProgressReport
@@ -25,7 +25,7 @@ class ProgressLine:
     durable log never depends on the display.
     """
 
-    def __init__(self, stream: TextIO, total: int, inner: JsonlRecorder | None) -> None:
+    def __init__(self, stream: TextIO, total: int, inner: ToolCallRecorder | None) -> None:
         self.stream = stream
         self.total = total
         self.inner = inner
