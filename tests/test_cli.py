@@ -24,9 +24,9 @@ from toolnursery import (
     replay_log,
 )
 from toolnursery.__main__ import main
+from toolnursery._cli._common import load_registry
 from toolnursery._cli._demo import DEMO_CALLS, DemoRun, Span, render_demo, run_demo
 from toolnursery._cli._input import CallsInputError, parse_calls
-from toolnursery._cli._main import load_registry
 from toolnursery.examples import fill_sandbox
 
 Capture = pytest.CaptureFixture[str]

@@ -47,9 +47,27 @@ from .._pipeline._registry import ToolRegistry
 from .._pipeline._stages import is_async
 from .._tools._definition import ToolDefinition
 from ..examples import example_registry, fill_sandbox
-from ._main import EXIT_FAILED, EXIT_OK, UsageError, _read_calls, _say, _version, load_registry
+from ._common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    UsageError,
+    load_registry,
+    positive_int,
+    read_calls,
+    say,
+    version,
+)
 
-__all__ = ["BenchReport", "Spread", "add_parser", "bench_command", "bundled_calls", "measure"]
+__all__ = [
+    "BenchReport",
+    "Spread",
+    "add_bench_parser",
+    "bench_command",
+    "bundled_calls",
+    "measure",
+    "render",
+    "resized",
+]
 
 DEFAULT_CALLS: Final = 1000
 DEFAULT_REPEAT: Final = 3
@@ -116,10 +134,7 @@ class BenchReport(msgspec.Struct, frozen=True, kw_only=True):
 # -- the command line ---------------------------------------------------------------------
 
 
-def add_parser(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
-    positive_int: Callable[[str], int],
-) -> None:
+def add_bench_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``bench`` subcommand to the ``toolnursery`` parser."""
     bench = commands.add_parser(
         "bench",
@@ -180,7 +195,7 @@ def bench_command(options: argparse.Namespace) -> int:
         raise UsageError(
             "--tools needs --calls: the bench runs the calls you give it on your tools"
         )
-    calls = _read_calls(options.calls) if options.calls is not None else None
+    calls = read_calls(options.calls) if options.calls is not None else None
     registry = load_registry(options.tools) if options.tools is not None else None
     if calls is not None and not calls:
         source = "<stdin>" if options.calls == "-" else options.calls
@@ -201,7 +216,7 @@ def bench_command(options: argparse.Namespace) -> int:
             try:
                 report = trio.run(measure, registry, calls, max_parallel, options.repeat, tick)
             except Exception as exc:
-                _say(f"error: the batch failed: {type(exc).__name__}: {exc}")
+                say(f"error: the batch failed: {type(exc).__name__}: {exc}")
                 return EXIT_FAILED
     sys.stdout.write(_encode(report).decode() + "\n" if options.json else render(report))
     sys.stdout.flush()
@@ -315,7 +330,7 @@ async def measure(
         results_by_code=dict(sorted(Counter(outcome(r) for r in results).items())),
         python=sys.version.split()[0],
         trio=trio.__version__,
-        toolnursery=_version(),
+        toolnursery=version(),
     )
 
 
@@ -457,7 +472,7 @@ def _progress(mode: str, repeat: int) -> Iterator[Tick | None]:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
     except ImportError:
         if mode == "always":
-            _say("--progress always needs rich: pip install 'toolnursery[cli]'")
+            say("--progress always needs rich: pip install 'toolnursery[cli]'")
         yield None
         return
     total = 2 + 2 * repeat  # the warm-up, each side's repetitions, the phase run

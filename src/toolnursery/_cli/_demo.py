@@ -14,10 +14,15 @@ shows when each tool body ran (a denied call never reaches dispatch).
 
 from __future__ import annotations
 
+import argparse
 import math
 import os
+import sys
+import tempfile
 import textwrap
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import ExitStack
+from functools import partial
 from pathlib import PurePosixPath
 from typing import Final
 
@@ -32,9 +37,10 @@ from .._core._content import TextContent, ToolCall, ToolExecutionResult
 from .._core._decisions import Deny, PreToolDecision, ResourceKey
 from .._core._execution import ToolDispatchExecution, ToolExecution, ToolExecutionInput
 from .._pipeline._registry import ToolRegistry
-from ..examples import example_registry
+from ..examples import example_registry, fill_sandbox
+from ._common import EXIT_OK, open_log
 
-__all__ = ["DEMO_CALLS", "DemoRun", "Span", "render_demo", "run_demo"]
+__all__ = ["DEMO_CALLS", "DemoRun", "Span", "demo_command", "render_demo", "run_demo"]
 
 _IDEAS: Final = "- parallel reads\n- keyed writes\n- exclusive moves\n"
 
@@ -343,3 +349,24 @@ def render_demo(run: DemoRun, sandbox: str) -> str:
         for note in notes:
             out += textwrap.wrap(note, 88, initial_indent="  - ", subsequent_indent="    ")
     return "\n".join(out) + "\n"
+
+
+def demo_command(options: argparse.Namespace) -> int:
+    """Run ``toolnursery demo`` with parsed ``options`` in a fresh temporary sandbox.
+
+    Returns:
+        The exit code: 0 once the report is written.
+
+    Raises:
+        UsageError: ``--log`` cannot be opened.
+    """
+    with ExitStack() as stack:
+        recorder = open_log(options.log, stack)
+        sandbox = stack.enter_context(tempfile.TemporaryDirectory(prefix="toolnursery-demo-"))
+        fill_sandbox(sandbox)
+        run = trio.run(
+            partial(run_demo, sandbox, max_parallel=options.max_parallel, recorder=recorder)
+        )
+        sys.stdout.write(render_demo(run, f"{sandbox} (temporary, removed on exit)"))
+        sys.stdout.flush()
+    return EXIT_OK

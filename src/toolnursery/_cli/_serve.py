@@ -7,7 +7,6 @@ works without the ``mcp`` extra.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from contextlib import ExitStack
 from functools import partial
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import trio
 
 from .._pipeline._registry import ToolRegistry
+from ._common import EXIT_OK, UsageError, load_registry, sandbox_registry, say
 
 __all__ = ["add_serve_parser", "parse_host_port", "serve_command"]
 
@@ -58,29 +58,30 @@ def parse_host_port(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def serve_command(
-    options: argparse.Namespace,
-    load_registry: Callable[[str], ToolRegistry],
-    example_registry: Callable[[str | None, ExitStack], ToolRegistry],
-    say: Callable[[str], None],
-    usage_error: type[Exception],
-) -> int:
-    """Run ``toolnursery serve``; returns the exit code."""
+def serve_command(options: argparse.Namespace) -> int:
+    """Run ``toolnursery serve`` with parsed ``options`` until it is stopped.
+
+    Returns:
+        The exit code: 0 once the server has stopped.
+
+    Raises:
+        UsageError: the options are unusable, or the ``mcp`` extra is not installed.
+    """
     if options.tools is not None and options.root is not None:
-        raise usage_error("--root applies to the bundled example tools, not to --tools")
+        raise UsageError("--root applies to the bundled example tools, not to --tools")
     try:
         from .. import mcp as tn_mcp
     except ImportError as exc:
-        raise usage_error(
+        raise UsageError(
             f"serve needs the MCP SDK: pip install 'toolnursery[mcp]' ({exc})"
         ) from None
     registry = load_registry(options.tools) if options.tools is not None else None
     with ExitStack() as stack:
         if registry is None:
-            registry = example_registry(options.root, stack)
+            registry = sandbox_registry(options.root, stack)
         if options.http is None:
             trio.run(partial(tn_mcp.serve_mcp_stdio, registry, name=options.name))
-            return 0
+            return EXIT_OK
         host, port = options.http
 
         async def serve_http() -> None:
@@ -92,7 +93,7 @@ def serve_command(
                 print(url, flush=True)
 
         trio.run(serve_http)
-    return 0
+    return EXIT_OK
 
 
 async def _serve_http(

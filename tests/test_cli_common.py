@@ -1,0 +1,126 @@
+"""What the ``toolnursery`` commands share: counts, CALLS, ``--tools``, ``--root``, ``--log``."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+
+import toolnursery
+from support import tools_module, write_calls
+from toolnursery import ToolCall
+from toolnursery._cli._common import (
+    UsageError,
+    load_registry,
+    open_log,
+    positive_int,
+    read_calls,
+    sandbox_registry,
+    say,
+    version,
+)
+
+
+def test_positive_int_takes_one_and_up() -> None:
+    assert positive_int("1") == 1
+    assert positive_int("12") == 12
+
+
+@pytest.mark.parametrize("text", ["0", "-3", "x", "1.5", ""])
+def test_positive_int_refuses_anything_else_naming_it(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError) as raised:
+        positive_int(text)
+    assert str(raised.value) == f"expected a positive integer, got {text!r}"
+
+
+def test_read_calls_reads_a_file(tmp_path: Path) -> None:
+    calls = write_calls(tmp_path, {"id": "a", "name": "list_dir", "arguments": {}})
+    assert read_calls(str(calls)) == [ToolCall("a", "list_dir", "{}")]
+
+
+def test_read_calls_reads_stdin_for_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO('{"id": "a", "name": "list_dir"}\n'))
+    assert [call.id for call in read_calls("-")] == ["a"]
+
+
+def test_stdin_that_is_not_utf8_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    stdin = io.TextIOWrapper(io.BytesIO(b"\xff\xfe\n"), encoding="utf-8")
+    monkeypatch.setattr(sys, "stdin", stdin)
+    with pytest.raises(UsageError, match=r"^<stdin>: not UTF-8 text$"):
+        read_calls("-")
+
+
+def test_a_file_that_is_not_utf8_names_the_line(tmp_path: Path) -> None:
+    calls = tmp_path / "calls.jsonl"
+    calls.write_bytes(b'{"id": "a", "name": "x"}\n\n\xff\n')
+    with pytest.raises(UsageError, match=r"line 3: not UTF-8 text$"):
+        read_calls(str(calls))
+
+
+def test_input_that_does_not_parse_is_a_usage_error_naming_the_source(tmp_path: Path) -> None:
+    calls = tmp_path / "calls.json"
+    calls.write_text('{"nope": 1}', encoding="utf-8")
+    with pytest.raises(UsageError, match=str(calls)):
+        read_calls(str(calls))
+
+
+def test_a_tools_file_that_fails_to_import_leaves_no_module_behind(tmp_path: Path) -> None:
+    module = tools_module(tmp_path, "raise RuntimeError('half-way')\n")
+    before = set(sys.modules)
+    with pytest.raises(UsageError, match="raised RuntimeError: half-way"):
+        load_registry(f"{module}:registry")
+    assert set(sys.modules) == before
+
+
+def test_a_tools_path_that_is_not_python_is_a_usage_error(tmp_path: Path) -> None:
+    data = tmp_path / "tools.txt"
+    data.write_text("registry = 1\n", encoding="utf-8")
+    with pytest.raises(UsageError, match="is not a Python file"):
+        load_registry(f"{data}:registry")
+
+
+def test_without_root_the_example_tools_work_in_a_sandbox_removed_on_exit(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with ExitStack() as stack:
+        registry = sandbox_registry(None, stack)
+        err = capsys.readouterr().err
+        assert err.startswith("toolnursery: no --root: the example tools work in a temporary ")
+        sandbox = Path(err.split("temporary sandbox ", 1)[1].split(" ", 1)[0])
+        assert (sandbox / "README.md").is_file()
+        assert registry.get("read_file") is not None
+    assert not sandbox.exists()
+
+
+def test_a_root_that_is_not_a_directory_is_a_usage_error(tmp_path: Path) -> None:
+    plain = tmp_path / "file"
+    plain.write_text("", encoding="utf-8")
+    with ExitStack() as stack, pytest.raises(UsageError, match="is not a directory"):
+        sandbox_registry(str(plain), stack)
+
+
+def test_open_log_is_none_without_log_and_closed_with_the_stack(tmp_path: Path) -> None:
+    with ExitStack() as stack:
+        assert open_log(None, stack) is None
+        recorder = open_log(str(tmp_path / "log.jsonl"), stack)
+        assert recorder is not None
+    with pytest.raises(ValueError, match="is closed"):
+        recorder.record(toolnursery.ToolCallEvent("b", 0, ToolCall("a", "x", "{}")))
+
+
+def test_a_log_that_cannot_be_opened_is_a_usage_error(tmp_path: Path) -> None:
+    with ExitStack() as stack, pytest.raises(UsageError, match="cannot open --log"):
+        open_log(str(tmp_path / "missing" / "log.jsonl"), stack)
+
+
+def test_say_writes_one_prefixed_line_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    say("hello")
+    assert capsys.readouterr() == ("", "toolnursery: hello\n")
+
+
+def test_version_is_the_installed_distributions() -> None:
+    assert version() == toolnursery.__version__
