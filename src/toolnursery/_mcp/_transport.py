@@ -19,14 +19,14 @@ import trio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
-__all__ = ["open_transport"]
+__all__ = ["PostGate", "WatchedTransport", "open_transport"]
 
 _Streams = tuple[
     MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]
 ]
 
 
-class _Posts:
+class PostGate:
     """One message at a time into the SDK's streamable-HTTP client.
 
     The 1.x client starts a task per request whose closure reads the loop's
@@ -42,6 +42,7 @@ class _Posts:
         self._changed = trio.Event()
 
     async def seen(self, request: Any) -> None:
+        """The httpx request hook: count a POST as begun."""
         if request.method == "POST":
             self.count += 1
             self._changed.set()
@@ -52,6 +53,7 @@ class _Posts:
         source: MemoryObjectReceiveStream[SessionMessage],
         sink: MemoryObjectSendStream[SessionMessage],
     ) -> None:
+        """Pass ``source`` on to ``sink`` one message per POST begun (or per bound)."""
         async with source, sink:
             async for message in source:
                 before = self.count
@@ -64,7 +66,7 @@ class _Posts:
 _POST_START_BOUND: Final = 5.0
 
 
-class _Watched(httpx.AsyncBaseTransport):
+class WatchedTransport(httpx.AsyncBaseTransport):
     """An httpx transport that reports a connection failing mid-request or mid-body."""
 
     def __init__(self, inner: httpx.AsyncBaseTransport, broken: Callable[[], None]) -> None:
@@ -143,13 +145,13 @@ async def open_transport(
     elif url is not None:
         from mcp.client.streamable_http import streamable_http_client
 
-        posts = _Posts()
+        posts = PostGate()
         async with (
             httpx.AsyncClient(
                 headers=dict(headers or {}),
                 timeout=httpx.Timeout(30, read=300),
                 event_hooks={"request": [posts.seen]},
-                transport=_Watched(httpx.AsyncHTTPTransport(), broken),
+                transport=WatchedTransport(httpx.AsyncHTTPTransport(), broken),
             ) as client,
             streamable_http_client(url, http_client=client) as (read, write, _),
             trio.open_nursery() as nursery,
