@@ -1,1 +1,3 @@
 """_mcp: see docs/design.md."""
+
+__all__: list[str] = []

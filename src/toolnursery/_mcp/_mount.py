@@ -10,20 +10,21 @@ A call runs its request in a task of its own under a shielded scope, so that whe
 the call is cancelled (a batch abort, a timeout) the body can send
 ``notifications/cancelled`` and wait, within a bound, for the server's answer
 before the call unwinds.
+
+The transports live in ``_transport``, the tool list and the definitions made from
+it in ``_listing``; this module owns the session and its lifetime.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import Any, Final
 
 import anyio
-import httpx
 import mcp.types as types
-import msgspec
 import trio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.client.session import ClientSession
@@ -39,24 +40,18 @@ from .._core._errors import (
     RegistrationError,
 )
 from .._core._execution import ToolRunContext
-from .._core._json import snapshot, thaw
+from .._core._json import thaw
 from .._core._progress import ProgressReport, current_sink
 from .._pipeline._registry import Disposer, ToolRegistry, ToolScope
-from .._tools._annotations import McpAnnotations
-from .._tools._definition import ToolDefinition
-from .._tools._output import _SCHEMA_ATTR
-from ._convert import annotations_from_mcp, blocks_from_mcp
+from ._convert import blocks_from_mcp
+from ._groups import bare_cancelled, unwrap_single
+from ._listing import checked_tools, list_all_tools, mounted_definition
+from ._transport import open_transport
 
 __all__ = ["McpMount", "open_mcp_mount"]
 
 _log: Final = logging.getLogger("toolnursery.mcp")
-_Streams = tuple[
-    MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]
-]
-
-
-def _parallel_safe(args: Any) -> bool:
-    return True
+_PING_BOUND: Final = 5.0
 
 
 class McpMount:
@@ -100,7 +95,7 @@ class McpMount:
         """
         session = self._require_session()
         try:
-            tools = await _list_all(session)
+            tools = await list_all_tools(session)
         except McpError as exc:
             raise McpMountError(f"{self._label}: tools/list failed: {exc.error.message}") from exc
         self._apply(tools)
@@ -108,20 +103,9 @@ class McpMount:
     # -- registration ----------------------------------------------------------------
 
     def _apply(self, tools: Sequence[types.Tool]) -> None:
-        wanted: dict[str, types.Tool] = {}
-        for tool in tools:
-            name = self._prefix + tool.name
-            if name in wanted:
-                raise McpMountError(f'{self._label}: lists the tool "{tool.name}" twice')
-            schema = tool.inputSchema
-            if not isinstance(schema, Mapping) or schema.get("type") != "object":
-                raise McpMountError(
-                    f'{self._label}: tool "{tool.name}" has an inputSchema that is not an '
-                    'object schema ({"type": "object", ...})'
-                )
-            wanted[name] = tool
+        wanted = checked_tools(self._label, self._prefix, tools)
         definitions = {
-            name: self._definition(name, tool)
+            name: mounted_definition(name, tool, self._call)
             for name, tool in wanted.items()
             if name not in self._registered or self._registered[name][0] != tool
         }
@@ -139,28 +123,6 @@ class McpMount:
             self._registered = keep
             raise McpMountError(f"{self._label}: cannot register its tools: {exc}") from exc
         self._registered = {n: keep.get(n) or added[n] for n in wanted}
-
-    def _definition(self, name: str, tool: types.Tool) -> ToolDefinition:
-        hints = annotations_from_mcp(tool.annotations)
-        if tool.title is not None and (hints is None or hints.title is None):
-            hints = msgspec.structs.replace(hints or McpAnnotations(), title=tool.title)
-        remote = tool.name
-
-        async def execute(args: Any, ctx: ToolRunContext) -> ToolReturn:
-            return await self._call(remote, args, ctx)
-
-        if tool.outputSchema is not None:
-            setattr(execute, _SCHEMA_ATTR, snapshot(tool.outputSchema))
-        read_only = hints is not None and hints.read_only is True
-        return ToolDefinition(
-            name=name,
-            description=tool.description or "",
-            parameters=dict(tool.inputSchema),
-            execute=execute,
-            is_concurrency_safe=_parallel_safe if read_only else None,
-            idempotent=hints is not None and (hints.idempotent is True or read_only),
-            mcp_annotations=hints,
-        )
 
     def _unregister_all(self) -> None:
         registered, self._registered = self._registered, {}
@@ -322,19 +284,6 @@ class McpMount:
         self._ended("the connection closed")
 
 
-async def _list_all(session: ClientSession) -> list[types.Tool]:
-    tools: list[types.Tool] = []
-    cursor: str | None = None
-    while True:
-        page = await session.list_tools(
-            params=types.PaginatedRequestParams(cursor=cursor) if cursor else None
-        )
-        tools.extend(page.tools)
-        cursor = page.nextCursor
-        if not cursor:
-            return tools
-
-
 @asynccontextmanager
 async def open_mcp_mount(
     owner: ToolRegistry | ToolScope,
@@ -414,7 +363,7 @@ async def open_mcp_mount(
     async def connection(*, task_status: trio.TaskStatus[None]) -> None:
         nonlocal started
         try:
-            async with _transport(command, url, server, env, cwd, headers, mount._suspect) as (
+            async with open_transport(command, url, server, env, cwd, headers, mount._suspect) as (
                 read,
                 write,
             ):
@@ -442,8 +391,8 @@ async def open_mcp_mount(
                 raise
             # The transport failed under a live mount (a broken HTTP connection):
             # that is the server going away, not an error of the caller's block.
-            mount._ended(f"the transport failed: {_leaf(exc)}")
-            _log.warning("%s: the transport failed: %s", label, _leaf(exc))
+            mount._ended(f"the transport failed: {unwrap_single(exc)}")
+            _log.warning("%s: the transport failed: %s", label, unwrap_single(exc))
 
     try:
         async with trio.open_nursery() as outer:
@@ -455,7 +404,7 @@ async def open_mcp_mount(
     except BaseExceptionGroup as group:
         # The nursery wraps what it carries; a lone error (the caller's own, or why
         # the mount failed) is re-raised as itself.
-        leaf = _leaf(group)
+        leaf = unwrap_single(group)
         if leaf is group or not isinstance(leaf, Exception):
             raise
         if started or isinstance(leaf, McpMountError):
@@ -476,7 +425,7 @@ def _mount_error(label: str, exc: Exception) -> McpMountError:
 async def _initialize(mount: McpMount, session: ClientSession, label: str, limit: float) -> None:
     with trio.move_on_after(limit) as waited:
         result = await session.initialize()
-        tools = await _list_all(session)
+        tools = await list_all_tools(session)
     if waited.cancelled_caught:
         detail = f"; it answered: {mount._garbage[0]}" if mount._garbage else ""
         raise McpMountError(
@@ -485,167 +434,3 @@ async def _initialize(mount: McpMount, session: ClientSession, label: str, limit
     mount.server_info = result.serverInfo
     mount._session = session
     mount._apply(tools)
-
-
-class _Posts:
-    """One message at a time into the SDK's streamable-HTTP client.
-
-    The 1.x client starts a task per request whose closure reads the loop's
-    *current* message, so a second message that arrives before that task has
-    started is posted twice and the first never (seen under trio, which runs the
-    tasks of a batch in either order). The gate hands the client the next message
-    only once the previous one's POST has begun (an httpx request hook counts
-    them), or after a short bound.
-    """
-
-    def __init__(self) -> None:
-        self.count = 0
-        self._changed = trio.Event()
-
-    async def seen(self, request: Any) -> None:
-        if request.method == "POST":
-            self.count += 1
-            self._changed.set()
-            self._changed = trio.Event()
-
-    async def gate(
-        self,
-        source: MemoryObjectReceiveStream[SessionMessage],
-        sink: MemoryObjectSendStream[SessionMessage],
-    ) -> None:
-        async with source, sink:
-            async for message in source:
-                before = self.count
-                await sink.send(message)
-                with trio.move_on_after(_POST_START_BOUND):
-                    while self.count == before:
-                        await self._changed.wait()
-
-
-_POST_START_BOUND: Final = 5.0
-_PING_BOUND: Final = 5.0
-
-
-class _Watched(httpx.AsyncBaseTransport):
-    """An httpx transport that reports a connection failing mid-request or mid-body."""
-
-    def __init__(self, inner: httpx.AsyncBaseTransport, broken: Callable[[], None]) -> None:
-        self._inner = inner
-        self._broken = broken
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        try:
-            response = await self._inner.handle_async_request(request)
-        except httpx.TransportError:
-            self._broken()
-            raise
-        response.stream = _WatchedBody(response.stream, self._broken)
-        return response
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
-class _WatchedBody(httpx.AsyncByteStream):
-    """A response body that reports a transport error while it is read."""
-
-    def __init__(self, inner: Any, broken: Callable[[], None]) -> None:
-        self._inner = inner
-        self._broken = broken
-        self._chunks: Any = None
-
-    def __aiter__(self) -> _WatchedBody:
-        self._chunks = self._inner.__aiter__()
-        return self
-
-    async def __anext__(self) -> bytes:
-        try:
-            chunk: bytes = await self._chunks.__anext__()
-        except httpx.TransportError:
-            self._broken()
-            raise
-        return chunk
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
-@contextmanager
-def bare_cancelled() -> Iterator[None]:
-    """Re-raise a nursery's group of only ``trio.Cancelled`` as one bare ``Cancelled``.
-
-    Code above a call (the SDK's request handling, a pipeline catching the
-    cancellation it owns) tests ``except Cancelled``; a call that needs a task of
-    its own must not hand it a group instead.
-    """
-    try:
-        yield
-    except BaseExceptionGroup as group:
-        cancelled, rest = group.split(trio.Cancelled)
-        if rest is None and cancelled is not None:
-            first: BaseException = cancelled
-            while isinstance(first, BaseExceptionGroup):
-                first = first.exceptions[0]
-            raise first from None
-        raise
-
-
-def _leaf(exc: BaseException) -> BaseException:
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc
-
-
-@asynccontextmanager
-async def _transport(
-    command: Sequence[str] | None,
-    url: str | None,
-    server: Any,
-    env: Mapping[str, str] | None,
-    cwd: str | None,
-    headers: Mapping[str, str] | None,
-    broken: Callable[[], None],
-) -> AsyncIterator[_Streams]:
-    if command is not None:
-        from mcp.client.stdio import StdioServerParameters, stdio_client
-
-        params = StdioServerParameters(
-            command=command[0], args=list(command[1:]), env=dict(env) if env else None, cwd=cwd
-        )
-        async with stdio_client(params) as streams:
-            yield streams
-    elif url is not None:
-        from mcp.client.streamable_http import streamable_http_client
-
-        posts = _Posts()
-        async with (
-            httpx.AsyncClient(
-                headers=dict(headers or {}),
-                timeout=httpx.Timeout(30, read=300),
-                event_hooks={"request": [posts.seen]},
-                transport=_Watched(httpx.AsyncHTTPTransport(), broken),
-            ) as client,
-            streamable_http_client(url, http_client=client) as (read, write, _),
-            trio.open_nursery() as nursery,
-        ):
-            gated, gate_source = anyio.create_memory_object_stream[SessionMessage](0)
-            nursery.start_soon(posts.gate, gate_source, write)
-            try:
-                yield read, gated
-            finally:
-                nursery.cancel_scope.cancel()
-    else:
-        from mcp.shared.memory import create_client_server_memory_streams
-
-        lowlevel = getattr(server, "_mcp_server", server)
-        async with (
-            create_client_server_memory_streams() as (client_streams, server_streams),
-            trio.open_nursery() as nursery,
-        ):
-            nursery.start_soon(
-                lambda: lowlevel.run(*server_streams, lowlevel.create_initialization_options())
-            )
-            try:
-                yield client_streams
-            finally:
-                nursery.cancel_scope.cancel()

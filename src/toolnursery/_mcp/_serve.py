@@ -32,9 +32,9 @@ from .._core._signal import CancelSignal
 from .._pipeline._registry import ToolRegistry, ToolScope
 from .._tools._output import output_schema
 from ._convert import annotations_to_mcp, blocks_to_mcp
-from ._mount import bare_cancelled
+from ._groups import bare_cancelled
 
-__all__ = ["mcp_asgi_app", "mcp_server", "serve_mcp_http", "serve_mcp_stdio"]
+__all__ = ["ERROR_META_KEY", "mcp_asgi_app", "mcp_server", "serve_mcp_http", "serve_mcp_stdio"]
 
 ERROR_META_KEY: Final = "toolnursery/error"
 """The ``_meta`` key of a failed call's ``{name, code}``."""

@@ -33,6 +33,7 @@ from ._definition import ToolDefinition
 from ._structured import assert_supported_output_schema, validate_structured_value
 
 __all__ = [
+    "OUTPUT_SCHEMA_ATTR",
     "OutputRenderer",
     "attach_output",
     "output_schema",
@@ -43,7 +44,8 @@ __all__ = [
 OutputRenderer: TypeAlias = Callable[[Any, Any], str | Sequence[ContentBlock] | ContentBlock]
 """``render(args, value)``: the model-facing content of an output value."""
 
-_SCHEMA_ATTR: Final = "__toolnursery_output_schema__"
+OUTPUT_SCHEMA_ATTR: Final = "__toolnursery_output_schema__"
+"""The tool body attribute that carries its frozen output schema (see :func:`output_schema`)."""
 
 
 def output_schema(definition: ToolDefinition) -> dict[str, Any] | None:
@@ -54,7 +56,7 @@ def output_schema(definition: ToolDefinition) -> dict[str, Any] | None:
     types stay under ``$defs``). It is what an MCP server advertises as a tool's
     ``outputSchema``.
     """
-    schema = getattr(definition.execute, _SCHEMA_ATTR, None)
+    schema = getattr(definition.execute, OUTPUT_SCHEMA_ATTR, None)
     return schema if isinstance(schema, dict) else None
 
 
@@ -140,7 +142,7 @@ def attach_output(
             return finish(args, body(args, ctx))
 
         wrapper = execute_sync
-    setattr(wrapper, _SCHEMA_ATTR, schema)
+    setattr(wrapper, OUTPUT_SCHEMA_ATTR, schema)
     mark_may_suspend(wrapper, body)
     return msgspec.structs.replace(definition, execute=wrapper)
 

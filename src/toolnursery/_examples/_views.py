@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .._core._content import TextContent, ToolResult
-from ._presentation import (
+from .._tools._presentation import (
     DiffCallView,
     DiffResultView,
     FileDiff,

@@ -1,0 +1,3 @@
+"""_examples: the bundled file tools behind :mod:`toolnursery.examples`."""
+
+__all__: list[str] = []
