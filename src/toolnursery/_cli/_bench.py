@@ -43,10 +43,11 @@ from .._core._execution import ToolExecution, ToolExecutionToken, ToolRunContext
 from .._core._json import snapshot
 from .._core._signal import CancelSignal
 from .._core._statistics import outcome
+from .._examples._sandbox import fill_sandbox
+from .._examples._toolset import example_registry
 from .._pipeline._registry import ToolRegistry
 from .._pipeline._stages import is_async
 from .._tools._definition import ToolDefinition
-from ..examples import example_registry, fill_sandbox
 from ._common import (
     EXIT_FAILED,
     EXIT_OK,

@@ -21,10 +21,10 @@ from .._batch._recorder import ContextEvent, ToolCallEvent, ToolResultEvent, ite
 from .._core._arguments import parse_arguments, safe_arguments
 from .._core._content import HookContext, TextContent, ToolCall, ToolExecutionResult
 from .._core._errors import ToolArgsError
+from .._examples._toolset import example_tools
 from .._pipeline._registry import ToolRegistry
 from .._tools._presentation import call_view, result_view
 from .._tools._render import render_markdown, render_terminal
-from ..examples import example_tools
 
 __all__ = [
     "NO_RESULT",

@@ -20,8 +20,9 @@ from typing import Any, Final
 
 from .._batch._recorder import JsonlRecorder
 from .._core._content import ToolCall
+from .._examples._sandbox import fill_sandbox
+from .._examples._toolset import example_registry
 from .._pipeline._registry import ToolRegistry
-from ..examples import example_registry, fill_sandbox
 from ._cards import rich_missing
 from ._input import CallsInputError, parse_calls
 

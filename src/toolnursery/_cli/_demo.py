@@ -36,8 +36,9 @@ from .._core._arguments import parse_arguments
 from .._core._content import TextContent, ToolCall, ToolExecutionResult
 from .._core._decisions import Deny, PreToolDecision, ResourceKey
 from .._core._execution import ToolDispatchExecution, ToolExecution, ToolExecutionInput
+from .._examples._sandbox import fill_sandbox
+from .._examples._toolset import example_registry
 from .._pipeline._registry import ToolRegistry
-from ..examples import example_registry, fill_sandbox
 from ._common import EXIT_OK, open_log
 
 __all__ = ["DEMO_CALLS", "DemoRun", "Span", "demo_command", "render_demo", "run_demo"]
