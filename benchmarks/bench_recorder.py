@@ -21,7 +21,8 @@ from pathlib import Path
 
 import msgspec
 
-from toolnursery import JsonlRecorder, TextContent, ToolExecutionResult, ToolResultEvent
+from toolnursery import TextContent, ToolExecutionResult
+from toolnursery.log import JsonlRecorder, ToolResultEvent
 
 
 def event(i: int) -> ToolResultEvent:

@@ -30,23 +30,15 @@ from typing import Any
 
 import trio
 
-from toolnursery import (
-    JsonlRecorder,
-    ToolCall,
-    ToolDefinition,
-    ToolRegistry,
-    ToolResultEvent,
-    ToolRunContext,
-    read_log,
-    replay_log,
-    run_tool_calls,
-)
+from toolnursery import ToolCall, ToolDefinition, ToolRegistry, ToolRunContext, run_tool_calls
 from toolnursery._batch._resume import is_idempotent, plan_resume
+from toolnursery.log import JsonlRecorder, ToolResultEvent, read_log, replay_log
 
 CHILD = """
 import os, sys
 import trio
-from toolnursery import JsonlRecorder, ToolCall, ToolDefinition, ToolRegistry, ToolResultEvent
+from toolnursery import ToolCall, ToolDefinition, ToolRegistry
+from toolnursery.log import JsonlRecorder, ToolResultEvent
 from toolnursery import run_tool_calls
 
 log, effects, count = sys.argv[1], sys.argv[2], int(sys.argv[3])

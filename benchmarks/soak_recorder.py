@@ -31,16 +31,14 @@ import msgspec
 import trio
 
 from toolnursery import (
-    JsonlRecorder,
     ToolCall,
     ToolDefinition,
     ToolExecutionResult,
     ToolRegistry,
-    ToolResultEvent,
     ToolRunContext,
-    iter_log,
     run_tool_calls,
 )
+from toolnursery.log import JsonlRecorder, ToolResultEvent, iter_log
 
 _encode = msgspec.json.Encoder().encode
 

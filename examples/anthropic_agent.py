@@ -40,14 +40,12 @@ from toolnursery import (
     ToolExecution,
     ToolExecutionResult,
     ToolRegistry,
-    call_view,
     install_timeout_policy,
     open_tool_batch,
     parse_arguments,
-    render_terminal,
-    result_view,
 )
 from toolnursery.examples import example_registry, fill_sandbox
+from toolnursery.presentation import call_view, render_terminal, result_view
 from toolnursery.providers import anthropic as messages_format
 
 Write = Callable[..., None]

@@ -25,8 +25,9 @@ from pathlib import Path
 import trio
 
 import toolnursery.aio
-from toolnursery import JsonlRecorder, ToolCall, ToolError, ToolRegistry, replay_log, tool
+from toolnursery import ToolCall, ToolError, ToolRegistry, tool
 from toolnursery.aio import asyncio_tool
+from toolnursery.log import JsonlRecorder, replay_log
 
 PAGE = b"<html><title>toolnursery</title><body>hello from asyncio</body></html>"
 CLEANED_UP: list[str] = []

@@ -31,7 +31,6 @@ from toolnursery import (
     RegistrationError,
     TextContent,
     ToolCall,
-    ToolCallEvent,
     ToolDefinition,
     ToolError,
     ToolErrorInfo,
@@ -39,7 +38,6 @@ from toolnursery import (
     ToolExecutionInput,
     ToolExecutionResult,
     ToolRegistry,
-    ToolResultEvent,
     ToolReturn,
     ToolRunContext,
     define_tool,
@@ -48,6 +46,7 @@ from toolnursery import (
     tool,
 )
 from toolnursery._aio._host import _hosts
+from toolnursery.log import ToolCallEvent, ToolResultEvent
 
 T = TypeVar("T")
 

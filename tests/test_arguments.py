@@ -12,7 +12,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from toolnursery import (
-    JsonlRecorder,
     ToolArgsError,
     ToolCall,
     ToolDefinition,
@@ -20,10 +19,10 @@ from toolnursery import (
     ToolRunContext,
     open_tool_batch,
     parse_arguments,
-    replay_log,
     run_tool_calls,
 )
 from toolnursery._core._json import snapshot
+from toolnursery.log import JsonlRecorder, replay_log
 
 OBJECT: dict[str, Any] = {"type": "object"}
 

@@ -15,19 +15,13 @@ import pytest
 import trio
 
 from support import tools_module, write_calls
-from toolnursery import (
-    JsonlRecorder,
-    TextContent,
-    ToolCall,
-    ToolExecutionResult,
-    ToolRegistry,
-    replay_log,
-)
+from toolnursery import TextContent, ToolCall, ToolExecutionResult, ToolRegistry
 from toolnursery.__main__ import main
 from toolnursery._cli._common import load_registry
 from toolnursery._cli._demo import DEMO_CALLS, DemoRun, Span, render_demo, run_demo
 from toolnursery._cli._input import CallsInputError, parse_calls
 from toolnursery.examples import fill_sandbox
+from toolnursery.log import JsonlRecorder, replay_log
 
 Capture = pytest.CaptureFixture[str]
 

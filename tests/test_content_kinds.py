@@ -23,10 +23,8 @@ from toolnursery import (
     ToolExecutionInput,
     ToolExecutionResult,
     ToolRegistry,
-    call_view,
-    render_markdown,
-    render_terminal,
 )
+from toolnursery.presentation import call_view, render_markdown, render_terminal
 
 BLOCKS: list[ContentBlock] = [
     TextContent("t", annotations=ContentAnnotations(audience=("user",), priority=1.0)),

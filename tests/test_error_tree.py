@@ -27,12 +27,15 @@ from toolnursery._core._outcomes import (
     failure_result,
 )
 
+# Defined in _errors: the classes report their public home, so match them by the
+# name they were defined under (an imported exception would carry another one).
 CLASSES = [
     value
-    for value in vars(errors).values()
+    for name, value in vars(errors).items()
     if inspect.isclass(value)
     and issubclass(value, BaseException)
-    and value.__module__ == errors.__name__
+    and value.__module__ in (errors.__name__, "toolnursery")
+    and value.__qualname__ == name
 ]
 
 

@@ -18,18 +18,9 @@ from toolnursery import (
     EXCLUSIVE,
     PARALLEL,
     CancelSignal,
-    DiffCallView,
-    DiffResultView,
-    FileDiff,
-    FileLocation,
-    GenericCallView,
-    GenericResultView,
     ResourceKey,
-    TerminalCallView,
-    TerminalResultView,
     TextContent,
     ToolCall,
-    ToolCallView,
     ToolDefinition,
     ToolDispatchExecution,
     ToolExecution,
@@ -41,10 +32,6 @@ from toolnursery import (
     ToolResult,
     ToolReturn,
     ToolRunContext,
-    call_view,
-    render_markdown,
-    render_terminal,
-    result_view,
     run_tool_calls,
 )
 from toolnursery.examples import (
@@ -52,6 +39,21 @@ from toolnursery.examples import (
     example_registry,
     example_tools,
     fill_sandbox,
+)
+from toolnursery.presentation import (
+    DiffCallView,
+    DiffResultView,
+    FileDiff,
+    FileLocation,
+    GenericCallView,
+    GenericResultView,
+    TerminalCallView,
+    TerminalResultView,
+    ToolCallView,
+    call_view,
+    render_markdown,
+    render_terminal,
+    result_view,
 )
 
 TOOLS = ["read_file", "list_dir", "search_text", "write_file", "move_path", "sleep"]

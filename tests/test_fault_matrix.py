@@ -42,24 +42,17 @@ from toolnursery import (
     Allow,
     Ask,
     CancelSignal,
-    GenericCallView,
-    GenericResultView,
-    JsonlRecorder,
-    RecorderEvent,
     ResourceKey,
     TextContent,
     ToolCall,
-    ToolCallEvent,
     ToolDefinition,
     ToolExecutionResult,
     ToolRegistry,
-    ToolResultEvent,
-    call_view,
     open_tool_batch,
-    read_log,
-    result_view,
     run_tool_calls,
 )
+from toolnursery.log import JsonlRecorder, RecorderEvent, ToolCallEvent, ToolResultEvent, read_log
+from toolnursery.presentation import GenericCallView, GenericResultView, call_view, result_view
 
 PHASES = [
     "pre_execute",

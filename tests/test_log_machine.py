@@ -29,19 +29,15 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from toolnursery import (
-    JsonlRecorder,
     TextContent,
     ToolCall,
-    ToolCallEvent,
     ToolDefinition,
     ToolExecutionResult,
     ToolRegistry,
-    ToolResultEvent,
     ToolRunContext,
-    read_log,
-    replay_log,
     run_tool_calls,
 )
+from toolnursery.log import JsonlRecorder, ToolCallEvent, ToolResultEvent, read_log, replay_log
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs SIGKILL and flock")
 
@@ -51,7 +47,8 @@ RESUMED: list[int] = []  # how many calls each resume ran
 CHILD = """
 import sys
 import trio
-from toolnursery import JsonlRecorder, ToolCall, ToolDefinition, ToolRegistry, ToolResultEvent
+from toolnursery import ToolCall, ToolDefinition, ToolRegistry
+from toolnursery.log import JsonlRecorder, ToolResultEvent
 from toolnursery import run_tool_calls
 
 path, tag, count, size = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])

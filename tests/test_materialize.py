@@ -20,7 +20,6 @@ from toolnursery import (
     Accept,
     HookContext,
     ImageContent,
-    JsonlRecorder,
     TextContent,
     ToolCall,
     ToolDefinition,
@@ -30,12 +29,12 @@ from toolnursery import (
     ToolRegistry,
     ToolReturn,
     ToolRunContext,
-    replay_log,
     run_tool_calls,
 )
 from toolnursery._cli._main import main
 from toolnursery._core._outcomes import json_safe, json_safe_text, materialize
 from toolnursery.examples import example_registry
+from toolnursery.log import JsonlRecorder, replay_log
 
 OBJECT: dict[str, Any] = {"type": "object"}
 BAD = "caf\udce9"  # the name b"caf\xe9" as os.fsdecode gives it

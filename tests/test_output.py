@@ -28,7 +28,6 @@ from toolnursery import (
     Block,
     CancelSignal,
     FrozenDict,
-    GenericResultView,
     ImageContent,
     OutputSchemaError,
     RegistrationError,
@@ -47,8 +46,8 @@ from toolnursery import (
     attach_output,
     define_tool,
     output_schema,
-    result_view,
 )
+from toolnursery.presentation import GenericResultView, result_view
 
 FINDING: dict[str, Any] = {
     "type": "object",

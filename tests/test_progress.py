@@ -14,22 +14,24 @@ import trio
 
 from support import always
 from toolnursery import (
-    JsonlRecorder,
     LogReport,
-    ProgressEvent,
     ProgressReport,
     ToolCall,
-    ToolCallEvent,
     ToolDefinition,
     ToolExecutionInput,
     ToolRegistry,
-    ToolResultEvent,
-    read_log,
-    replay_log,
     report_log,
     report_progress,
     reporting,
     run_tool_calls,
+)
+from toolnursery.log import (
+    JsonlRecorder,
+    ProgressEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    read_log,
+    replay_log,
 )
 
 

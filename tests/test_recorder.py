@@ -18,28 +18,30 @@ import trio.testing
 from support import registry_with
 from toolnursery import (
     Accept,
-    ContextEvent,
     HookContext,
-    JsonlRecorder,
     LogFormatError,
     PostToolDecision,
     PreToolDecision,
-    RecorderEvent,
     TextContent,
     ToolCall,
-    ToolCallEvent,
     ToolDefinition,
     ToolExecution,
     ToolExecutionResult,
-    ToolResultEvent,
     ToolRunContext,
-    iter_log,
     open_tool_batch,
-    read_log,
-    replay_log,
     run_tool_calls,
 )
 from toolnursery._batch import _recorder as _recorder_module
+from toolnursery.log import (
+    ContextEvent,
+    JsonlRecorder,
+    RecorderEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    iter_log,
+    read_log,
+    replay_log,
+)
 
 OBJECT: dict[str, Any] = {"type": "object"}
 
@@ -456,7 +458,8 @@ def test_two_recorders_on_one_log_interleave_whole_lines(tmp_path: Path) -> None
 
 _APPENDER = """
 import sys
-from toolnursery import JsonlRecorder, TextContent, ToolExecutionResult, ToolResultEvent
+from toolnursery import TextContent, ToolExecutionResult
+from toolnursery.log import JsonlRecorder, ToolResultEvent
 
 path, count, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 with JsonlRecorder(path) as recorder:

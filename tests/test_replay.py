@@ -22,22 +22,18 @@ import pytest
 import trio
 import trio.testing
 
-from toolnursery import (
-    ContextEvent,
-    HookContext,
-    JsonlRecorder,
-    RecorderEvent,
-    TextContent,
-    ToolCall,
-    ToolCallEvent,
-    ToolErrorInfo,
-    ToolExecutionResult,
-    ToolResultEvent,
-)
+from toolnursery import HookContext, TextContent, ToolCall, ToolErrorInfo, ToolExecutionResult
 from toolnursery.__main__ import main
 from toolnursery._cli._cards import NO_RESULT, read_batches
 from toolnursery._cli._demo import run_demo
 from toolnursery.examples import fill_sandbox
+from toolnursery.log import (
+    ContextEvent,
+    JsonlRecorder,
+    RecorderEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
 
 Capture = pytest.CaptureFixture[str]
 
@@ -289,7 +285,8 @@ def test_a_process_that_died_mid_batch(tmp_path: Path) -> None:
         textwrap.dedent(
             """
             import os
-            from toolnursery import GenericCallView, ToolDefinition, ToolRegistry
+            from toolnursery import ToolDefinition, ToolRegistry
+            from toolnursery.presentation import GenericCallView
 
             async def fine(args, ctx):
                 return "fine"
@@ -452,7 +449,8 @@ def test_tools_give_their_own_presenters_and_unknown_tools_fall_back(
     module.write_text(
         textwrap.dedent(
             """
-            from toolnursery import GenericCallView, ToolDefinition, ToolRegistry
+            from toolnursery import ToolDefinition, ToolRegistry
+            from toolnursery.presentation import GenericCallView
 
             async def echo(args, ctx):
                 return args["text"]

@@ -17,15 +17,10 @@ from hypothesis import strategies as st
 from toolnursery import (
     HookContext,
     InterruptedCallError,
-    JsonlRecorder,
-    RecorderEvent,
     ResumeError,
     TextContent,
     ToolCall,
-    ToolCallEvent,
     ToolExecutionResult,
-    ToolResultEvent,
-    replay_log,
     run_tool_calls,
 )
 from toolnursery._batch._recorder import ContextEvent
@@ -37,6 +32,7 @@ from toolnursery._core._outcomes import (
     ABORTED_RESULT,
     failure_result,
 )
+from toolnursery.log import JsonlRecorder, RecorderEvent, ToolCallEvent, ToolResultEvent, replay_log
 
 
 def ok(text: str) -> ToolExecutionResult:

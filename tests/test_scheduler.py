@@ -34,16 +34,12 @@ from toolnursery import (
     EXCLUSIVE,
     Accept,
     CancelSignal,
-    ContextEvent,
     Deny,
     FrozenDict,
     HookContext,
-    JsonlRecorder,
-    RecorderEvent,
     TextContent,
     ToolBatch,
     ToolCall,
-    ToolCallEvent,
     ToolDefinition,
     ToolDispatchExecution,
     ToolErrorInfo,
@@ -51,16 +47,22 @@ from toolnursery import (
     ToolExecutionInput,
     ToolExecutionResult,
     ToolRegistry,
-    ToolResultEvent,
     ToolRunContext,
     define_tool,
     open_tool_batch,
     parse_arguments,
-    replay_log,
     run_tool_calls,
 )
 from toolnursery._core._decisions import PostToolDecision, PreToolDecision
 from toolnursery._pipeline._stages import Call, dispatch
+from toolnursery.log import (
+    ContextEvent,
+    JsonlRecorder,
+    RecorderEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    replay_log,
+)
 
 ABORTED_BEFORE_DISPATCH = ToolExecutionResult(
     (TextContent("Error: tool call aborted before dispatch"),),

@@ -28,25 +28,22 @@ from support import code, live_tasks, text
 from toolnursery import (
     Accept,
     CancelSignal,
-    ContextEvent,
     Deny,
     HookContext,
-    RecorderEvent,
     TextContent,
     ToolCall,
-    ToolCallEvent,
     ToolDefinition,
     ToolDispatchExecution,
     ToolErrorInfo,
     ToolExecution,
     ToolExecutionResult,
     ToolRegistry,
-    ToolResultEvent,
     ToolRunContext,
     open_tool_batch,
     run_tool_calls,
 )
 from toolnursery._core._decisions import PostToolDecision, PreToolDecision
+from toolnursery.log import ContextEvent, RecorderEvent, ToolCallEvent, ToolResultEvent
 
 ABORTED_BEFORE_DISPATCH = ToolExecutionResult(
     (TextContent("Error: tool call aborted before dispatch"),),

@@ -21,16 +21,13 @@ from support import RecorderBrokeError, replace_batch_dispatch
 from toolnursery import (
     CancelSignal,
     Deny,
-    RecorderEvent,
     ToolBatch,
     ToolCall,
-    ToolCallEvent,
     ToolDefinition,
     ToolExecution,
     ToolExecutionInput,
     ToolExecutionResult,
     ToolRegistry,
-    ToolResultEvent,
     ToolRunContext,
     define_tool,
     open_tool_batch,
@@ -38,6 +35,7 @@ from toolnursery import (
 )
 from toolnursery._core._decisions import PostToolDecision, PreToolDecision, ResourceKey
 from toolnursery._core._statistics import ToolStatistics
+from toolnursery.log import RecorderEvent, ToolCallEvent, ToolResultEvent
 
 PHASES = ("prepare", "wait", "dispatch", "finalize")
 

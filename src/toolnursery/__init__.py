@@ -4,25 +4,19 @@ Define tools once (:func:`define_tool`, ``@tool``), register them on a
 :class:`ToolRegistry`, and run every call through one audited policy pipeline with
 :meth:`ToolRegistry.execute` — or a model's whole batch of calls with
 :func:`run_tool_calls`.
+
+How a UI shows calls and results is in :mod:`toolnursery.presentation`; recording a
+batch, reading its log back and planning a resume in :mod:`toolnursery.log`.
 """
 
 from __future__ import annotations
 
+import importlib as _importlib
+import warnings as _warnings
 from importlib import metadata as _metadata
+from typing import Any as _Any
+from typing import Final as _Final
 
-from ._batch._recorder import ContextEvent as ContextEvent
-from ._batch._recorder import JsonlRecorder as JsonlRecorder
-from ._batch._recorder import ProgressEvent as ProgressEvent
-from ._batch._recorder import RecorderEvent as RecorderEvent
-from ._batch._recorder import ToolCallEvent as ToolCallEvent
-from ._batch._recorder import ToolCallRecorder as ToolCallRecorder
-from ._batch._recorder import ToolResultEvent as ToolResultEvent
-from ._batch._recorder import iter_log as iter_log
-from ._batch._recorder import read_log as read_log
-from ._batch._recorder import replay_log as replay_log
-from ._batch._resume import ResumedCall as ResumedCall
-from ._batch._resume import ResumePlan as ResumePlan
-from ._batch._resume import plan_resume as plan_resume
 from ._batch._scheduler import ToolBatch as ToolBatch
 from ._batch._scheduler import open_tool_batch as open_tool_batch
 from ._batch._scheduler import run_tool_calls as run_tool_calls
@@ -96,6 +90,7 @@ from ._core._execution import ToolExecution as ToolExecution
 from ._core._execution import ToolExecutionInput as ToolExecutionInput
 from ._core._execution import ToolExecutionToken as ToolExecutionToken
 from ._core._execution import ToolRunContext as ToolRunContext
+from ._core._homes import fixup_module_metadata as _fixup_module_metadata
 from ._core._json import FrozenDict as FrozenDict
 from ._core._json import thaw as thaw
 from ._core._progress import CallReport as CallReport
@@ -130,21 +125,6 @@ from ._tools._definition import ToolOptions as ToolOptions
 from ._tools._output import OutputRenderer as OutputRenderer
 from ._tools._output import attach_output as attach_output
 from ._tools._output import output_schema as output_schema
-from ._tools._presentation import DiffCallView as DiffCallView
-from ._tools._presentation import DiffResultView as DiffResultView
-from ._tools._presentation import FileDiff as FileDiff
-from ._tools._presentation import FileLocation as FileLocation
-from ._tools._presentation import GenericCallView as GenericCallView
-from ._tools._presentation import GenericResultView as GenericResultView
-from ._tools._presentation import TerminalCallView as TerminalCallView
-from ._tools._presentation import TerminalResultView as TerminalResultView
-from ._tools._presentation import ToolCallKind as ToolCallKind
-from ._tools._presentation import ToolCallView as ToolCallView
-from ._tools._presentation import ToolResultView as ToolResultView
-from ._tools._presentation import call_view as call_view
-from ._tools._presentation import result_view as result_view
-from ._tools._render import render_markdown as render_markdown
-from ._tools._render import render_terminal as render_terminal
 from ._tools._schema import SchemaProp as SchemaProp
 from ._tools._schema import SchemaSpec as SchemaSpec
 from ._tools._schema import SchemaType as SchemaType
@@ -193,25 +173,17 @@ __all__ = [
     "CancelSignal",
     "ContentAnnotations",
     "ContentBlock",
-    "ContextEvent",
     "Deny",
-    "DiffCallView",
-    "DiffResultView",
     "Disposer",
     "DuplicateCallIdError",
     "EmbeddedResource",
     "ExecuteWrapper",
-    "FileDiff",
-    "FileLocation",
     "FileToolError",
     "FrozenDict",
-    "GenericCallView",
-    "GenericResultView",
     "HookContext",
     "ImageContent",
     "IncompleteCallError",
     "InterruptedCallError",
-    "JsonlRecorder",
     "LogFormatError",
     "LogLevel",
     "LogReport",
@@ -227,9 +199,7 @@ __all__ = [
     "PostToolDecision",
     "PreExecuteListener",
     "PreToolDecision",
-    "ProgressEvent",
     "ProgressReport",
-    "RecorderEvent",
     "RegistrationError",
     "RemoteToolError",
     "ReportSink",
@@ -238,23 +208,15 @@ __all__ = [
     "ResourceLink",
     "ResultObserver",
     "ResumeError",
-    "ResumePlan",
-    "ResumedCall",
     "SchemaProp",
     "SchemaSpec",
     "SchemaType",
     "StrictSchemaError",
     "StructSchemaError",
-    "TerminalCallView",
-    "TerminalResultView",
     "TextContent",
     "ToolArgsError",
     "ToolBatch",
     "ToolCall",
-    "ToolCallEvent",
-    "ToolCallKind",
-    "ToolCallRecorder",
-    "ToolCallView",
     "ToolDefinition",
     "ToolDispatchExecution",
     "ToolError",
@@ -272,8 +234,6 @@ __all__ = [
     "ToolRegistry",
     "ToolRestriction",
     "ToolResult",
-    "ToolResultEvent",
-    "ToolResultView",
     "ToolReturn",
     "ToolRunContext",
     "ToolSchema",
@@ -283,26 +243,18 @@ __all__ = [
     "ToolnurseryError",
     "assert_supported_output_schema",
     "attach_output",
-    "call_view",
     "define_tool",
     "from_strict_arguments",
     "install_destructive_ask",
     "install_otel_tracing",
     "install_retry_policy",
     "install_timeout_policy",
-    "iter_log",
     "open_tool_batch",
     "output_schema",
     "parse_arguments",
-    "plan_resume",
-    "read_log",
-    "render_markdown",
-    "render_terminal",
-    "replay_log",
     "report_log",
     "report_progress",
     "reporting",
-    "result_view",
     "run_tool_calls",
     "schema_spec_to_json_schema",
     "strict_json_schema",
@@ -311,3 +263,72 @@ __all__ = [
     "validate_args",
     "validate_structured_value",
 ]
+
+# Names that moved to a submodule stay importable from here for one release, with a
+# DeprecationWarning naming their new home; they are in neither __all__ nor dir().
+_MOVED: _Final[dict[str, str]] = {
+    **dict.fromkeys(
+        (
+            "DiffCallView",
+            "DiffResultView",
+            "FileDiff",
+            "FileLocation",
+            "GenericCallView",
+            "GenericResultView",
+            "TerminalCallView",
+            "TerminalResultView",
+            "ToolCallKind",
+            "ToolCallView",
+            "ToolResultView",
+            "call_view",
+            "render_markdown",
+            "render_terminal",
+            "result_view",
+        ),
+        "toolnursery.presentation",
+    ),
+    **dict.fromkeys(
+        (
+            "ContextEvent",
+            "JsonlRecorder",
+            "ProgressEvent",
+            "RecorderEvent",
+            "ResumePlan",
+            "ResumedCall",
+            "ToolCallEvent",
+            "ToolCallRecorder",
+            "ToolResultEvent",
+            "iter_log",
+            "plan_resume",
+            "read_log",
+            "replay_log",
+        ),
+        "toolnursery.log",
+    ),
+}
+
+
+def __getattr__(name: str) -> _Any:
+    """Resolve a name that moved to a submodule, warning that it moved.
+
+    Raises:
+        AttributeError: ``name`` is not a name this module ever exported.
+    """
+    home = _MOVED.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    _warnings.warn(
+        f"toolnursery.{name} is deprecated and will be removed in the next release: "
+        f"import it from {home} (from {home} import {name})",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(_importlib.import_module(home), name)
+
+
+_fixup_module_metadata(__name__, __all__)
+
+# The thin public modules load after the package's own fixup, so that a name both
+# export (the log's errors) keeps the package, home of the error tree, as its home.
+from . import log as log  # noqa: E402
+from . import presentation as presentation  # noqa: E402

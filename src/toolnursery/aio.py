@@ -45,6 +45,7 @@ from ._batch._scheduler import run_tool_calls as _run_tool_calls
 from ._core._content import ToolCall, ToolExecutionResult
 from ._core._errors import AsyncioHostError as AsyncioHostError
 from ._core._execution import ToolExecutionInput
+from ._core._homes import fixup_module_metadata as _fixup_module_metadata
 from ._core._signal import CancelSignal, Fusion, fuse
 from ._pipeline._registry import ToolRegistry, ToolScope
 
@@ -311,3 +312,6 @@ def _fuse(signal: CancelSignal | None, abort: CancelSignal) -> tuple[Fusion | No
         return None, signal
     fusion = fuse(signal, abort)
     return fusion, fusion.signal
+
+
+_fixup_module_metadata(__name__, __all__)

@@ -15,6 +15,7 @@ need no SDK.
 
 from __future__ import annotations
 
+from ._core._homes import fixup_module_metadata as _fixup_module_metadata
 from ._mcp._convert import blocks_from_mcp as blocks_from_mcp
 from ._mcp._convert import blocks_to_mcp as blocks_to_mcp
 from ._mcp._mount import McpMount as McpMount
@@ -36,3 +37,5 @@ __all__ = [
     "serve_mcp_http",
     "serve_mcp_stdio",
 ]
+
+_fixup_module_metadata(__name__, __all__)

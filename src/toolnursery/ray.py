@@ -26,6 +26,7 @@ from ._core._errors import REMOTE_RESULT_NOT_ENCODABLE as REMOTE_RESULT_NOT_ENCO
 from ._core._errors import REMOTE_UNAVAILABLE as REMOTE_UNAVAILABLE
 from ._core._errors import REMOTE_WORKER_DIED as REMOTE_WORKER_DIED
 from ._core._errors import RemoteToolError as RemoteToolError
+from ._core._homes import fixup_module_metadata as _fixup_module_metadata
 from ._ray._fleet import FleetUsage as FleetUsage
 from ._ray._fleet import fleet_usage as fleet_usage
 from ._ray._place import ray_tool as ray_tool
@@ -44,3 +45,5 @@ __all__ = [
     "fleet_usage",
     "ray_tool",
 ]
+
+_fixup_module_metadata(__name__, __all__)

@@ -43,6 +43,7 @@ from ._core._execution import (
     ToolExecutionToken,
     ToolRunContext,
 )
+from ._core._homes import fixup_module_metadata as _fixup_module_metadata
 from ._core._signal import CancelSignal
 from ._pipeline._registry import Disposer, ToolRegistry, ToolScope
 from ._pipeline._stages import is_async
@@ -336,3 +337,6 @@ class ScriptedApproval:
         if self._queue:
             return self._queue.pop(0)
         return self._default
+
+
+_fixup_module_metadata(__name__, __all__)

@@ -133,7 +133,7 @@ def plan_resume(
     """Decide what resuming ``calls`` from a log's ``events`` does with each call.
 
     Args:
-        events: the log's events, in file order (:func:`~toolnursery.read_log`).
+        events: the log's events, in file order (:func:`~toolnursery.log.read_log`).
         calls: the batch's calls, in model order (the same calls as the crashed run).
         is_idempotent: whether a call's tool may safely run again.
         batch_id: the batch to resume; ``None`` picks the last recorded batch whose
@@ -373,7 +373,7 @@ async def resume_tool_calls(
     resume_from=log)``); see :func:`plan_resume` for what happens to each call.
 
     The calls that run form one batch under the resumed batch's id; ``recorder``
-    (usually a :class:`~toolnursery.JsonlRecorder` on ``log`` itself, so a second crash
+    (usually a :class:`~toolnursery.log.JsonlRecorder` on ``log`` itself, so a second crash
     can be resumed too) receives what resuming does; results already in the log are not
     recorded again.
 
