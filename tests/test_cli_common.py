@@ -109,7 +109,7 @@ def test_open_log_is_none_without_log_and_closed_with_the_stack(tmp_path: Path) 
         recorder = open_log(str(tmp_path / "log.jsonl"), stack)
         assert recorder is not None
     with pytest.raises(ValueError, match="is closed"):
-        recorder.record(toolnursery.ToolCallEvent("b", 0, ToolCall("a", "x", "{}")))
+        recorder.record(toolnursery.log.ToolCallEvent("b", 0, ToolCall("a", "x", "{}")))
 
 
 def test_a_log_that_cannot_be_opened_is_a_usage_error(tmp_path: Path) -> None:

@@ -6,18 +6,10 @@ import io
 
 import pytest
 
-from toolnursery import (
-    LogReport,
-    ProgressEvent,
-    ProgressReport,
-    TextContent,
-    ToolCall,
-    ToolCallEvent,
-    ToolExecutionResult,
-    ToolResultEvent,
-)
+from toolnursery import LogReport, ProgressReport, TextContent, ToolCall, ToolExecutionResult
 from toolnursery._batch._recorder import RecorderEvent
 from toolnursery._cli._progress import ProgressLine
+from toolnursery.log import ProgressEvent, ToolCallEvent, ToolResultEvent
 
 OK = ToolExecutionResult((TextContent("ok"),), False)
 FAILED = ToolExecutionResult((TextContent("Error: no"),), True)
