@@ -26,7 +26,6 @@ from ._batch._resume import plan_resume as plan_resume
 from ._batch._scheduler import ToolBatch as ToolBatch
 from ._batch._scheduler import open_tool_batch as open_tool_batch
 from ._batch._scheduler import run_tool_calls as run_tool_calls
-from ._core import _execution
 from ._core._arguments import parse_arguments as parse_arguments
 from ._core._content import AudioContent as AudioContent
 from ._core._content import ContentAnnotations as ContentAnnotations
@@ -120,7 +119,6 @@ from ._pipeline._registry import ToolRegistry as ToolRegistry
 from ._pipeline._registry import ToolScope as ToolScope
 from ._pipeline._retry import install_retry_policy as install_retry_policy
 from ._pipeline._timeout import install_timeout_policy as install_timeout_policy
-from ._tools import _presentation
 from ._tools._annotations import McpAnnotations as McpAnnotations
 from ._tools._define import define_tool as define_tool
 from ._tools._define import tool as tool
@@ -130,6 +128,8 @@ from ._tools._definition import ToolOptions as ToolOptions
 from ._tools._output import OutputRenderer as OutputRenderer
 from ._tools._output import attach_output as attach_output
 from ._tools._output import output_schema as output_schema
+from ._tools._present import call_view as call_view
+from ._tools._present import result_view as result_view
 from ._tools._presentation import DiffCallView as DiffCallView
 from ._tools._presentation import DiffResultView as DiffResultView
 from ._tools._presentation import FileDiff as FileDiff
@@ -141,8 +141,6 @@ from ._tools._presentation import TerminalResultView as TerminalResultView
 from ._tools._presentation import ToolCallKind as ToolCallKind
 from ._tools._presentation import ToolCallView as ToolCallView
 from ._tools._presentation import ToolResultView as ToolResultView
-from ._tools._presentation import call_view as call_view
-from ._tools._presentation import result_view as result_view
 from ._tools._render import render_markdown as render_markdown
 from ._tools._render import render_terminal as render_terminal
 from ._tools._schema import SchemaProp as SchemaProp
@@ -161,11 +159,6 @@ try:
 except _metadata.PackageNotFoundError:  # imported from a source tree that was never installed
     __version__ = "0+unknown"
 
-# Annotations that name a class across an import cycle import it for type checkers
-# only; bind those names at runtime now that every module is loaded, so that help(),
-# inspect.signature and typing.get_type_hints resolve them (tests/test_introspection.py).
-vars(_execution).setdefault("ToolScope", ToolScope)
-vars(_presentation).setdefault("ToolDefinition", ToolDefinition)
 
 __all__ = [
     "DUPLICATE_CALL_ID",

@@ -48,6 +48,7 @@ from .._pipeline._stages import check_trio as _check_trio
 from ._driver import ToolBatch
 from ._intake import check_batch_id as _check_batch_id
 from ._recorder import ToolCallRecorder
+from ._resume import PlannedRun, read_plan
 
 __all__ = ["ToolBatch", "open_tool_batch", "parse_arguments", "run_tool_calls"]
 
@@ -237,9 +238,7 @@ async def run_tool_calls(
     """
     _check_batch(registry, signal, agent, max_parallel, batch_id)
     if resume_from is not None:
-        from ._resume import resume_tool_calls
-
-        return await resume_tool_calls(
+        return await _resume(
             registry,
             calls,
             resume_from,
@@ -279,3 +278,47 @@ async def run_tool_calls(
         if fusion is not None:
             fusion.close()
     return batch._results
+
+
+async def _resume(
+    registry: ToolRegistry,
+    calls: Iterable[ToolCall],
+    log: str | os.PathLike[str],
+    *,
+    signal: CancelSignal | None,
+    agent: ToolScope | None,
+    max_parallel: int,
+    recorder: ToolCallRecorder | None,
+    batch_id: str | None,
+) -> list[ToolExecutionResult]:
+    """Resume a batch that a crash interrupted, from its log (``resume_from=log``).
+
+    See :func:`~toolnursery.plan_resume` for what happens to each call. The calls that
+    run form one batch under the resumed batch's id; ``recorder`` (usually a
+    :class:`~toolnursery.JsonlRecorder` on ``log`` itself, so a second crash can be
+    resumed too) receives what resuming does; results already in the log are not
+    recorded again.
+
+    Raises:
+        ResumeError: ``batch_id`` is recorded with other calls.
+        LogFormatError: ``log`` is not a toolnursery log.
+        OSError: ``log`` exists but cannot be read.
+    """
+    calls = list(calls)
+    plan = read_plan(registry, calls, log, agent=agent, batch_id=batch_id)
+    planned = PlannedRun(plan)
+    ran: list[ToolExecutionResult] = []
+    if planned.to_run:
+        ran = await run_tool_calls(
+            registry,
+            planned.calls,
+            signal=signal,
+            agent=agent,
+            max_parallel=max_parallel,
+            recorder=planned.recorder(recorder),
+            batch_id=plan.batch_id,
+        )
+    else:
+        planned.recorder(recorder)
+    planned.finish()
+    return planned.merge(ran)

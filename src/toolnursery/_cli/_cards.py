@@ -22,7 +22,7 @@ from .._core._arguments import parse_arguments, safe_arguments
 from .._core._content import HookContext, TextContent, ToolCall, ToolExecutionResult
 from .._core._errors import ToolArgsError
 from .._pipeline._registry import ToolRegistry
-from .._tools._presentation import call_view, result_view
+from .._tools._present import call_view, result_view
 from .._tools._render import render_markdown, render_terminal
 from ..examples import example_tools
 
