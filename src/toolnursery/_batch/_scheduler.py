@@ -42,6 +42,7 @@ import trio
 
 from .._core._arguments import parse_arguments
 from .._core._content import ToolCall, ToolExecutionResult
+from .._core._groups import collapse, only_cancelled
 from .._core._signal import CancelSignal, fuse
 from .._pipeline._registry import ToolRegistry, ToolScope
 from .._pipeline._stages import check_trio as _check_trio
@@ -136,7 +137,7 @@ async def open_tool_batch(
             try:
                 yield batch
             except BaseException as exc:
-                if _is_cancellation(exc) or isinstance(exc, GeneratorExit):
+                if only_cancelled(exc) or isinstance(exc, GeneratorExit):
                     raise
                 # Abort, and let the driver finish the batch (drain, commit, synthesize)
                 # before the block's exception goes on.
@@ -146,43 +147,12 @@ async def open_tool_batch(
     except BaseExceptionGroup as group:
         if raised is not None:
             raise raised  # noqa: B904 (the block's exception came first, as itself)
-        raise _collapse(group) from None
+        raise collapse(group, drop_cancelled=True) from None
     finally:
         if fusion is not None:
             fusion.close()
     if raised is not None:
         raise raised
-
-
-def _is_cancellation(exc: BaseException) -> bool:
-    if isinstance(exc, trio.Cancelled):
-        return True
-    if isinstance(exc, BaseExceptionGroup):
-        return exc.split(trio.Cancelled)[1] is None
-    return False
-
-
-def _collapse(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The one exception inside a nursery's group, or the group when there are several.
-
-    The batch's tasks are an implementation detail: a failure (the first internal
-    failure) reaches the caller as itself, not wrapped; a cancellation from an
-    enclosing scope reaches it as one ``trio.Cancelled``.
-    """
-    leaves: list[BaseException] = []
-    stack: list[BaseException] = [group]
-    while stack:
-        exc = stack.pop()
-        if isinstance(exc, BaseExceptionGroup):
-            stack.extend(reversed(exc.exceptions))
-        else:
-            leaves.append(exc)
-    if len(leaves) == 1:
-        return leaves[0]
-    failures = [leaf for leaf in leaves if not isinstance(leaf, trio.Cancelled)]
-    if not failures:
-        return leaves[0]
-    return failures[0] if len(failures) == 1 else group
 
 
 async def run_tool_calls(
@@ -273,7 +243,7 @@ async def run_tool_calls(
             async with trio.open_nursery() as nursery:
                 await batch._run(nursery)
     except BaseExceptionGroup as group:
-        raise _collapse(group) from None
+        raise collapse(group, drop_cancelled=True) from None
     finally:
         if fusion is not None:
             fusion.close()

@@ -39,6 +39,8 @@ from .._core._errors import (
     RegistrationError,
 )
 from .._core._execution import ToolRunContext
+from .._core._groups import innermost as _leaf
+from .._core._groups import leaves, only_cancelled
 from .._core._json import snapshot, thaw
 from .._core._progress import ProgressReport, current_sink
 from .._pipeline._registry import Disposer, ToolRegistry, ToolScope
@@ -581,19 +583,9 @@ def bare_cancelled() -> Iterator[None]:
     try:
         yield
     except BaseExceptionGroup as group:
-        cancelled, rest = group.split(trio.Cancelled)
-        if rest is None and cancelled is not None:
-            first: BaseException = cancelled
-            while isinstance(first, BaseExceptionGroup):
-                first = first.exceptions[0]
-            raise first from None
+        if only_cancelled(group):
+            raise leaves(group)[0] from None
         raise
-
-
-def _leaf(exc: BaseException) -> BaseException:
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc
 
 
 @asynccontextmanager
