@@ -3,10 +3,10 @@
 The registry holds a global layer of tools and, per scope, a scope layer. A scope's
 view is computed root-first along its chain: start from the global layer; at each
 scope, apply that scope's restrictions to what it inherits, then overlay the scope's
-own tools (a shadowing tool keeps the inherited tool's position). Views and the
-per-phase hook tuples are compiled by the registry's
-:class:`~toolnursery._pipeline._compiler.PlanCompiler`, cached, and rebuilt only after
-a change.
+own tools (a shadowing tool keeps the inherited tool's position). Views are cached
+per version; the plans and per-phase hook tuples every call reads are compiled and
+cached by the registry's :class:`~toolnursery._pipeline._compiler.PlanCompiler`, and
+rebuilt only after a change.
 
 Hooks (pre-execute listeners, guards, wrappers, post-execute listeners, observers)
 registered on the registry see every call; registered on a scope they see the calls
