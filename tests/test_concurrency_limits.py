@@ -424,7 +424,7 @@ async def test_abort_while_holding_the_token_and_waiting_for_a_slot(
         )
     assert results[0] == ABORTED_BEFORE_DISPATCH
     assert "l" not in log.ids("start")
-    assert registry._limiters["lim"].borrowed_tokens == 0
+    assert registry._compiler._limiters["lim"].borrowed_tokens == 0
 
 
 @no_deadlock
@@ -488,7 +488,7 @@ async def test_an_enclosing_cancel_scope_while_waiting_leaks_no_token(
         await run_tool_calls(registry, [call("a", d=5), call("b")])
     assert scope.cancelled_caught
     assert registry.statistics().waiting == 0
-    assert registry._limiters["lim"].borrowed_tokens == 0
+    assert registry._compiler._limiters["lim"].borrowed_tokens == 0
     stats = registry.statistics()
     assert (stats.started, stats.committed, stats.abandoned, stats.in_flight) == (2, 0, 2, 0)
 

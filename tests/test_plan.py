@@ -54,7 +54,7 @@ def test_a_scope_has_its_own_plans_and_restrictions_rebuild_them() -> None:
     registry = ToolRegistry()
     registry.register(definition())
     scope = registry.scope()
-    assert scope._plans == {}
+    assert scope._compiled.plans == {}
     assert registry._plan("t", scope).definition is not None
     scope.restrict(deny=["t"])
     assert registry._plan("t", scope).definition is None
@@ -65,7 +65,7 @@ def test_unknown_names_are_not_cached() -> None:
     registry = ToolRegistry()
     for i in range(100):
         assert registry._plan(f"ghost{i}", None).definition is None
-    assert registry._plans == {}
+    assert registry._compiler.view(None).plans == {}
 
 
 def test_the_plan_says_how_the_body_runs() -> None:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from toolnursery._core._content import TextContent, ToolExecutionResult, ToolResult
 from toolnursery._core._json import FrozenDict
 from toolnursery._tools._definition import ToolDefinition
+from toolnursery._tools._present import call_view, result_view
 from toolnursery._tools._presentation import (
     DiffCallView,
     DiffResultView,
@@ -25,8 +26,6 @@ from toolnursery._tools._presentation import (
     ToolCallKind,
     ToolCallView,
     ToolResultView,
-    call_view,
-    result_view,
 )
 
 

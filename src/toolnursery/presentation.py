@@ -17,6 +17,8 @@ See ``docs/presentation.md``.
 from __future__ import annotations
 
 from ._core._homes import fixup_module_metadata as _fixup_module_metadata
+from ._tools._present import call_view as call_view
+from ._tools._present import result_view as result_view
 from ._tools._presentation import DiffCallView as DiffCallView
 from ._tools._presentation import DiffResultView as DiffResultView
 from ._tools._presentation import FileDiff as FileDiff
@@ -28,8 +30,6 @@ from ._tools._presentation import TerminalResultView as TerminalResultView
 from ._tools._presentation import ToolCallKind as ToolCallKind
 from ._tools._presentation import ToolCallView as ToolCallView
 from ._tools._presentation import ToolResultView as ToolResultView
-from ._tools._presentation import call_view as call_view
-from ._tools._presentation import result_view as result_view
 from ._tools._render import render_markdown as render_markdown
 from ._tools._render import render_terminal as render_terminal
 

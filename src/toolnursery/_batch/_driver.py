@@ -356,7 +356,7 @@ class ToolBatch:
         arguments = _intake.arguments(call)
         if call.fixed is not None:
             return ()
-        plan = call.plan = self.registry._plan(call.name, self.agent)
+        plan = call.plan = self.registry._compiler.plan(call.name, self.agent)
         definition = plan.definition
         if definition is None:
             return None

@@ -17,10 +17,11 @@ body), and its ``tool_result`` event when it commits:
 * a call whose id an earlier call of the batch already has, and no recorded result,
   gets the batch's duplicate-id result (``duplicate``), as the first run would have.
 
-:func:`resume_tool_calls` carries a plan out: the calls to run run as one batch under
-the resumed batch's id (so ``ctx.idempotency_key`` is the key their first run saw),
-their events recorded under their original indices; the other results are recorded
-(the ones not yet in the log) and returned in model order.
+:class:`PlannedRun` is what carrying a plan out needs (the scheduler does it, for
+``run_tool_calls(..., resume_from=log)``): the calls to run run as one batch under the
+resumed batch's id (so ``ctx.idempotency_key`` is the key their first run saw), their
+events recorded under their original indices; the other results are recorded (the
+ones not yet in the log) and returned in model order. This module never runs a call.
 
 Which batch of the log is resumed: the one named by ``batch_id``, else the last batch
 whose recorded calls are exactly these calls at their indices. When no batch matches,
@@ -55,7 +56,6 @@ from ._recorder import (
 )
 
 if TYPE_CHECKING:
-    from .._core._signal import CancelSignal
     from .._pipeline._registry import ToolRegistry, ToolScope
 
 __all__ = [
@@ -66,7 +66,6 @@ __all__ = [
     "is_idempotent",
     "plan_resume",
     "read_plan",
-    "resume_tool_calls",
 ]
 
 ResumeAction: TypeAlias = Literal["replay", "run", "interrupted", "duplicate"]
@@ -133,7 +132,7 @@ def plan_resume(
     """Decide what resuming ``calls`` from a log's ``events`` does with each call.
 
     Args:
-        events: the log's events, in file order (:func:`~toolnursery.log.read_log`).
+        events: the log's events, in file order (:func:`~toolnursery.read_log`).
         calls: the batch's calls, in model order (the same calls as the crashed run).
         is_idempotent: whether a call's tool may safely run again.
         batch_id: the batch to resume; ``None`` picks the last recorded batch whose
@@ -356,49 +355,3 @@ def read_plan(
     except FileNotFoundError:
         events = []
     return plan_resume(events, calls, is_idempotent(registry, agent), batch_id=batch_id)
-
-
-async def resume_tool_calls(
-    registry: ToolRegistry,
-    calls: Iterable[ToolCall],
-    log: str | os.PathLike[str],
-    *,
-    signal: CancelSignal | None = None,
-    agent: ToolScope | None = None,
-    max_parallel: int = 10,
-    recorder: ToolCallRecorder | None = None,
-    batch_id: str | None = None,
-) -> list[ToolExecutionResult]:
-    """Resume a batch that a crash interrupted, from its log (``run_tool_calls(...,
-    resume_from=log)``); see :func:`plan_resume` for what happens to each call.
-
-    The calls that run form one batch under the resumed batch's id; ``recorder``
-    (usually a :class:`~toolnursery.log.JsonlRecorder` on ``log`` itself, so a second crash
-    can be resumed too) receives what resuming does; results already in the log are not
-    recorded again.
-
-    Raises:
-        ResumeError: ``batch_id`` is recorded with other calls.
-        LogFormatError: ``log`` is not a toolnursery log.
-        OSError: ``log`` exists but cannot be read.
-    """
-    from ._scheduler import run_tool_calls  # the scheduler is what runs calls
-
-    calls = list(calls)
-    plan = read_plan(registry, calls, log, agent=agent, batch_id=batch_id)
-    planned = PlannedRun(plan)
-    ran: list[ToolExecutionResult] = []
-    if planned.to_run:
-        ran = await run_tool_calls(
-            registry,
-            planned.calls,
-            signal=signal,
-            agent=agent,
-            max_parallel=max_parallel,
-            recorder=planned.recorder(recorder),
-            batch_id=plan.batch_id,
-        )
-    else:
-        planned.recorder(recorder)
-    planned.finish()
-    return planned.merge(ran)

@@ -42,12 +42,14 @@ import trio
 
 from .._core._arguments import parse_arguments
 from .._core._content import ToolCall, ToolExecutionResult
+from .._core._groups import collapse, only_cancelled
 from .._core._signal import CancelSignal, fuse
 from .._pipeline._registry import ToolRegistry, ToolScope
 from .._pipeline._stages import check_trio as _check_trio
 from ._driver import ToolBatch
 from ._intake import check_batch_id as _check_batch_id
 from ._recorder import ToolCallRecorder
+from ._resume import PlannedRun, read_plan
 
 __all__ = ["ToolBatch", "open_tool_batch", "parse_arguments", "run_tool_calls"]
 
@@ -135,7 +137,7 @@ async def open_tool_batch(
             try:
                 yield batch
             except BaseException as exc:
-                if _is_cancellation(exc) or isinstance(exc, GeneratorExit):
+                if only_cancelled(exc) or isinstance(exc, GeneratorExit):
                     raise
                 # Abort, and let the driver finish the batch (drain, commit, synthesize)
                 # before the block's exception goes on.
@@ -145,43 +147,12 @@ async def open_tool_batch(
     except BaseExceptionGroup as group:
         if raised is not None:
             raise raised  # noqa: B904 (the block's exception came first, as itself)
-        raise _collapse(group) from None
+        raise collapse(group, drop_cancelled=True) from None
     finally:
         if fusion is not None:
             fusion.close()
     if raised is not None:
         raise raised
-
-
-def _is_cancellation(exc: BaseException) -> bool:
-    if isinstance(exc, trio.Cancelled):
-        return True
-    if isinstance(exc, BaseExceptionGroup):
-        return exc.split(trio.Cancelled)[1] is None
-    return False
-
-
-def _collapse(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The one exception inside a nursery's group, or the group when there are several.
-
-    The batch's tasks are an implementation detail: a failure (the first internal
-    failure) reaches the caller as itself, not wrapped; a cancellation from an
-    enclosing scope reaches it as one ``trio.Cancelled``.
-    """
-    leaves: list[BaseException] = []
-    stack: list[BaseException] = [group]
-    while stack:
-        exc = stack.pop()
-        if isinstance(exc, BaseExceptionGroup):
-            stack.extend(reversed(exc.exceptions))
-        else:
-            leaves.append(exc)
-    if len(leaves) == 1:
-        return leaves[0]
-    failures = [leaf for leaf in leaves if not isinstance(leaf, trio.Cancelled)]
-    if not failures:
-        return leaves[0]
-    return failures[0] if len(failures) == 1 else group
 
 
 async def run_tool_calls(
@@ -237,9 +208,7 @@ async def run_tool_calls(
     """
     _check_batch(registry, signal, agent, max_parallel, batch_id)
     if resume_from is not None:
-        from ._resume import resume_tool_calls
-
-        return await resume_tool_calls(
+        return await _resume(
             registry,
             calls,
             resume_from,
@@ -274,8 +243,52 @@ async def run_tool_calls(
             async with trio.open_nursery() as nursery:
                 await batch._run(nursery)
     except BaseExceptionGroup as group:
-        raise _collapse(group) from None
+        raise collapse(group, drop_cancelled=True) from None
     finally:
         if fusion is not None:
             fusion.close()
     return batch._results
+
+
+async def _resume(
+    registry: ToolRegistry,
+    calls: Iterable[ToolCall],
+    log: str | os.PathLike[str],
+    *,
+    signal: CancelSignal | None,
+    agent: ToolScope | None,
+    max_parallel: int,
+    recorder: ToolCallRecorder | None,
+    batch_id: str | None,
+) -> list[ToolExecutionResult]:
+    """Resume a batch that a crash interrupted, from its log (``resume_from=log``).
+
+    See :func:`~toolnursery.plan_resume` for what happens to each call. The calls that
+    run form one batch under the resumed batch's id; ``recorder`` (usually a
+    :class:`~toolnursery.JsonlRecorder` on ``log`` itself, so a second crash can be
+    resumed too) receives what resuming does; results already in the log are not
+    recorded again.
+
+    Raises:
+        ResumeError: ``batch_id`` is recorded with other calls.
+        LogFormatError: ``log`` is not a toolnursery log.
+        OSError: ``log`` exists but cannot be read.
+    """
+    calls = list(calls)
+    plan = read_plan(registry, calls, log, agent=agent, batch_id=batch_id)
+    planned = PlannedRun(plan)
+    ran: list[ToolExecutionResult] = []
+    if planned.to_run:
+        ran = await run_tool_calls(
+            registry,
+            planned.calls,
+            signal=signal,
+            agent=agent,
+            max_parallel=max_parallel,
+            recorder=planned.recorder(recorder),
+            batch_id=plan.batch_id,
+        )
+    else:
+        planned.recorder(recorder)
+    planned.finish()
+    return planned.merge(ran)

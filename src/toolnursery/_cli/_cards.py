@@ -23,7 +23,7 @@ from .._core._content import HookContext, TextContent, ToolCall, ToolExecutionRe
 from .._core._errors import ToolArgsError
 from .._examples._toolset import example_tools
 from .._pipeline._registry import ToolRegistry
-from .._tools._presentation import call_view, result_view
+from .._tools._present import call_view, result_view
 from .._tools._render import render_markdown, render_terminal
 
 __all__ = [

@@ -23,6 +23,7 @@ from .._batch._resume import PlannedRun, read_plan
 from .._batch._scheduler import open_tool_batch
 from .._core._content import ToolCall, ToolExecutionResult
 from .._core._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, LogFormatError, ResumeError
+from .._core._groups import collapse
 from .._core._signal import CancelSignal
 from .._pipeline._registry import ToolRegistry
 from ._cards import card_width, render_card, wants_color
@@ -245,21 +246,8 @@ async def _run_batch(
             results = planned.merge(results)
     except BaseExceptionGroup as group:
         # The signal task is ours, not the caller's: report the failure itself.
-        raise _sole(group) from None
+        raise collapse(group) from None
     return cancel.cancelled, results
-
-
-def _sole(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The one exception a group holds (nested groups flattened), else the group."""
-    leaves: list[BaseException] = []
-    stack: list[BaseException] = [group]
-    while stack:
-        exc = stack.pop()
-        if isinstance(exc, BaseExceptionGroup):
-            stack.extend(exc.exceptions)
-        else:
-            leaves.append(exc)
-    return leaves[0] if len(leaves) == 1 else group
 
 
 async def _cancel_on_sigint(

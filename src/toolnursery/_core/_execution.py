@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias
 
 import msgspec
 
 from ._content import HookContext
 from ._progress import LogLevel, report_log, report_progress
+from ._scope import AgentScope
 from ._signal import CancelSignal
-
-if TYPE_CHECKING:
-    from .._pipeline._registry import ToolScope
 
 __all__ = [
     "ApprovalOutcome",
@@ -52,7 +50,7 @@ class ToolExecutionInput(msgspec.Struct, frozen=True):
     name: str
     arguments: Any
     signal: CancelSignal = msgspec.field(default_factory=CancelSignal)
-    agent: ToolScope | None = None
+    agent: AgentScope | None = None
     parent: ToolExecutionToken | None = None
 
 
@@ -67,7 +65,7 @@ class ToolExecution(msgspec.Struct, frozen=True):
     name: str
     arguments: Any
     signal: CancelSignal
-    agent: ToolScope | None
+    agent: AgentScope | None
     parent: ToolExecutionToken | None
     token: ToolExecutionToken
 
@@ -115,7 +113,7 @@ class ToolRunContext:
         return self._execution.arguments
 
     @property
-    def agent(self) -> ToolScope | None:
+    def agent(self) -> AgentScope | None:
         """The scope the call runs for."""
         return self._execution.agent
 
@@ -235,7 +233,7 @@ class ToolDispatchExecution:
         return self.execution.arguments if record is None else record.arguments
 
     @property
-    def agent(self) -> ToolScope | None:
+    def agent(self) -> AgentScope | None:
         """The scope the call runs for."""
         record = self._record
         return self.execution.agent if record is None else record.agent
@@ -259,7 +257,7 @@ ApprovalOutcome: TypeAlias = Literal["allowed-once", "rejected", "cancelled", "u
 class ApprovalRequest(msgspec.Struct, frozen=True):
     """What an :class:`ApprovalService` is asked: who wants to run what, and why."""
 
-    agent: ToolScope
+    agent: AgentScope
     tool_name: str
     call_id: str
     reason: str | None

@@ -40,11 +40,11 @@ from .._core._errors import (
     RegistrationError,
 )
 from .._core._execution import ToolRunContext
+from .._core._groups import bare_cancelled, innermost
 from .._core._json import thaw
 from .._core._progress import ProgressReport, current_sink
 from .._pipeline._registry import Disposer, ToolRegistry, ToolScope
 from ._convert import blocks_from_mcp
-from ._groups import bare_cancelled, unwrap_single
 from ._listing import checked_tools, list_all_tools, mounted_definition
 from ._transport import open_transport
 
@@ -391,8 +391,8 @@ async def open_mcp_mount(
                 raise
             # The transport failed under a live mount (a broken HTTP connection):
             # that is the server going away, not an error of the caller's block.
-            mount._ended(f"the transport failed: {unwrap_single(exc)}")
-            _log.warning("%s: the transport failed: %s", label, unwrap_single(exc))
+            mount._ended(f"the transport failed: {innermost(exc)}")
+            _log.warning("%s: the transport failed: %s", label, innermost(exc))
 
     try:
         async with trio.open_nursery() as outer:
@@ -404,7 +404,7 @@ async def open_mcp_mount(
     except BaseExceptionGroup as group:
         # The nursery wraps what it carries; a lone error (the caller's own, or why
         # the mount failed) is re-raised as itself.
-        leaf = unwrap_single(group)
+        leaf = innermost(group)
         if leaf is group or not isinstance(leaf, Exception):
             raise
         if started or isinstance(leaf, McpMountError):

@@ -26,13 +26,13 @@ from mcp.server.lowlevel import NotificationOptions, Server
 
 from .._core._content import ToolExecutionResult
 from .._core._execution import ToolExecutionInput
+from .._core._groups import bare_cancelled
 from .._core._json import thaw
 from .._core._progress import CallReport, ProgressReport, reporting
 from .._core._signal import CancelSignal
 from .._pipeline._registry import ToolRegistry, ToolScope
 from .._tools._output import output_schema
 from ._convert import annotations_to_mcp, blocks_to_mcp
-from ._groups import bare_cancelled
 
 __all__ = ["ERROR_META_KEY", "mcp_asgi_app", "mcp_server", "serve_mcp_http", "serve_mcp_stdio"]
 

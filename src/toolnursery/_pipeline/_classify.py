@@ -9,12 +9,10 @@ are not an iterable of :class:`ResourceKey` — makes it ``exclusive``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from .._core._decisions import EXCLUSIVE, PARALLEL, ResourceKey, ToolExecutionMode
-
-if TYPE_CHECKING:
-    from .._tools._definition import ToolDefinition
+from .._tools._definition import ToolDefinition
 
 __all__ = ["classify"]
 

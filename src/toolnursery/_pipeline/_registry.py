@@ -3,8 +3,10 @@
 The registry holds a global layer of tools and, per scope, a scope layer. A scope's
 view is computed root-first along its chain: start from the global layer; at each
 scope, apply that scope's restrictions to what it inherits, then overlay the scope's
-own tools (a shadowing tool keeps the inherited tool's position). Views and the
-per-phase hook tuples are cached and rebuilt only after a change.
+own tools (a shadowing tool keeps the inherited tool's position). Views are cached
+per version; the plans and per-phase hook tuples every call reads are compiled and
+cached by the registry's :class:`~toolnursery._pipeline._compiler.PlanCompiler`, and
+rebuilt only after a change.
 
 Hooks (pre-execute listeners, guards, wrappers, post-execute listeners, observers)
 registered on the registry see every call; registered on a scope they see the calls
@@ -16,9 +18,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeAlias
 
-import trio
-
-from .._core._bodies import is_async, may_suspend
+from .._core._bodies import is_async
 from .._core._content import ToolExecutionResult, ToolSchema
 from .._core._decisions import (
     EXCLUSIVE,
@@ -37,7 +37,8 @@ from .._core._json import snapshot, thaw
 from .._core._statistics import Counters, ToolStatistics
 from .._tools._definition import ToolDefinition, option_problem
 from ._classify import classify
-from ._plan import Hooks, PlanVersion, ToolPlan
+from ._compiler import CompiledView, Phase, PlanCompiler
+from ._plan import ToolPlan
 from ._stages import execute as _execute
 
 __all__ = [
@@ -70,8 +71,6 @@ ToolGuard: TypeAlias = Callable[[ToolExecution], str | None]
 ResultObserver: TypeAlias = Callable[[ToolExecution, ToolExecutionResult], None]
 """``(execution, result) -> None``: synchronous, observe only."""
 
-_PRE, _EXEC, _POST, _RESULT, _GUARD = range(5)
-
 
 class Disposer:
     """Undoes exactly one registration when called; calling it again does nothing."""
@@ -90,14 +89,6 @@ class Disposer:
     def disposed(self) -> bool:
         """Whether the registration has been undone."""
         return self._undo is None
-
-
-class _Hook:
-    __slots__ = ("fn", "owner")
-
-    def __init__(self, fn: Any, owner: ToolScope | None) -> None:
-        self.fn = fn
-        self.owner = owner
 
 
 class _Restriction:
@@ -140,22 +131,22 @@ class _Owner:
     def guard(self, fn: ToolGuard) -> Disposer:
         """Add a monotonic guard: a sync ``(execution) -> str | None`` that may only deny."""
         _check_callable(fn, "guard", sync=True)
-        return self._registry._add_hook(_GUARD, fn, self._scope, prepend=False)
+        return self._registry._add_hook(Phase.GUARD, fn, self._scope, prepend=False)
 
     def on_pre_execute(self, listener: PreExecuteListener, prepend: bool = False) -> Disposer:
         """Add a pre-execute listener ``async (execution, next) -> Allow | Deny | Ask``."""
         _check_callable(listener, "pre-execute listener")
-        return self._registry._add_hook(_PRE, listener, self._scope, prepend)
+        return self._registry._add_hook(Phase.PRE, listener, self._scope, prepend)
 
     def on_execute(self, wrapper: ExecuteWrapper, prepend: bool = False) -> Disposer:
         """Add an around-dispatch wrapper ``async (dispatch_execution, next) -> result``."""
         _check_callable(wrapper, "execute wrapper")
-        return self._registry._add_hook(_EXEC, wrapper, self._scope, prepend)
+        return self._registry._add_hook(Phase.EXECUTE, wrapper, self._scope, prepend)
 
     def on_post_execute(self, listener: PostExecuteListener, prepend: bool = False) -> Disposer:
         """Add a post-execute listener ``async (execution, result, next) -> Accept | Block``."""
         _check_callable(listener, "post-execute listener")
-        return self._registry._add_hook(_POST, listener, self._scope, prepend)
+        return self._registry._add_hook(Phase.POST, listener, self._scope, prepend)
 
     def on_result(self, observer: ResultObserver) -> Disposer:
         """Add a synchronous result observer ``(execution, result) -> None``.
@@ -167,7 +158,7 @@ class _Owner:
             RegistrationError: the observer is an ``async def`` (observers are synchronous).
         """
         _check_callable(observer, "result observer", sync=True)
-        return self._registry._add_hook(_RESULT, observer, self._scope, prepend=False)
+        return self._registry._add_hook(Phase.RESULT, observer, self._scope, prepend=False)
 
 
 def _check_callable(fn: object, what: str, *, sync: bool = False) -> None:
@@ -195,14 +186,13 @@ class ToolRegistry(_Owner):
         self._approval = approval
         self.phase_timings = phase_timings
         self._tools: dict[str, ToolDefinition] = {}
-        self._hooks: tuple[list[_Hook], ...] = ([], [], [], [], [])
         self._change: list[Callable[[], object]] = []
-        self._versions = PlanVersion()
-        self._global_hooks: Hooks | None = None
-        self._plans: dict[str, ToolPlan] = {}
-        self._plans_version = -1
         self._stats = Counters()
-        self._limiters: dict[str, trio.CapacityLimiter] = {}
+        self._compiler = PlanCompiler(self.get, self._stats, approval)
+        # The compiler's bound method itself, so this alias adds no frame (but a
+        # bound-method call costs ~9 ns more than ``registry._compiler.plan(...)``,
+        # which is what per-call paths should read).
+        self._plan: Callable[[str, ToolScope | None], ToolPlan] = self._compiler.plan
 
     @property
     def phase_timings(self) -> bool:
@@ -306,10 +296,10 @@ class ToolRegistry(_Owner):
 
     @property
     def _version(self) -> int:
-        return self._versions.value
+        return self._compiler.versions.value
 
     def _changed(self) -> None:
-        self._versions.value += 1
+        self._compiler.changed()
 
     def _check_agent(self, agent: object) -> None:
         """Refuse a scope of another registry (its tools and guards are not ours)."""
@@ -317,62 +307,6 @@ class ToolRegistry(_Owner):
             raise ValueError(
                 f"agent must be a ToolScope of this registry (made by its scope()), got {agent!r}"
             )
-
-    def _plan(self, name: str, agent: ToolScope | None) -> ToolPlan:
-        """The compiled plan of ``name`` in ``agent``'s view (one dict lookup when fresh)."""
-        version = self._versions.value
-        owner: Any = self if agent is None else agent
-        cache: dict[str, ToolPlan] = owner._plans
-        if owner._plans_version != version:
-            cache.clear()
-            owner._plans_version = version
-        plan = cache.get(name)
-        if plan is None:
-            plan = self._compile(name, agent)
-            if plan.definition is not None:
-                cache[name] = plan  # unknown names are not cached: the model picks them
-        return plan
-
-    def _compile(self, name: str, agent: ToolScope | None) -> ToolPlan:
-        definition = self.get(name, agent)
-        limiter = None
-        asynchronous = suspends = nonblocking = False
-        if definition is not None:
-            body = definition.execute
-            asynchronous = is_async(body)
-            suspends = asynchronous and may_suspend(body)
-            nonblocking = definition.nonblocking is True
-            if definition.max_concurrency is not None:
-                limiter = self._limiter(definition)
-        return ToolPlan(
-            name=name,
-            agent=agent,
-            definition=definition,
-            hooks=self._hooks_for(agent),
-            versions=self._versions,
-            stats=self._stats,
-            limiter=limiter,
-            rebuild=self._plan,
-            is_async=asynchronous,
-            suspends=suspends,
-            nonblocking=nonblocking,
-        )
-
-    def _limiter(self, definition: ToolDefinition) -> trio.CapacityLimiter:
-        """The limiter of the tool name (made on first use) at the definition's limit.
-
-        Bodies of one name share a limiter, whichever layer or scope registered the
-        definition: a limit never admits more bodies than the name's current
-        definition allows (a re-registration with another limit resizes it).
-        """
-        limit = definition.max_concurrency
-        assert limit is not None
-        limiter = self._limiters.get(definition.name)
-        if limiter is None:
-            limiter = self._limiters[definition.name] = trio.CapacityLimiter(limit)
-        elif limiter.total_tokens != limit:
-            limiter.total_tokens = limit
-        return limiter
 
     def _emit_change(self) -> None:
         for listener in tuple(self._change):
@@ -414,60 +348,13 @@ class ToolRegistry(_Owner):
             scope._owned.append(disposer)
         return disposer
 
-    def _add_hook(self, phase: int, fn: Any, scope: ToolScope | None, prepend: bool) -> Disposer:
+    def _add_hook(self, phase: Phase, fn: Any, scope: ToolScope | None, prepend: bool) -> Disposer:
         if scope is not None:
             scope._check_open()
-        hook = _Hook(fn, scope)
-        hooks = self._hooks[phase]
-        if prepend:
-            hooks.insert(0, hook)
-        else:
-            hooks.append(hook)
-        self._changed()
-
-        def undo() -> None:
-            if _remove(hooks, hook):
-                self._changed()
-
-        disposer = Disposer(undo)
+        disposer = Disposer(self._compiler.add_hook(phase, fn, scope, prepend=prepend))
         if scope is not None:
             scope._owned.append(disposer)
         return disposer
-
-    def _hooks_for(self, agent: ToolScope | None) -> Hooks:
-        if agent is None:
-            cached = self._global_hooks
-            if cached is not None and cached.version == self._version:
-                return cached
-            self._global_hooks = cached = self._build_hooks(None)
-            return cached
-        cached = agent._hooks_cache
-        if cached is not None and cached.version == self._version:
-            return cached
-        agent._hooks_cache = cached = self._build_hooks(agent)
-        return cached
-
-    def _build_hooks(self, agent: ToolScope | None) -> Hooks:
-        chain: tuple[ToolScope, ...] = () if agent is None else agent._chain
-        admitted = {None, *chain}
-
-        def pick(phase: int) -> tuple[Any, ...]:
-            return tuple(h.fn for h in self._hooks[phase] if h.owner in admitted)
-
-        depth = {scope: i + 1 for i, scope in enumerate(chain)}
-        guards = sorted(
-            (h for h in self._hooks[_GUARD] if h.owner in admitted),
-            key=lambda h: 0 if h.owner is None else depth[h.owner],
-        )
-        return Hooks(
-            self._version,
-            pick(_PRE),
-            pick(_EXEC),
-            pick(_POST),
-            pick(_RESULT),
-            tuple(h.fn for h in guards),
-            self._approval,
-        )
 
 
 class ToolScope(_Owner):
@@ -490,9 +377,7 @@ class ToolScope(_Owner):
         self._children: list[ToolScope] = []
         self._closed = False
         self._view_cache: tuple[int, dict[str, ToolDefinition]] | None = None
-        self._hooks_cache: Hooks | None = None
-        self._plans: dict[str, ToolPlan] = {}
-        self._plans_version = -1
+        self._compiled = CompiledView(self._chain)  # read by the registry's compiler
         if parent is not None:
             parent._children.append(self)
 

@@ -1,0 +1,23 @@
+"""The type of the scope a call runs for, as the layers below the registry name it.
+
+A call's ``agent`` is a :class:`~toolnursery.ToolScope` (or ``None``: the global view).
+``ToolScope`` lives with the registry in ``_pipeline``, above the values of ``_core``
+that carry it (:class:`~toolnursery.ToolExecutionInput`, the execution views, an
+:class:`~toolnursery.ApprovalRequest`) and the pipeline modules that only pass it on;
+those annotate it with :data:`AgentScope` instead of importing upwards.
+
+``AgentScope`` is ``Any`` on purpose, not a protocol: nothing below the registry reads
+a scope (it is compared with ``is`` and handed back to the registry), and a value
+typed by a protocol would no longer type-check where the registry takes a
+``ToolScope`` (``registry.get(execution.name, execution.agent)``, user code included).
+The registry checks at run time that an agent is one of its scopes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeAlias
+
+__all__ = ["AgentScope"]
+
+AgentScope: TypeAlias = Any
+"""A :class:`~toolnursery.ToolScope`: the scope a call runs for (see the module docstring)."""
