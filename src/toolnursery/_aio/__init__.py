@@ -1,1 +1,3 @@
-"""_aio: see docs/design.md."""
+"""Hosting toolnursery inside asyncio (private; behind :mod:`toolnursery.aio`)."""
+
+__all__: list[str] = []

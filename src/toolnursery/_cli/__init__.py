@@ -1,1 +1,3 @@
-"""_cli: see docs/design.md."""
+"""The ``toolnursery`` command (private; ``toolnursery.__main__`` is its entry point)."""
+
+__all__: list[str] = []

@@ -1,3 +1,3 @@
-"""_mcp: see docs/design.md."""
+"""MCP both ways (private; behind :mod:`toolnursery.mcp`; the SDK is imported only here)."""
 
 __all__: list[str] = []

@@ -1,1 +1,3 @@
-"""_ray: see docs/design.md."""
+"""Tool bodies on a Ray cluster (private; behind :mod:`toolnursery.ray`)."""
+
+__all__: list[str] = []
