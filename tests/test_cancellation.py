@@ -88,7 +88,8 @@ async def ok_body(args: Any, ctx: ToolRunContext) -> str:
 # -- B116: pre-aborted entry -----------------------------------------------------------
 
 
-async def test_b116_pre_aborted_entry_skips_every_phase_and_publishes_once() -> None:
+@pytest.mark.spec("B116")
+async def test_pre_aborted_entry_skips_every_phase_and_publishes_once() -> None:
     """B116: exact ABORTED_BEFORE_DISPATCH shape; no phase runs; one frozen observation."""
     registry = ToolRegistry()
     ran: list[str] = []
@@ -135,6 +136,7 @@ async def test_b116_pre_aborted_entry_skips_every_phase_and_publishes_once() -> 
 # -- B117–B119: cancellation while pre-execute awaits ----------------------------------
 
 
+@pytest.mark.spec("B117", "B119")
 @pytest.mark.parametrize(
     ("outcome", "expected"),
     [
@@ -152,7 +154,7 @@ async def test_b116_pre_aborted_entry_skips_every_phase_and_publishes_once() -> 
         ),
     ],
 )
-async def test_b117_b119_abort_while_pre_execute_awaits(outcome: str, expected: Any) -> None:
+async def test_abort_while_pre_execute_awaits(outcome: str, expected: Any) -> None:
     """B117: then allow → ABORTED_BEFORE_DISPATCH; B118: deny wins; B119: the raise wins."""
     registry = ToolRegistry()
     ran: list[str] = []
@@ -196,7 +198,8 @@ async def test_b117_b119_abort_while_pre_execute_awaits(outcome: str, expected: 
 # -- B120–B122: cancellation around a wrapper ------------------------------------------
 
 
-async def test_b120_abort_while_wrapper_waits_before_next_skips_the_body() -> None:
+@pytest.mark.spec("B120")
+async def test_abort_while_wrapper_waits_before_next_skips_the_body() -> None:
     """B120/B106: the wrapper then delegates; the body is not invoked → exactly
     ``Error: tool call aborted before dispatch`` with AbortError/ABORTED_BEFORE_DISPATCH."""
     registry = ToolRegistry()
@@ -225,7 +228,8 @@ async def test_b120_abort_while_wrapper_waits_before_next_skips_the_body() -> No
     assert wire(runner.result) == BEFORE_DISPATCH_WIRE
 
 
-async def test_b121_wrapper_short_circuit_overtaken_by_abort_keeps_its_contexts() -> None:
+@pytest.mark.spec("B121")
+async def test_wrapper_short_circuit_overtaken_by_abort_keeps_its_contexts() -> None:
     """B121: a short-circuit success after the abort → ABORTED_BEFORE_DISPATCH + its contexts."""
     registry = ToolRegistry()
     registry.register(tool(ok_body))
@@ -253,7 +257,8 @@ async def test_b121_wrapper_short_circuit_overtaken_by_abort_keeps_its_contexts(
     assert runner.result.meta is None
 
 
-async def test_b122_late_wrapper_success_after_the_body_is_aborted() -> None:
+@pytest.mark.spec("B122")
+async def test_late_wrapper_success_after_the_body_is_aborted() -> None:
     """B122/B107: the body succeeded, then the caller aborted while the wrapper finished → ABORTED
     with the body's deferred contexts."""
     registry = ToolRegistry()
@@ -285,7 +290,8 @@ async def test_b122_late_wrapper_success_after_the_body_is_aborted() -> None:
 # -- B123: cancellation while post-execute awaits ---------------------------------------
 
 
-async def test_b123_abort_while_post_execute_awaits_is_aborted_with_all_contexts() -> None:
+@pytest.mark.spec("B123")
+async def test_abort_while_post_execute_awaits_is_aborted_with_all_contexts() -> None:
     """B123: deferred contexts, then the post decision's, survive the ABORTED replacement."""
     registry = ToolRegistry()
 
@@ -315,8 +321,9 @@ async def test_b123_abort_while_post_execute_awaits_is_aborted_with_all_contexts
 # -- B124: failures win over cancellation -----------------------------------------------
 
 
+@pytest.mark.spec("B124")
 @pytest.mark.parametrize("where", ["wrapper", "body", "post"])
-async def test_b124_failures_settling_after_the_abort_are_kept(where: str) -> None:
+async def test_failures_settling_after_the_abort_are_kept(where: str) -> None:
     """B124: wrapper, tool-owned and post failures after the abort keep their own error."""
     registry = ToolRegistry()
     codes = {"wrapper": "WRAPPER_FAILURE", "body": "TOOL_FAILURE", "post": "POST_FAILURE"}
@@ -360,7 +367,8 @@ async def test_b124_failures_settling_after_the_abort_are_kept(where: str) -> No
 # -- B125 / B089: started bodies are never abandoned -----------------------------------
 
 
-async def test_b125_success_after_the_fused_signal_fired_is_aborted() -> None:
+@pytest.mark.spec("B125")
+async def test_success_after_the_fused_signal_fired_is_aborted() -> None:
     """B125: a body that swallows the cancellation and returns success → ABORTED."""
     registry = ToolRegistry()
     unwound: list[str] = []
@@ -385,7 +393,8 @@ async def test_b125_success_after_the_fused_signal_fired_is_aborted() -> None:
     assert labels(runner.result) == ["deferred"]
 
 
-async def test_b089_uncooperative_body_is_awaited_before_aborted(
+@pytest.mark.spec("B089")
+async def test_uncooperative_body_is_awaited_before_aborted(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """B089/B131: a shielded body runs to completion; execute waits, then ABORTED + contexts."""
@@ -445,7 +454,8 @@ async def test_cooperative_body_is_cancelled_at_its_next_checkpoint(
 # -- B126: precedence --------------------------------------------------------------------
 
 
-async def test_b126_cancellation_replaces_only_success_and_drops_meta() -> None:
+@pytest.mark.spec("B126")
+async def test_cancellation_replaces_only_success_and_drops_meta() -> None:
     """B126: a success becomes ABORTED (contexts kept, meta dropped)."""
     registry = ToolRegistry()
 
@@ -461,8 +471,9 @@ async def test_b126_cancellation_replaces_only_success_and_drops_meta() -> None:
     assert labels(result) == ["deferred"]
 
 
+@pytest.mark.spec("B126")
 @pytest.mark.parametrize("kind", ["unknown", "timeout", "denial", "tool-error"])
-async def test_b126_error_outcomes_are_never_replaced_by_cancellation(kind: str) -> None:
+async def test_error_outcomes_are_never_replaced_by_cancellation(kind: str) -> None:
     """B126/B170: UNKNOWN_TOOL, TOOL_TIMEOUT, denials and tool errors stand after an abort."""
     registry = ToolRegistry()
 

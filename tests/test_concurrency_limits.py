@@ -508,9 +508,10 @@ async def test_streaming_calls_of_a_limited_tool(autojump_clock: trio.testing.Mo
     assert [log.at("start", f"c{i}") for i in range(3)] == [0, 1, 2]
 
 
+@pytest.mark.spec("B126")
 @pytest.mark.parametrize("where", ["batch", "execute"])
 @no_deadlock
-async def test_b126_abort_while_a_retry_attempt_waits_for_the_token_is_aborted(
+async def test_abort_while_a_retry_attempt_waits_for_the_token_is_aborted(
     autojump_clock: trio.testing.MockClock, where: str
 ) -> None:
     """B126 (issue 10, defect 7): the body ran in the first attempt, so an abort that

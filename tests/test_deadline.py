@@ -49,7 +49,8 @@ def calls(*durations: float) -> list[ToolCall]:
     return [ToolCall(f"c{i}", "t", f'{{"d": {d}}}') for i, d in enumerate(durations, 1)]
 
 
-async def test_b168_own_deadline_in_a_batch_is_a_timeout_with_the_exact_text(
+@pytest.mark.spec("B168")
+async def test_own_deadline_in_a_batch_is_a_timeout_with_the_exact_text(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """B168: the call's own deadline scope catches its cancellation → TOOL_TIMEOUT."""
@@ -64,8 +65,9 @@ async def test_b168_own_deadline_in_a_batch_is_a_timeout_with_the_exact_text(
     assert trio.current_time() - start == pytest.approx(0.25)
 
 
+@pytest.mark.spec("B169")
 @pytest.mark.parametrize("timeout_ms", [500, 5000], ids=["own scope", "deadline group"])
-async def test_b169_an_enclosing_abort_stays_aborted_in_a_batch(
+async def test_an_enclosing_abort_stays_aborted_in_a_batch(
     autojump_clock: trio.testing.MockClock, timeout_ms: float
 ) -> None:
     """B169: the batch abort (the pool's scope, enclosing the deadline) → ABORTED."""
@@ -73,7 +75,8 @@ async def test_b169_an_enclosing_abort_stays_aborted_in_a_batch(
     assert [r.error for r in results] == [ABORTED, ABORTED]
 
 
-async def test_b169_an_enclosing_cancel_scope_around_execute_propagates() -> None:
+@pytest.mark.spec("B169")
+async def test_an_enclosing_cancel_scope_around_execute_propagates() -> None:
     """An enclosing trio scope is not ours: Cancelled passes the deadline scope."""
     registry = ToolRegistry()
     registry.register(_tool(slow, timeout_ms=60_000))
@@ -83,10 +86,11 @@ async def test_b169_an_enclosing_cancel_scope_around_execute_propagates() -> Non
     assert outer.cancelled_caught
 
 
+@pytest.mark.spec("B170")
 @pytest.mark.parametrize(
     ("timeout_ms", "abort_at"), [(100, 0.3), (1000, 1.2)], ids=["own scope", "deadline group"]
 )
-async def test_b170_deadline_first_then_batch_abort_during_cleanup_is_a_timeout(
+async def test_deadline_first_then_batch_abort_during_cleanup_is_a_timeout(
     autojump_clock: trio.testing.MockClock, timeout_ms: float, abort_at: float
 ) -> None:
     """B170 in a batch: the deadline passed before the abort reached the cleaning body."""
@@ -495,7 +499,8 @@ def test_every_timed_call_ends_at_its_own_budget_or_duration(
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
 
 
-async def test_b166_a_grouped_body_sees_its_own_deadline_in_its_signal(
+@pytest.mark.spec("B166")
+async def test_a_grouped_body_sees_its_own_deadline_in_its_signal(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """B166 in a deadline group: a body's ``ctx.signal`` is derived, reads as fired once

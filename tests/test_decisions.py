@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import msgspec
+import pytest
 
 from toolnursery import (
     Accept,
@@ -13,7 +14,8 @@ from toolnursery import (
 )
 
 
-def test_b066_decisions_carry_no_argument_field() -> None:
+@pytest.mark.spec("B066")
+def test_decisions_carry_no_argument_field() -> None:
     """B066: policy cannot rewrite arguments — no decision has an arguments field."""
     for decision_type in (Allow, Deny, Ask, Accept, Block):
         fields = {f.name for f in msgspec.structs.fields(decision_type)}

@@ -94,7 +94,8 @@ def shout_tool(**overrides: Any) -> ToolDefinition:
 # --- B027: a registry-ready definition with a typed body ---------------------------------------
 
 
-async def test_b027_define_tool_returns_a_definition_with_converted_schema() -> None:
+@pytest.mark.spec("B027")
+async def test_define_tool_returns_a_definition_with_converted_schema() -> None:
     definition = shout_tool()
     assert isinstance(definition, ToolDefinition)
     assert definition.name == "shout"
@@ -103,7 +104,8 @@ async def test_b027_define_tool_returns_a_definition_with_converted_schema() -> 
     assert await run(definition, {"text": "hello", "uppercase": True}) == "HELLO"
 
 
-async def test_b027_optional_absent_runs_the_body() -> None:
+@pytest.mark.spec("B027")
+async def test_optional_absent_runs_the_body() -> None:
     def body(args: Any, ctx: ToolRunContext) -> str:
         return f"{args['req']}:{args.get('opt', 'none')}"
 
@@ -117,7 +119,8 @@ async def test_b027_optional_absent_runs_the_body() -> None:
     assert await run(definition, {"req": "hello", "opt": "x"}) == "hello:x"
 
 
-async def test_b027_body_receives_the_frozen_args_object_itself() -> None:
+@pytest.mark.spec("B027")
+async def test_body_receives_the_frozen_args_object_itself() -> None:
     seen: list[Any] = []
 
     async def body(args: Any, ctx: ToolRunContext) -> str:
@@ -130,7 +133,8 @@ async def test_b027_body_receives_the_frozen_args_object_itself() -> None:
     assert seen[0] is args
 
 
-def test_b027_execute_keeps_the_body_sync_or_async() -> None:
+@pytest.mark.spec("B027")
+def test_execute_keeps_the_body_sync_or_async() -> None:
     def sync_body(args: Any, ctx: ToolRunContext) -> str:
         return "s"
 
@@ -143,14 +147,16 @@ def test_b027_execute_keeps_the_body_sync_or_async() -> None:
     assert inspect.iscoroutinefunction(shout_tool(execute=AsyncCallable()).execute)
 
 
-def test_b027_sync_body_runs_and_validates_without_trio() -> None:
+@pytest.mark.spec("B027")
+def test_sync_body_runs_and_validates_without_trio() -> None:
     definition = shout_tool(execute=lambda args, ctx: args["text"] * 2)
     assert definition.execute(snapshot({"text": "ab"}), make_ctx()) == "abab"
     with pytest.raises(ToolArgsError):
         definition.execute(snapshot({}), make_ctx())
 
 
-def test_b027_later_changes_to_the_spec_do_not_affect_the_definition() -> None:
+@pytest.mark.spec("B027")
+def test_later_changes_to_the_spec_do_not_affect_the_definition() -> None:
     spec: dict[str, Any] = {"a": {"type": "string", "required": True}}
     definition = define_tool(name="t", description="d", parameters=spec, execute=lambda a, c: "ok")
     spec["a"]["type"] = "number"
@@ -163,7 +169,8 @@ def test_b027_later_changes_to_the_spec_do_not_affect_the_definition() -> None:
     assert definition.execute(snapshot({"a": "x"}), make_ctx()) == "ok"
 
 
-def test_b027_validator_is_compiled_once_per_definition(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.spec("B027")
+def test_validator_is_compiled_once_per_definition(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[object] = []
 
     def counting(spec: Any) -> Any:
@@ -183,7 +190,8 @@ def test_b027_validator_is_compiled_once_per_definition(monkeypatch: pytest.Monk
 # --- B028/B029: invalid arguments never reach the body ------------------------------------------
 
 
-async def test_b028_invalid_args_raise_tool_args_error_and_skip_the_body() -> None:
+@pytest.mark.spec("B028")
+async def test_invalid_args_raise_tool_args_error_and_skip_the_body() -> None:
     ran: list[object] = []
 
     async def body(args: Any, ctx: ToolRunContext) -> str:
@@ -204,7 +212,8 @@ async def test_b028_invalid_args_raise_tool_args_error_and_skip_the_body() -> No
     assert ran == []
 
 
-async def test_b028_sync_body_is_also_guarded() -> None:
+@pytest.mark.spec("B028")
+async def test_sync_body_is_also_guarded() -> None:
     ran: list[object] = []
     definition = shout_tool(execute=lambda args, ctx: record(ran, args, "ran"))
     with pytest.raises(ToolArgsError):
@@ -212,7 +221,8 @@ async def test_b028_sync_body_is_also_guarded() -> None:
     assert ran == []
 
 
-async def test_b029_violations_are_kept_in_order_and_joined() -> None:
+@pytest.mark.spec("B029")
+async def test_violations_are_kept_in_order_and_joined() -> None:
     definition = define_tool(
         name="t",
         description="d",
@@ -228,7 +238,8 @@ async def test_b029_violations_are_kept_in_order_and_joined() -> None:
     )
 
 
-async def test_b021_defaults_are_not_applied_for_a_spec() -> None:
+@pytest.mark.spec("B021")
+async def test_defaults_are_not_applied_for_a_spec() -> None:
     seen: list[Any] = []
     definition = define_tool(
         name="t",
@@ -243,26 +254,30 @@ async def test_b021_defaults_are_not_applied_for_a_spec() -> None:
 # --- B030: timeout_ms ---------------------------------------------------------------------------
 
 
+@pytest.mark.spec("B030")
 @pytest.mark.parametrize("timeout", [1, 0.5, 30_000, MAX_TIMEOUT_MS])
-def test_b030_positive_finite_timeout_is_attached(timeout: float) -> None:
+def test_positive_finite_timeout_is_attached(timeout: float) -> None:
     assert shout_tool(timeout_ms=timeout).timeout_ms == timeout
 
 
-def test_b030_timeout_absent_when_not_declared() -> None:
+@pytest.mark.spec("B030")
+def test_timeout_absent_when_not_declared() -> None:
     assert shout_tool().timeout_ms is None
 
 
+@pytest.mark.spec("B030")
 @pytest.mark.parametrize(
     "timeout",
     [0, -1, -0.5, math.nan, math.inf, -math.inf, True, False, "10"],
 )
-def test_b030_invalid_timeout_raises_at_definition(timeout: Any) -> None:
+def test_invalid_timeout_raises_at_definition(timeout: Any) -> None:
     with pytest.raises(RegistrationError) as info:
         shout_tool(timeout_ms=timeout)
     assert str(info.value) == "define_tool(shout): timeout_ms must be a positive finite number"
 
 
-def test_b030_timeout_over_a_year_raises_the_registry_text() -> None:
+@pytest.mark.spec("B030")
+def test_timeout_over_a_year_raises_the_registry_text() -> None:
     """B030: the bound is checked once, so define_tool says what register() says."""
     with pytest.raises(RegistrationError) as info:
         shout_tool(timeout_ms=MAX_TIMEOUT_MS + 1)
@@ -274,14 +289,16 @@ def test_b030_timeout_over_a_year_raises_the_registry_text() -> None:
 # --- B031: presenters validate softly -----------------------------------------------------------
 
 
-def test_b031_presenters_absent_unless_declared() -> None:
+@pytest.mark.spec("B031")
+def test_presenters_absent_unless_declared() -> None:
     definition = shout_tool()
     assert definition.present_call is None
     assert definition.present_result is None
     assert definition.is_concurrency_safe is None
 
 
-def test_b031_valid_args_give_the_authors_view_verbatim() -> None:
+@pytest.mark.spec("B031")
+def test_valid_args_give_the_authors_view_verbatim() -> None:
     view = GenericCallView(title="Open /a", kind="read", raw_input="/a")
     result_view = GenericResultView(title="done")
     seen: list[Any] = []
@@ -299,8 +316,9 @@ def test_b031_valid_args_give_the_authors_view_verbatim() -> None:
     assert seen == [result]
 
 
+@pytest.mark.spec("B031")
 @pytest.mark.parametrize("args", [{}, {"text": 1}, None, "not json", ["text"]])
-def test_b031_invalid_args_give_none_without_calling_the_presenter(args: Any) -> None:
+def test_invalid_args_give_none_without_calling_the_presenter(args: Any) -> None:
     called: list[object] = []
     definition = shout_tool(
         present_call=lambda a: record(called, a, None),
@@ -313,7 +331,8 @@ def test_b031_invalid_args_give_none_without_calling_the_presenter(args: Any) ->
     assert called == []
 
 
-def test_b031_a_raising_presenter_gives_none() -> None:
+@pytest.mark.spec("B031")
+def test_a_raising_presenter_gives_none() -> None:
     def boom(*args: Any) -> Any:
         raise RuntimeError("presenter bug")
 
@@ -327,8 +346,9 @@ def test_b031_a_raising_presenter_gives_none() -> None:
 # --- B032: the classifier wrapper ------------------------------------------------------------------
 
 
+@pytest.mark.spec("B032")
 @pytest.mark.parametrize("args", [{}, {"text": 2}, None, "{oops"])
-def test_b032_invalid_args_classify_false_without_calling_the_classifier(args: Any) -> None:
+def test_invalid_args_classify_false_without_calling_the_classifier(args: Any) -> None:
     called: list[object] = []
     definition = shout_tool(is_concurrency_safe=lambda a: record(called, a, True))
     assert definition.is_concurrency_safe is not None
@@ -336,7 +356,8 @@ def test_b032_invalid_args_classify_false_without_calling_the_classifier(args: A
     assert called == []
 
 
-def test_b032_valid_args_return_the_authors_value() -> None:
+@pytest.mark.spec("B032")
+def test_valid_args_return_the_authors_value() -> None:
     definition = shout_tool(is_concurrency_safe=lambda a: a["text"] == "read")
     assert definition.is_concurrency_safe is not None
     assert definition.is_concurrency_safe({"text": "read"}) is True
@@ -347,7 +368,8 @@ def test_b032_valid_args_return_the_authors_value() -> None:
     assert answer == "yes"
 
 
-def test_b032_a_raising_classifier_is_false() -> None:
+@pytest.mark.spec("B032")
+def test_a_raising_classifier_is_false() -> None:
     def boom(args: Any) -> bool:
         raise RuntimeError("classifier bug")
 
@@ -359,13 +381,15 @@ def test_b032_a_raising_classifier_is_false() -> None:
 # --- B033: composition with unparseable JSON -------------------------------------------------------
 
 
-async def test_b033_unparseable_json_string_is_not_an_object() -> None:
+@pytest.mark.spec("B033")
+async def test_unparseable_json_string_is_not_an_object() -> None:
     with pytest.raises(ToolArgsError) as info:
         await run(shout_tool(), "{not json")
     assert str(info.value) == 'invalid arguments: "arguments" must be an object'
 
 
-async def test_b033_empty_object_runs_an_all_optional_tool() -> None:
+@pytest.mark.spec("B033")
+async def test_empty_object_runs_an_all_optional_tool() -> None:
     definition = define_tool(
         name="t",
         description="d",
@@ -448,7 +472,8 @@ def deploy_tool(**overrides: Any) -> ToolDefinition:
     return define_tool(**options)
 
 
-def test_b018_struct_schema_is_inlined_with_required_and_optional_keys() -> None:
+@pytest.mark.spec("B018")
+def test_struct_schema_is_inlined_with_required_and_optional_keys() -> None:
     schema = deploy_tool().parameters
     text = json.dumps(schema)
     assert "$ref" not in text
@@ -482,7 +507,8 @@ def test_b018_struct_schema_is_inlined_with_required_and_optional_keys() -> None
     assert props["extra"] == {"default": None}
 
 
-async def test_b018_struct_body_receives_a_typed_frozen_instance() -> None:
+@pytest.mark.spec("B018")
+async def test_struct_body_receives_a_typed_frozen_instance() -> None:
     instance = await run(
         deploy_tool(),
         {"target": "prod", "servers": [{"host": "a"}], "color": "green", "labels": {"x": 1}},
@@ -497,7 +523,8 @@ async def test_b018_struct_body_receives_a_typed_frozen_instance() -> None:
         instance.target = "other"  # type: ignore[misc]
 
 
-async def test_b018_struct_violations_use_the_dsl_texts() -> None:
+@pytest.mark.spec("B018")
+async def test_struct_violations_use_the_dsl_texts() -> None:
     args = {
         "target": 1,
         "count": "2",
@@ -526,31 +553,36 @@ async def test_b018_struct_violations_use_the_dsl_texts() -> None:
     )
 
 
+@pytest.mark.spec("B018")
 @pytest.mark.parametrize("value", [True, 1.5, "1", None])
-async def test_b018_integer_field_rejects_non_integers(value: Any) -> None:
+async def test_integer_field_rejects_non_integers(value: Any) -> None:
     with pytest.raises(ToolArgsError) as info:
         await run(deploy_tool(), {"target": "t", "count": value})
     assert info.value.violations == ('"count" must be an integer',)
 
 
-async def test_b018_integral_float_is_an_integer() -> None:
+@pytest.mark.spec("B018")
+async def test_integral_float_is_an_integer() -> None:
     instance = await run(deploy_tool(), {"target": "t", "count": 3.0})
     assert instance.count == 3
     assert type(instance.count) is int
 
 
-async def test_b018_optional_struct_field_accepts_null() -> None:
+@pytest.mark.spec("B018")
+async def test_optional_struct_field_accepts_null() -> None:
     instance = await run(deploy_tool(), {"target": "t", "primary": None})
     assert instance.primary is None
 
 
-async def test_b018_constraint_failure_becomes_a_readable_violation() -> None:
+@pytest.mark.spec("B018")
+async def test_constraint_failure_becomes_a_readable_violation() -> None:
     with pytest.raises(ToolArgsError) as info:
         await run(deploy_tool(), {"target": "t", "note": "too long"})
     assert info.value.violations == ('"note" is invalid: Expected `str` of length <= 5',)
 
 
-async def test_b033_struct_tool_rejects_a_raw_string() -> None:
+@pytest.mark.spec("B033")
+async def test_struct_tool_rejects_a_raw_string() -> None:
     with pytest.raises(ToolArgsError) as info:
         await run(deploy_tool(), "not json")
     assert info.value.violations == ('"arguments" must be an object',)
@@ -803,7 +835,8 @@ def test_parse_docstring_sections() -> None:
 # --- through the registry ---------------------------------------------------------------------
 
 
-async def test_b027_registry_round_trip_register_schemas_execute() -> None:
+@pytest.mark.spec("B027")
+async def test_registry_round_trip_register_schemas_execute() -> None:
     registry = ToolRegistry()
     registry.register(shout_tool())
     assert registry.schemas() == [
@@ -821,7 +854,8 @@ async def test_b027_registry_round_trip_register_schemas_execute() -> None:
     assert result == ToolExecutionResult(content=(TextContent("HELLO"),), is_error=False)
 
 
-async def test_b028_registry_reports_invalid_args_as_a_structured_error() -> None:
+@pytest.mark.spec("B028")
+async def test_registry_reports_invalid_args_as_a_structured_error() -> None:
     registry = ToolRegistry()
     registry.register(
         define_tool(
@@ -839,7 +873,8 @@ async def test_b028_registry_reports_invalid_args_as_a_structured_error() -> Non
     )
 
 
-async def test_b033_registry_passes_unparseable_json_through_to_the_validator() -> None:
+@pytest.mark.spec("B033")
+async def test_registry_passes_unparseable_json_through_to_the_validator() -> None:
     registry = ToolRegistry()
     registry.register(shout_tool())
     result = await registry.execute(ToolExecutionInput(call_id="1", name="shout", arguments="{bad"))
@@ -849,7 +884,8 @@ async def test_b033_registry_passes_unparseable_json_through_to_the_validator() 
     assert result.error == ToolErrorInfo(name="ToolArgsError", code="INVALID_ARGS")
 
 
-def test_b032_registry_classifies_invalid_args_exclusive() -> None:
+@pytest.mark.spec("B032")
+def test_registry_classifies_invalid_args_exclusive() -> None:
     registry = ToolRegistry()
     registry.register(shout_tool(is_concurrency_safe=lambda a: True))
     mode = registry.execution_mode

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from support import call, tool, wire
 from toolnursery import (
     TOOL_ABORTED,
@@ -23,7 +25,8 @@ from toolnursery import (
 )
 
 
-def test_b086_tool_not_found_error_message_and_code() -> None:
+@pytest.mark.spec("B086")
+def test_tool_not_found_error_message_and_code() -> None:
     """B086: ToolNotFoundError('ghost') is a ToolError with a stable message and code."""
     error = ToolNotFoundError("ghost")
     assert isinstance(error, ToolError)
@@ -35,7 +38,8 @@ def test_b086_tool_not_found_error_message_and_code() -> None:
     )
 
 
-async def test_b105_tool_args_error_from_a_raw_body() -> None:
+@pytest.mark.spec("B105")
+async def test_tool_args_error_from_a_raw_body() -> None:
     """B105/B029: violations joined by '; ' with INVALID_ARGS."""
     registry = ToolRegistry()
 
@@ -56,7 +60,8 @@ async def test_b105_tool_args_error_from_a_raw_body() -> None:
     }
 
 
-def test_b108_timeout_error_text_and_code() -> None:
+@pytest.mark.spec("B108")
+def test_timeout_error_text_and_code() -> None:
     """B108: ToolTimeoutError(100) → 'tool call timed out after 100ms', TOOL_TIMEOUT."""
     error = ToolTimeoutError(100)
     assert str(error) == "tool call timed out after 100ms"
@@ -64,7 +69,8 @@ def test_b108_timeout_error_text_and_code() -> None:
     assert str(ToolTimeoutError(2.5)) == "tool call timed out after 2.5ms"
 
 
-def test_b114_output_schema_error_text_and_code() -> None:
+@pytest.mark.spec("B114")
+def test_output_schema_error_text_and_code() -> None:
     """B114: violations joined by '; ' behind 'unsupported output schema: '."""
     error = OutputSchemaError(["schema.a is bad", "schema.b is bad"])
     assert str(error) == "unsupported output schema: schema.a is bad; schema.b is bad"
@@ -78,7 +84,8 @@ def test_b114_output_schema_error_text_and_code() -> None:
     assert isinstance(RegistrationError("x"), ValueError)
 
 
-def test_b115_exported_code_constants() -> None:
+@pytest.mark.spec("B115")
+def test_exported_code_constants() -> None:
     """B115: the three owned codes."""
     assert TOOL_ABORTED == "ABORTED"
     assert TOOL_ABORTED_BEFORE_DISPATCH == "ABORTED_BEFORE_DISPATCH"

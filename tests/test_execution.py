@@ -21,7 +21,8 @@ from toolnursery import (
 )
 
 
-async def test_b053_observers_see_a_frozen_execution_with_the_callers_signal() -> None:
+@pytest.mark.spec("B053")
+async def test_observers_see_a_frozen_execution_with_the_callers_signal() -> None:
     """B053: the execution is frozen, its arguments deep-frozen, its signal the caller's."""
     registry = ToolRegistry()
     registry.register(tool())
@@ -38,7 +39,8 @@ async def test_b053_observers_see_a_frozen_execution_with_the_callers_signal() -
         execution.arguments["a"][1]["b"] = 3
 
 
-async def test_b054_signal_is_read_only_except_on_the_dispatch_view() -> None:
+@pytest.mark.spec("B054")
+async def test_signal_is_read_only_except_on_the_dispatch_view() -> None:
     """B054: execution and body views cannot rebind signal; the wrapper view cannot remove it."""
     registry = ToolRegistry()
     replacement = CancelSignal()

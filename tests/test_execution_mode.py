@@ -36,7 +36,8 @@ def mode(registry: ToolRegistry, name: str = "t", arguments: Any = None, agent: 
     )
 
 
-def test_b137_only_an_explicit_true_is_parallel() -> None:
+@pytest.mark.spec("B137")
+def test_only_an_explicit_true_is_parallel() -> None:
     """B137: a classifier returning exactly True → parallel."""
     registry = ToolRegistry()
     registry.register(tool(classifier=lambda args: True))
@@ -44,7 +45,8 @@ def test_b137_only_an_explicit_true_is_parallel() -> None:
     assert mode(registry) == ToolExecutionMode("parallel")
 
 
-def test_b138_no_classifier_or_unknown_tool_is_exclusive() -> None:
+@pytest.mark.spec("B138")
+def test_no_classifier_or_unknown_tool_is_exclusive() -> None:
     """B138: no declaration → exclusive; an unknown tool → exclusive."""
     registry = ToolRegistry()
     registry.register(tool())
@@ -52,7 +54,8 @@ def test_b138_no_classifier_or_unknown_tool_is_exclusive() -> None:
     assert mode(registry, "ghost") == EXCLUSIVE
 
 
-def test_b139_classification_is_per_call_arguments() -> None:
+@pytest.mark.spec("B139")
+def test_classification_is_per_call_arguments() -> None:
     """B139: the same tool is parallel for reads and exclusive for writes."""
     registry = ToolRegistry()
     registry.register(tool(classifier=lambda args: args["mode"] == "read"))
@@ -60,15 +63,17 @@ def test_b139_classification_is_per_call_arguments() -> None:
     assert mode(registry, arguments={"mode": "write"}) == EXCLUSIVE
 
 
+@pytest.mark.spec("B141")
 @pytest.mark.parametrize("returned", ["yes", 1, [True], (True,), None, False, 1.0])
-def test_b141_truthy_non_boolean_results_are_exclusive(returned: Any) -> None:
+def test_truthy_non_boolean_results_are_exclusive(returned: Any) -> None:
     """B141: anything but exactly True — including truthy values — is exclusive."""
     registry = ToolRegistry()
     registry.register(tool(classifier=lambda args: returned))
     assert mode(registry) == EXCLUSIVE
 
 
-def test_b141_raising_classifier_is_exclusive() -> None:
+@pytest.mark.spec("B141")
+def test_raising_classifier_is_exclusive() -> None:
     """B141: a raising classifier never widens what runs."""
     registry = ToolRegistry()
 
@@ -79,7 +84,8 @@ def test_b141_raising_classifier_is_exclusive() -> None:
     assert mode(registry) == EXCLUSIVE
 
 
-def test_b142_raw_classifier_receives_the_arguments_as_given() -> None:
+@pytest.mark.spec("B142")
+def test_raw_classifier_receives_the_arguments_as_given() -> None:
     """B142: a raw classifier receives the input's arguments as given — as a frozen
     snapshot (a deliberate difference from the reference, which passes the caller's own
     object): a classifier must not be able to change the arguments that later run."""
@@ -99,7 +105,8 @@ def test_b142_raw_classifier_receives_the_arguments_as_given() -> None:
     assert arguments == {"anything": 1}
 
 
-def test_b143_mode_is_a_tagged_object_not_a_boolean() -> None:
+@pytest.mark.spec("B143")
+def test_mode_is_a_tagged_object_not_a_boolean() -> None:
     """B143: ToolExecutionMode carries kind 'parallel' | 'exclusive' and encodes as an object."""
     assert PARALLEL.kind == "parallel"
     assert EXCLUSIVE.kind == "exclusive"
@@ -110,7 +117,8 @@ def test_b143_mode_is_a_tagged_object_not_a_boolean() -> None:
         msgspec.json.decode(b'{"kind":"sometimes"}', type=ToolExecutionMode)
 
 
-def test_b144_classification_resolves_through_the_callers_scope() -> None:
+@pytest.mark.spec("B144")
+def test_classification_resolves_through_the_callers_scope() -> None:
     """B144: a tool hidden by restriction, or in another agent's scope, is exclusive."""
     registry = ToolRegistry()
     registry.register(tool("shared", classifier=lambda args: True))
@@ -125,7 +133,8 @@ def test_b144_classification_resolves_through_the_callers_scope() -> None:
     assert mode(registry, "mine") == EXCLUSIVE
 
 
-def test_b144_scoped_shadow_classifies_with_its_own_classifier() -> None:
+@pytest.mark.spec("B144")
+def test_scoped_shadow_classifies_with_its_own_classifier() -> None:
     """B144: a scope's shadowing tool decides for that scope only."""
     registry = ToolRegistry()
     registry.register(tool("t", classifier=lambda args: True))

@@ -30,7 +30,8 @@ class CustomToolError(ToolError):
     code = "CUSTOM"
 
 
-async def test_b084_content_list_is_exactly_content_and_is_error() -> None:
+@pytest.mark.spec("B084")
+async def test_content_list_is_exactly_content_and_is_error() -> None:
     """B084: a content list → exactly {content, isError: false}; str and a tuple likewise."""
     registry = ToolRegistry()
     returns: list[Any] = [
@@ -63,7 +64,8 @@ async def test_b084_content_list_is_exactly_content_and_is_error() -> None:
     }
 
 
-async def test_b085_tool_return_threads_meta_and_omits_it_when_absent() -> None:
+@pytest.mark.spec("B085")
+async def test_tool_return_threads_meta_and_omits_it_when_absent() -> None:
     """B085: ToolReturn(content, meta) puts meta on the result; no meta → no key."""
     registry = ToolRegistry()
     returns = [
@@ -98,8 +100,9 @@ async def test_a_single_content_block_return_is_one_block() -> None:
     assert result == ToolExecutionResult((ImageContent("aGk=", "image/gif"),), False)
 
 
+@pytest.mark.spec("B090")
 @pytest.mark.parametrize("value", [object(), {"f": len}, [TextContent("x"), object()]])
-async def test_b090_malformed_body_return_is_an_ordinary_error(value: Any) -> None:
+async def test_malformed_body_return_is_an_ordinary_error(value: Any) -> None:
     """B090: a return that is not text, blocks, a ToolReturn or JSON → an error result."""
     registry = ToolRegistry()
 
@@ -116,6 +119,7 @@ async def test_b090_malformed_body_return_is_an_ordinary_error(value: Any) -> No
 # -- failure texts and identities --------------------------------------------------
 
 
+@pytest.mark.spec("B087")
 @pytest.mark.parametrize(
     ("exc", "error"),
     [
@@ -125,7 +129,7 @@ async def test_b090_malformed_body_return_is_an_ordinary_error(value: Any) -> No
         (ValueError("tool failed"), None),
     ],
 )
-async def test_b087_raising_body_reports_message_and_tool_error_identity(
+async def test_raising_body_reports_message_and_tool_error_identity(
     exc: Exception, error: Any
 ) -> None:
     """B087/B113: Error: message; {name, code} only for ToolError, named by concrete class."""
@@ -146,7 +150,8 @@ async def test_b087_raising_body_reports_message_and_tool_error_identity(
     assert wire(result) == expected
 
 
-async def test_b088_message_extraction_never_raises() -> None:
+@pytest.mark.spec("B088")
+async def test_message_extraction_never_raises() -> None:
     """B088: an exception whose str() raises → <unprintable thrown value>; an empty one → its
     class name."""
 
@@ -213,7 +218,8 @@ async def test_unreachable_values_render_even_when_unprintable() -> None:
 # -- the final result: lossless JSON, frozen ---------------------------------------
 
 
-async def test_b090_non_block_items_fail_final_materialization() -> None:
+@pytest.mark.spec("B090")
+async def test_non_block_items_fail_final_materialization() -> None:
     """B090/B112: a list holding non-blocks fails the lossless-result check."""
     registry = ToolRegistry()
 
@@ -230,6 +236,7 @@ async def test_b090_non_block_items_fail_final_materialization() -> None:
     }
 
 
+@pytest.mark.spec("B099")
 @pytest.mark.parametrize(
     "bad_result",
     [
@@ -244,7 +251,7 @@ async def test_b090_non_block_items_fail_final_materialization() -> None:
     ],
     ids=["function-meta", "nan-meta", "set-context-meta", "int-text", "str-block", "str-error"],
 )
-async def test_b099_non_json_final_result_is_replaced_before_observers(
+async def test_non_json_final_result_is_replaced_before_observers(
     bad_result: ToolExecutionResult,
 ) -> None:
     """B099/B112: a lossy final outcome → the exact error; contexts and meta dropped."""
@@ -267,7 +274,8 @@ async def test_b099_non_json_final_result_is_replaced_before_observers(
     assert trace.results[0].is_error
 
 
-async def test_b099_wrapper_result_with_list_content_is_frozen_not_rejected() -> None:
+@pytest.mark.spec("B099")
+async def test_wrapper_result_with_list_content_is_frozen_not_rejected() -> None:
     """B098: a wrapper result built with lists is materialized into tuples, not rejected."""
     registry = ToolRegistry()
     registry.register(tool())
@@ -297,7 +305,8 @@ async def test_b099_wrapper_result_with_list_content_is_frozen_not_rejected() ->
     }
 
 
-async def test_b098_empty_context_list_from_a_wrapper_is_normalized() -> None:
+@pytest.mark.spec("B098")
+async def test_empty_context_list_from_a_wrapper_is_normalized() -> None:
     """B084/B098: an empty list of contexts is frozen to () and omitted on the wire."""
     registry = ToolRegistry()
     registry.register(tool())
@@ -315,6 +324,7 @@ async def test_b098_empty_context_list_from_a_wrapper_is_normalized() -> None:
     assert wire(result) == {"content": [{"type": "text", "text": "x"}], "isError": False}
 
 
+@pytest.mark.spec("B099")
 @pytest.mark.parametrize(
     "contexts",
     [
@@ -324,7 +334,7 @@ async def test_b098_empty_context_list_from_a_wrapper_is_normalized() -> None:
     ],
     ids=["not-a-context", "bad-block", "bad-source"],
 )
-async def test_b099_malformed_contexts_fail_materialization(contexts: Any) -> None:
+async def test_malformed_contexts_fail_materialization(contexts: Any) -> None:
     """B099/B132: contexts are checked like the rest of the final result."""
     registry = ToolRegistry()
     registry.register(tool())
@@ -338,7 +348,8 @@ async def test_b099_malformed_contexts_fail_materialization(contexts: Any) -> No
     assert result.additional_contexts == ()
 
 
-async def test_b132_final_materialization_failure_drops_contexts() -> None:
+@pytest.mark.spec("B132")
+async def test_final_materialization_failure_drops_contexts() -> None:
     """B132: a result that fails materialization loses its contexts."""
     registry = ToolRegistry()
 

@@ -70,7 +70,8 @@ class Approval:
 # -- D. input snapshot, materialization, freezing ---------------------------------------
 
 
-async def test_b045_one_fresh_token_shared_by_every_phase() -> None:
+@pytest.mark.spec("B045")
+async def test_one_fresh_token_shared_by_every_phase() -> None:
     """B045: each execute() mints a fresh token; every phase sees the same execution."""
     registry = ToolRegistry()
     seen_in_body: list[ToolExecutionToken] = []
@@ -93,7 +94,8 @@ async def test_b045_one_fresh_token_shared_by_every_phase() -> None:
     assert "token" not in ToolExecutionInput.__struct_fields__
 
 
-async def test_b046_arguments_are_snapshotted_once_and_deep_frozen() -> None:
+@pytest.mark.spec("B046")
+async def test_arguments_are_snapshotted_once_and_deep_frozen() -> None:
     """B046: policy and body see one frozen copy; the caller's object is untouched."""
     registry = ToolRegistry()
     caller_args = {"path": "/a", "opts": {"tags": ["x", "y"]}}
@@ -130,7 +132,8 @@ async def test_b046_arguments_are_snapshotted_once_and_deep_frozen() -> None:
     assert frozen["opts"]["tags"] == ("x", "y")
 
 
-async def test_b047_every_phase_and_the_error_shell_use_one_input_read() -> None:
+@pytest.mark.spec("B047")
+async def test_every_phase_and_the_error_shell_use_one_input_read() -> None:
     """B047: the input is frozen; parent/agent/signal reach every phase and the error shell."""
     registry = ToolRegistry()
     registry.register(tool())
@@ -153,7 +156,8 @@ async def test_b047_every_phase_and_the_error_shell_use_one_input_read() -> None
         assert execution.call_id == "c1"
 
 
-async def test_b048_nested_arguments_are_read_once() -> None:
+@pytest.mark.spec("B048")
+async def test_nested_arguments_are_read_once() -> None:
     """B048: a mapping whose items change between reads is read exactly once."""
     reads: list[int] = []
 
@@ -182,6 +186,7 @@ class _Opaque:
     pass
 
 
+@pytest.mark.spec("B049")
 @pytest.mark.parametrize(
     "bad",
     [
@@ -195,7 +200,7 @@ class _Opaque:
     ],
     ids=["function", "set", "instance", "bytes", "nan", "int-key", "nested-inf"],
 )
-async def test_b049_non_json_arguments_skip_every_phase_but_publish_one_result(bad: Any) -> None:
+async def test_non_json_arguments_skip_every_phase_but_publish_one_result(bad: Any) -> None:
     """B049/B111: exact text, no policy/body/post, one result for global + scoped observers."""
     registry = ToolRegistry()
     ran: list[str] = []
@@ -238,7 +243,8 @@ async def test_b049_non_json_arguments_skip_every_phase_but_publish_one_result(b
         assert repr(bad) == before
 
 
-async def test_b050_a_raising_argument_read_becomes_its_message() -> None:
+@pytest.mark.spec("B050")
+async def test_a_raising_argument_read_becomes_its_message() -> None:
     """B050: an argument mapping that raises while read is reported with its own message."""
     reads: list[int] = []
 
@@ -259,7 +265,8 @@ async def test_b050_a_raising_argument_read_becomes_its_message() -> None:
     assert trace.events == ["result"]
 
 
-async def test_b051_argument_failure_beats_a_pre_aborted_signal() -> None:
+@pytest.mark.spec("B051")
+async def test_argument_failure_beats_a_pre_aborted_signal() -> None:
     """B051: non-JSON args + an already-fired signal → the materialization error, once."""
     registry = ToolRegistry()
     registry.register(tool())
@@ -275,7 +282,8 @@ async def test_b051_argument_failure_beats_a_pre_aborted_signal() -> None:
 # -- E. pre-execute, ask and approval ----------------------------------------------------
 
 
-async def test_b055_no_listeners_or_pass_through_listeners_allow() -> None:
+@pytest.mark.spec("B055")
+async def test_no_listeners_or_pass_through_listeners_allow() -> None:
     """B055: with no listeners, or listeners that call next(), the call runs."""
     registry = ToolRegistry()
     registry.register(tool())
@@ -289,7 +297,8 @@ async def test_b055_no_listeners_or_pass_through_listeners_allow() -> None:
     assert await registry.execute(call()) == OK
 
 
-async def test_b055_deny_short_circuits_before_execute_with_the_exact_shape() -> None:
+@pytest.mark.spec("B055")
+async def test_deny_short_circuits_before_execute_with_the_exact_shape() -> None:
     """B055/B109: deny → exactly {content: [Error: reason], isError: true}; no wrapper, no body."""
     registry = ToolRegistry()
     ran: list[str] = []
@@ -316,7 +325,8 @@ async def test_b055_deny_short_circuits_before_execute_with_the_exact_shape() ->
     assert ran == []
 
 
-async def test_b056_denials_pass_through_post_execute_but_stay_errors() -> None:
+@pytest.mark.spec("B056")
+async def test_denials_pass_through_post_execute_but_stay_errors() -> None:
     """B056: post-execute sees a denial; accept-with-content rewrites it yet keeps isError."""
     registry = ToolRegistry()
     registry.register(tool())
@@ -338,6 +348,7 @@ async def test_b056_denials_pass_through_post_execute_but_stay_errors() -> None:
     assert result.error is None
 
 
+@pytest.mark.spec("B057")
 @pytest.mark.parametrize(
     ("exc", "error"),
     [
@@ -345,7 +356,7 @@ async def test_b056_denials_pass_through_post_execute_but_stay_errors() -> None:
         (ToolError("pre exploded", code="DENIED"), {"name": "ToolError", "code": "DENIED"}),
     ],
 )
-async def test_b057_raising_pre_listener_skips_body_and_post(exc: Exception, error: Any) -> None:
+async def test_raising_pre_listener_skips_body_and_post(exc: Exception, error: Any) -> None:
     """B057: a raising pre-execute listener → Error: message (+ {name, code} for ToolError)."""
     registry = ToolRegistry()
     ran: list[str] = []
@@ -375,7 +386,8 @@ async def test_b057_raising_pre_listener_skips_body_and_post(exc: Exception, err
     assert ran == []
 
 
-async def test_b058_waterfalls_run_in_order_with_prepend_outermost() -> None:
+@pytest.mark.spec("B058")
+async def test_waterfalls_run_in_order_with_prepend_outermost() -> None:
     """B058: pre before/after, wrapper around dispatch, then post; prepend runs first."""
     registry = ToolRegistry()
     events: list[str] = []
@@ -430,7 +442,8 @@ async def test_b058_waterfalls_run_in_order_with_prepend_outermost() -> None:
     ]
 
 
-async def test_b059_scoped_listeners_see_only_their_agents_calls() -> None:
+@pytest.mark.spec("B059")
+async def test_scoped_listeners_see_only_their_agents_calls() -> None:
     """B059: scoped pre/execute/post/result listeners skip other agents and agent-less calls."""
     registry = ToolRegistry()
     registry.register(tool())
@@ -445,7 +458,8 @@ async def test_b059_scoped_listeners_see_only_their_agents_calls() -> None:
     assert [e.call_id for e in everyone.executions] == (["mine"] * 4 + ["other"] * 4 + ["none"] * 4)
 
 
-async def test_b059_nested_scope_calls_reach_ancestor_listeners() -> None:
+@pytest.mark.spec("B059")
+async def test_nested_scope_calls_reach_ancestor_listeners() -> None:
     """B059 (chains): a listener on a scope also sees calls of scopes nested inside it."""
     registry = ToolRegistry()
     registry.register(tool())
@@ -466,6 +480,7 @@ def ask_listener(reason: str | None = None) -> Any:
     return listener
 
 
+@pytest.mark.spec("B060")
 @pytest.mark.parametrize(
     ("reason", "expected"),
     [
@@ -473,7 +488,7 @@ def ask_listener(reason: str | None = None) -> Any:
         (None, 'Error: tool "echo" requires approval (not yet supported)'),
     ],
 )
-async def test_b060_ask_without_approval_service_degrades_to_deny(
+async def test_ask_without_approval_service_degrades_to_deny(
     reason: str | None, expected: str
 ) -> None:
     """B060: no approval service → deny with the ask's reason, else the default text."""
@@ -484,7 +499,8 @@ async def test_b060_ask_without_approval_service_degrades_to_deny(
     assert wire(result) == {"content": [{"type": "text", "text": expected}], "isError": True}
 
 
-async def test_b061_allowed_once_runs_the_call_and_forwards_the_ask_fields() -> None:
+@pytest.mark.spec("B061")
+async def test_allowed_once_runs_the_call_and_forwards_the_ask_fields() -> None:
     """B061: the service receives agent, tool name, call id, reason and the caller's signal."""
     approval = Approval("allowed-once", "allowed-once")
     registry = ToolRegistry(approval=approval)
@@ -500,7 +516,8 @@ async def test_b061_allowed_once_runs_the_call_and_forwards_the_ask_fields() -> 
     assert registry.approval is approval
 
 
-async def test_b061_reasonless_ask_forwards_no_reason() -> None:
+@pytest.mark.spec("B061")
+async def test_reasonless_ask_forwards_no_reason() -> None:
     """B061: the reason is forwarded only if the ask had one."""
     approval = Approval("allowed-once")
     registry = ToolRegistry(approval=approval)
@@ -510,6 +527,7 @@ async def test_b061_reasonless_ask_forwards_no_reason() -> None:
     assert approval.requests[0].reason is None
 
 
+@pytest.mark.spec("B062")
 @pytest.mark.parametrize(
     ("outcome", "expected"),
     [
@@ -521,7 +539,7 @@ async def test_b061_reasonless_ask_forwards_no_reason() -> None:
         ),
     ],
 )
-async def test_b062_non_grant_outcomes_deny_with_fixed_reasons(outcome: str, expected: str) -> None:
+async def test_non_grant_outcomes_deny_with_fixed_reasons(outcome: str, expected: str) -> None:
     """B062: rejected / cancelled / unavailable deny with fixed texts (the ask's reason unused)."""
     registry = ToolRegistry(approval=Approval(outcome))
     ran: list[str] = []
@@ -537,7 +555,8 @@ async def test_b062_non_grant_outcomes_deny_with_fixed_reasons(outcome: str, exp
     assert ran == []
 
 
-async def test_b063_agentless_ask_is_denied_without_consulting_the_service() -> None:
+@pytest.mark.spec("B063")
+async def test_agentless_ask_is_denied_without_consulting_the_service() -> None:
     """B063: no agent to route through → fixed denial; the service is never asked."""
     approval = Approval("allowed-once")
     registry = ToolRegistry(approval=approval)
@@ -551,7 +570,8 @@ async def test_b063_agentless_ask_is_denied_without_consulting_the_service() -> 
     assert approval.requests == []
 
 
-async def test_b064_rogue_outcome_is_an_unreachable_error_that_skips_post() -> None:
+@pytest.mark.spec("B064")
+async def test_rogue_outcome_is_an_unreachable_error_that_skips_post() -> None:
     """B064: an outcome outside the four → Error: unreachable variant…, no error key, no post."""
     registry = ToolRegistry(approval=Approval("yolo"))
     registry.register(tool())
@@ -567,7 +587,8 @@ async def test_b064_rogue_outcome_is_an_unreachable_error_that_skips_post() -> N
     assert trace.events == ["pre", "result"]
 
 
-async def test_b064_raising_approval_service_is_an_error_that_skips_post() -> None:
+@pytest.mark.spec("B064")
+async def test_raising_approval_service_is_an_error_that_skips_post() -> None:
     """B064 (code): a raising approval service is handled like a rogue outcome."""
 
     class Broken:
@@ -583,6 +604,7 @@ async def test_b064_raising_approval_service_is_an_error_that_skips_post() -> No
     assert trace.events == ["pre", "result"]
 
 
+@pytest.mark.spec("B065")
 @pytest.mark.parametrize(
     ("outcome", "expected"),
     [
@@ -595,7 +617,7 @@ async def test_b064_raising_approval_service_is_an_error_that_skips_post() -> No
         ),
     ],
 )
-async def test_b065_caller_cancellation_overtaking_approval(outcome: str, expected: str) -> None:
+async def test_caller_cancellation_overtaking_approval(outcome: str, expected: str) -> None:
     """B065: allowed-once/cancelled after the caller aborted → ABORTED_BEFORE_DISPATCH;
     rejected/unavailable still deny."""
     gate = trio.Event()
@@ -633,7 +655,8 @@ async def test_b065_caller_cancellation_overtaking_approval(outcome: str, expect
 # -- F. guards ----------------------------------------------------------------------------
 
 
-async def test_b067_guards_run_after_the_waterfall_and_cannot_be_bypassed() -> None:
+@pytest.mark.spec("B067")
+async def test_guards_run_after_the_waterfall_and_cannot_be_bypassed() -> None:
     """B067: a guard runs only after a final allow; a prepended allow cannot undo its denial."""
     registry = ToolRegistry()
     ran: list[str] = []
@@ -661,7 +684,8 @@ async def test_b067_guards_run_after_the_waterfall_and_cannot_be_bypassed() -> N
     assert ran == ["force-allow", "guard"]
 
 
-async def test_b067_guards_skip_denied_calls_and_run_after_allowed_once() -> None:
+@pytest.mark.spec("B067")
+async def test_guards_skip_denied_calls_and_run_after_allowed_once() -> None:
     """B067: a pre-execute deny never reaches guards; ask → allowed-once does."""
     registry = ToolRegistry(approval=Approval("allowed-once"))
     registry.register(tool())
@@ -681,7 +705,8 @@ async def test_b067_guards_skip_denied_calls_and_run_after_allowed_once() -> Non
     assert consulted == ["asked"]
 
 
-async def test_b068_guards_compose_monotonically_global_first() -> None:
+@pytest.mark.spec("B068")
+async def test_guards_compose_monotonically_global_first() -> None:
     """B068: global guards before scoped ones; None abstains; the first reason wins."""
     registry = ToolRegistry()
     registry.register(tool())
@@ -712,7 +737,8 @@ async def test_b068_guards_compose_monotonically_global_first() -> None:
     assert order == ["global-abstains", "scoped"]
 
 
-async def test_b069_scoped_guards_apply_only_to_that_agent() -> None:
+@pytest.mark.spec("B069")
+async def test_scoped_guards_apply_only_to_that_agent() -> None:
     """B069: a global guard applies to every call; a scoped one only to its agent's calls."""
     registry = ToolRegistry()
     registry.register(tool())
@@ -726,7 +752,8 @@ async def test_b069_scoped_guards_apply_only_to_that_agent() -> None:
     assert text(await registry.execute(call(agent=registry.scope()))) == "Error: global no"
 
 
-async def test_b070_duplicate_guard_registrations_are_independent() -> None:
+@pytest.mark.spec("B070")
+async def test_duplicate_guard_registrations_are_independent() -> None:
     """B070: the same guard twice → lifting one leaves the other; closing the scope removes both."""
     registry = ToolRegistry()
     registry.register(tool())
@@ -743,7 +770,8 @@ async def test_b070_duplicate_guard_registrations_are_independent() -> None:
     assert await registry.execute(call(agent=scope)) == OK
 
 
-async def test_b071_empty_string_denies_and_guards_see_unknown_tools() -> None:
+@pytest.mark.spec("B071")
+async def test_empty_string_denies_and_guards_see_unknown_tools() -> None:
     """B071: any string denies (even ''); guards run for unknown names; they get the execution."""
     registry = ToolRegistry()
     seen: list[Any] = []
@@ -759,7 +787,8 @@ async def test_b071_empty_string_denies_and_guards_see_unknown_tools() -> None:
     assert seen[0].name == "ghost"
 
 
-async def test_b071_raising_guard_is_an_error_that_skips_post() -> None:
+@pytest.mark.spec("B071")
+async def test_raising_guard_is_an_error_that_skips_post() -> None:
     """B071: a raising guard → Error: message; post-execute skipped; body not run."""
     registry = ToolRegistry()
     registry.register(tool())
@@ -778,7 +807,8 @@ async def test_b071_raising_guard_is_an_error_that_skips_post() -> None:
     assert trace.events == ["pre", "result"]
 
 
-async def test_b071_guard_returning_a_non_string_is_an_unreachable_error() -> None:
+@pytest.mark.spec("B071")
+async def test_guard_returning_a_non_string_is_an_unreachable_error() -> None:
     """B071: only str denies and None abstains; anything else is an unreachable-variant error."""
     registry = ToolRegistry()
     registry.register(tool())
@@ -790,7 +820,8 @@ async def test_b071_guard_returning_a_non_string_is_an_unreachable_error() -> No
 # -- G. execute wrappers and signals ---------------------------------------------------
 
 
-async def test_b073_execute_runs_only_for_calls_that_passed_policy() -> None:
+@pytest.mark.spec("B073")
+async def test_execute_runs_only_for_calls_that_passed_policy() -> None:
     """B073: wrappers see allowed calls only — not denials, guard denials or pre-phase aborts."""
     registry = ToolRegistry()
     registry.register(tool())
@@ -815,7 +846,8 @@ async def test_b073_execute_runs_only_for_calls_that_passed_policy() -> None:
     assert entered == ["allowed"]
 
 
-async def test_b074_a_raising_body_reaches_wrappers_and_post_as_a_result() -> None:
+@pytest.mark.spec("B074")
+async def test_a_raising_body_reaches_wrappers_and_post_as_a_result() -> None:
     """B074: the base next() normalizes a raise into an error result, which then reaches post."""
     registry = ToolRegistry()
 
@@ -844,7 +876,8 @@ async def test_b074_a_raising_body_reaches_wrappers_and_post_as_a_result() -> No
     assert result == expected
 
 
-async def test_b075_wrapper_short_circuit_skips_the_body_and_keeps_contexts() -> None:
+@pytest.mark.spec("B075")
+async def test_wrapper_short_circuit_skips_the_body_and_keeps_contexts() -> None:
     """B075: a wrapper's own result (with its contexts) goes through post and becomes final."""
     registry = ToolRegistry()
     ran: list[str] = []
@@ -875,11 +908,12 @@ async def test_b075_wrapper_short_circuit_skips_the_body_and_keeps_contexts() ->
     assert result == cached
 
 
+@pytest.mark.spec("B076")
 @pytest.mark.parametrize(
     ("exc", "error"),
     [(RuntimeError("wrapper broke"), None), (ToolError("wrapper broke", code="WRAP"), "WRAP")],
 )
-async def test_b076_raising_wrapper_skips_post_and_drops_deferred_contexts(
+async def test_raising_wrapper_skips_post_and_drops_deferred_contexts(
     exc: Exception, error: str | None
 ) -> None:
     """B076/B132: a raising wrapper → Error: message; post skipped; body contexts dropped."""
@@ -906,7 +940,8 @@ async def test_b076_raising_wrapper_skips_post_and_drops_deferred_contexts(
 # -- H. dispatch: resolution and normalization ------------------------------------------
 
 
-async def test_b086_unknown_tool_is_resolved_at_dispatch_and_passes_post() -> None:
+@pytest.mark.spec("B086")
+async def test_unknown_tool_is_resolved_at_dispatch_and_passes_post() -> None:
     """B086/B104: pre, guards and wrappers see an unknown name; the error reaches post."""
     registry = ToolRegistry()
     consulted: list[str] = []
@@ -922,7 +957,8 @@ async def test_b086_unknown_tool_is_resolved_at_dispatch_and_passes_post() -> No
     }
 
 
-async def test_b086_pre_execute_deny_on_an_unknown_name_wins() -> None:
+@pytest.mark.spec("B086")
+async def test_pre_execute_deny_on_an_unknown_name_wins() -> None:
     """B086: a pre-execute deny for an unknown name yields the deny text, not UNKNOWN_TOOL."""
     registry = ToolRegistry()
 
@@ -938,7 +974,8 @@ async def test_b086_pre_execute_deny_on_an_unknown_name_wins() -> None:
 # -- I. post-execute --------------------------------------------------------------------
 
 
-async def test_b091_accept_replaces_content_keeping_success_meta_or_error() -> None:
+@pytest.mark.spec("B091")
+async def test_accept_replaces_content_keeping_success_meta_or_error() -> None:
     """B091: accept(content) keeps is_error, error and meta; next() is accept-unchanged."""
     registry = ToolRegistry()
 
@@ -981,7 +1018,8 @@ async def test_b091_accept_replaces_content_keeping_success_meta_or_error() -> N
     }
 
 
-async def test_b092_block_is_verbatim_feedback_with_only_its_own_contexts() -> None:
+@pytest.mark.spec("B092")
+async def test_block_is_verbatim_feedback_with_only_its_own_contexts() -> None:
     """B092/B110: block → {content: feedback, isError: true} + the decision's contexts only."""
     registry = ToolRegistry()
 
@@ -1014,7 +1052,8 @@ async def test_b092_block_is_verbatim_feedback_with_only_its_own_contexts() -> N
     }
 
 
-async def test_b093_accept_contexts_append_after_existing_ones() -> None:
+@pytest.mark.spec("B093")
+async def test_accept_contexts_append_after_existing_ones() -> None:
     """B093: accept's additional_contexts follow the result's own contexts."""
     registry = ToolRegistry()
 
@@ -1032,6 +1071,7 @@ async def test_b093_accept_contexts_append_after_existing_ones() -> None:
     assert context_labels(result) == ["deferred", "post"]
 
 
+@pytest.mark.spec("B094")
 @pytest.mark.parametrize(
     ("exc", "error"),
     [
@@ -1039,7 +1079,7 @@ async def test_b093_accept_contexts_append_after_existing_ones() -> None:
         (ToolError("post broke", code="POST_FAILURE"), "POST_FAILURE"),
     ],
 )
-async def test_b094_raising_post_listener_drops_contexts_and_meta(
+async def test_raising_post_listener_drops_contexts_and_meta(
     exc: Exception, error: str | None
 ) -> None:
     """B094/B132: a raising post listener → Error: message; contexts and meta dropped."""
@@ -1113,6 +1153,7 @@ def matrix_registry() -> tuple[ToolRegistry, list[str]]:
     return registry, posted
 
 
+@pytest.mark.spec("B095")
 @pytest.mark.parametrize(
     ("case", "name", "through_post"),
     [
@@ -1130,7 +1171,7 @@ def matrix_registry() -> tuple[ToolRegistry, list[str]]:
         ("wrapper-raises", "ok", False),
     ],
 )
-async def test_b095_post_execute_bypass_matrix(
+async def test_post_execute_bypass_matrix(
     matrix_registry: tuple[ToolRegistry, list[str]], case: str, name: str, through_post: bool
 ) -> None:
     """B095: which outcomes pass through post-execute and which go straight to observers."""
@@ -1148,7 +1189,8 @@ async def test_b095_post_execute_bypass_matrix(
     assert observed == [case]
 
 
-async def test_b096_accept_with_empty_content_replaces_with_nothing() -> None:
+@pytest.mark.spec("B096")
+async def test_accept_with_empty_content_replaces_with_nothing() -> None:
     """B096: Accept(content=[]) empties the content; only None keeps it."""
     registry = ToolRegistry()
     registry.register(tool())
@@ -1162,7 +1204,8 @@ async def test_b096_accept_with_empty_content_replaces_with_nothing() -> None:
     assert wire(result) == {"content": [], "isError": False}
 
 
-async def test_b097_call_id_survives_content_replacement() -> None:
+@pytest.mark.spec("B097")
+async def test_call_id_survives_content_replacement() -> None:
     """B097: the observed execution keeps the model's call id when post replaces content."""
     registry = ToolRegistry()
     registry.register(tool())
@@ -1180,7 +1223,8 @@ async def test_b097_call_id_survives_content_replacement() -> None:
 # -- J. materialization and observers -------------------------------------------------
 
 
-async def test_b098_execute_returns_the_frozen_object_observers_received() -> None:
+@pytest.mark.spec("B098")
+async def test_execute_returns_the_frozen_object_observers_received() -> None:
     """B098: the returned result is the very frozen object observers saw."""
     registry = ToolRegistry()
 
@@ -1200,11 +1244,12 @@ async def test_b098_execute_returns_the_frozen_object_observers_received() -> No
     assert type(result.meta["nested"]) is tuple
 
 
+@pytest.mark.spec("B100")
 @pytest.mark.parametrize(
     "case",
     ["success", "deny", "unknown", "raise", "non-json-args", "pre-aborted", "bad-result"],
 )
-async def test_b100_exactly_one_result_notification_per_execute(case: str) -> None:
+async def test_exactly_one_result_notification_per_execute(case: str) -> None:
     """B100: one on_result call on every path."""
     registry = ToolRegistry()
 
@@ -1237,7 +1282,8 @@ async def test_b100_exactly_one_result_notification_per_execute(case: str) -> No
     assert results[0] is result
 
 
-async def test_b101_observer_failures_are_logged_and_contained(
+@pytest.mark.spec("B101")
+async def test_observer_failures_are_logged_and_contained(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """B101: a raising observer is logged as a warning; the others still run."""
@@ -1271,7 +1317,8 @@ async def test_b101_observer_failures_are_logged_and_contained(
     assert all(r.levelno == logging.WARNING for r in caplog.records if r.name == "toolnursery")
 
 
-async def test_b101_observer_returning_an_awaitable_is_logged_not_awaited(
+@pytest.mark.spec("B101")
+async def test_observer_returning_an_awaitable_is_logged_not_awaited(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """B101: observers are synchronous; a returned coroutine is closed and reported."""
@@ -1292,7 +1339,8 @@ async def test_b101_observer_returning_an_awaitable_is_logged_not_awaited(
     ]
 
 
-async def test_b102_result_observers_are_scope_filtered() -> None:
+@pytest.mark.spec("B102")
+async def test_result_observers_are_scope_filtered() -> None:
     """B102: two calls for agent A + one agent-less → scoped 2, global 3."""
     registry = ToolRegistry()
     registry.register(tool())
@@ -1308,7 +1356,8 @@ async def test_b102_result_observers_are_scope_filtered() -> None:
     assert everyone == ["a1", "a2", "none"]
 
 
-async def test_b103_observers_run_before_execute_returns() -> None:
+@pytest.mark.spec("B103")
+async def test_observers_run_before_execute_returns() -> None:
     """B103: an observer's registry change is visible to the next classification."""
     registry = ToolRegistry()
     dispose = registry.register(tool())
@@ -1326,7 +1375,8 @@ async def test_b103_observers_run_before_execute_returns() -> None:
 # -- M. contexts ------------------------------------------------------------------------
 
 
-async def test_b129_context_order_deferred_then_wrapper_then_post() -> None:
+@pytest.mark.spec("B129")
+async def test_context_order_deferred_then_wrapper_then_post() -> None:
     """B129: deferred (call order) → wrapper → post; each keeps its source and meta."""
     registry = ToolRegistry()
 
@@ -1353,7 +1403,8 @@ async def test_b129_context_order_deferred_then_wrapper_then_post() -> None:
     assert result.additional_contexts[1].source == "other-source"
 
 
-async def test_b129_wrapper_sees_deferred_contexts_only_after_dispatch_merges_them() -> None:
+@pytest.mark.spec("B129")
+async def test_wrapper_sees_deferred_contexts_only_after_dispatch_merges_them() -> None:
     """B129: deferred contexts precede the wrapper's own even when the wrapper adds them."""
     registry = ToolRegistry()
 
@@ -1370,7 +1421,8 @@ async def test_b129_wrapper_sees_deferred_contexts_only_after_dispatch_merges_th
     assert context_labels(await registry.execute(call())) == ["deferred", "wrapper"]
 
 
-async def test_b130_deferred_contexts_survive_a_raising_body_but_not_a_block() -> None:
+@pytest.mark.spec("B130")
+async def test_deferred_contexts_survive_a_raising_body_but_not_a_block() -> None:
     """B130: a raising body keeps its deferred contexts; a block keeps only its own."""
     registry = ToolRegistry()
 
@@ -1395,7 +1447,8 @@ async def test_b130_deferred_contexts_survive_a_raising_body_but_not_a_block() -
 # -- S. event mechanics -----------------------------------------------------------------
 
 
-async def test_b205_all_four_seams_fire_for_an_allowed_call() -> None:
+@pytest.mark.spec("B205")
+async def test_all_four_seams_fire_for_an_allowed_call() -> None:
     """B205: pre-execute, execute, post-execute and result all fire, in that order."""
     registry = ToolRegistry()
     registry.register(tool())
@@ -1404,7 +1457,8 @@ async def test_b205_all_four_seams_fire_for_an_allowed_call() -> None:
     assert trace.events == ["pre", "execute", "post", "result"]
 
 
-async def test_b206_disposing_removes_all_four_listeners() -> None:
+@pytest.mark.spec("B206")
+async def test_disposing_removes_all_four_listeners() -> None:
     """B206: each disposer (and closing the owning scope) removes its listener."""
     registry = ToolRegistry()
     registry.register(tool())
@@ -1449,7 +1503,8 @@ async def test_b206_disposing_removes_all_four_listeners() -> None:
     assert events == []
 
 
-async def test_b207_listeners_added_during_a_waterfall_do_not_join_it() -> None:
+@pytest.mark.spec("B207")
+async def test_listeners_added_during_a_waterfall_do_not_join_it() -> None:
     """B207: the list is captured when a waterfall starts; additions and removals wait."""
     registry = ToolRegistry()
     registry.register(tool())
@@ -1480,7 +1535,8 @@ async def test_b207_listeners_added_during_a_waterfall_do_not_join_it() -> None:
     assert events == ["first", "late"]
 
 
-async def test_b207_listener_registered_in_pre_joins_the_same_calls_post_waterfall() -> None:
+@pytest.mark.spec("B207")
+async def test_listener_registered_in_pre_joins_the_same_calls_post_waterfall() -> None:
     """B207: each waterfall captures its own list when it starts — a post listener added
     during pre-execute sees that very call's post phase; an observer added in the body too."""
     registry = ToolRegistry()
@@ -1505,7 +1561,8 @@ async def test_b207_listener_registered_in_pre_joins_the_same_calls_post_waterfa
     assert events == ["post", "observer"]
 
 
-async def test_b207_calling_next_twice_advances_the_shared_queue() -> None:
+@pytest.mark.spec("B207")
+async def test_calling_next_twice_advances_the_shared_queue() -> None:
     """B207: a second next() runs the following listener, not the same ones again."""
     registry = ToolRegistry()
     registry.register(tool())
@@ -1532,7 +1589,8 @@ async def test_b207_calling_next_twice_advances_the_shared_queue() -> None:
     assert text(result) == "Error: c denies"
 
 
-async def test_b207_next_twice_in_wrappers_reruns_the_inner_chain_and_post_advances() -> None:
+@pytest.mark.spec("B207")
+async def test_next_twice_in_wrappers_reruns_the_inner_chain_and_post_advances() -> None:
     """B207, with a deliberate difference for execute wrappers: a wrapper's ``next`` is
     bound to its position, so a second call re-runs the inner wrappers and a fresh body
     (retry wrappers depend on it); the post waterfall keeps the shared queue."""
@@ -1682,7 +1740,8 @@ async def test_ten_thousand_deep_arguments_are_rejected_as_not_lossless() -> Non
 # -- views, stages and edge normalizations -----------------------------------------------
 
 
-async def test_b101_observer_returning_a_non_coroutine_awaitable_is_reported(
+@pytest.mark.spec("B101")
+async def test_observer_returning_a_non_coroutine_awaitable_is_reported(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """B101: any awaitable an observer returns is reported; observers are synchronous."""
@@ -1750,7 +1809,8 @@ async def test_carried_dispatch_lets_the_enclosing_scope_cancel_the_body(
     assert prepared.result is None
 
 
-async def test_b207_observers_added_or_removed_during_emit_wait_for_the_next_call() -> None:
+@pytest.mark.spec("B207")
+async def test_observers_added_or_removed_during_emit_wait_for_the_next_call() -> None:
     """B207: the observer list is captured when the emit starts."""
     registry = ToolRegistry()
     registry.register(tool())

@@ -106,7 +106,8 @@ def test_a_lone_timeout_policy_compiles_to_a_budget_not_a_wrapper() -> None:
     assert len(plan.hooks.execute) == 2  # the policy runs as a wrapper at its place
 
 
-async def test_b086_dispatch_resolves_the_definition_current_when_it_starts() -> None:
+@pytest.mark.spec("B086")
+async def test_dispatch_resolves_the_definition_current_when_it_starts() -> None:
     """B086/B149: a re-registration between prepare and dispatch is what runs."""
     registry = ToolRegistry()
     dispose = registry.register(definition(ok))

@@ -98,13 +98,15 @@ RESULT_VIEWS: list[tuple[ToolResultView, bytes]] = [
 ]
 
 
+@pytest.mark.spec("B199")
 @pytest.mark.parametrize(("view", "wire"), CALL_VIEWS)
-def test_b199_call_views_are_tagged_by_card_and_round_trip(view: ToolCallView, wire: bytes) -> None:
+def test_call_views_are_tagged_by_card_and_round_trip(view: ToolCallView, wire: bytes) -> None:
     assert msgspec.json.encode(view) == wire
     assert msgspec.json.decode(wire, type=ToolCallView) == view
 
 
-def test_b199_card_is_required_and_closed() -> None:
+@pytest.mark.spec("B199")
+def test_card_is_required_and_closed() -> None:
     with pytest.raises(msgspec.ValidationError, match="card"):
         msgspec.json.decode(b'{"title":"x"}', type=ToolCallView)
     with pytest.raises(msgspec.ValidationError, match="card"):
@@ -115,22 +117,23 @@ def test_b199_card_is_required_and_closed() -> None:
         msgspec.json.decode(b'{"card":"diff","title":"x"}', type=ToolCallView)
 
 
-def test_b199_views_are_frozen() -> None:
+@pytest.mark.spec("B199")
+def test_views_are_frozen() -> None:
     view = GenericCallView(title="x")
     with pytest.raises(AttributeError):
         view.title = "y"  # type: ignore[misc]
     assert msgspec.structs.replace(view, kind="edit").kind == "edit"
 
 
+@pytest.mark.spec("B200")
 @pytest.mark.parametrize(("view", "wire"), RESULT_VIEWS)
-def test_b200_result_views_round_trip_with_optional_titles(
-    view: ToolResultView, wire: bytes
-) -> None:
+def test_result_views_round_trip_with_optional_titles(view: ToolResultView, wire: bytes) -> None:
     assert msgspec.json.encode(view) == wire
     assert msgspec.json.decode(wire, type=ToolResultView) == view
 
 
-def test_b200_every_result_title_is_optional_and_diffs_are_required() -> None:
+@pytest.mark.spec("B200")
+def test_every_result_title_is_optional_and_diffs_are_required() -> None:
     for decoded in (
         msgspec.json.decode(b'{"card":"generic"}', type=ToolResultView),
         msgspec.json.decode(b'{"card":"terminal"}', type=ToolResultView),
@@ -141,7 +144,8 @@ def test_b200_every_result_title_is_optional_and_diffs_are_required() -> None:
         msgspec.json.decode(b'{"card":"diff"}', type=ToolResultView)
 
 
-def test_b201_call_kind_vocabulary() -> None:
+@pytest.mark.spec("B201")
+def test_call_kind_is_a_closed_vocabulary() -> None:
     assert set(get_args(ToolCallKind)) == {
         "read",
         "edit",
@@ -157,7 +161,8 @@ def test_b201_call_kind_vocabulary() -> None:
         msgspec.json.decode(b'{"card":"generic","title":"x","kind":"browse"}', type=ToolCallView)
 
 
-def test_b201_file_vocabulary() -> None:
+@pytest.mark.spec("B201")
+def test_file_location_and_diff_wire_fields() -> None:
     assert msgspec.json.encode(FileLocation(path="a")) == b'{"path":"a"}'
     assert msgspec.json.decode(b'{"path":"a","line":7}', type=FileLocation).line == 7
     with pytest.raises(msgspec.ValidationError, match="oldText"):
@@ -167,7 +172,8 @@ def test_b201_file_vocabulary() -> None:
     )
 
 
-def test_b201_exit_code_and_signal_are_mutually_exclusive() -> None:
+@pytest.mark.spec("B201")
+def test_exit_code_and_signal_are_mutually_exclusive() -> None:
     with pytest.raises(ValueError, match="exit_code and signal are mutually exclusive"):
         TerminalResultView(exit_code=1, signal="SIGKILL")
     with pytest.raises(msgspec.ValidationError, match="mutually exclusive"):
@@ -178,13 +184,15 @@ def test_b201_exit_code_and_signal_are_mutually_exclusive() -> None:
     assert TerminalResultView(signal="SIGTERM").exit_code is None
 
 
-def test_b202_no_presenter_gives_the_generic_card() -> None:
+@pytest.mark.spec("B202")
+def test_no_presenter_gives_the_generic_card() -> None:
     args = FrozenDict(path="/a")
     assert call_view(define(), args) == GenericCallView(title="open", raw_input=args)
     assert result_view(define(), args, RESULT) is None
 
 
-def test_b202_presenters_returning_none_fall_back() -> None:
+@pytest.mark.spec("B202")
+def test_presenters_returning_none_fall_back() -> None:
     tool = define(present_call=lambda args: None, present_result=lambda args, result: None)
     assert call_view(tool, {"path": "/a"}) == GenericCallView(
         title="open", raw_input={"path": "/a"}
@@ -192,7 +200,8 @@ def test_b202_presenters_returning_none_fall_back() -> None:
     assert result_view(tool, {"path": "/a"}, RESULT) is None
 
 
-def test_b202_unknown_tool_on_replay() -> None:
+@pytest.mark.spec("B202")
+def test_unknown_tool_gets_a_generic_card_on_replay() -> None:
     assert call_view(None, {"q": 1}, name="gone") == GenericCallView(
         title="gone", raw_input={"q": 1}
     )
@@ -200,7 +209,8 @@ def test_b202_unknown_tool_on_replay() -> None:
     assert result_view(None, {}, RESULT) is None
 
 
-def test_b202_presenter_views_are_used_verbatim() -> None:
+@pytest.mark.spec("B202")
+def test_presenter_views_are_used_verbatim() -> None:
     pending = GenericCallView(title="Open /a", kind="read", raw_input="/a")
     done = GenericResultView(title="Opened /a")
     tool = define(present_call=lambda args: pending, present_result=lambda args, result: done)
@@ -208,7 +218,8 @@ def test_b202_presenter_views_are_used_verbatim() -> None:
     assert result_view(tool, {"path": "/a"}, RESULT) is done
 
 
-def test_b203_result_presenters_see_the_result_with_meta() -> None:
+@pytest.mark.spec("B203")
+def test_result_presenters_see_the_result_with_meta() -> None:
     seen: list[tuple[Any, ToolResult]] = []
 
     def present_result(args: Any, result: ToolResult) -> ToolResultView:
@@ -250,7 +261,8 @@ def test_result_presenters_see_the_structured_value_of_a_typed_output() -> None:
     ]
 
 
-def test_b203_a_raising_presenter_falls_back_and_is_logged(
+@pytest.mark.spec("B203")
+def test_a_raising_presenter_falls_back_and_is_logged(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     def present_call(args: Any) -> ToolCallView:
@@ -269,6 +281,7 @@ def test_b203_a_raising_presenter_falls_back_and_is_logged(
     assert "open" in caplog.records[0].getMessage()
 
 
+@pytest.mark.spec("B203")
 @pytest.mark.parametrize(
     "bad",
     [
@@ -281,11 +294,12 @@ def test_b203_a_raising_presenter_falls_back_and_is_logged(
         DiffCallView(title="x", diffs=[{"path": "a"}]),  # type: ignore[arg-type]
     ],
 )
-def test_b203_a_presenter_returning_a_non_view_falls_back(bad: object) -> None:
+def test_a_presenter_returning_a_non_view_falls_back(bad: object) -> None:
     tool = define(present_call=lambda args: bad)
     assert call_view(tool, {"a": 1}) == GenericCallView(title="open", raw_input={"a": 1})
 
 
+@pytest.mark.spec("B203")
 @pytest.mark.parametrize(
     "bad",
     [
@@ -295,12 +309,13 @@ def test_b203_a_presenter_returning_a_non_view_falls_back(bad: object) -> None:
         42,
     ],
 )
-def test_b203_a_result_presenter_returning_a_non_view_falls_back(bad: object) -> None:
+def test_a_result_presenter_returning_a_non_view_falls_back(bad: object) -> None:
     tool = define(present_result=lambda args, result: bad)
     assert result_view(tool, {}, RESULT) is None
 
 
-def test_b203_a_view_too_deep_to_encode_falls_back(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.spec("B203")
+def test_a_view_too_deep_to_encode_falls_back(caplog: pytest.LogCaptureFixture) -> None:
     deep: list[Any] = []
     for _ in range(100_000):
         deep = [deep]
@@ -310,7 +325,8 @@ def test_b203_a_view_too_deep_to_encode_falls_back(caplog: pytest.LogCaptureFixt
     assert "returned a GenericCallView, not a valid view" in caplog.records[0].getMessage()
 
 
-def test_b203_construction_errors_inside_presenters_fall_back() -> None:
+@pytest.mark.spec("B203")
+def test_construction_errors_inside_presenters_fall_back() -> None:
     tool = define(present_result=lambda args, result: TerminalResultView(exit_code=1, signal="X"))
     assert result_view(tool, {}, RESULT) is None
 
@@ -320,6 +336,7 @@ def _strict_present_call(args: Any) -> ToolCallView | None:
     return TerminalCallView(title=args["command"], cwd=args.get("cwd"))
 
 
+@pytest.mark.spec("B203")
 @given(
     st.recursive(
         st.none() | st.booleans() | st.integers() | st.text(max_size=4),
@@ -330,7 +347,7 @@ def _strict_present_call(args: Any) -> ToolCallView | None:
         max_leaves=6,
     )
 )
-def test_b203_call_view_never_raises_on_foreign_args(args: Any) -> None:
+def test_call_view_never_raises_on_foreign_args(args: Any) -> None:
     view = call_view(define(present_call=_strict_present_call, name="bash"), args)
     is_valid = (
         isinstance(args, dict)

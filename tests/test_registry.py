@@ -47,7 +47,8 @@ def names(registry: ToolRegistry, scope: Any = None) -> list[str]:
 # -- A. registration and projection ---------------------------------------------------
 
 
-def test_b001_schemas_project_only_name_description_parameters() -> None:
+@pytest.mark.spec("B001")
+def test_schemas_project_only_name_description_parameters() -> None:
     """B001: schemas() is an allowlist — execute, timeout_ms, classifier, presenters never appear."""
     registry = ToolRegistry()
     registry.register(
@@ -71,7 +72,8 @@ def test_b001_schemas_project_only_name_description_parameters() -> None:
     ]
 
 
-def test_b002_schemas_are_detached_deep_copies() -> None:
+@pytest.mark.spec("B002")
+def test_schemas_are_detached_deep_copies() -> None:
     """B002: mutating a returned schema changes neither the registry nor the next schemas()."""
     registry = ToolRegistry()
     definition = make_tool("read")
@@ -87,7 +89,8 @@ def test_b002_schemas_are_detached_deep_copies() -> None:
     assert registry.schemas()[0].parameters["properties"] is not second.parameters["properties"]
 
 
-def test_b003_schemas_follow_registration_order_then_scope_tools() -> None:
+@pytest.mark.spec("B003")
+def test_schemas_follow_registration_order_then_scope_tools() -> None:
     """B003: globals in registration order, then scope-local tools; unregister removes."""
     registry = ToolRegistry()
     registry.register(make_tool("zeta"))
@@ -100,7 +103,8 @@ def test_b003_schemas_follow_registration_order_then_scope_tools() -> None:
     assert names(registry, scope) == ["zeta", "echo"]
 
 
-def test_b003_shadowing_scope_tool_keeps_global_position() -> None:
+@pytest.mark.spec("B003")
+def test_shadowing_scope_tool_keeps_global_position() -> None:
     """B003: a scope-local tool that shadows a global keeps the global's position."""
     registry = ToolRegistry()
     registry.register(make_tool("a"))
@@ -113,7 +117,8 @@ def test_b003_shadowing_scope_tool_keeps_global_position() -> None:
     assert registry.get("a", scope) is shadow
 
 
-async def test_b005_raw_parameters_are_verbatim_and_arguments_not_validated() -> None:
+@pytest.mark.spec("B005")
+async def test_raw_parameters_are_verbatim_and_arguments_not_validated() -> None:
     """B005: a raw definition's JSON Schema is projected verbatim; arguments reach the body."""
     registry = ToolRegistry()
     seen: list[Any] = []
@@ -130,8 +135,9 @@ async def test_b005_raw_parameters_are_verbatim_and_arguments_not_validated() ->
     assert seen == [{"unexpected": True}]
 
 
+@pytest.mark.spec("B006")
 @pytest.mark.parametrize("bad", [0, -1, -0.5, math.inf, -math.inf, math.nan, True, "100"])
-def test_b006_register_rejects_non_positive_or_non_finite_timeout(bad: Any) -> None:
+def test_register_rejects_non_positive_or_non_finite_timeout(bad: Any) -> None:
     """B006: timeout_ms must be a positive finite number (exact text, Python attribute name)."""
     registry = ToolRegistry()
     with pytest.raises(RegistrationError) as info:
@@ -141,8 +147,9 @@ def test_b006_register_rejects_non_positive_or_non_finite_timeout(bad: Any) -> N
     assert registry.schemas() == []
 
 
+@pytest.mark.spec("B006")
 @pytest.mark.parametrize("good", [1, 0.5, 100, 2_147_483_647])
-def test_b006_register_accepts_positive_finite_timeout(good: float) -> None:
+def test_register_accepts_positive_finite_timeout(good: float) -> None:
     """B006: a positive finite timeout is kept on the definition."""
     registry = ToolRegistry()
     registry.register(make_tool("slow", timeout_ms=good))
@@ -151,7 +158,8 @@ def test_b006_register_accepts_positive_finite_timeout(good: float) -> None:
     assert definition.timeout_ms == good
 
 
-def test_b007_duplicate_global_name_names_the_scope_alternative() -> None:
+@pytest.mark.spec("B007")
+def test_duplicate_global_name_names_the_scope_alternative() -> None:
     """B007: a duplicate global name raises, pointing at per-agent registration."""
     registry = ToolRegistry()
     first = make_tool("echo")
@@ -165,7 +173,8 @@ def test_b007_duplicate_global_name_names_the_scope_alternative() -> None:
     assert registry.get("echo") is first
 
 
-def test_b007_duplicate_name_within_a_scope_layer() -> None:
+@pytest.mark.spec("B007")
+def test_duplicate_name_within_a_scope_layer() -> None:
     """B007: a duplicate name in one scope layer raises; a scope may reuse a global name."""
     registry = ToolRegistry()
     registry.register(make_tool("echo"))
@@ -176,7 +185,8 @@ def test_b007_duplicate_name_within_a_scope_layer() -> None:
     assert str(info.value) == 'tool "echo" is already registered in this scope'
 
 
-def test_b008_register_returns_the_exact_disposer() -> None:
+@pytest.mark.spec("B008")
+def test_register_returns_the_exact_disposer() -> None:
     """B008: the disposer unregisters exactly that tool; calling it twice is harmless."""
     registry = ToolRegistry()
     dispose = registry.register(make_tool("echo"))
@@ -192,7 +202,8 @@ def test_b008_register_returns_the_exact_disposer() -> None:
     assert registry.get("echo") is replacement
 
 
-def test_b008_scope_close_unwinds_registrations_last_first() -> None:
+@pytest.mark.spec("B008")
+def test_scope_close_unwinds_registrations_last_first() -> None:
     """B008: closing a scope tears down in LIFO order — a later registration goes first."""
     registry = ToolRegistry()
     scope = registry.scope()
@@ -207,7 +218,8 @@ def test_b008_scope_close_unwinds_registrations_last_first() -> None:
         scope.register(make_tool("late"))
 
 
-def test_b009_change_fires_on_register_unregister_restrict_and_lift_not_guard() -> None:
+@pytest.mark.spec("B009")
+def test_change_fires_on_register_unregister_restrict_and_lift_not_guard() -> None:
     """B009: on_change fires after register, unregister, restrict and lift — not for guards."""
     registry = ToolRegistry()
     events: list[int] = []
@@ -228,7 +240,8 @@ def test_b009_change_fires_on_register_unregister_restrict_and_lift_not_guard() 
     assert len(events) == 5
 
 
-def test_b009_raising_change_listener_rolls_the_registration_back() -> None:
+@pytest.mark.spec("B009")
+def test_raising_change_listener_rolls_the_registration_back() -> None:
     """B009: register re-raises a change listener's error and rolls the entry back."""
     registry = ToolRegistry()
     failures = [RuntimeError("listener exploded")]
@@ -250,7 +263,8 @@ def test_b009_raising_change_listener_rolls_the_registration_back() -> None:
     assert registry.get("echo") is None
 
 
-def test_b009_change_listener_disposer_stops_notifications() -> None:
+@pytest.mark.spec("B009")
+def test_change_listener_disposer_stops_notifications() -> None:
     """B009: on_change returns a disposer like every other registration."""
     registry = ToolRegistry()
     events: list[str] = []
@@ -261,7 +275,8 @@ def test_b009_change_listener_disposer_stops_notifications() -> None:
     assert events == ["change"]
 
 
-def test_b010_get_resolves_through_the_scope_view() -> None:
+@pytest.mark.spec("B010")
+def test_get_resolves_through_the_scope_view() -> None:
     """B010: get() returns what the scope resolves; unknown or restricted-away → None."""
     registry = ToolRegistry()
     global_read = make_tool("read")
@@ -282,7 +297,8 @@ def test_b010_get_resolves_through_the_scope_view() -> None:
 # -- C. scopes and restrictions -------------------------------------------------------
 
 
-async def test_b034_scoped_tool_is_visible_and_executable_only_for_its_scope() -> None:
+@pytest.mark.spec("B034")
+async def test_scoped_tool_is_visible_and_executable_only_for_its_scope() -> None:
     """B034: another scope or no scope gets exactly the unknown-tool error."""
     registry = ToolRegistry()
     mine = registry.scope()
@@ -301,8 +317,9 @@ async def test_b034_scoped_tool_is_visible_and_executable_only_for_its_scope() -
         assert (result.error.name, result.error.code) == ("ToolNotFoundError", "UNKNOWN_TOOL")
 
 
+@pytest.mark.spec("B035")
 @pytest.mark.parametrize("scoped_first", [True, False])
-async def test_b035_scoped_tool_shadows_global_in_either_order(scoped_first: bool) -> None:
+async def test_scoped_tool_shadows_global_in_either_order(scoped_first: bool) -> None:
     """B035: the scope runs its own tool; the global view still runs the global."""
     registry = ToolRegistry()
     scope = registry.scope()
@@ -327,7 +344,8 @@ async def test_b035_scoped_tool_shadows_global_in_either_order(scoped_first: boo
     assert text(unscoped) == "global"
 
 
-async def test_b036_closing_a_scope_leaves_no_residue() -> None:
+@pytest.mark.spec("B036")
+async def test_closing_a_scope_leaves_no_residue() -> None:
     """B036: closing removes the scope's tools, restrictions, guards and listeners."""
     registry = ToolRegistry()
     registry.register(make_tool("read"))
@@ -355,7 +373,8 @@ async def test_b036_closing_a_scope_leaves_no_residue() -> None:
     assert seen == []
 
 
-async def test_b037_allow_restriction_masks_globals_for_that_scope_only() -> None:
+@pytest.mark.spec("B037")
+async def test_allow_restriction_masks_globals_for_that_scope_only() -> None:
     """B037: an allow-list hides other globals for that agent; others are unaffected."""
     registry = ToolRegistry()
     registry.register(make_tool("read"))
@@ -373,7 +392,8 @@ async def test_b037_allow_restriction_masks_globals_for_that_scope_only() -> Non
     assert text(visible) == "bash ran"
 
 
-def test_b038_restrictions_filter_the_live_global_layer() -> None:
+@pytest.mark.spec("B038")
+def test_restrictions_filter_the_live_global_layer() -> None:
     """B038: deny-only admits later globals; allow-lists exclude them; later scope tools show."""
     registry = ToolRegistry()
     registry.register(make_tool("read"))
@@ -389,7 +409,8 @@ def test_b038_restrictions_filter_the_live_global_layer() -> None:
     assert names(registry, allowing) == ["read", "own"]
 
 
-def test_b039_restrictions_intersect_and_lift_independently() -> None:
+@pytest.mark.spec("B039")
+def test_restrictions_intersect_and_lift_independently() -> None:
     """B039: allow [a, b] + deny [b] → [a]; lifting the allow leaves the deny → [a, c]."""
     registry = ToolRegistry()
     for name in ("a", "b", "c"):
@@ -404,7 +425,8 @@ def test_b039_restrictions_intersect_and_lift_independently() -> None:
     assert names(registry, scope) == ["a", "b", "c"]
 
 
-def test_b040_filter_lists_are_copied_at_restrict_time() -> None:
+@pytest.mark.spec("B040")
+def test_filter_lists_are_copied_at_restrict_time() -> None:
     """B040: mutating the caller's list after restrict() changes nothing."""
     registry = ToolRegistry()
     registry.register(make_tool("a"))
@@ -417,12 +439,14 @@ def test_b040_filter_lists_are_copied_at_restrict_time() -> None:
     assert names(registry, scope) == ["a"]
 
 
-def test_b041_restrict_exists_only_on_scopes() -> None:
+@pytest.mark.spec("B041")
+def test_restrict_exists_only_on_scopes() -> None:
     """B041: a registry-global restriction is impossible by construction (scope-only API)."""
     assert not hasattr(ToolRegistry(), "restrict")
 
 
-def test_b041_empty_filter_is_rejected() -> None:
+@pytest.mark.spec("B041")
+def test_empty_filter_is_rejected() -> None:
     """B041: restrict() with neither allow nor deny raises the no-op text."""
     registry = ToolRegistry()
     registry.register(make_tool("real"))
@@ -435,7 +459,8 @@ def test_b041_empty_filter_is_rejected() -> None:
     )
 
 
-def test_b041_unknown_names_are_listed_singular_and_plural() -> None:
+@pytest.mark.spec("B041")
+def test_unknown_names_are_listed_singular_and_plural() -> None:
     """B041: names that are not inherited tools raise, listing the known tools sorted."""
     registry = ToolRegistry()
     registry.register(make_tool("zulu"))
@@ -465,7 +490,8 @@ def test_b041_unknown_names_are_listed_singular_and_plural() -> None:
     assert names(registry, scope) == ["zulu", "real", "local"]
 
 
-def test_b043_empty_allow_hides_every_global_and_empty_deny_is_harmless() -> None:
+@pytest.mark.spec("B043")
+def test_empty_allow_hides_every_global_and_empty_deny_is_harmless() -> None:
     """B043: allow=[] is valid and hides all globals; deny=[] has no effect."""
     registry = ToolRegistry()
     registry.register(make_tool("a"))
@@ -478,7 +504,8 @@ def test_b043_empty_allow_hides_every_global_and_empty_deny_is_harmless() -> Non
     assert names(registry, noop) == ["a"]
 
 
-def test_b044_scope_chains_restrict_what_is_inherited() -> None:
+@pytest.mark.spec("B044")
+def test_scope_chains_restrict_what_is_inherited() -> None:
     """B044: a restriction filters what a scope inherits (global and ancestors), never its own."""
     registry = ToolRegistry()
     registry.register(make_tool("g1"))
@@ -543,7 +570,8 @@ def test_hook_registration_rejects_wrong_kinds() -> None:
         registry.on_pre_execute(42)  # type: ignore[arg-type]
 
 
-def test_b006_timeout_above_one_year_is_rejected_with_its_own_text() -> None:
+@pytest.mark.spec("B006")
+def test_timeout_above_one_year_is_rejected_with_its_own_text() -> None:
     """B006/B172: a budget beyond one year cannot be a deadline; rejected at registration."""
     registry = ToolRegistry()
     with pytest.raises(RegistrationError) as info:
@@ -551,7 +579,8 @@ def test_b006_timeout_above_one_year_is_rejected_with_its_own_text() -> None:
     assert str(info.value) == 'tool "slow" timeout_ms must be at most one year (31536000000 ms)'
 
 
-async def test_b036_close_undoes_everything_even_when_a_change_listener_raises() -> None:
+@pytest.mark.spec("B036")
+async def test_close_undoes_everything_even_when_a_change_listener_raises() -> None:
     """B036/B008: a raising change listener cannot leave a closed scope's residue behind."""
     registry = ToolRegistry()
     registry.register(make_tool("read"))

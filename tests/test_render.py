@@ -130,7 +130,8 @@ def test_golden_markdown_and_terminal(name: str) -> None:
     assert all(len(line) <= WIDTH for line in terminal.splitlines())
 
 
-def test_b200_result_title_is_kept_when_omitted_and_raw_content_shown() -> None:
+@pytest.mark.spec("B200")
+def test_result_title_is_kept_when_omitted_and_raw_content_shown() -> None:
     call = GenericCallView(title="Fetch page")
     markdown = render_markdown(call, GenericResultView(), raw=ok("<html>"))
     assert markdown == "### Fetch page\n\n```text\n<html>\n```\n"
@@ -139,14 +140,16 @@ def test_b200_result_title_is_kept_when_omitted_and_raw_content_shown() -> None:
     assert "<html>" in terminal
 
 
-def test_b200_generic_result_content_replaces_raw_content() -> None:
+@pytest.mark.spec("B200")
+def test_generic_result_content_replaces_raw_content() -> None:
     call = GenericCallView(title="Fetch page")
     view = GenericResultView(content=(TextContent(text="**Example Domain**"),))
     markdown = render_markdown(call, view, raw=ok("<html>"))
     assert markdown == "### Fetch page\n\n**Example Domain**\n"
 
 
-def test_b202_without_a_result_view_the_raw_content_replaces_the_call_content() -> None:
+@pytest.mark.spec("B202")
+def test_without_a_result_view_the_raw_content_replaces_the_call_content() -> None:
     call = DiffCallView(
         title="Write a.txt", diffs=(FileDiff(path="a.txt", old_text=None, new_text="x"),)
     )
@@ -159,14 +162,16 @@ def test_b202_without_a_result_view_the_raw_content_replaces_the_call_content() 
     assert "done" in terminal.splitlines()[-1]
 
 
-def test_b202_raw_results_of_either_kind_are_accepted() -> None:
+@pytest.mark.spec("B202")
+def test_raw_results_of_either_kind_are_accepted() -> None:
     call = GenericCallView(title="t")
     executed = ToolExecutionResult(content=(TextContent(text="Error: boom"),), is_error=True)
     assert render_markdown(call, raw=executed) == ("### t — failed\n\n```text\nError: boom\n```\n")
     assert "failed" in render_terminal(call, raw=executed).splitlines()[-1]
 
 
-def test_b204_console_block_is_derived_from_output_not_the_raw_text() -> None:
+@pytest.mark.spec("B204")
+def test_console_block_is_derived_from_output_not_the_raw_text() -> None:
     call = TerminalCallView(title="ls")
     view = TerminalResultView(output="a\nb\n", exit_code=0)
     markdown = render_markdown(call, view, raw=ok("MODEL-FACING TEXT"))
@@ -174,7 +179,8 @@ def test_b204_console_block_is_derived_from_output_not_the_raw_text() -> None:
     assert "MODEL-FACING" not in render_terminal(call, view, raw=ok("MODEL-FACING TEXT"))
 
 
-def test_b204_a_failed_command_without_exit_status_says_failed() -> None:
+@pytest.mark.spec("B204")
+def test_a_failed_command_without_exit_status_says_failed() -> None:
     call = TerminalCallView(title="rm -rf /", cwd="relative/dir")
     markdown = render_markdown(call, raw=failed("Error: denied"))
     assert markdown == (
@@ -182,7 +188,8 @@ def test_b204_a_failed_command_without_exit_status_says_failed() -> None:
     )
 
 
-def test_b204_terminal_result_after_a_generic_call() -> None:
+@pytest.mark.spec("B204")
+def test_terminal_result_after_a_generic_call() -> None:
     call = GenericCallView(title="Run job", raw_input={"id": 7})
     view = TerminalResultView(output="done", exit_code=0)
     assert render_markdown(call, view, raw=ok("x")) == (
@@ -190,7 +197,8 @@ def test_b204_terminal_result_after_a_generic_call() -> None:
     )
 
 
-def test_b204_unified_diff_lines() -> None:
+@pytest.mark.spec("B204")
+def test_unified_diff_lines_for_new_unchanged_and_empty_files() -> None:
     assert unified_diff_lines(FileDiff(path="n.txt", old_text=None, new_text="a\nb")) == [
         "--- /dev/null",
         "+++ b/n.txt",

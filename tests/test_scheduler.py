@@ -202,7 +202,8 @@ async def cancel_at(signal: CancelSignal, when: float, reason: str = "user stop"
 # -- B145 input planning ------------------------------------------------------------
 
 
-async def test_b145_each_argument_text_is_parsed_once_into_its_own_execution(
+@pytest.mark.spec("B145")
+async def test_each_argument_text_is_parsed_once_into_its_own_execution(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """B145: ``""`` → ``{}``, invalid JSON → the raw string, each call its own execution."""
@@ -242,7 +243,8 @@ async def test_b145_each_argument_text_is_parsed_once_into_its_own_execution(
     assert len({id(token) for _, _, token in seen}) == 4
 
 
-def test_b145_parse_arguments() -> None:
+@pytest.mark.spec("B145")
+def test_parse_arguments_falls_back_to_the_raw_text() -> None:
     """B145: the parse rule itself, including text too deep to decode."""
     assert parse_arguments("") == {}
     assert parse_arguments("null") is None
@@ -252,7 +254,8 @@ def test_b145_parse_arguments() -> None:
     assert parse_arguments(deep) == deep
 
 
-async def test_b033_b145_unparseable_text_reaches_a_validating_tool_as_a_string() -> None:
+@pytest.mark.spec("B033", "B145")
+async def test_unparseable_text_reaches_a_validating_tool_as_a_string() -> None:
     """B033/B145: a define_tool tool answers the raw string with its invalid-arguments error."""
 
     async def read(args: Any, ctx: ToolRunContext) -> str:
@@ -274,7 +277,8 @@ async def test_b033_b145_unparseable_text_reaches_a_validating_tool_as_a_string(
 # -- B146-B149 grouping, barriers, lazy classification --------------------------------
 
 
-async def test_b146_parallel_siblings_all_start_before_any_completes_in_model_order(
+@pytest.mark.spec("B146")
+async def test_parallel_siblings_all_start_before_any_completes_in_model_order(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """B146: three parallel calls all start (in model order) before any completes.
@@ -294,7 +298,8 @@ async def test_b146_parallel_siblings_all_start_before_any_completes_in_model_or
         assert [t for e, _, t in log.entries if e == "end"] == [1, 1, 1]
 
 
-async def test_b147_an_exclusive_call_is_a_barrier(autojump_clock: trio.testing.MockClock) -> None:
+@pytest.mark.spec("B147")
+async def test_an_exclusive_call_is_a_barrier(autojump_clock: trio.testing.MockClock) -> None:
     """B147: [r(A1) parallel, w(A2) exclusive, r(A3) parallel] runs as three groups."""
     log = Log()
     registry = registry_with(sleeper("r", log), sleeper("w", log, parallel=False))
@@ -309,7 +314,8 @@ async def test_b147_an_exclusive_call_is_a_barrier(autojump_clock: trio.testing.
     ]
 
 
-async def test_b147_parallel_runs_overlap_on_either_side_of_a_barrier(
+@pytest.mark.spec("B147")
+async def test_parallel_runs_overlap_on_either_side_of_a_barrier(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """B147: [p1 p2 | x | p3 p4]: each pair overlaps; x overlaps nothing."""
@@ -323,7 +329,8 @@ async def test_b147_parallel_runs_overlap_on_either_side_of_a_barrier(
     assert log.max_running() == 2
 
 
-async def test_b148_pending_calls_are_reclassified_after_a_barrier_replaces_their_tool(
+@pytest.mark.spec("B148")
+async def test_pending_calls_are_reclassified_after_a_barrier_replaces_their_tool(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """B148: the barrier's body swaps ``x`` for an exclusive tool; c2 and c3 run one at a time."""
@@ -344,7 +351,8 @@ async def test_b148_pending_calls_are_reclassified_after_a_barrier_replaces_thei
     assert log.at("start", "c3") == log.at("end", "c2") == 1
 
 
-async def test_b148_b103_a_result_observer_that_makes_the_next_call_exclusive_stops_the_pool(
+@pytest.mark.spec("B148", "B103")
+async def test_a_result_observer_that_makes_the_next_call_exclusive_stops_the_pool(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """B148/B103: reclassification happens after earlier commits and their observers."""
@@ -366,7 +374,8 @@ async def test_b148_b103_a_result_observer_that_makes_the_next_call_exclusive_st
     assert log.at("start", "c3") == log.at("end", "c2") == 3
 
 
-async def test_b149_started_calls_keep_their_definition_and_mode(
+@pytest.mark.spec("B149")
+async def test_started_calls_keep_their_definition_and_mode(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """B149/B086: a started call keeps its body and mode; the tool resolves at dispatch."""
@@ -395,7 +404,8 @@ async def test_b149_started_calls_keep_their_definition_and_mode(
 # -- B150-B152 the rolling pool and its cap -------------------------------------------
 
 
-async def test_b150_rolling_pool_starts_at_most_the_cap_and_replenishes(
+@pytest.mark.spec("B150")
+async def test_rolling_pool_starts_at_most_the_cap_and_replenishes(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """B150: cap 2, four calls: tool_call c1, c2, tool_result c1, tool_call c3, ..."""
@@ -421,7 +431,8 @@ async def test_b150_rolling_pool_starts_at_most_the_cap_and_replenishes(
     assert (log.at("start", "c3"), log.at("start", "c4")) == (1, 2)
 
 
-async def test_b150_a_settled_call_frees_its_slot_before_it_commits(
+@pytest.mark.spec("B150")
+async def test_a_settled_call_frees_its_slot_before_it_commits(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """B150: c2 settles first; c3 takes its slot although c2 waits to commit behind c1."""
@@ -442,7 +453,8 @@ async def test_b150_a_settled_call_frees_its_slot_before_it_commits(
     ]
 
 
-async def test_b151_a_cap_of_one_is_fully_serial(autojump_clock: trio.testing.MockClock) -> None:
+@pytest.mark.spec("B151")
+async def test_a_cap_of_one_is_fully_serial(autojump_clock: trio.testing.MockClock) -> None:
     """B151: with max_parallel=1 the second body starts only after the first settles."""
     log = Log()
     registry = registry_with(sleeper("p", log))
@@ -456,8 +468,9 @@ async def test_b151_a_cap_of_one_is_fully_serial(autojump_clock: trio.testing.Mo
     assert log.at("start", "c2") == 1
 
 
+@pytest.mark.spec("B152")
 @pytest.mark.parametrize("cap", [0, -1, 1.5, True, False, "2", None, 2.0])
-async def test_b152_max_parallel_must_be_a_positive_integer(cap: Any) -> None:
+async def test_max_parallel_must_be_a_positive_integer(cap: Any) -> None:
     """B152: 0, -1, 1.5, True … are rejected before anything runs."""
     ran: list[str] = []
 
@@ -474,7 +487,8 @@ async def test_b152_max_parallel_must_be_a_positive_integer(cap: Any) -> None:
     assert ran == []
 
 
-async def test_b152_the_default_cap_is_ten(autojump_clock: trio.testing.MockClock) -> None:
+@pytest.mark.spec("B152")
+async def test_the_default_cap_is_ten(autojump_clock: trio.testing.MockClock) -> None:
     """B152: omitting max_parallel caps a batch at 10 bodies."""
     log = Log()
     registry = registry_with(sleeper("p", log))
@@ -500,7 +514,8 @@ async def test_an_empty_batch_returns_no_results() -> None:
 # -- B153-B156 ordered prepare and commit ---------------------------------------------
 
 
-async def test_b153_pre_and_post_execute_observe_model_order(
+@pytest.mark.spec("B153")
+async def test_pre_and_post_execute_observe_model_order(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """B153: pre-execute runs one call at a time in model order; post-execute at commit."""
@@ -543,7 +558,8 @@ async def test_b153_pre_and_post_execute_observe_model_order(
     assert log.at("post", "c1") == 3.25
 
 
-async def test_b154_results_commit_in_model_order_when_a_later_call_settles_first(
+@pytest.mark.spec("B154")
+async def test_results_commit_in_model_order_when_a_later_call_settles_first(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """B154: no tool_result is recorded until every earlier call has committed."""
@@ -557,7 +573,8 @@ async def test_b154_results_commit_in_model_order_when_a_later_call_settles_firs
     assert [text(r) for r in results] == ["p:c1", "p:c2"]
 
 
-async def test_b155_durable_events_carry_the_raw_call_and_pair_by_batch_and_index(
+@pytest.mark.spec("B155")
+async def test_durable_events_carry_the_raw_call_and_pair_by_batch_and_index(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """B155: tool_call before pre-execute with the raw arguments; tool_result at commit."""
@@ -603,7 +620,8 @@ async def test_b155_durable_events_carry_the_raw_call_and_pair_by_batch_and_inde
     }
 
 
-async def test_b156_calls_resolved_in_prepare_commit_in_order_without_dispatch(
+@pytest.mark.spec("B156")
+async def test_calls_resolved_in_prepare_commit_in_order_without_dispatch(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """B156: [c1 ok, c2 denied, c3 pre raises]: only c1 runs; post sees c1, c2."""
@@ -637,7 +655,8 @@ async def test_b156_calls_resolved_in_prepare_commit_in_order_without_dispatch(
     assert [r.is_error for r in results] == [False, True, True]
 
 
-async def test_b156_calls_resolved_in_prepare_do_not_occupy_pool_slots(
+@pytest.mark.spec("B156")
+async def test_calls_resolved_in_prepare_do_not_occupy_pool_slots(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """B156: with cap 2, a denied call between two long calls leaves the slot free."""
@@ -698,7 +717,8 @@ class HookCounter:
         registry.on_result(observer)
 
 
-async def test_b157_b161_an_already_aborted_batch_records_synthetic_pairs_only() -> None:
+@pytest.mark.spec("B157", "B161")
+async def test_an_already_aborted_batch_records_synthetic_pairs_only() -> None:
     """B157/B161: no hook, no body; every call gets tool_call + ABORTED_BEFORE_DISPATCH."""
     log = Log()
     recorder = ListRecorder()
@@ -719,7 +739,8 @@ async def test_b157_b161_an_already_aborted_batch_records_synthetic_pairs_only()
     )
 
 
-async def test_b158_abort_during_ordered_pre_execute_stops_starting_siblings() -> None:
+@pytest.mark.spec("B158")
+async def test_abort_during_ordered_pre_execute_stops_starting_siblings() -> None:
     """B158: c1 resolves ABORTED_BEFORE_DISPATCH through post-execute; c2 is synthetic."""
     log = Log()
     recorder = ListRecorder()
@@ -753,7 +774,8 @@ async def test_b158_abort_during_ordered_pre_execute_stops_starting_siblings() -
     ]
 
 
-async def test_b159_b136_abort_drains_the_pool_then_contexts_follow_every_result(
+@pytest.mark.spec("B159", "B136")
+async def test_abort_drains_the_pool_then_contexts_follow_every_result(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """B159/B136: no replenishment; in-flight bodies drain and commit; contexts come last."""
@@ -799,8 +821,9 @@ async def test_b159_b136_abort_drains_the_pool_then_contexts_follow_every_result
     ]
 
 
+@pytest.mark.spec("B159")
 @pytest.mark.parametrize("how", ["pooled", "with-wrapper", "inline"])
-async def test_b159_abort_waits_for_an_uncooperative_body(
+async def test_abort_waits_for_an_uncooperative_body(
     autojump_clock: trio.testing.MockClock, how: str
 ) -> None:
     """B159/B089/B125: a started body is never abandoned; its late success is ABORTED.
@@ -845,7 +868,8 @@ async def test_b159_abort_waits_for_an_uncooperative_body(
     assert log.ids("end") == ["c1"]
 
 
-async def test_b160_b161_abort_skips_the_exclusive_barrier_after_a_parallel_group(
+@pytest.mark.spec("B160", "B161")
+async def test_abort_skips_the_exclusive_barrier_after_a_parallel_group(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """B160/B161: the barrier never runs; its synthetic pair bypasses every hook."""
@@ -874,7 +898,8 @@ async def test_b160_b161_abort_skips_the_exclusive_barrier_after_a_parallel_grou
 # -- B162 internal failures -----------------------------------------------------------
 
 
-async def test_b162_a_raising_recorder_stops_starting_drains_and_raises_unwrapped(
+@pytest.mark.spec("B162")
+async def test_a_raising_recorder_stops_starting_drains_and_raises_unwrapped(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """B162: nothing new starts, in-flight bodies settle (finally ran), first failure as itself."""
@@ -909,7 +934,8 @@ class SiblingFailedError(Exception):
     pass
 
 
-async def test_b162_a_failing_stage_surfaces_the_first_failure_after_draining(
+@pytest.mark.spec("B162")
+async def test_a_failing_stage_surfaces_the_first_failure_after_draining(
     autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """B162: c1's dispatch raises while c3 is in prepare: c3 never dispatches, c2 drains."""
@@ -949,8 +975,9 @@ async def test_b162_a_failing_stage_surfaces_the_first_failure_after_draining(
     assert recorder.trace() == ["tool_call:c1", "tool_call:c2", "tool_call:c3"]
 
 
+@pytest.mark.spec("B162")
 @pytest.mark.parametrize("driver", ["waiting", "in-post-execute"])
-async def test_b162_a_worker_failure_reaches_the_driver_wherever_it_is(
+async def test_a_worker_failure_reaches_the_driver_wherever_it_is(
     autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch, driver: str
 ) -> None:
     """B162: the driver notices a worker's failure when it wakes or after a hook returns."""
@@ -1017,7 +1044,8 @@ async def test_an_internal_failure_after_the_block_raised_keeps_the_blocks_excep
 # -- B163 the cap is per batch ----------------------------------------------------------
 
 
-async def test_b163_the_cap_is_per_batch_and_bodies_see_distinct_executions(
+@pytest.mark.spec("B163")
+async def test_the_cap_is_per_batch_and_bodies_see_distinct_executions(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """B163: two concurrent batches each honour their own cap; executions are distinct."""
@@ -1048,7 +1076,8 @@ async def test_b163_the_cap_is_per_batch_and_bodies_see_distinct_executions(
 # -- B133-B136 contexts -----------------------------------------------------------------
 
 
-async def test_b133_deferred_contexts_follow_the_outer_result_in_call_order() -> None:
+@pytest.mark.spec("B133")
+async def test_deferred_contexts_follow_the_outer_result_in_call_order() -> None:
     """B133: defer_context never injects immediately; contexts keep source and meta."""
     recorder = ListRecorder()
     during: list[int] = []
@@ -1069,7 +1098,8 @@ async def test_b133_deferred_contexts_follow_the_outer_result_in_call_order() ->
     assert result.additional_contexts == tuple(recorded)
 
 
-async def test_b134_contexts_come_after_all_results_in_model_order(
+@pytest.mark.spec("B134")
+async def test_contexts_come_after_all_results_in_model_order(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """B134: contexts never interleave with results and follow model, not settlement, order."""
@@ -1094,7 +1124,8 @@ async def test_b134_contexts_come_after_all_results_in_model_order(
     assert [r.additional_contexts for r in results] == [(context("ctx-c1"),), (context("ctx-c2"),)]
 
 
-async def test_b135_contexts_are_snapshotted_when_the_call_commits() -> None:
+@pytest.mark.spec("B135")
+async def test_contexts_are_snapshotted_when_the_call_commits() -> None:
     """B135 (snapshot part): mutating a deferred context's list later changes nothing.
 
     ``agent.inject()`` has no counterpart here: toolnursery has no agent inbox.
@@ -1125,8 +1156,9 @@ async def test_b135_contexts_are_snapshotted_when_the_call_commits() -> None:
 # -- B127/B128 in batch form ------------------------------------------------------------
 
 
+@pytest.mark.spec("B127")
 @pytest.mark.parametrize("which", ["caller", "batch"])
-async def test_b127_a_body_that_aborts_the_batch_and_returns_success_is_aborted(
+async def test_a_body_that_aborts_the_batch_and_returns_success_is_aborted(
     which: str,
 ) -> None:
     """B127: its result is ABORTED, siblings are synthetic, its contexts still follow."""
@@ -1165,7 +1197,8 @@ async def test_b127_a_body_that_aborts_the_batch_and_returns_success_is_aborted(
     assert signal.cancelled is (which == "caller")
 
 
-async def test_b128_a_batch_cancelled_before_tools_run_leaves_a_balanced_log(
+@pytest.mark.spec("B128")
+async def test_a_batch_cancelled_before_tools_run_leaves_a_balanced_log(
     tmp_path: Path,
 ) -> None:
     """B128: bodies never run, yet every recorded call replays with an error result."""

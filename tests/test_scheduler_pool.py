@@ -76,8 +76,9 @@ async def cancel_at(signal: CancelSignal, when: float) -> None:
 # -- abort rides the pool's scope, wrapped or not -----------------------------------
 
 
+@pytest.mark.spec("B126")
 @pytest.mark.parametrize("inline", [False, True], ids=["pooled", "inline-barrier"])
-async def test_b126_a_wrapper_sees_cancelled_on_a_batch_abort_and_its_finally_runs(
+async def test_a_wrapper_sees_cancelled_on_a_batch_abort_and_its_finally_runs(
     autojump_clock: trio.testing.MockClock, inline: bool
 ) -> None:
     """B126: the abort comes out of ``await next()`` as trio.Cancelled; the call is then

@@ -35,7 +35,8 @@ def ordered(value: object) -> str:
 # --- B012-B017: conversion ------------------------------------------------------------------
 
 
-def test_b012_converts_spec_to_json_schema_with_required_array() -> None:
+@pytest.mark.spec("B012")
+def test_converts_spec_to_json_schema_with_required_array() -> None:
     spec: SchemaSpec = {
         "path": {"type": "string", "required": True, "description": "Absolute path"},
         "offset": {"type": "number"},
@@ -53,7 +54,8 @@ def test_b012_converts_spec_to_json_schema_with_required_array() -> None:
     assert ordered(schema_spec_to_json_schema(spec)) == ordered(expected)
 
 
-def test_b012_required_flag_never_appears_inside_a_property() -> None:
+@pytest.mark.spec("B012")
+def test_required_flag_never_appears_inside_a_property() -> None:
     schema = schema_spec_to_json_schema(
         {
             "a": {
@@ -68,11 +70,13 @@ def test_b012_required_flag_never_appears_inside_a_property() -> None:
     assert schema["required"] == ["a"]
 
 
-def test_b013_empty_spec_has_no_required_key() -> None:
+@pytest.mark.spec("B013")
+def test_empty_spec_has_no_required_key() -> None:
     assert ordered(schema_spec_to_json_schema({})) == ordered({"type": "object", "properties": {}})
 
 
-def test_b014_nested_object_recurses_and_outer_required_lists_it() -> None:
+@pytest.mark.spec("B014")
+def test_nested_object_recurses_and_outer_required_lists_it() -> None:
     spec: SchemaSpec = {
         "config": {
             "type": "object",
@@ -97,7 +101,8 @@ def test_b014_nested_object_recurses_and_outer_required_lists_it() -> None:
     assert ordered(schema_spec_to_json_schema(spec)) == ordered(expected)
 
 
-def test_b014_all_optional_nested_object_has_no_required_array() -> None:
+@pytest.mark.spec("B014")
+def test_all_optional_nested_object_has_no_required_array() -> None:
     spec: SchemaSpec = {"opts": {"type": "object", "properties": {"a": {"type": "boolean"}}}}
     assert schema_spec_to_json_schema(spec)["properties"]["opts"] == {
         "type": "object",
@@ -105,7 +110,8 @@ def test_b014_all_optional_nested_object_has_no_required_array() -> None:
     }
 
 
-def test_b015_array_items_convert_recursively() -> None:
+@pytest.mark.spec("B015")
+def test_array_items_convert_recursively() -> None:
     spec: SchemaSpec = {
         "tags": {"type": "array", "items": {"type": "string"}},
         "bare": {"type": "array"},
@@ -135,7 +141,8 @@ def test_b015_array_items_convert_recursively() -> None:
     )
 
 
-def test_b016_enum_and_default_emitted_as_given_and_omitted_when_absent() -> None:
+@pytest.mark.spec("B016")
+def test_enum_and_default_emitted_as_given_and_omitted_when_absent() -> None:
     spec: SchemaSpec = {
         "color": {"type": "string", "enum": ["red", "green"]},
         "limit": {"type": "number", "default": 100},
@@ -151,7 +158,8 @@ def test_b016_enum_and_default_emitted_as_given_and_omitted_when_absent() -> Non
     assert props["bare"] == {"type": "string"}
 
 
-def test_b017_empty_description_omitted_empty_enum_and_null_default_emitted() -> None:
+@pytest.mark.spec("B017")
+def test_empty_description_omitted_empty_enum_and_null_default_emitted() -> None:
     spec: SchemaSpec = {
         "a": {"type": "string", "description": ""},
         "b": {"type": "string", "enum": []},
@@ -163,7 +171,8 @@ def test_b017_empty_description_omitted_empty_enum_and_null_default_emitted() ->
     assert props["c"] == {"type": "string", "default": None}
 
 
-def test_b017_misplaced_properties_and_items_are_dropped() -> None:
+@pytest.mark.spec("B017")
+def test_misplaced_properties_and_items_are_dropped() -> None:
     misplaced: Any = {
         "s": {
             "type": "string",
@@ -177,7 +186,8 @@ def test_b017_misplaced_properties_and_items_are_dropped() -> None:
     assert props == {"s": {"type": "string"}, "o": {"type": "object"}, "arr": {"type": "array"}}
 
 
-def test_b017_key_order_of_properties_and_top_level() -> None:
+@pytest.mark.spec("B017")
+def test_key_order_of_properties_and_top_level() -> None:
     spec: Any = {
         "o": {
             "properties": {"x": {"type": "string", "required": True}},
@@ -202,7 +212,8 @@ def test_b017_key_order_of_properties_and_top_level() -> None:
     assert list(schema["properties"]["a"]) == ["type", "description", "default", "items"]
 
 
-def test_b017_output_is_detached_from_the_spec() -> None:
+@pytest.mark.spec("B017")
+def test_output_is_detached_from_the_spec() -> None:
     enum = ["a"]
     default = {"k": [1]}
     spec: Any = {"x": {"type": "string", "enum": enum, "default": default}}
@@ -214,7 +225,8 @@ def test_b017_output_is_detached_from_the_spec() -> None:
     assert enum == ["a", "b"]
 
 
-def test_b017_frozen_spec_values_convert_to_plain_json() -> None:
+@pytest.mark.spec("B017")
+def test_frozen_spec_values_convert_to_plain_json() -> None:
     spec = snapshot({"x": {"type": "string", "enum": ["a"], "default": {"k": [1]}}})
     schema = schema_spec_to_json_schema(spec)
     assert type(schema["properties"]["x"]["enum"]) is list
@@ -227,41 +239,48 @@ def test_b017_frozen_spec_values_convert_to_plain_json() -> None:
 PATH_SPEC: SchemaSpec = {"path": {"type": "string", "required": True}, "limit": {"type": "number"}}
 
 
-def test_b019_valid_args_give_no_violations() -> None:
+@pytest.mark.spec("B019")
+def test_valid_args_give_no_violations() -> None:
     assert validate_args(PATH_SPEC, {"path": "/a", "limit": 3}) == []
     assert validate_args(PATH_SPEC, snapshot({"path": "/a"})) == []
 
 
+@pytest.mark.spec("B019")
 @pytest.mark.parametrize(
     "args", [None, "x", "", ["path"], ("path",), 1, 1.5, True, object(), b"{}"]
 )
-def test_b019_non_object_top_level_is_exactly_one_violation(args: object) -> None:
+def test_non_object_top_level_is_exactly_one_violation(args: object) -> None:
     assert validate_args(PATH_SPEC, args) == NOT_OBJECT
 
 
-def test_b019_mapping_that_is_not_a_dict_is_not_an_object() -> None:
+@pytest.mark.spec("B019")
+def test_mapping_that_is_not_a_dict_is_not_an_object() -> None:
     assert validate_args(PATH_SPEC, MappingProxyType({"path": "a"})) == NOT_OBJECT
 
 
-def test_b020_missing_required_and_unset_value_are_missing() -> None:
+@pytest.mark.spec("B020")
+def test_missing_required_and_unset_value_are_missing() -> None:
     assert validate_args(PATH_SPEC, {}) == ['missing required property "path"']
     assert validate_args(PATH_SPEC, {"path": msgspec.UNSET}) == ['missing required property "path"']
     assert validate_args(PATH_SPEC, {"path": "x", "limit": msgspec.UNSET}) == []
 
 
-def test_b020_null_is_a_value_not_missing() -> None:
+@pytest.mark.spec("B020")
+def test_null_is_a_value_not_missing() -> None:
     assert validate_args(PATH_SPEC, {"path": None}) == ['"path" must be a string']
     assert validate_args(PATH_SPEC, {"path": "x", "limit": None}) == ['"limit" must be a number']
 
 
-def test_b021_extra_keys_allowed_and_defaults_not_applied() -> None:
+@pytest.mark.spec("B021")
+def test_extra_keys_allowed_and_defaults_not_applied() -> None:
     spec: SchemaSpec = {"a": {"type": "number", "default": 5}}
     args: dict[str, Any] = {"extra": [1, 2], "other": None}
     assert validate_args(spec, args) == []
     assert args == {"extra": [1, 2], "other": None}
 
 
-def test_b022_type_messages_are_exact() -> None:
+@pytest.mark.spec("B022")
+def test_type_messages_are_exact() -> None:
     spec: SchemaSpec = {
         "s": {"type": "string"},
         "n": {"type": "number"},
@@ -278,17 +297,20 @@ def test_b022_type_messages_are_exact() -> None:
     ]
 
 
+@pytest.mark.spec("B022")
 @pytest.mark.parametrize("value", [True, False])
-def test_b022_bool_is_not_a_number(value: bool) -> None:
+def test_bool_is_not_a_number(value: bool) -> None:
     assert validate_args({"n": {"type": "number"}}, {"n": value}) == ['"n" must be a number']
 
 
+@pytest.mark.spec("B022")
 @pytest.mark.parametrize("value", [0, -3, 2**80, 1.5, float("inf"), float("nan")])
-def test_b022_ints_and_floats_are_numbers(value: float) -> None:
+def test_ints_and_floats_are_numbers(value: float) -> None:
     assert validate_args({"n": {"type": "number"}}, {"n": value}) == []
 
 
-def test_b022_arrays_and_null_are_not_objects_and_tuples_are_arrays() -> None:
+@pytest.mark.spec("B022")
+def test_arrays_and_null_are_not_objects_and_tuples_are_arrays() -> None:
     spec: SchemaSpec = {"bag": {"type": "object"}, "tags": {"type": "array"}}
     assert validate_args(spec, {"bag": None, "tags": None}) == [
         '"bag" must be an object',
@@ -301,7 +323,8 @@ def test_b022_arrays_and_null_are_not_objects_and_tuples_are_arrays() -> None:
     ]
 
 
-def test_b022_a_failed_type_check_stops_deeper_checks() -> None:
+@pytest.mark.spec("B022")
+def test_a_failed_type_check_stops_deeper_checks() -> None:
     spec: SchemaSpec = {
         "cfg": {"type": "object", "properties": {"host": {"type": "string", "required": True}}},
         "tags": {"type": "array", "items": {"type": "string"}},
@@ -314,36 +337,42 @@ def test_b022_a_failed_type_check_stops_deeper_checks() -> None:
     ]
 
 
-def test_b023_enum_message_is_compact_json() -> None:
+@pytest.mark.spec("B023")
+def test_enum_message_is_compact_json() -> None:
     spec: SchemaSpec = {"color": {"type": "string", "enum": ["red", "green"]}}
     assert validate_args(spec, {"color": "blue"}) == ['"color" must be one of ["red","green"]']
     assert validate_args(spec, {"color": "red"}) == []
 
 
-def test_b023_enum_message_keeps_non_ascii_text() -> None:
+@pytest.mark.spec("B023")
+def test_enum_message_keeps_non_ascii_text() -> None:
     spec: SchemaSpec = {"w": {"type": "string", "enum": ["día", "日本"]}}
     assert validate_args(spec, {"w": "x"}) == ['"w" must be one of ["día","日本"]']
 
 
-def test_b023_a_number_never_matches_a_string_enum() -> None:
+@pytest.mark.spec("B023")
+def test_a_number_never_matches_a_string_enum() -> None:
     spec: SchemaSpec = {"n": {"type": "number", "enum": ["1", "2"]}}
     assert validate_args(spec, {"n": 1}) == ['"n" must be one of ["1","2"]']
     spec_b: SchemaSpec = {"b": {"type": "boolean", "enum": ["true"]}}
     assert validate_args(spec_b, {"b": True}) == ['"b" must be one of ["true"]']
 
 
-def test_b023_empty_enum_rejects_every_value() -> None:
+@pytest.mark.spec("B023")
+def test_empty_enum_rejects_every_value() -> None:
     assert validate_args({"e": {"type": "string", "enum": []}}, {"e": ""}) == [
         '"e" must be one of []'
     ]
 
 
-def test_b023_enum_not_checked_on_objects_and_arrays() -> None:
+@pytest.mark.spec("B023")
+def test_enum_not_checked_on_objects_and_arrays() -> None:
     spec: Any = {"o": {"type": "object", "enum": ["x"]}, "a": {"type": "array", "enum": ["x"]}}
     assert validate_args(spec, {"o": {}, "a": []}) == []
 
 
-def test_b024_paths_use_dots_and_indices() -> None:
+@pytest.mark.spec("B024")
+def test_paths_use_dots_and_indices() -> None:
     spec: SchemaSpec = {
         "config": {"type": "object", "properties": {"host": {"type": "string", "required": True}}},
         "tags": {"type": "array", "items": {"type": "string"}},
@@ -363,7 +392,8 @@ def test_b024_paths_use_dots_and_indices() -> None:
     ]
 
 
-def test_b024_all_violations_collected_in_declaration_order() -> None:
+@pytest.mark.spec("B024")
+def test_all_violations_collected_in_declaration_order() -> None:
     spec: SchemaSpec = {
         "z": {"type": "string", "required": True},
         "a": {"type": "number"},
@@ -381,7 +411,8 @@ def test_b024_all_violations_collected_in_declaration_order() -> None:
     ]
 
 
-def test_b024_deep_paths_through_arrays_of_arrays() -> None:
+@pytest.mark.spec("B024")
+def test_deep_paths_through_arrays_of_arrays() -> None:
     spec: SchemaSpec = {
         "grid": {
             "type": "array",
@@ -401,12 +432,14 @@ def test_b024_deep_paths_through_arrays_of_arrays() -> None:
     ]
 
 
-def test_b024_object_without_properties_and_array_without_items_only_type_check() -> None:
+@pytest.mark.spec("B024")
+def test_object_without_properties_and_array_without_items_only_type_check() -> None:
     spec: SchemaSpec = {"o": {"type": "object"}, "a": {"type": "array"}}
     assert validate_args(spec, {"o": {"anything": [None, {}]}, "a": [1, "x", None, [[]]]}) == []
 
 
-def test_b025_unknown_type_raises_with_the_reference_text() -> None:
+@pytest.mark.spec("B025")
+def test_unknown_type_raises_with_the_reference_text() -> None:
     weird: Any = {"x": {"type": "weird"}}
     with pytest.raises(ValueError, match=r'^unreachable variant in validateArgs: "weird"$'):
         validate_args(weird, {"x": 1})
@@ -414,7 +447,8 @@ def test_b025_unknown_type_raises_with_the_reference_text() -> None:
         compile_validator(weird)
 
 
-def test_b025_unknown_nested_type_raises_whatever_the_args() -> None:
+@pytest.mark.spec("B025")
+def test_unknown_nested_type_raises_whatever_the_args() -> None:
     nested: Any = {"o": {"type": "object", "properties": {"x": {"type": "weird"}}}}
     for args in ({}, None, {"o": {"x": 1}}):
         with pytest.raises(ValueError, match="unreachable variant in validateArgs"):
@@ -456,7 +490,8 @@ class SneakyDict(dict[str, Any]):
         raise RuntimeError("no getitem")
 
 
-def test_b019_hostile_values_are_reported_not_raised() -> None:
+@pytest.mark.spec("B019")
+def test_hostile_values_are_reported_not_raised() -> None:
     spec: SchemaSpec = {
         "s": {"type": "string", "enum": ["a"]},
         "o": {"type": "object", "properties": {"x": {"type": "string", "required": True}}},
@@ -471,7 +506,8 @@ def test_b019_hostile_values_are_reported_not_raised() -> None:
     assert validate_args(spec, SneakyDict(o=SneakyDict(x="y"))) == []
 
 
-def test_b019_deeply_nested_input_is_not_walked_beyond_the_spec() -> None:
+@pytest.mark.spec("B019")
+def test_deeply_nested_input_is_not_walked_beyond_the_spec() -> None:
     deep: Any = "leaf"
     for _ in range(20_000):
         deep = [deep]
@@ -621,9 +657,10 @@ def json_object_for(spec: Mapping[str, Any]) -> st.SearchStrategy[dict[str, Any]
     return st.fixed_dictionaries(required, optional=optional)
 
 
+@pytest.mark.spec("B019")
 @given(spec=specs, args=anything)
 @settings(max_examples=300)
-def test_b019_property_validate_args_is_total(spec: SchemaSpec, args: object) -> None:
+def test_property_validate_args_is_total(spec: SchemaSpec, args: object) -> None:
     violations = validate_args(spec, args)
     assert isinstance(violations, list)
     assert all(isinstance(v, str) for v in violations)
@@ -631,8 +668,9 @@ def test_b019_property_validate_args_is_total(spec: SchemaSpec, args: object) ->
         assert violations == NOT_OBJECT
 
 
+@pytest.mark.spec("B026")
 @given(spec=specs)
-def test_b026_property_conversion_is_total_and_required_matches(spec: SchemaSpec) -> None:
+def test_property_conversion_is_total_and_required_matches(spec: SchemaSpec) -> None:
     schema = schema_spec_to_json_schema(spec)
     assert json.loads(json.dumps(schema)) == schema
     check_required(spec, schema)
@@ -656,18 +694,18 @@ def check_prop(prop: Mapping[str, Any], schema: Mapping[str, Any]) -> None:
         check_prop(prop["items"], schema["items"])
 
 
+@pytest.mark.spec("B026")
 @given(data=st.data(), spec=specs)
-def test_b026_property_args_satisfying_the_spec_validate(
-    data: st.DataObject, spec: SchemaSpec
-) -> None:
+def test_property_args_satisfying_the_spec_validate(data: st.DataObject, spec: SchemaSpec) -> None:
     args = data.draw(json_object_for(spec))
     assert validate_args(spec, args) == []
     assert validate_args(spec, snapshot(args)) == []
     assert compile_validator(spec)(args) == []
 
 
+@pytest.mark.spec("B026")
 @given(data=st.data(), spec=specs)
-def test_b026_property_dropping_a_required_key_is_rejected(
+def test_property_dropping_a_required_key_is_rejected(
     data: st.DataObject, spec: SchemaSpec
 ) -> None:
     required = [k for k, p in spec.items() if p.get("required")]

@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from types import FrameType
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 
@@ -28,7 +29,8 @@ from toolnursery import (
 from toolnursery._core._signal import ScopeLink, fuse
 
 
-async def test_b077_replacement_is_refused_with_the_caller_signal() -> None:
+@pytest.mark.spec("B077")
+async def test_replacement_is_refused_with_the_caller_signal() -> None:
     """B077: the body gets a fused signal, neither caller's nor replacement, firing on either."""
     registry = ToolRegistry()
     body_signals: list[CancelSignal] = []
@@ -88,7 +90,8 @@ def _replacing(signal: CancelSignal) -> Callable[..., Awaitable[Any]]:
     return wrap
 
 
-async def test_b078_caller_abort_reaches_the_body_but_not_the_replacement() -> None:
+@pytest.mark.spec("B078")
+async def test_caller_abort_reaches_the_body_but_not_the_replacement() -> None:
     """B078: a caller abort fires the fused signal; the replacement stays un-aborted → ABORTED."""
     registry = ToolRegistry()
     body_signals: list[CancelSignal] = []
@@ -118,7 +121,8 @@ async def test_b078_caller_abort_reaches_the_body_but_not_the_replacement() -> N
     }
 
 
-async def test_b079_without_replacement_the_body_gets_the_callers_signal_itself() -> None:
+@pytest.mark.spec("B079")
+async def test_without_replacement_the_body_gets_the_callers_signal_itself() -> None:
     """B079: no replacement → identity preserved, with or without pass-through wrappers."""
     registry = ToolRegistry()
     seen: list[CancelSignal] = []
@@ -138,7 +142,8 @@ async def test_b079_without_replacement_the_body_gets_the_callers_signal_itself(
     assert seen == [caller, caller]
 
 
-async def test_b080_registry_checks_use_the_captured_caller_signal() -> None:
+@pytest.mark.spec("B080")
+async def test_registry_checks_use_the_captured_caller_signal() -> None:
     """B080: a wrapper that leaves a fired replacement behind does not abort the call;
     post-execute and observers still see the caller's signal."""
     registry = ToolRegistry()
@@ -162,7 +167,8 @@ async def test_b080_registry_checks_use_the_captured_caller_signal() -> None:
     assert [e.signal for e in trace.executions] == [caller] * 4
 
 
-async def test_b081_already_aborted_replacement_skips_dispatch() -> None:
+@pytest.mark.spec("B081")
+async def test_already_aborted_replacement_skips_dispatch() -> None:
     """B081: a replacement already fired at dispatch → ABORTED_BEFORE_DISPATCH, body not run."""
     registry = ToolRegistry()
     ran: list[str] = []
@@ -190,7 +196,8 @@ async def test_b081_already_aborted_replacement_skips_dispatch() -> None:
     }
 
 
-async def test_b082_fused_reason_is_the_first_aborter_and_links_are_removed() -> None:
+@pytest.mark.spec("B082")
+async def test_fused_reason_is_the_first_aborter_and_links_are_removed() -> None:
     """B082: the fused signal carries the first reason; fusion unlinks when the body settles."""
     registry = ToolRegistry()
     seen: list[CancelSignal] = []
@@ -229,7 +236,8 @@ async def test_b082_fused_reason_is_the_first_aborter_and_links_are_removed() ->
     assert not replacement2._callbacks
 
 
-async def test_b082_same_object_replacement_does_not_fuse() -> None:
+@pytest.mark.spec("B082")
+async def test_same_object_replacement_does_not_fuse() -> None:
     """B082: assigning the caller's own signal is no replacement — the body gets it as is."""
     registry = ToolRegistry()
     seen: list[CancelSignal] = []
@@ -249,7 +257,8 @@ async def test_b082_same_object_replacement_does_not_fuse() -> None:
     assert seen == [caller]
 
 
-async def test_b083_wrappers_nest_in_order_and_inner_sees_outer_replacement() -> None:
+@pytest.mark.spec("B083")
+async def test_wrappers_nest_in_order_and_inner_sees_outer_replacement() -> None:
     """B083: first registered (or prepended) is outermost; the inner sees the outer's signal."""
     registry = ToolRegistry()
     registry.register(tool())

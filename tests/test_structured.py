@@ -35,7 +35,8 @@ def violations_of(schema: object) -> list[str]:
 # --- assertion ---------------------------------------------------------------------
 
 
-def test_b173_accepts_every_supported_keyword_and_type() -> None:
+@pytest.mark.spec("B173")
+def test_accepts_every_supported_keyword_and_type() -> None:
     schema = {
         "type": "object",
         "description": "a finding",
@@ -62,7 +63,8 @@ def test_b173_accepts_every_supported_keyword_and_type() -> None:
     assert_supported_output_schema(schema)
 
 
-def test_b173_accepts_tuples_and_dict_subclasses_as_json_structure() -> None:
+@pytest.mark.spec("B173")
+def test_accepts_tuples_and_dict_subclasses_as_json_structure() -> None:
     schema = OrderedDict(
         type="object",
         properties=OrderedDict(a={"type": "string", "enum": ("x", "y")}),
@@ -72,18 +74,21 @@ def test_b173_accepts_tuples_and_dict_subclasses_as_json_structure() -> None:
     assert validate_structured_value(schema, OrderedDict(a="x")) == []
 
 
-def test_b174_root_must_be_an_object() -> None:
+@pytest.mark.spec("B174")
+def test_root_must_be_an_object() -> None:
     assert violations_of({"type": "string"}) == [ROOT]
     assert violations_of({"type": "array", "items": {"type": "string"}}) == [ROOT]
 
 
-def test_b174_root_violation_only_when_nothing_else_is_wrong() -> None:
+@pytest.mark.spec("B174")
+def test_root_violation_only_when_nothing_else_is_wrong() -> None:
     assert violations_of({"type": "string", "minimum": 1}) == [
         f"schema.minimum is not a supported keyword {KEYWORDS}"
     ]
 
 
-def test_b175_non_object_nodes_and_bad_types() -> None:
+@pytest.mark.spec("B175")
+def test_non_object_nodes_and_bad_types() -> None:
     bad: object
     for bad in ("nope", None, [], 3, ()):
         assert violations_of(bad) == ["schema must be a schema object"]
@@ -97,22 +102,25 @@ def test_b175_non_object_nodes_and_bad_types() -> None:
     ]
 
 
-def test_b175_invalid_type_skips_type_specific_checks() -> None:
+@pytest.mark.spec("B175")
+def test_invalid_type_skips_type_specific_checks() -> None:
     assert violations_of({"type": "weird", "items": 5, "properties": 7, "enum": []}) == [
         f"schema.type must be one of {TYPE_LIST}"
     ]
 
 
+@pytest.mark.spec("B176")
 @pytest.mark.parametrize(
     "keyword", ["oneOf", "anyOf", "allOf", "not", "pattern", "minimum", "maxLength", "$ref"]
 )
-def test_b176_unsupported_keywords_are_rejected(keyword: str) -> None:
+def test_unsupported_keywords_are_rejected(keyword: str) -> None:
     assert violations_of({"type": "object", keyword: []}) == [
         f"schema.{keyword} is not a supported keyword {KEYWORDS}"
     ]
 
 
-def test_b176_every_violation_is_reported() -> None:
+@pytest.mark.spec("B176")
+def test_every_violation_is_reported() -> None:
     schema = {
         "type": "object",
         "pattern": "x",
@@ -125,7 +133,8 @@ def test_b176_every_violation_is_reported() -> None:
     ]
 
 
-def test_b177_keywords_on_the_wrong_type() -> None:
+@pytest.mark.spec("B177")
+def test_keywords_on_the_wrong_type() -> None:
     assert violations_of({"type": "object", "items": {"type": "string"}}) == [
         'schema.items is not supported on type "object"'
     ]
@@ -140,7 +149,8 @@ def test_b177_keywords_on_the_wrong_type() -> None:
     ) == ['schema.properties.a.const is not supported on type "array"']
 
 
-def test_b178_required_must_be_strings_naming_own_properties() -> None:
+@pytest.mark.spec("B178")
+def test_required_must_be_strings_naming_own_properties() -> None:
     assert violations_of({"type": "object", "required": "file"}) == [
         "schema.required must be an array of strings"
     ]
@@ -155,7 +165,8 @@ def test_b178_required_must_be_strings_naming_own_properties() -> None:
     ]
 
 
-def test_b178_required_is_not_satisfied_by_inherited_names() -> None:
+@pytest.mark.spec("B178")
+def test_required_is_not_satisfied_by_inherited_names() -> None:
     class Props(dict[str, Any]):
         toString = {"type": "string"}  # a class attribute, not a key
 
@@ -169,7 +180,8 @@ def test_b178_required_is_not_satisfied_by_inherited_names() -> None:
     assert violations_of(schema) == ['schema.required names "toString" which is not in properties']
 
 
-def test_b179_additional_properties_enum_and_const() -> None:
+@pytest.mark.spec("B179")
+def test_additional_properties_enum_and_const() -> None:
     def prop(**node: Any) -> dict[str, Any]:
         return {"type": "object", "properties": {"a": node}}
 
@@ -190,7 +202,8 @@ def test_b179_additional_properties_enum_and_const() -> None:
     assert_supported_output_schema(prop(type="null", const=None))
 
 
-def test_b180_annotations_must_be_strings_or_json_data() -> None:
+@pytest.mark.spec("B180")
+def test_annotations_must_be_strings_or_json_data() -> None:
     assert violations_of({"type": "object", "description": 7}) == [
         "schema.description must be a string"
     ]
@@ -221,7 +234,8 @@ def test_b180_annotations_must_be_strings_or_json_data() -> None:
     )
 
 
-def test_b181_a_cycle_is_reported_and_a_dag_is_fine() -> None:
+@pytest.mark.spec("B181")
+def test_a_cycle_is_reported_and_a_dag_is_fine() -> None:
     node: dict[str, Any] = {"type": "object"}
     node["properties"] = {"self": node}
     assert violations_of(node) == ["schema.properties.self is circular"]
@@ -231,7 +245,8 @@ def test_b181_a_cycle_is_reported_and_a_dag_is_fine() -> None:
     assert_supported_output_schema({"type": "object", "properties": {"a": items, "b": items}})
 
 
-def test_b182_non_plain_structure_is_rejected() -> None:
+@pytest.mark.spec("B182")
+def test_non_plain_structure_is_rejected() -> None:
     assert violations_of({"type": "object", "properties": MappingProxyType({})}) == [
         "schema.properties must be an object of schemas"
     ]
@@ -244,7 +259,8 @@ def test_b182_non_plain_structure_is_rejected() -> None:
     assert violations_of(MappingProxyType({"type": "object"})) == ["schema must be a schema object"]
 
 
-def test_b183_violation_order_within_and_across_nodes() -> None:
+@pytest.mark.spec("B183")
+def test_violation_order_within_and_across_nodes() -> None:
     schema = {
         "zeta": 1,
         "default": {1, 2},
@@ -277,7 +293,8 @@ def test_b183_violation_order_within_and_across_nodes() -> None:
     ]
 
 
-def test_b183_output_schema_error_shape() -> None:
+@pytest.mark.spec("B183")
+def test_output_schema_error_shape() -> None:
     with pytest.raises(OutputSchemaError) as info:
         assert_supported_output_schema({"type": "object", "not": {}, "title": 1})
     error = info.value
@@ -352,7 +369,8 @@ SCHEMA: dict[str, Any] = {
 }
 
 
-def test_b184_a_valid_value_has_no_violations() -> None:
+@pytest.mark.spec("B184")
+def test_a_valid_value_has_no_violations() -> None:
     assert_supported_output_schema(SCHEMA)
     value = {
         "file": "a.ts",
@@ -369,12 +387,14 @@ def test_b184_a_valid_value_has_no_violations() -> None:
     assert validate_structured_value(SCHEMA, value) == []
 
 
-def test_b185_missing_required_and_wrong_root() -> None:
+@pytest.mark.spec("B185")
+def test_missing_required_and_wrong_root() -> None:
     assert validate_structured_value(SCHEMA, {}) == ['missing required property "value.file"']
     assert validate_structured_value(SCHEMA, "nope") == ['"value" must be an object']
     assert validate_structured_value(SCHEMA, []) == ['"value" must be an object']
 
 
+@pytest.mark.spec("B186")
 @pytest.mark.parametrize(
     ("key", "bad", "message"),
     [
@@ -391,12 +411,13 @@ def test_b185_missing_required_and_wrong_root() -> None:
         ("parent", 0, '"value.parent" must be null'),
     ],
 )
-def test_b186_scalar_type_messages(key: str, bad: object, message: str) -> None:
+def test_scalar_type_violation_messages(key: str, bad: object, message: str) -> None:
     value = {"file": "a", key: bad}
     assert validate_structured_value(SCHEMA, value) == [message]
 
 
-def test_b187_enum_and_const() -> None:
+@pytest.mark.spec("B187")
+def test_enum_and_const_violations_quote_the_allowed_values() -> None:
     assert validate_structured_value(SCHEMA, {"file": "a", "severity": "mid"}) == [
         '"value.severity" must be one of ["low","high"]'
     ]
@@ -423,7 +444,8 @@ def test_b187_enum_and_const() -> None:
     assert validate_structured_value(schema, {"n": "1"}) == ['"value.n" must be an integer']
 
 
-def test_b187_booleans_are_never_equal_to_numbers() -> None:
+@pytest.mark.spec("B187")
+def test_booleans_are_never_equal_to_numbers() -> None:
     schema = {"type": "object", "properties": {"n": {"type": "number", "enum": [1, 0]}}}
     assert validate_structured_value(schema, {"n": 1}) == []
     flag = {"type": "object", "properties": {"b": {"type": "boolean", "const": True}}}
@@ -431,7 +453,8 @@ def test_b187_booleans_are_never_equal_to_numbers() -> None:
     assert validate_structured_value(flag, {"b": False}) == ['"value.b" must be true']
 
 
-def test_b188_arrays_per_index_and_items_less_arrays() -> None:
+@pytest.mark.spec("B188")
+def test_arrays_per_index_and_items_less_arrays() -> None:
     assert validate_structured_value(SCHEMA, {"file": "a", "tags": "x"}) == [
         '"value.tags" must be an array'
     ]
@@ -442,7 +465,8 @@ def test_b188_arrays_per_index_and_items_less_arrays() -> None:
     assert validate_structured_value(SCHEMA, {"file": "a", "free": [{"deep": [1]}, None]}) == []
 
 
-def test_b189_nested_objects() -> None:
+@pytest.mark.spec("B189")
+def test_nested_object_violations_carry_dotted_paths() -> None:
     assert validate_structured_value(SCHEMA, {"file": "a", "nested": {}}) == [
         'missing required property "value.nested.x"'
     ]
@@ -454,7 +478,8 @@ def test_b189_nested_objects() -> None:
     ]
 
 
-def test_b190_required_key_with_unset_value_is_missing() -> None:
+@pytest.mark.spec("B190")
+def test_required_key_with_unset_value_is_missing() -> None:
     assert validate_structured_value(SCHEMA, {"file": msgspec.UNSET}) == [
         'missing required property "value.file"'
     ]
@@ -462,11 +487,13 @@ def test_b190_required_key_with_unset_value_is_missing() -> None:
     assert validate_structured_value(closed, {"gone": msgspec.UNSET}) == []
 
 
-def test_b190_none_is_a_present_null() -> None:
+@pytest.mark.spec("B190")
+def test_none_is_a_present_null() -> None:
     assert validate_structured_value(SCHEMA, {"file": None}) == ['"value.file" must be a string']
 
 
-def test_b191_only_own_keys_count() -> None:
+@pytest.mark.spec("B191")
+def test_only_own_keys_count_as_present() -> None:
     class Record(dict[str, Any]):
         file = "class attribute"
 
@@ -485,7 +512,8 @@ def test_b191_only_own_keys_count() -> None:
     ]
 
 
-def test_b192_non_plain_objects_are_not_json_objects() -> None:
+@pytest.mark.spec("B192")
+def test_non_plain_objects_are_not_json_objects() -> None:
     bare = {"type": "object"}
     for value in (
         datetime.datetime(2020, 1, 1),
@@ -498,7 +526,8 @@ def test_b192_non_plain_objects_are_not_json_objects() -> None:
     assert validate_structured_value(bare, {"any": ["thing"]}) == []
 
 
-def test_b193_one_pass_in_order() -> None:
+@pytest.mark.spec("B193")
+def test_violations_come_in_one_pass_required_first() -> None:
     assert validate_structured_value(SCHEMA, {"line": "x", "severity": "mid"}) == [
         'missing required property "value.file"',
         '"value.line" must be an integer',
@@ -523,7 +552,8 @@ def test_b193_one_pass_in_order() -> None:
     ]
 
 
-def test_b194_null_typed_const_and_enum() -> None:
+@pytest.mark.spec("B194")
+def test_null_typed_const_and_enum() -> None:
     schema = {
         "type": "object",
         "properties": {"a": {"type": "null", "const": None}, "b": {"type": "null", "enum": [None]}},
@@ -532,14 +562,16 @@ def test_b194_null_typed_const_and_enum() -> None:
     assert validate_structured_value(schema, {"a": None, "b": None}) == []
 
 
-def test_b195_forged_schema_type_raises() -> None:
+@pytest.mark.spec("B195")
+def test_forged_schema_type_raises() -> None:
     with pytest.raises(TypeError, match="tuple"):
         validate_structured_value({"type": "tuple"}, 1)
     with pytest.raises(TypeError, match=r"value\.a"):
         validate_structured_value({"type": "object", "properties": {"a": "str"}}, {"a": 1})
 
 
-def test_b195_a_forged_cyclic_schema_meeting_a_cyclic_value_raises() -> None:
+@pytest.mark.spec("B195")
+def test_a_forged_cyclic_schema_meeting_a_cyclic_value_raises() -> None:
     node: dict[str, Any] = {"type": "object"}
     node["properties"] = {"self": node}
     value: dict[str, Any] = {}
@@ -549,7 +581,8 @@ def test_b195_a_forged_cyclic_schema_meeting_a_cyclic_value_raises() -> None:
     assert validate_structured_value(node, {"self": {"self": {}}}) == []
 
 
-def test_b196_integer_number_and_boolean_semantics() -> None:
+@pytest.mark.spec("B196")
+def test_integer_number_and_boolean_semantics() -> None:
     schema = {
         "type": "object",
         "properties": {"i": {"type": "integer"}, "n": {"type": "number"}},
@@ -569,7 +602,8 @@ def test_b196_integer_number_and_boolean_semantics() -> None:
 # --- the capture-tool consumer pattern ------------------------------------------------
 
 
-async def test_b197_a_capture_tool_rejects_invalid_values_with_invalid_args() -> None:
+@pytest.mark.spec("B197")
+async def test_a_capture_tool_rejects_invalid_values_with_invalid_args() -> None:
     captured: list[Any] = []
 
     async def capture(args: Any, ctx: Any) -> str:
@@ -602,7 +636,8 @@ async def test_b197_a_capture_tool_rejects_invalid_values_with_invalid_args() ->
     assert captured == [{"file": "a"}]
 
 
-def test_b198_a_schema_outside_the_subset_fails_before_anything_is_built() -> None:
+@pytest.mark.spec("B198")
+def test_a_schema_outside_the_subset_fails_before_anything_is_built() -> None:
     with pytest.raises(
         OutputSchemaError, match=r"^unsupported output schema: .*annotation must be JSON data"
     ):

@@ -33,7 +33,8 @@ def _tool(name: str, body: Any, timeout_ms: float | None = 100) -> ToolDefinitio
     return ToolDefinition(name, "t", {"type": "object"}, body, timeout_ms=timeout_ms)
 
 
-async def test_b165_unbudgeted_tool_sees_the_caller_signal() -> None:
+@pytest.mark.spec("B165")
+async def test_unbudgeted_tool_sees_the_caller_signal() -> None:
     seen: list[CancelSignal] = []
 
     async def body(args: Any, ctx: ToolRunContext) -> str:
@@ -50,7 +51,8 @@ async def test_b165_unbudgeted_tool_sees_the_caller_signal() -> None:
     assert seen[0] is signal
 
 
-async def test_b166_fast_budgeted_tool_keeps_its_result_and_sees_a_derived_signal() -> None:
+@pytest.mark.spec("B166")
+async def test_fast_budgeted_tool_keeps_its_result_and_sees_a_derived_signal() -> None:
     seen: list[CancelSignal] = []
 
     async def body(args: Any, ctx: ToolRunContext) -> str:
@@ -66,7 +68,8 @@ async def test_b166_fast_budgeted_tool_keeps_its_result_and_sees_a_derived_signa
     assert seen[0] is not signal
 
 
-async def test_b167_post_execute_sees_the_caller_signal_again() -> None:
+@pytest.mark.spec("B167")
+async def test_post_execute_sees_the_caller_signal_again() -> None:
     async def body(args: Any, ctx: ToolRunContext) -> str:
         return "ok"
 
@@ -85,8 +88,9 @@ async def test_b167_post_execute_sees_the_caller_signal_again() -> None:
     assert seen == [signal]
 
 
+@pytest.mark.spec("B168")
 @pytest.mark.parametrize("outcome", ["success", "own-error"])
-async def test_b168_own_deadline_replaces_whatever_the_body_returned(
+async def test_own_deadline_replaces_whatever_the_body_returned(
     autojump_clock: trio.testing.MockClock, outcome: str
 ) -> None:
     async def body(args: Any, ctx: ToolRunContext) -> str:
@@ -107,7 +111,8 @@ async def test_b168_own_deadline_replaces_whatever_the_body_returned(
     assert trio.current_time() - start == pytest.approx(0.1)
 
 
-async def test_b168_cooperative_body_polling_the_signal_times_out(
+@pytest.mark.spec("B168")
+async def test_cooperative_body_polling_the_signal_times_out(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     async def body(args: Any, ctx: ToolRunContext) -> str:
@@ -122,7 +127,8 @@ async def test_b168_cooperative_body_polling_the_signal_times_out(
     assert await registry.execute(ToolExecutionInput("c1", "coop", {})) == TIMEOUT
 
 
-async def test_b169_caller_abort_first_keeps_aborted(
+@pytest.mark.spec("B169")
+async def test_caller_abort_first_keeps_aborted(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     async def body(args: Any, ctx: ToolRunContext) -> str:
@@ -146,7 +152,8 @@ async def test_b169_caller_abort_first_keeps_aborted(
     assert results[0].content == (TextContent("Error: tool call aborted"),)
 
 
-async def test_b170_deadline_first_then_caller_abort_keeps_timeout(
+@pytest.mark.spec("B170")
+async def test_deadline_first_then_caller_abort_keeps_timeout(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     signal = CancelSignal()
@@ -174,7 +181,8 @@ async def test_b170_deadline_first_then_caller_abort_keeps_timeout(
     assert results == [TIMEOUT]
 
 
-async def test_b171_uninstalling_restores_the_caller_signal() -> None:
+@pytest.mark.spec("B171")
+async def test_uninstalling_restores_the_caller_signal() -> None:
     seen: list[CancelSignal] = []
 
     async def body(args: Any, ctx: ToolRunContext) -> str:
@@ -190,7 +198,8 @@ async def test_b171_uninstalling_restores_the_caller_signal() -> None:
     assert seen[0] is signal
 
 
-async def test_b172_deferred_contexts_ride_the_timeout_result(
+@pytest.mark.spec("B172")
+async def test_deferred_contexts_ride_the_timeout_result(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     context = HookContext((TextContent("nested"),), "composite")
@@ -208,7 +217,8 @@ async def test_b172_deferred_contexts_ride_the_timeout_result(
     assert result.additional_contexts == (context,)
 
 
-async def test_b172_invisible_tool_gets_no_deadline_and_unknown_stays_unknown() -> None:
+@pytest.mark.spec("B172")
+async def test_invisible_tool_gets_no_deadline_and_unknown_stays_unknown() -> None:
     registry = ToolRegistry()
     install_timeout_policy(registry, default_timeout_ms=50)
     result = await registry.execute(ToolExecutionInput("c1", "ghost", {}))
@@ -271,8 +281,9 @@ def test_bad_default_budget_is_refused(bad: float) -> None:
         install_timeout_policy(ToolRegistry(), default_timeout_ms=bad)
 
 
+@pytest.mark.spec("B006")
 @pytest.mark.parametrize("bad", [0, -5, float("nan"), float("inf"), 366 * 24 * 3600 * 1000])
-def test_b006_bad_tool_budget_is_refused_at_registration(bad: float) -> None:
+def test_bad_tool_budget_is_refused_at_registration(bad: float) -> None:
     async def body(args: Any, ctx: ToolRunContext) -> str:
         return "ok"
 
