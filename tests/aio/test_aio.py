@@ -51,7 +51,7 @@ from toolnursery._aio._host import _hosts
 
 T = TypeVar("T")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 ABORTED = ToolExecutionResult(
     (TextContent("Error: tool call aborted"),), True, ToolErrorInfo("AbortError", TOOL_ABORTED)

@@ -23,7 +23,7 @@ import trio
 from loopback import Reply, ScriptedModel, serve_model
 from toolnursery.examples import fill_sandbox
 
-EXAMPLES = Path(__file__).parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 # The SDKs break out of their own inner SSE generators at the end of a stream (after
 # "[DONE]"), leaving them to the garbage collector, and trio warns about each one.

@@ -20,7 +20,7 @@ import pytest
 
 import toolnursery
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 USER_DOCS = [*sorted((ROOT / "docs").rglob("*.md")), ROOT / "README.md"]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 

@@ -52,7 +52,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
 ]
 
-SERVER = str(Path(__file__).with_name("mcp_fixture_server.py"))
+SERVER = str(Path(__file__).parents[1] / "mcp_fixture_server.py")
 LIMIT = 30  # seconds: generous, so a loaded CI machine never flakes, yet nothing hangs
 
 

@@ -34,7 +34,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
 ]
 
-TOOLS = str(Path(__file__).with_name("mcp_serve_tools.py")) + ":make"
+TOOLS = str(Path(__file__).parents[1] / "mcp_serve_tools.py") + ":make"
 LIMIT = 30
 
 

@@ -288,7 +288,7 @@ async def test_docs_testing_example_runs_as_written() -> None:
     import re
     from pathlib import Path
 
-    page = Path(__file__).resolve().parents[1] / "docs" / "testing.md"
+    page = Path(__file__).resolve().parents[2] / "docs" / "testing.md"
     code = re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.S)[0]
     namespace: dict[str, Any] = {"__name__": "__docs__"}
     exec(compile(code, str(page), "exec"), namespace)

@@ -18,7 +18,7 @@ from support import no_deadlock
 from toolnursery import ToolCall, ToolDefinition, ToolRegistry, ToolRunContext, open_tool_batch
 from toolnursery.providers import ToolStream, anthropic, openai_chat, openai_responses
 
-DATA = Path(__file__).parent / "data" / "streams"
+DATA = Path(__file__).parents[1] / "data" / "streams"
 FORMATS = ("chat", "responses", "anthropic")
 ADAPTERS = {
     "chat": openai_chat.stream_calls,

@@ -54,7 +54,7 @@ from toolnursery.ray import (  # noqa: E402
     ray_tool,
 )
 
-TESTS = Path(__file__).parent
+TESTS = Path(__file__).resolve().parents[1]
 ROOT = TESTS.parent
 WAIT_S = 60  # generous: workers start cold on a shared 2-core machine
 

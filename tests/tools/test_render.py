@@ -2,7 +2,7 @@
 
 The expected texts live in ``tests/golden/<case>.md`` and ``<case>.txt`` (terminal,
 48 cells wide). After an intended layout change, regenerate them with
-``python tests/test_render.py`` and review the diff.
+``python tests/tools/test_render.py`` and review the diff.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from toolnursery._tools._render import (
     unified_diff_lines,
 )
 
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = Path(__file__).parents[1] / "golden"
 WIDTH = 48
 
 
