@@ -47,6 +47,7 @@ from toolnursery import (
     result_view,
     run_tool_calls,
 )
+from toolnursery._tools import _example_views as example_views
 from toolnursery.examples import (
     OutsideRootError,
     example_registry,
@@ -977,17 +978,119 @@ json_values = st.recursive(
 )
 
 
-@given(tool=st.sampled_from(TOOLS), args=json_values, meta=json_values, failed=st.booleans())
-@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# What the result presenters read from ``meta``, so generated metadata reaches every branch.
+META_KEYS = [
+    "lines",
+    "binary",
+    "truncated",
+    "entries",
+    "matches",
+    "files",
+    "created",
+    "old_text",
+    "moved",
+]
+meta_values = json_values | st.dictionaries(st.sampled_from(META_KEYS), json_values, max_size=5)
+
+
+def accepted_arguments(parameters: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
+    """Arguments a tool's own check accepts: its schema's types and bounds (and no NUL
+    characters in a string), optional ones sometimes absent."""
+
+    def value(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
+        low, high = schema.get("minimum"), schema.get("maximum")
+        return {
+            "string": st.text(st.characters(exclude_characters="\x00"), max_size=5),
+            "boolean": st.booleans(),
+            "integer": st.integers(low, high),
+            "number": st.integers(low, high) | st.floats(low, high),
+        }[schema["type"]]
+
+    required = set(parameters["required"])
+    properties = parameters["properties"]
+    return st.fixed_dictionaries(
+        {name: value(schema) for name, schema in properties.items() if name in required},
+        optional={
+            name: value(schema) for name, schema in properties.items() if name not in required
+        },
+    )
+
+
+@pytest.fixture
+def strict_presenters(
+    monkeypatch: pytest.MonkeyPatch, root: Path
+) -> tuple[ToolRegistry, ToolRegistry, set[Callable[..., Any]]]:
+    """The example tools as shipped, and built again with wrappers that let a presenter raise.
+
+    The shipped wrappers answer ``None`` for arguments the tool's check refuses and for a
+    presenter that raises (a UI must not crash), which would hide a raising presenter from
+    :func:`test_presenters_never_raise`: the strict ones answer ``None`` only for refused
+    arguments. Returns the shipped registry, the strict one and the strict wrappers.
+    """
+    shipped = example_registry(root)
+    strict: set[Callable[..., Any]] = set()
+
+    def strict_call(validate: Callable[[Any], Any], present: Callable[..., Any]) -> Any:
+        def present_call(args: Any) -> Any:
+            try:
+                values = validate(args)
+            except Exception:
+                return None
+            return present(values)
+
+        strict.add(present_call)
+        return present_call
+
+    def strict_result(validate: Callable[[Any], Any], present: Callable[..., Any]) -> Any:
+        def present_result(args: Any, result: ToolResult) -> Any:
+            try:
+                values = validate(args)
+            except Exception:
+                return None
+            return present(values, result)
+
+        strict.add(present_result)
+        return present_result
+
+    monkeypatch.setattr(example_views, "present_call", strict_call)
+    monkeypatch.setattr(example_views, "present_result", strict_result)
+    return shipped, example_registry(root), strict
+
+
+@given(
+    tool=st.sampled_from(TOOLS),
+    accepted=st.booleans(),
+    data=st.data(),
+    meta=meta_values,
+    failed=st.booleans(),
+)
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_presenters_never_raise(
-    registry: ToolRegistry, tool: str, args: Any, meta: Any, failed: bool
+    strict_presenters: tuple[ToolRegistry, ToolRegistry, set[Callable[..., Any]]],
+    tool: str,
+    accepted: bool,
+    data: st.DataObject,
+    meta: Any,
+    failed: bool,
 ) -> None:
+    """Every presenter answers a view or None for any arguments and any result metadata.
+
+    The presenters run unguarded (see :func:`strict_presenters`), so one that raises fails
+    here; arguments the tool accepts reach them, and get a call view.
+    """
+    shipped, registry, strict = strict_presenters
     definition = presenters(registry, tool)
-    assert definition.present_call is not None
-    assert definition.present_result is not None
+    assert {definition.present_call, definition.present_result} <= strict
+    args = data.draw(accepted_arguments(definition.parameters) if accepted else json_values)
+    result = ToolResult((TextContent("x"),), failed, meta)
     pending = definition.present_call(args)
-    completed = definition.present_result(args, ToolResult((TextContent("x"),), failed, meta))
+    completed = definition.present_result(args, result)
+    if accepted:
+        assert pending is not None, args
     assert pending is None or isinstance(pending, GenericCallView | DiffCallView | TerminalCallView)
     assert completed is None or isinstance(
         completed, GenericResultView | DiffResultView | TerminalResultView
     )
+    # The shipped wrappers had nothing to swallow: they answer the same.
+    assert presenters(shipped, tool).present_call(args) == pending
+    assert presenters(shipped, tool).present_result(args, result) == completed
