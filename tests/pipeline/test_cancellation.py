@@ -717,56 +717,6 @@ async def test_nothing_is_left_running_after_execute(
 # -- bodies that cannot suspend run without a cancel scope ----------------------------
 
 
-def test_may_suspend_reads_the_body_code() -> None:
-    """A coroutine function with no await / async for / async with cannot reach a
-    checkpoint, so the pipeline runs it without a cancel scope."""
-    from toolnursery._pipeline._stages import may_suspend
-
-    async def pure(args: Any, ctx: Any) -> str:
-        return "ok"
-
-    async def awaits(args: Any, ctx: Any) -> str:
-        await trio.lowlevel.checkpoint()
-        return "ok"
-
-    async def iterates(args: Any, ctx: Any) -> str:
-        async for _ in args:
-            pass
-        return "ok"
-
-    async def enters(args: Any, ctx: Any) -> str:
-        async with args:
-            return "ok"
-
-    class Callable_:
-        async def __call__(self, args: Any, ctx: Any) -> str:
-            return "ok"
-
-    assert may_suspend(pure) is False
-    assert may_suspend(awaits) is True
-    assert may_suspend(iterates) is True
-    assert may_suspend(enters) is True
-    assert may_suspend(Callable_()) is True  # not inspected: assume it may
-
-
-def test_define_tool_and_attach_output_carry_the_body_answer() -> None:
-    from toolnursery import attach_output, define_tool
-    from toolnursery._pipeline._stages import may_suspend
-
-    async def pure(args: Any, ctx: Any) -> dict[str, int]:
-        return {"n": 1}
-
-    async def awaits(args: Any, ctx: Any) -> dict[str, int]:
-        await trio.lowlevel.checkpoint()
-        return {"n": 1}
-
-    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
-    for body, expected in ((pure, False), (awaits, True)):
-        definition = define_tool(name="t", description="d", parameters={}, execute=body)
-        assert may_suspend(definition.execute) is expected
-        assert may_suspend(attach_output(definition, schema).execute) is expected
-
-
 async def test_a_body_that_cannot_suspend_still_reports_aborted_when_it_fired_its_signal() -> None:
     """B127 for a scope-less body: it cancels its own signal and returns → ABORTED."""
     registry = ToolRegistry()
