@@ -2,15 +2,14 @@
 
 The judge is ``jsonschema``: on generated arguments (valid and not), the advertised
 schema accepts exactly what the tool's validation accepts. Refused annotations name
-the parameter. Docstrings in Google, Sphinx and NumPy style; pydantic models and
-``Field`` metadata; provider-strict schemas.
+the parameter. Docstrings, pydantic parameters and strict schemas have their own files
+(``test_docstrings.py``, ``test_pydantic_params.py``, ``test_strict.py``).
 """
 
 from __future__ import annotations
 
 import datetime
 import enum
-import json
 import sys
 import uuid
 from decimal import Decimal
@@ -26,12 +25,9 @@ from hypothesis import strategies as st
 
 from toolnursery import (
     RegistrationError,
-    StrictSchemaError,
     ToolArgsError,
     ToolDefinition,
     define_tool,
-    from_strict_arguments,
-    strict_json_schema,
     tool,
 )
 from toolnursery._core._json import snapshot
@@ -288,281 +284,6 @@ def test_a_struct_with_pydantic_metadata_is_refused_by_field() -> None:
         define_tool(name="t", description="d", parameters=Args, execute=lambda a, c: "")
 
 
-# --- docstrings ----------------------------------------------------------------------------------
-
-
-def google(pattern: str, path: str = ".") -> str:
-    """Search files for a pattern.
-
-    Reads every file under the path.
-
-    Args:
-        pattern: the regular
-            expression.
-        path: where to look.
-
-    Returns:
-        The matching lines.
-
-    Raises:
-        ValueError: a bad pattern.
-    """
-    return ""
-
-
-def sphinx(pattern: str, path: str = ".") -> str:
-    """Search files for a pattern.
-
-    Reads every file under the path.
-
-    :param pattern: the regular
-        expression.
-    :type pattern: str
-    :param path: where to look.
-    :returns: The matching lines.
-    :raises ValueError: a bad pattern.
-    """
-    return ""
-
-
-def numpy(pattern: str, path: str = ".") -> str:
-    """Search files for a pattern.
-
-    Reads every file under the path.
-
-    Parameters
-    ----------
-    pattern : str
-        the regular
-        expression.
-    path : str, optional
-        where to look.
-
-    Returns
-    -------
-    str
-        The matching lines.
-
-    Examples
-    --------
-    >>> numpy("a")
-    ''
-    """
-    return ""
-
-
-@pytest.mark.parametrize("fn", [google, sphinx, numpy])
-def test_docstrings_in_every_style_give_description_and_parameters(fn: Any) -> None:
-    definition = tool(fn)
-    assert (
-        definition.description == "Search files for a pattern.\n\nReads every file under the path."
-    )
-    props = definition.parameters["properties"]
-    assert props["pattern"]["description"] == "the regular expression."
-    assert props["path"]["description"] == "where to look."
-
-
-def test_struct_field_docs_in_numpy_and_sphinx_style() -> None:
-    class NumpyArgs(msgspec.Struct, frozen=True):
-        """Arguments.
-
-        Attributes
-        ----------
-        host : str
-            the host.
-        """
-
-        host: str
-
-    class SphinxArgs(msgspec.Struct, frozen=True):
-        """Arguments.
-
-        :ivar host: the host.
-        """
-
-        host: str
-
-    for cls in (NumpyArgs, SphinxArgs):
-        definition = define_tool(name="t", description="d", parameters=cls, execute=lambda a, c: "")
-        assert definition.parameters["properties"]["host"]["description"] == "the host."
-
-
-# --- pydantic -------------------------------------------------------------------------------------
-
-
-class Point(pydantic.BaseModel):
-    x: int
-    y: int = 0
-
-
-@tool
-def move(
-    to: Point,
-    speed: Annotated[int, pydantic.Field(ge=1, le=100, description="km/h")] = 5,
-    label: str = pydantic.Field(default="", max_length=3),
-) -> str:
-    """Move to a point.
-
-    Args:
-        to: the target.
-    """
-    return f"{to.x},{to.y} at {speed} {label}"
-
-
-def test_pydantic_model_and_field_metadata_reach_the_schema() -> None:
-    schema = move.parameters
-    assert schema["properties"]["to"] == {"$ref": "#/$defs/Point", "description": "the target."}
-    speed = schema["properties"]["speed"]
-    assert (speed["minimum"], speed["maximum"], speed["description"]) == (1, 100, "km/h")
-    assert schema["properties"]["label"]["maxLength"] == 3
-    assert schema["required"] == ["to"]
-    assert move.description == "Move to a point."
-    JUDGE.check_schema(schema)
-
-
-def test_pydantic_validates_and_the_body_gets_the_model() -> None:
-    assert move.execute(snapshot({"to": {"x": 1}}), None) == "1,0 at 5 "  # type: ignore[arg-type]
-    with pytest.raises(ToolArgsError) as info:
-        move.execute(snapshot({"to": {"x": "1"}, "speed": 0}), None)  # type: ignore[arg-type]
-    assert info.value.violations == (
-        '"to.x" is invalid: Input should be a valid integer',
-        '"speed" is invalid: Input should be greater than or equal to 1',
-    )
-    with pytest.raises(ToolArgsError) as info:
-        move.execute(snapshot({}), None)  # type: ignore[arg-type]
-    assert info.value.violations == ('missing required property "to"',)
-    with pytest.raises(ToolArgsError) as info:
-        move.execute("not json", None)  # type: ignore[arg-type]
-    assert info.value.violations == ('"arguments" must be an object',)
-
-
-def test_define_tool_takes_a_pydantic_model() -> None:
-    definition = define_tool(
-        name="point", description="d", parameters=Point, execute=lambda p, c: p.x + p.y
-    )
-    assert definition.parameters["required"] == ["x"]
-    assert definition.execute(snapshot({"x": 2, "y": 3}), None) == 5  # type: ignore[arg-type]
-
-
-def test_an_unsupported_type_in_a_pydantic_tool_names_the_parameter() -> None:
-    def f(to: Point, fn: Any, when: type) -> str:
-        return ""
-
-    with pytest.raises(
-        RegistrationError, match=r'^@tool f: parameter "when" has an unsupported type'
-    ):
-        tool(f)
-
-
-@given(
-    to=st.none()
-    | st.fixed_dictionaries(
-        {"x": st.integers() | st.text(max_size=1)}, optional={"y": st.integers()}
-    ),
-    speed=st.none() | st.integers(-3, 120) | st.text(max_size=1),
-)
-def test_property_the_judge_agrees_with_pydantic_validation(to: Any, speed: Any) -> None:
-    args = {k: v for k, v in {"to": to, "speed": speed}.items() if v is not None}
-    assert _accepted(move, args) == JUDGE(move.parameters).is_valid(args)
-
-
-# --- strict schemas ------------------------------------------------------------------------------
-
-
-@tool(strict=True)
-def book(origin: str, seats: int = 1, cabin: Cabin = Cabin.ECONOMY, leg: Leg | None = None) -> str:
-    """Book a flight."""
-    return f"{origin} {seats} {cabin.value} {leg}"
-
-
-def test_strict_schema_requires_everything_and_makes_optionals_nullable() -> None:
-    schema = book.parameters
-    assert schema["additionalProperties"] is False
-    assert schema["required"] == ["origin", "seats", "cabin", "leg"]
-    props = schema["properties"]
-    assert props["origin"] == {"type": "string"}
-    assert props["seats"] == {"type": ["integer", "null"]}
-    assert props["cabin"] == {"type": ["string", "null"], "enum": ["economy", "business", None]}
-    assert props["leg"]["type"] == ["object", "null"]
-    assert props["leg"]["additionalProperties"] is False
-    assert props["leg"]["required"] == ["origin", "stops"]
-    assert props["leg"]["properties"]["stops"] == {"type": ["integer", "null"]}
-    JUDGE.check_schema(schema)
-
-
-def test_strict_tool_reads_null_as_absent() -> None:
-    sent = {"origin": "LAX", "seats": None, "cabin": None, "leg": {"origin": "JFK", "stops": None}}
-    assert JUDGE(book.parameters).is_valid(sent)
-    assert book.execute(snapshot(sent), None) == "LAX 1 economy Leg(origin='JFK', stops=0)"  # type: ignore[arg-type]
-
-
-@pytest.mark.parametrize(
-    ("schema", "message"),
-    [
-        (
-            {
-                "type": "object",
-                "properties": {
-                    "t": {"type": "object", "additionalProperties": {"type": "integer"}}
-                },
-            },
-            'strict mode needs "additionalProperties": false (at #/properties/t',
-        ),
-        (
-            {"type": "object", "properties": {"s": {"type": "string", "minLength": 1}}},
-            'strict mode does not take "minLength" (at #/properties/s)',
-        ),
-        (
-            {"type": "object", "properties": {"p": {"type": "string", "format": "decimal"}}},
-            'strict mode does not take "format": "decimal" (at #/properties/p)',
-        ),
-        (
-            {"type": "object", "properties": {"a": {}}},
-            'strict mode needs a "type" (at #/properties/a',
-        ),
-        (
-            {"type": "object", "properties": {"o": {"type": "object"}}},
-            'strict mode needs "properties" on every object (at #/properties/o',
-        ),
-        (
-            {"type": "object", "properties": {"u": {"oneOf": [{"type": "string"}]}}},
-            'strict mode does not take "oneOf" (at #/properties/u)',
-        ),
-        ({"type": "array"}, "strict mode needs an object-rooted schema"),
-    ],
-)
-def test_strict_refuses_what_strict_mode_cannot_take_naming_the_keyword(
-    schema: dict[str, Any], message: str
-) -> None:
-    with pytest.raises(StrictSchemaError) as info:
-        strict_json_schema(schema)
-    assert str(info.value).startswith(message)
-
-
-def test_strict_option_refuses_at_definition_naming_the_tool() -> None:
-    with pytest.raises(
-        StrictSchemaError, match=r'^@tool t: strict mode needs "additionalProperties"'
-    ):
-
-        @tool(strict=True)
-        def t(table: dict[str, int]) -> str:
-            return ""
-
-
-def test_strict_keeps_refs_and_rewrites_defs() -> None:
-    @tool
-    def go(to: Point, speed: Annotated[int, pydantic.Field(ge=1)] = 5) -> str:
-        return ""
-
-    strict = strict_json_schema(go.parameters)
-    assert strict["required"] == ["to", "speed"]
-    assert strict["$defs"]["Point"]["additionalProperties"] is False
-    assert strict["$defs"]["Point"]["required"] == ["x", "y"]
-    assert strict["properties"]["speed"]["type"] == ["integer", "null"]
-    assert "default" not in json.dumps(strict)
-    assert go.parameters["required"] == ["to"]  # the input is not modified
-
-
 def test_constraints_inside_unions_and_boolean_literals() -> None:
     @tool
     def f(
@@ -589,29 +310,3 @@ def test_constraints_inside_unions_and_boolean_literals() -> None:
             f.execute(snapshot(bad), None)  # type: ignore[arg-type]
         assert info.value.violations == (violation,)
         assert not JUDGE(f.parameters).is_valid(bad)
-
-
-def test_from_strict_arguments_keeps_the_very_object_when_nothing_changes() -> None:
-    arguments = snapshot({"origin": "LAX", "leg": {"origin": "JFK"}})
-    assert from_strict_arguments(book.parameters, arguments) is arguments
-
-
-def test_from_strict_arguments_drops_only_nulls_the_original_did_not_allow() -> None:
-    original = {
-        "type": "object",
-        "properties": {
-            "a": {"type": "string"},
-            "b": {"type": ["string", "null"]},
-            "c": {"type": "string"},
-            "d": {"type": "array", "items": {"$ref": "#/$defs/X"}},
-        },
-        "required": ["c"],
-        "$defs": {"X": {"type": "object", "properties": {"y": {"type": "integer"}}}},
-    }
-    sent = {"a": None, "b": None, "c": None, "d": [{"y": None}, {"y": 1}], "extra": None}
-    assert from_strict_arguments(original, sent) == {
-        "b": None,
-        "c": None,
-        "d": [{}, {"y": 1}],
-        "extra": None,
-    }
