@@ -70,4 +70,4 @@ def faults(session: nox.Session) -> None:
     """The fault matrix and the log state machine with a bigger hypothesis budget."""
     session.install("-e", ".[test]")
     session.env["TOOLNURSERY_LOG_EXAMPLES"] = "60"
-    session.run("pytest", "tests/test_fault_matrix.py", "tests/test_log_machine.py")
+    session.run("pytest", "tests/batch/test_fault_matrix.py", "tests/batch/test_log_machine.py")

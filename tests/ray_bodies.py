@@ -1,4 +1,4 @@
-"""Tool bodies for tests/test_ray.py, in a module Ray workers can import by name.
+"""Tool bodies for tests/ray/test_ray.py, in a module Ray workers can import by name.
 
 Bodies signal the test through files (paths come in the arguments): a worker is
 another process, so a file is the one signal both sides can see.

@@ -1,0 +1,459 @@
+"""Mounting MCP servers: a real SDK server in-process, over stdio and over streamable HTTP.
+
+Every wait is bounded by ``trio.fail_after`` (real processes run on the real clock);
+nothing sleeps to synchronise — the tests wait for the server's own log messages.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+
+from support import code, text
+
+pytest.importorskip("mcp")
+
+import mcp_fixture_server as fixture
+from toolnursery import (
+    MCP_SERVER_GONE,
+    PARALLEL,
+    AudioContent,
+    CancelSignal,
+    EmbeddedResource,
+    ImageContent,
+    McpAnnotations,
+    McpMountError,
+    ResourceContents,
+    ResourceLink,
+    TextContent,
+    ToolCall,
+    ToolExecutionInput,
+    ToolRegistry,
+    define_tool,
+    install_destructive_ask,
+    output_schema,
+    run_tool_calls,
+    thaw,
+)
+from toolnursery.mcp import McpMount, open_mcp_mount
+
+# The SDK's HTTP client leaves an httpx response iterator to the garbage collector
+# when its transport closes under trio; trio reports that as a ResourceWarning.
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:Async generator 'httpx:ResourceWarning"),
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+]
+
+SERVER = str(Path(__file__).parents[1] / "mcp_fixture_server.py")
+LIMIT = 30  # seconds: generous, so a loaded CI machine never flakes, yet nothing hangs
+
+
+def stdio_command(mode: str = "stdio") -> list[str]:
+    return [sys.executable, SERVER, mode]
+
+
+@asynccontextmanager
+async def http_server() -> AsyncIterator[tuple[str, trio.Process]]:
+    """The fixture server over streamable HTTP (hypercorn on trio), on a free port."""
+    async with fixture.process_printing_url([sys.executable, SERVER, "http"]) as started:
+        yield started
+
+
+class Logs:
+    """The log lines a server sent, and a way to wait for one."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self._changed = trio.Event()
+
+    def __call__(self, params: Any) -> None:
+        self.lines.append(params.data)
+        self._changed.set()
+        self._changed = trio.Event()
+
+    def __contains__(self, line: str) -> bool:
+        return line in self.lines
+
+    async def wait_for(self, line: str) -> None:
+        while line not in self.lines:
+            await self._changed.wait()
+
+
+@asynccontextmanager
+async def mounted(
+    kind: str, registry: ToolRegistry, **options: Any
+) -> AsyncIterator[tuple[McpMount, Logs, trio.Process | None]]:
+    """Mount the fixture server over ``kind``; also yields the log lines it sends."""
+    logs = Logs()
+    options.setdefault("on_log", logs)
+    if kind == "memory":
+        async with open_mcp_mount(registry, server=fixture.build(), **options) as mount:
+            yield mount, logs, None
+    elif kind == "stdio":
+        async with open_mcp_mount(registry, command=stdio_command(), **options) as mount:
+            yield mount, logs, None
+    else:
+        async with (
+            http_server() as (url, process),
+            open_mcp_mount(registry, url=url, **options) as mount,
+        ):
+            yield mount, logs, process
+
+
+KINDS = ["memory", "stdio", "http"]
+
+
+def call(name: str, arguments: Any = None, call_id: str = "c1") -> ToolExecutionInput:
+    return ToolExecutionInput(call_id, name, arguments if arguments is not None else {})
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_lists_the_servers_tools_under_the_prefix_with_verbatim_schemas(kind: str) -> None:
+    registry = ToolRegistry()
+    with trio.fail_after(LIMIT):
+        async with mounted(kind, registry, prefix="fx_") as (mount, _, _):
+            assert mount.names[:3] == ("fx_echo", "fx_meet", "fx_block")
+            assert mount.server_info is not None
+            assert mount.server_info.name == "fixture"
+            echo = registry.get("fx_echo")
+            assert echo is not None
+            assert echo.parameters == {
+                "type": "object",
+                "properties": {"text": {"type": "string"}},
+                "required": ["text"],
+                "additionalProperties": False,
+            }
+            assert echo.description == "Echo the text."
+            result = await registry.execute(call("fx_echo", {"text": "hi"}))
+            assert text(result) == "hi"
+            assert not result.is_error
+        assert registry.schemas() == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_annotations_classify_the_mounted_tools(kind: str) -> None:
+    """readOnlyHint → parallel-safe (and idempotent), idempotentHint → idempotent,
+    destructiveHint and title kept."""
+    registry = ToolRegistry()
+    with trio.fail_after(LIMIT):
+        async with mounted(kind, registry):
+            echo, idem, destroy, block = (
+                registry.get(n) for n in ("echo", "idem", "destroy", "block")
+            )
+            assert echo is not None
+            assert idem is not None
+            assert destroy is not None
+            assert block is not None
+            assert registry.execution_mode(call("echo", {"text": "x"})) == PARALLEL
+            assert registry.execution_mode(call("block")).kind == "exclusive"
+            assert echo.idempotent
+            assert idem.idempotent
+            assert not block.idempotent
+            assert destroy.mcp_annotations == McpAnnotations(
+                title="Destroyer", destructive=True, open_world=False
+            )
+            assert destroy.mcp_annotations.may_destroy
+            assert echo.mcp_annotations is not None
+            assert not echo.mcp_annotations.may_destroy
+
+
+async def test_a_destructive_tool_is_asked_about_and_a_read_only_one_is_not() -> None:
+    asked: list[str] = []
+
+    class Approval:
+        async def request(self, request: Any) -> str:
+            asked.append(request.reason)
+            return "rejected"
+
+    registry = ToolRegistry(approval=Approval())  # type: ignore[arg-type]
+    agent = registry.scope()
+    install_destructive_ask(registry)
+    with trio.fail_after(LIMIT):
+        async with mounted("memory", registry):
+            denied = await registry.execute(ToolExecutionInput("d", "destroy", {}, agent=agent))
+            allowed = await registry.execute(
+                ToolExecutionInput("e", "echo", {"text": "ok"}, agent=agent)
+            )
+    assert denied.is_error
+    assert asked == ["Destroyer (destroy) may make destructive changes"]
+    assert text(allowed) == "ok"
+
+
+async def test_a_local_tool_declares_annotations_that_the_policy_reads() -> None:
+    registry = ToolRegistry()
+    install_destructive_ask(registry)  # no approval service: Ask degrades to a denial
+
+    async def wipe(args: Any, ctx: Any) -> str:
+        return "wiped"
+
+    async def look(args: Any, ctx: Any) -> str:
+        return "looked"
+
+    registry.register(
+        define_tool(
+            name="wipe",
+            description="d",
+            parameters={},
+            execute=wipe,
+            mcp_annotations=McpAnnotations(destructive=True),
+        )
+    )
+    registry.register(
+        define_tool(
+            name="look",
+            description="d",
+            parameters={},
+            execute=look,
+            mcp_annotations=McpAnnotations(read_only=True),
+        )
+    )
+    assert (await registry.execute(call("wipe"))).is_error
+    assert text(await registry.execute(call("look"))) == "looked"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_results_map_every_content_kind_losslessly(kind: str) -> None:
+    registry = ToolRegistry()
+    with trio.fail_after(LIMIT):
+        async with mounted(kind, registry):
+            result = await registry.execute(call("kinds"))
+    assert not result.is_error
+    kinds = [type(b) for b in result.content]
+    assert kinds == [
+        TextContent,
+        ImageContent,
+        AudioContent,
+        ResourceLink,
+        EmbeddedResource,
+        EmbeddedResource,
+    ]
+    first, _, audio, link, embedded, blob = result.content
+    assert isinstance(first, TextContent)
+    assert first.annotations is not None
+    assert first.annotations.priority == 0.5
+    assert audio == AudioContent(data=fixture.WAV, mime_type="audio/wav")
+    assert link == ResourceLink(uri="file:///notes.txt", name="notes", mime_type="text/plain")
+    assert embedded == EmbeddedResource(
+        resource=ResourceContents(uri="file:///a.txt", text="alpha", mime_type="text/plain")
+    )
+    assert isinstance(blob, EmbeddedResource)
+    assert blob.resource.blob == "AAEC"
+    wire = msgspec.json.encode(result)
+    assert b'"mimeType":"audio/wav"' in wire
+    assert b'"type":"resource_link"' in wire
+    assert msgspec.json.decode(wire, type=type(result)) == result
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_structured_content_is_error_and_output_schema(kind: str) -> None:
+    registry = ToolRegistry()
+    with trio.fail_after(LIMIT):
+        async with mounted(kind, registry):
+            struct = registry.get("struct")
+            assert struct is not None
+            assert thaw(output_schema(struct)) == {
+                "type": "object",
+                "properties": {"n": {"type": "integer"}},
+                "required": ["n"],
+            }
+            structured = await registry.execute(call("struct", {"n": 7}))
+            failed = await registry.execute(call("fail"))
+    assert structured.structured_content == {"n": 7}
+    assert text(structured) == "7"
+    assert failed.is_error
+    assert text(failed) == "Error: it broke"
+    assert code(failed) == "MCP_TOOL_ERROR"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_parallel_calls_overlap_on_one_session(kind: str) -> None:
+    """Three meet calls can only all return if the server has all three in flight."""
+    registry = ToolRegistry()
+    calls = [ToolCall(f"m{i}", "meet", json.dumps({"n": 3})) for i in range(3)]
+    with trio.fail_after(LIMIT):
+        async with mounted(kind, registry):
+            results = await run_tool_calls(registry, calls)
+    spans = [json.loads(text(r)) for r in results]
+    assert all(not r.is_error for r in results)
+    latest_start = max(start for start, _ in spans)
+    assert all(end >= latest_start for _, end in spans)  # every call was still running
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_cancelling_a_call_reaches_the_server_body(kind: str) -> None:
+    """An abort sends notifications/cancelled; the server's cleanup runs, and the
+    session stays usable."""
+    registry = ToolRegistry()
+    with trio.fail_after(LIMIT):
+        async with mounted(kind, registry) as (mount, logs, _):
+            signal = CancelSignal()
+            outcome: list[Any] = []
+
+            async def run() -> None:
+                outcome.append(
+                    await registry.execute(ToolExecutionInput("b", "block", {}, signal=signal))
+                )
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(run)
+                await logs.wait_for("block started")
+                signal.cancel("stop")
+            assert code(outcome[0]) == "ABORTED"
+            await logs.wait_for("block cleanup")
+            assert not mount.gone
+            again = await registry.execute(call("echo", {"text": "still here"}))
+    assert text(again) == "still here"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_timeout_cancels_the_remote_call(kind: str) -> None:
+    from toolnursery import install_timeout_policy
+
+    registry = ToolRegistry()
+    install_timeout_policy(registry, default_timeout_ms=300)
+    with trio.fail_after(LIMIT):
+        async with mounted(kind, registry) as (_, logs, _):
+            result = await registry.execute(call("block"))
+            await logs.wait_for("block cleanup")
+    assert code(result) == "TOOL_TIMEOUT"
+
+
+@pytest.mark.parametrize("kind", ["stdio", "http"])
+async def test_a_server_that_dies_mid_call_fails_its_calls_and_its_tools_go(kind: str) -> None:
+    registry = ToolRegistry()
+    changes: list[tuple[str, ...]] = []
+    registry.on_change(lambda: changes.append(tuple(s.name for s in registry.schemas())))
+    with trio.fail_after(LIMIT):
+        async with mounted(kind, registry) as (mount, logs, _):
+            blocked: list[Any] = []
+            async with trio.open_nursery() as nursery:
+
+                async def run() -> None:
+                    blocked.append(await registry.execute(call("block", call_id="b")))
+
+                nursery.start_soon(run)
+                await logs.wait_for("block started")
+                crashed = await registry.execute(call("crash", call_id="c"))
+            assert mount.gone
+            assert registry.schemas() == []
+    assert code(crashed) == MCP_SERVER_GONE
+    assert code(blocked[0]) == MCP_SERVER_GONE
+    assert "is gone" in text(crashed)
+    assert changes[-1] == ()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_list_changed_relists_and_updates_the_registry(kind: str) -> None:
+    registry = ToolRegistry()
+    seen = trio.Event()
+    registry.on_change(lambda: seen.set() if registry.get("extra") is not None else None)
+    with trio.fail_after(LIMIT):
+        async with mounted(kind, registry) as (mount, _, _):
+            assert registry.get("extra") is None
+            await registry.execute(call("grow"))
+            await seen.wait()
+            assert mount.names[-1] == "extra"
+            assert text(await registry.execute(call("extra"))) == "extra"
+
+
+async def test_progress_from_a_mounted_server_reaches_the_call() -> None:
+    from toolnursery import ProgressReport, reporting
+
+    registry = ToolRegistry()
+    reports: list[Any] = []
+    with trio.fail_after(LIMIT):
+        async with mounted("stdio", registry):
+            with reporting(reports.append):
+                result = await registry.execute(call("progress"))
+    assert text(result) == "done"
+    assert reports == [ProgressReport(progress=n, total=3, message=f"step {n}") for n in (1, 2, 3)]
+
+
+# -- bad input ---------------------------------------------------------------------
+
+
+async def test_an_input_schema_that_is_not_an_object_is_refused() -> None:
+    registry = ToolRegistry()
+    with trio.fail_after(LIMIT), pytest.raises(McpMountError, match='"bad" has an inputSchema'):
+        async with open_mcp_mount(registry, command=stdio_command("badschema")):
+            pass
+    assert registry.schemas() == []
+
+
+async def test_duplicate_tool_names_are_refused() -> None:
+    registry = ToolRegistry()
+    with trio.fail_after(LIMIT), pytest.raises(McpMountError, match='"echo" twice'):
+        async with open_mcp_mount(registry, command=stdio_command("dupe")):
+            pass
+    assert registry.schemas() == []
+
+
+async def test_a_name_already_taken_is_refused_with_or_without_a_prefix() -> None:
+    async def body(args: Any, ctx: Any) -> str:
+        return "mine"
+
+    for prefix in ("", "fx_"):
+        registry = ToolRegistry()
+        registry.register(
+            define_tool(name=f"{prefix}echo", description="d", parameters={}, execute=body)
+        )
+        with trio.fail_after(LIMIT), pytest.raises(McpMountError, match="already registered"):
+            async with open_mcp_mount(registry, server=fixture.build(), prefix=prefix):
+                pass
+        assert [s.name for s in registry.schemas()] == [f"{prefix}echo"]
+
+
+async def test_a_server_that_answers_garbage_is_a_clear_error() -> None:
+    registry = ToolRegistry()
+    with trio.fail_after(LIMIT), pytest.raises(McpMountError) as caught:
+        async with open_mcp_mount(registry, command=stdio_command("garbage"), init_timeout=8):
+            pass
+    assert "no answer to initialize" in str(caught.value)
+    assert "it answered" in str(caught.value)
+
+
+async def test_a_server_that_never_initialises_is_a_bounded_wait() -> None:
+    registry = ToolRegistry()
+    start = trio.current_time()
+    with trio.fail_after(LIMIT), pytest.raises(McpMountError, match="within 2s"):
+        async with open_mcp_mount(registry, command=stdio_command("hang"), init_timeout=2):
+            pass
+    assert trio.current_time() - start < LIMIT
+
+
+async def test_a_command_that_cannot_start_is_a_clear_error(tmp_path: Path) -> None:
+    registry = ToolRegistry()
+    with trio.fail_after(LIMIT), pytest.raises(McpMountError, match="could not connect"):
+        async with open_mcp_mount(registry, command=[str(tmp_path / "missing")]):
+            pass
+
+
+async def test_exactly_one_source_is_required() -> None:
+    with pytest.raises(ValueError, match="exactly one"):
+        async with open_mcp_mount(ToolRegistry()):
+            pass
+    with pytest.raises(ValueError, match="init_timeout"):
+        async with open_mcp_mount(ToolRegistry(), server=fixture.build(), init_timeout=0):
+            pass
+
+
+async def test_a_scope_mount_is_visible_to_that_scope_only() -> None:
+    registry = ToolRegistry()
+    scope = registry.scope()
+    with trio.fail_after(LIMIT):
+        async with open_mcp_mount(scope, server=fixture.build()):
+            assert registry.get("echo") is None
+            assert registry.get("echo", scope) is not None
+            result = await registry.execute(
+                ToolExecutionInput("c", "echo", {"text": "s"}, agent=scope)
+            )
+            assert text(result) == "s"
+        assert registry.get("echo", scope) is None

@@ -1,0 +1,161 @@
+"""Provider-strict schemas: every property required, optionals nullable, no other keys;
+what strict mode cannot take is refused naming the keyword, and null arguments the
+original schema did not allow are read as absent.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from typing import Annotated, Any
+
+import jsonschema
+import msgspec
+import pydantic
+import pytest
+
+from toolnursery import StrictSchemaError, from_strict_arguments, strict_json_schema, tool
+from toolnursery._core._json import snapshot
+
+JUDGE = jsonschema.Draft202012Validator
+
+
+class Cabin(enum.Enum):
+    ECONOMY = "economy"
+    BUSINESS = "business"
+
+
+class Leg(msgspec.Struct, frozen=True):
+    """One leg.
+
+    Attributes:
+        origin: where it starts.
+    """
+
+    origin: str
+    stops: int = 0
+
+
+class Point(pydantic.BaseModel):
+    x: int
+    y: int = 0
+
+
+@tool(strict=True)
+def book(origin: str, seats: int = 1, cabin: Cabin = Cabin.ECONOMY, leg: Leg | None = None) -> str:
+    """Book a flight."""
+    return f"{origin} {seats} {cabin.value} {leg}"
+
+
+def test_strict_schema_requires_everything_and_makes_optionals_nullable() -> None:
+    schema = book.parameters
+    assert schema["additionalProperties"] is False
+    assert schema["required"] == ["origin", "seats", "cabin", "leg"]
+    props = schema["properties"]
+    assert props["origin"] == {"type": "string"}
+    assert props["seats"] == {"type": ["integer", "null"]}
+    assert props["cabin"] == {"type": ["string", "null"], "enum": ["economy", "business", None]}
+    assert props["leg"]["type"] == ["object", "null"]
+    assert props["leg"]["additionalProperties"] is False
+    assert props["leg"]["required"] == ["origin", "stops"]
+    assert props["leg"]["properties"]["stops"] == {"type": ["integer", "null"]}
+    JUDGE.check_schema(schema)
+
+
+def test_strict_tool_reads_null_as_absent() -> None:
+    sent = {"origin": "LAX", "seats": None, "cabin": None, "leg": {"origin": "JFK", "stops": None}}
+    assert JUDGE(book.parameters).is_valid(sent)
+    assert book.execute(snapshot(sent), None) == "LAX 1 economy Leg(origin='JFK', stops=0)"  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        (
+            {
+                "type": "object",
+                "properties": {
+                    "t": {"type": "object", "additionalProperties": {"type": "integer"}}
+                },
+            },
+            'strict mode needs "additionalProperties": false (at #/properties/t',
+        ),
+        (
+            {"type": "object", "properties": {"s": {"type": "string", "minLength": 1}}},
+            'strict mode does not take "minLength" (at #/properties/s)',
+        ),
+        (
+            {"type": "object", "properties": {"p": {"type": "string", "format": "decimal"}}},
+            'strict mode does not take "format": "decimal" (at #/properties/p)',
+        ),
+        (
+            {"type": "object", "properties": {"a": {}}},
+            'strict mode needs a "type" (at #/properties/a',
+        ),
+        (
+            {"type": "object", "properties": {"o": {"type": "object"}}},
+            'strict mode needs "properties" on every object (at #/properties/o',
+        ),
+        (
+            {"type": "object", "properties": {"u": {"oneOf": [{"type": "string"}]}}},
+            'strict mode does not take "oneOf" (at #/properties/u)',
+        ),
+        ({"type": "array"}, "strict mode needs an object-rooted schema"),
+    ],
+)
+def test_strict_refuses_what_strict_mode_cannot_take_naming_the_keyword(
+    schema: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(StrictSchemaError) as info:
+        strict_json_schema(schema)
+    assert str(info.value).startswith(message)
+
+
+def test_strict_option_refuses_at_definition_naming_the_tool() -> None:
+    with pytest.raises(
+        StrictSchemaError, match=r'^@tool t: strict mode needs "additionalProperties"'
+    ):
+
+        @tool(strict=True)
+        def t(table: dict[str, int]) -> str:
+            return ""
+
+
+def test_strict_keeps_refs_and_rewrites_defs() -> None:
+    @tool
+    def go(to: Point, speed: Annotated[int, pydantic.Field(ge=1)] = 5) -> str:
+        return ""
+
+    strict = strict_json_schema(go.parameters)
+    assert strict["required"] == ["to", "speed"]
+    assert strict["$defs"]["Point"]["additionalProperties"] is False
+    assert strict["$defs"]["Point"]["required"] == ["x", "y"]
+    assert strict["properties"]["speed"]["type"] == ["integer", "null"]
+    assert "default" not in json.dumps(strict)
+    assert go.parameters["required"] == ["to"]  # the input is not modified
+
+
+def test_from_strict_arguments_keeps_the_very_object_when_nothing_changes() -> None:
+    arguments = snapshot({"origin": "LAX", "leg": {"origin": "JFK"}})
+    assert from_strict_arguments(book.parameters, arguments) is arguments
+
+
+def test_from_strict_arguments_drops_only_nulls_the_original_did_not_allow() -> None:
+    original = {
+        "type": "object",
+        "properties": {
+            "a": {"type": "string"},
+            "b": {"type": ["string", "null"]},
+            "c": {"type": "string"},
+            "d": {"type": "array", "items": {"$ref": "#/$defs/X"}},
+        },
+        "required": ["c"],
+        "$defs": {"X": {"type": "object", "properties": {"y": {"type": "integer"}}}},
+    }
+    sent = {"a": None, "b": None, "c": None, "d": [{"y": None}, {"y": 1}], "extra": None}
+    assert from_strict_arguments(original, sent) == {
+        "b": None,
+        "c": None,
+        "d": [{}, {"y": 1}],
+        "extra": None,
+    }
