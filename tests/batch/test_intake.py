@@ -17,15 +17,9 @@ import trio
 import trio.testing
 
 from support import code, registry_with, text, tool
-from toolnursery import (
-    RecorderEvent,
-    ToolCall,
-    ToolCallEvent,
-    ToolRunContext,
-    open_tool_batch,
-    run_tool_calls,
-)
+from toolnursery import ToolCall, ToolRunContext, open_tool_batch, run_tool_calls
 from toolnursery._batch._intake import check_batch_id, duplicate, loggable, new_batch_id
+from toolnursery.log import RecorderEvent, ToolCallEvent
 
 
 class Recorder:

@@ -34,7 +34,7 @@ from toolnursery import (
     ToolRunContext,
     run_tool_calls,
 )
-from toolnursery._tools import _example_views as example_views
+from toolnursery._examples import _views as example_views
 from toolnursery.examples import (
     OutsideRootError,
     example_registry,
