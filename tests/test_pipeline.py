@@ -1702,7 +1702,8 @@ async def test_b101_observer_returning_a_non_coroutine_awaitable_is_reported(
 async def test_three_stages_compose_like_execute() -> None:
     """prepare → dispatch → finalize (the scheduler's stages) give execute()'s results,
     and the prepare states are the bypass matrix: PENDING, RESOLVED or FINAL."""
-    from toolnursery._pipeline._stages import FINAL, PENDING, RESOLVED, dispatch, finalize, prepare
+    from toolnursery._pipeline._dispatch import dispatch
+    from toolnursery._pipeline._stages import FINAL, PENDING, RESOLVED, finalize, prepare
 
     registry = ToolRegistry()
     registry.register(tool())
@@ -1733,7 +1734,8 @@ async def test_carried_dispatch_lets_the_enclosing_scope_cancel_the_body(
 ) -> None:
     """dispatch(carried=True): no scope of its own — the enclosing scope's Cancelled
     reaches the caller after the body was marked invoked."""
-    from toolnursery._pipeline._stages import dispatch, prepare
+    from toolnursery._pipeline._dispatch import dispatch
+    from toolnursery._pipeline._stages import prepare
 
     registry = ToolRegistry()
 

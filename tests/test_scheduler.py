@@ -60,7 +60,8 @@ from toolnursery import (
     run_tool_calls,
 )
 from toolnursery._core._decisions import PostToolDecision, PreToolDecision
-from toolnursery._pipeline._stages import Call, dispatch
+from toolnursery._pipeline._call import CallRecord as Call
+from toolnursery._pipeline._dispatch import dispatch
 
 ABORTED_BEFORE_DISPATCH = ToolExecutionResult(
     (TextContent("Error: tool call aborted before dispatch"),),

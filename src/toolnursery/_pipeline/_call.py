@@ -23,9 +23,9 @@ from .._core._signal import CancelSignal
 
 if TYPE_CHECKING:
     from .._batch._admission import Wait
+    from ._dispatch import Gate
     from ._plan import ToolPlan
     from ._registry import ToolScope
-    from ._stages import Gate
 
 __all__ = ["FINAL", "PENDING", "RESOLVED", "AttemptContext", "CallRecord"]
 
@@ -122,6 +122,19 @@ class CallRecord(ToolRunContext):
         self.result = result
         self.state = state
         return self
+
+    def current_plan(self) -> ToolPlan:
+        """The call's plan, recompiled if the registry changed since (:meth:`ToolPlan.current`).
+
+        Each stage starts with it, so a listener registered during one phase joins the
+        next phases of the same call, and dispatch resolves the definition current when
+        it starts.
+        """
+        plan = self.plan
+        assert plan is not None
+        if plan.version != plan.versions.value:  # ToolPlan.current(), without its call
+            plan = self.plan = plan.rebuild(plan.name, plan.agent)
+        return plan
 
     # -- the run context ------------------------------------------------------------
 
