@@ -17,7 +17,7 @@ from .._core._progress import CallReport, install_sink, remove_sink
 from .._core._signal import CancelSignal, ScopeLink
 from .._core._statistics import Counters, ToolStatistics, outcome
 from .._core._statistics import now as _now
-from .._pipeline._call import PENDING, RESOLVED, UNPARSED, CallRecord
+from .._pipeline._call import PENDING, RESOLVED, UNPARSED, CallRecord, Slot
 from .._pipeline._classify import classify
 from .._pipeline._dispatch import IN_ONE_STEP, dispatch
 from .._pipeline._registry import ToolRegistry, ToolScope
@@ -39,6 +39,12 @@ __all__ = ["ToolBatch"]
 _QUEUED = 0
 _PREPARE = 1
 _INLINE = 2
+
+_NEW = Slot.NEW
+_QUEUED_SLOT = Slot.QUEUED
+_RUNNING = Slot.RUNNING
+_SETTLED = Slot.SETTLED
+_COMMITTED = Slot.COMMITTED
 
 
 class ToolBatch:
@@ -109,7 +115,13 @@ class ToolBatch:
             raise TypeError(f"a batch takes ToolCall values, not {type(call).__name__}")
         calls = self._calls
         record = CallRecord(
-            call.id, call.name, self.signal, self.agent, None, len(calls), call, self.id
+            call_id=call.id,
+            name=call.name,
+            signal=self.signal,
+            agent=self.agent,
+            index=len(calls),
+            tool_call=call,
+            batch_id=self.id,
         )
         record.timings = self._timings
         ids = self._ids
@@ -271,7 +283,7 @@ class ToolBatch:
             i += 1
             while True:
                 cursor = self._cursor
-                if cursor < len(calls) and calls[cursor].settled:
+                if cursor < len(calls) and calls[cursor].slot is _SETTLED:
                     await self._commit_ready()
                 if i >= len(calls):
                     if self._closed:
@@ -336,7 +348,8 @@ class ToolBatch:
             logged = tool_call if call.fixed is None else _intake.loggable(tool_call)
             recorder.record(ToolCallEvent(self.id, call.index, logged))
         if call.fixed is not None:
-            call.settled = True
+            assert call.slot is _NEW
+            call.slot = _SETTLED
             return _QUEUED
         plan = call.plan
         assert plan is not None
@@ -364,8 +377,9 @@ class ToolBatch:
 
     def _place(self, call: CallRecord, keys: tuple[ResourceKey, ...], inline: bool) -> int:
         """Settle a decided call, or queue a pending one; ``_INLINE``: dispatch it here."""
-        if call.state != PENDING:
-            call.settled = True
+        assert call.slot is _NEW
+        if call.state is not PENDING:
+            call.slot = _SETTLED
             return _QUEUED
         plan = call.plan
         assert plan is not None
@@ -374,6 +388,7 @@ class ToolBatch:
         if inline or (not keys and plan.bare and plan.route in IN_ONE_STEP):
             # Runs alone, or cannot suspend (so it could overlap nothing): no task.
             return _INLINE
+        call.slot = _QUEUED_SLOT
         call.gate = self
         self._admission.admit(call, keys)
         # A call whose view's only or outermost wrapper is the timeout policy, and which
@@ -402,6 +417,8 @@ class ToolBatch:
     async def _dispatch_inline(self, call: CallRecord) -> None:
         """Dispatch in the driver, under a scope the batch signal cancels."""
         begun = _now() if self._timings else 0
+        assert call.slot is _NEW
+        call.slot = _RUNNING
         plan = call.plan
         assert plan is not None
         if plan.bare and plan.route in IN_ONE_STEP:
@@ -420,7 +437,7 @@ class ToolBatch:
                 call.resolve(call.aborted(), RESOLVED)
         if self._timings:
             self._stats.dispatch += _now() - begun
-        call.settled = True
+        call.slot = _SETTLED
 
     def _failed(self, exc: Exception) -> None:
         """A dispatch failed internally (not a result): the driver re-raises the first."""
@@ -462,7 +479,7 @@ class ToolBatch:
         timings = self._timings
         while self._cursor < len(calls):
             call = calls[self._cursor]
-            if not call.settled:
+            if call.slot is not _SETTLED:
                 return
             if call.plan is None or call.fixed is not None:
                 result = call.fixed
@@ -496,6 +513,7 @@ class ToolBatch:
                 except Exception:
                     self._finalized = passed
                     raise
+            call.slot = _COMMITTED
             results.append(result)
             self._cursor += 1
             self._wake_reader.set()
@@ -527,6 +545,8 @@ class ToolBatch:
                         self.id, call.index, call.call_id, ABORTED_BEFORE_DISPATCH_RESULT
                     )
                 )
+            assert call.slot is _NEW
+            call.slot = _COMMITTED
             self._results.append(ABORTED_BEFORE_DISPATCH_RESULT)
             self._cursor += 1
             self._wake_reader.set()

@@ -27,12 +27,16 @@ import trio
 from .._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT
 from .._core._signal import CancelSignal, ScopeLink
 from .._core._statistics import Counters
-from .._pipeline._call import RESOLVED, CallRecord
+from .._pipeline._call import RESOLVED, CallRecord, Slot
 from .._pipeline._dispatch import dispatch_grouped
 from .._pipeline._dispatch import start as start_dispatch
 from ._admission import Admission
 
-__all__ = ["GROUP_MIN_BUDGET_MS", "GROUP_SIZE", "WorkerPool", "start_dispatch"]
+__all__ = ["GROUP_MIN_BUDGET_MS", "GROUP_SIZE", "WorkerPool", "start_dispatch", "unwound"]
+
+_QUEUED = Slot.QUEUED
+_RUNNING = Slot.RUNNING
+_SETTLED = Slot.SETTLED
 
 GROUP_SIZE = 64
 """At most this many calls share one deadline scope (see :class:`_DeadlineGroup`)."""
@@ -67,9 +71,11 @@ class _DeadlineGroup:
 
 
 def unwound(call: CallRecord) -> None:
-    """An abort unwound the call: its result by whether its body ran; settled."""
+    """An abort unwound the call (running, or queued and never run): its result by
+    whether its body ran; settled."""
+    assert call.slot is _QUEUED or call.slot is _RUNNING
     call.resolve(call.aborted(), RESOLVED)
-    call.settled = True
+    call.slot = _SETTLED
 
 
 class WorkerPool:
@@ -279,6 +285,8 @@ class WorkerPool:
             # leaves the group for a worker (and a deadline of its own, if any).
             self._enqueue(call)
             return
+        assert call.slot is _QUEUED
+        call.slot = _RUNNING
         try:
             await dispatch_grouped(call, scope, own, budget)
             if clock is not None:
@@ -291,7 +299,7 @@ class WorkerPool:
         except Exception as exc:
             self._failed(exc)
         else:
-            call.settled = True
+            call.slot = _SETTLED
         finally:
             self._admission.settle(call)
             self._wake()
@@ -333,8 +341,10 @@ class WorkerPool:
                         await wait.granted.wait()
                     if signal._cancelled:
                         call.resolve(ABORTED_BEFORE_DISPATCH_RESULT, RESOLVED)
-                        call.settled = True
+                        call.slot = _SETTLED  # from QUEUED: it never ran
                         continue
+                assert call.slot is _QUEUED
+                call.slot = _RUNNING
                 if clock is not None:
                     begun = clock()
                 # Stage 2 as one awaitable, awaited here: a body resumes through no
@@ -356,7 +366,7 @@ class WorkerPool:
             except Exception as exc:
                 self._failed(exc)
             else:
-                call.settled = True
+                call.slot = _SETTLED
             finally:
                 admission.settle(call)
                 wake()

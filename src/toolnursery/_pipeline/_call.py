@@ -1,15 +1,38 @@
-"""The record of one call: its place in a batch, its pipeline state and its run context.
+"""The record of one call: where it stands in the pipeline and in its batch.
 
 One object per call (``__slots__``) carries everything the scheduler and the pipeline
-keep about it, and is itself the :class:`~toolnursery.ToolRunContext` the body receives.
-What only some calls need is made when something first asks for it: the frozen
+keep about it. A body never sees it: each attempt gets an :class:`AttemptContext`, a
+:class:`~toolnursery.ToolRunContext` holding the record privately. What only some calls
+need is made when something first asks for it: the frozen
 :class:`~toolnursery.ToolExecution` (and its token) when a hook or the body reads it,
 the deferred-context list on the first ``defer_context``, and a derived signal when a
 body under a deadline or a wrapper's replacement signal reads ``ctx.signal``.
+
+Where a call stands is two enums, each asserted where it changes.
+
+:class:`CallState`, in the pipeline (:mod:`toolnursery._pipeline._stages`)::
+
+    PENDING ──dispatch ends, a denial, a pre-phase abort──▶ RESOLVED
+       │                                                       │ post-execute ran
+       └──argument failure, pre-aborted, a hook raised──▶ FINAL ◀┘
+
+:class:`Slot`, in a batch (:mod:`toolnursery._batch._driver`, :mod:`toolnursery._batch._pool`)::
+
+    NEW ──placed in the pool──▶ QUEUED ──a worker or group runs it──▶ RUNNING
+     │ │                          │                                     │ dispatch ended,
+     │ │                          │ abort while it waited,              │ or an abort
+     │ │                          │ the pool closed first               │ unwound it
+     │ │                          ▼                                     │
+     │ └──decided, no dispatch──▶ SETTLED ◀─────────────────────────────┘
+     │    (or run in the driver:     │
+     │     NEW → RUNNING → SETTLED)  │ committed in model order
+     └──never started (an abort)──▶ COMMITTED ◀┘
 """
 
 from __future__ import annotations
 
+import enum
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
@@ -27,13 +50,71 @@ if TYPE_CHECKING:
     from ._plan import ToolPlan
     from ._registry import ToolScope
 
-__all__ = ["FINAL", "PENDING", "RESOLVED", "AttemptContext", "CallRecord"]
+__all__ = [
+    "FINAL",
+    "PENDING",
+    "RESOLVED",
+    "SLOT_MOVES",
+    "STATE_MOVES",
+    "UNPARSED",
+    "AttemptContext",
+    "CallRecord",
+    "CallState",
+    "Slot",
+    "attempt_context",
+]
 
-PENDING: Final = 0
-RESOLVED: Final = 1
-FINAL: Final = 2
+
+class CallState(enum.Enum):
+    """Where a call stands in the pipeline (the diagram is in the module docstring)."""
+
+    # Dispatch is still due (the call is being prepared, or was, and passed).
+    PENDING = "pending"
+    # A result exists that still passes post-execute: a dispatch ended, a denial, a
+    # pre-phase abort.
+    RESOLVED = "resolved"
+    # A result exists that skips post-execute (argument failures, pre-aborted calls,
+    # raising policy hooks), or post-execute ran.
+    FINAL = "final"
+
+
+class Slot(enum.Enum):
+    """Where a call stands in its batch (the diagram is in the module docstring)."""
+
+    # Submitted; not placed yet (the driver classifies and prepares it meanwhile).
+    NEW = "new"
+    # Placed in the pool: waiting for a worker, its deadline group, or its turn.
+    QUEUED = "queued"
+    # Its dispatch runs (in a worker, a deadline group, or the driver).
+    RUNNING = "running"
+    # It has its result; waits for the earlier calls to commit (model order).
+    SETTLED = "settled"
+    # Its result is final and published (recorded, handed to the reader).
+    COMMITTED = "committed"
+
+
+PENDING: Final = CallState.PENDING
+RESOLVED: Final = CallState.RESOLVED
+FINAL: Final = CallState.FINAL
+
+STATE_MOVES: Final[Mapping[CallState, tuple[CallState, ...]]] = {
+    PENDING: (RESOLVED, FINAL),
+    RESOLVED: (FINAL,),
+    FINAL: (FINAL,),  # conclude() ends a call that post-execute already made FINAL
+}
+"""The pipeline's diagram: the states each state may move to."""
+
+SLOT_MOVES: Final[Mapping[Slot, tuple[Slot, ...]]] = {
+    Slot.NEW: (Slot.QUEUED, Slot.RUNNING, Slot.SETTLED, Slot.COMMITTED),
+    Slot.QUEUED: (Slot.RUNNING, Slot.SETTLED),
+    Slot.RUNNING: (Slot.SETTLED,),
+    Slot.SETTLED: (Slot.COMMITTED,),
+    Slot.COMMITTED: (),
+}
+"""The batch's diagram: the slots each slot may move to."""
 
 _UNSET: Final = msgspec.UNSET
+_new: Final = object.__new__
 
 
 class _Unparsed:
@@ -43,20 +124,20 @@ class _Unparsed:
 UNPARSED: Final = _Unparsed()
 
 
-class CallRecord(ToolRunContext):
-    """One call (internal): batch slot, pipeline state and the body's run context.
+class CallRecord:
+    """One call (internal): its pipeline state, its batch slot, what both keep about it.
 
-    The pipeline states: PENDING (dispatch it), RESOLVED (a result that still passes
-    post-execute) and FINAL (a result that skips it).
+    Only the pipeline and the scheduler read it; the body gets an :class:`AttemptContext`.
     """
 
     __slots__ = (
-        "_agent",
-        "_batch_id",
-        "_call_id",
-        "_name",
+        "_deferred",
+        "_execution",
+        "agent",
         "args",
         "arguments_json",
+        "batch_id",
+        "call_id",
         "caller",
         "clean",
         "deadline",
@@ -66,10 +147,11 @@ class CallRecord(ToolRunContext):
         "gate",
         "index",
         "invoked",
-        "parent_token",
+        "name",
+        "parent",
         "plan",
         "result",
-        "settled",
+        "slot",
         "state",
         "timed_out",
         "timings",
@@ -80,6 +162,7 @@ class CallRecord(ToolRunContext):
 
     def __init__(
         self,
+        *,
         call_id: str,
         name: str,
         signal: CancelSignal,
@@ -89,19 +172,19 @@ class CallRecord(ToolRunContext):
         tool_call: ToolCall | None = None,
         batch_id: str | None = None,
     ) -> None:
-        self._call_id = call_id
-        self._name = name
+        self.call_id = call_id
+        self.name = name
         self.caller = signal  # the caller's (or the batch's) signal
-        self._agent = agent
-        self.parent_token = parent
+        self.agent = agent
+        self.parent = parent  # the enclosing execution's token
         self.index = index
         self.tool_call = tool_call
-        self._batch_id = batch_id
+        self.batch_id = batch_id  # None under registry.execute()
         self.args: Any = UNPARSED  # the frozen snapshot (or UNSET: not lossless JSON)
         self.arguments_json = True
         self.frozen = False
         self.fixed: ToolExecutionResult | None = None  # decided without the registry
-        self.settled = False
+        self.slot = Slot.NEW
         self.wait: Wait | None = None
         self.plan: ToolPlan | None = None
         self.state = PENDING
@@ -114,11 +197,12 @@ class CallRecord(ToolRunContext):
         self.view_signal: CancelSignal = signal  # the signal the current attempt runs under
         self.derived: _BodySignal | None = None
         self.timings = False
-        self._deferred: list[HookContext] | None = None  # type: ignore[assignment]
-        self._execution: ToolExecution | None = None  # type: ignore[assignment]
-        self._signal = None  # type: ignore[assignment]
+        self._deferred: list[HookContext] | None = None
+        self._execution: ToolExecution | None = None
 
-    def resolve(self, result: ToolExecutionResult, state: int) -> CallRecord:
+    def resolve(self, result: ToolExecutionResult, state: CallState) -> CallRecord:
+        """Give the pending call its result; ``state`` says whether post-execute is due."""
+        assert self.state is PENDING, f"{self.state.name} -> {state.name}"
         self.result = result
         self.state = state
         return self
@@ -136,7 +220,7 @@ class CallRecord(ToolRunContext):
             plan = self.plan = plan.rebuild(plan.name, plan.agent)
         return plan
 
-    # -- the run context ------------------------------------------------------------
+    # -- what the run context shows -----------------------------------------------------
 
     @property
     def execution(self) -> ToolExecution:
@@ -144,12 +228,12 @@ class CallRecord(ToolRunContext):
         execution = self._execution
         if execution is None:
             execution = self._execution = ToolExecution(
-                self._call_id,
-                self._name,
+                self.call_id,
+                self.name,
                 self.args if self.arguments_json else _UNSET,
                 self.caller,
-                self._agent,
-                self.parent_token,
+                self.agent,
+                self.parent,
                 ToolExecutionToken(),
             )
         return execution
@@ -168,34 +252,9 @@ class CallRecord(ToolRunContext):
         return derived
 
     @property
-    def call_id(self) -> str:
-        """The model's call id."""
-        return self._call_id
-
-    @property
-    def name(self) -> str:
-        """The tool name."""
-        return self._name
-
-    @property
-    def agent(self) -> ToolScope | None:
-        """The scope the call runs for."""
-        return self._agent
-
-    @property
-    def batch_id(self) -> str | None:
-        """The id of the batch this call runs in (``None`` under ``registry.execute()``)."""
-        return self._batch_id
-
-    @property
     def arguments(self) -> Any:
         """The frozen argument snapshot."""
         return self.args if self.arguments_json else _UNSET
-
-    @property
-    def parent(self) -> ToolExecutionToken | None:
-        """The enclosing execution's token, if any."""
-        return self.parent_token
 
     @property
     def token(self) -> ToolExecutionToken:
@@ -247,15 +306,15 @@ class CallRecord(ToolRunContext):
 
 
 class AttemptContext(ToolRunContext):
-    """The run context of a retry's later attempt: a fresh object over the same record.
+    """The run context of one attempt of a body: the call, and nothing of its record.
 
-    (The first attempt's context is the record itself.)
+    Made per attempt by :func:`attempt_context` (a retry's next attempt gets a fresh one
+    over the same record); one slot, so it costs one small allocation per attempt.
     """
 
     __slots__ = ("_record",)
 
-    def __init__(self, record: CallRecord) -> None:
-        self._record = record
+    _record: CallRecord
 
     @property
     def execution(self) -> ToolExecution:
@@ -283,7 +342,7 @@ class AttemptContext(ToolRunContext):
 
     @property
     def parent(self) -> ToolExecutionToken | None:
-        return self._record.parent_token
+        return self._record.parent
 
     @property
     def token(self) -> ToolExecutionToken:
@@ -295,6 +354,13 @@ class AttemptContext(ToolRunContext):
 
     def defer_context(self, context: HookContext) -> None:
         self._record.defer_context(context)
+
+
+def attempt_context(record: CallRecord) -> AttemptContext:
+    """A new attempt's run context over ``record`` (without ``ToolRunContext.__new__``)."""
+    context: AttemptContext = _new(AttemptContext)
+    context._record = record
+    return context
 
 
 class _BodySignal(CancelSignal):

@@ -53,7 +53,7 @@ from .._core._outcomes import (
 )
 from .._core._signal import CancelSignal, ScopeLink
 from . import _deadline
-from ._call import FINAL, RESOLVED, AttemptContext, CallRecord
+from ._call import FINAL, PENDING, RESOLVED, AttemptContext, CallRecord
 from ._deadline import DeadlinePolicy
 
 if TYPE_CHECKING:
@@ -96,6 +96,7 @@ class Route(enum.Enum):
 IN_ONE_STEP: Final = (Route.MISSING, Route.STEP, Route.INLINE)
 """The routes of a body that cannot suspend: a bare plan's dispatch never yields to trio."""
 
+_new: Final = object.__new__
 _STEP: Final = Route.STEP
 _AWAIT: Final = Route.AWAIT
 _THREAD: Final = Route.THREAD
@@ -123,14 +124,15 @@ class Gate(Protocol):
 def invoke(call: CallRecord) -> Awaitable[Any]:
     """Call the tool body of ``call``'s plan: the only caller of a tool body.
 
-    Marks the call invoked and makes the attempt's run context (the record itself at the
-    first attempt; a fresh context over it at a retry's later ones). Returns the body's
+    Marks the call invoked and makes the attempt's run context (a fresh
+    :class:`~toolnursery._pipeline._call.AttemptContext` over the record). Returns the body's
     awaitable for the caller to await in its own frame: an async body's coroutine, a
     sync body's thread run, or, for a nonblocking sync body (called here), an awaitable
     of its value. A sync body's exception raises from here.
     """
     plan: ToolPlan = call.plan  # type: ignore[assignment]
-    context: Any = AttemptContext(call) if call.invoked else call
+    context: AttemptContext = _new(AttemptContext)  # attempt_context(call), inline
+    context._record = call
     call.invoked = True
     route = plan.route
     if route is _AWAIT or route is _STEP:
@@ -169,6 +171,7 @@ def resolve_dispatch(call: CallRecord, result: ToolExecutionResult) -> None:
         result = call.with_deferred(result)
     if call.caller._cancelled and not result.is_error:
         result = abort_result(call, result)
+    assert call.state is PENDING
     call.result = result
     call.state = RESOLVED
 
@@ -203,6 +206,7 @@ def settle_dispatch(call: CallRecord, value: Any) -> None:
     The common case — ASCII text, no abort, nothing deferred — in one step.
     """
     if type(value) is str and value.isascii() and not call._deferred and not call.caller._cancelled:
+        assert call.state is PENDING
         call.result = call.clean = ToolExecutionResult((TextContent(value),), False)
         call.state = RESOLVED
         return

@@ -112,7 +112,9 @@ def begin(registry: ToolRegistry, input: ToolExecutionInput, *, frozen: bool = F
         )
     if agent is not None:
         registry._check_agent(agent)
-    record = CallRecord(input.call_id, input.name, signal, agent, input.parent)
+    record = CallRecord(
+        call_id=input.call_id, name=input.name, signal=signal, agent=agent, parent=input.parent
+    )
     record.timings = registry.phase_timings
     start(record, registry._plan(input.name, agent), input.arguments, frozen=frozen)
     return record
@@ -157,7 +159,7 @@ async def policy(call: CallRecord) -> None:
 async def prepare(registry: ToolRegistry, input: ToolExecutionInput) -> CallRecord:
     """Stage 1: :func:`begin`, then :func:`policy` when the call is still pending."""
     call = begin(registry, input)
-    if call.state == PENDING:
+    if call.state is PENDING:
         await policy(call)
     return call
 
@@ -170,7 +172,7 @@ async def finalize(call: CallRecord) -> ToolExecutionResult:
     result = call.result
     assert result is not None
     plan = call.current_plan()
-    if call.state == RESOLVED:
+    if call.state is RESOLVED:
         post = plan.hooks.post
         if post:
             execution = call._execution or call.execution
@@ -193,13 +195,14 @@ def conclude(call: CallRecord) -> ToolExecutionResult:
     """
     result = call.result
     assert result is not None
+    assert call.state is not PENDING
     plan = call.current_plan()
-    if call.state == RESOLVED and call.caller._cancelled and not result.is_error:
+    if call.state is RESOLVED and call.caller._cancelled and not result.is_error:
         result = abort_result(call, result)
     if result is not call.clean:
         result = materialize(result)
     call.result = result
-    call.state = FINAL
+    call.state = FINAL  # from RESOLVED, or FINAL already
     if result.is_error:
         plan.stats.count_error(result)
     else:
@@ -238,7 +241,7 @@ async def execute(registry: ToolRegistry, input: ToolExecutionInput) -> ToolExec
     timings = call.timings
     committed = False
     try:
-        if call.state == PENDING:
+        if call.state is PENDING:
             if plan.hooks.any_prepare:
                 if timings:
                     begun = _now()
@@ -246,7 +249,7 @@ async def execute(registry: ToolRegistry, input: ToolExecutionInput) -> ToolExec
                     stats.prepare += _now() - begun
                 else:
                     await policy(call)
-            if call.state == PENDING:
+            if call.state is PENDING:
                 if timings:
                     begun = _now()
                     await dispatch(call)
