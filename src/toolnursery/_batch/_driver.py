@@ -40,6 +40,7 @@ _QUEUED = 0
 _PREPARE = 1
 _INLINE = 2
 
+_new = object.__new__
 _NEW = Slot.NEW
 _QUEUED_SLOT = Slot.QUEUED
 _RUNNING = Slot.RUNNING
@@ -114,7 +115,10 @@ class ToolBatch:
         if type(call) is not ToolCall and not isinstance(call, ToolCall):
             raise TypeError(f"a batch takes ToolCall values, not {type(call).__name__}")
         calls = self._calls
-        record = CallRecord(
+        # CallRecord(...), without type.__call__ packing the keywords in a dict per call.
+        record = _new(CallRecord)
+        CallRecord.__init__(
+            record,
             call_id=call.id,
             name=call.name,
             signal=self.signal,
@@ -487,7 +491,8 @@ class ToolBatch:
                 passed = False
             else:
                 passed = True
-                hooks = call.current_plan().hooks  # a listener added meanwhile runs
+                plan = call.current_plan()  # a listener added meanwhile runs
+                hooks = plan.hooks
                 if timings and hooks.any_finalize:
                     begun = _now()
                     result = await finalize(call)
@@ -495,7 +500,7 @@ class ToolBatch:
                 elif hooks.post and call.state == RESOLVED:
                     result = await finalize(call)
                 else:
-                    result = conclude(call)  # no post-execute due: no coroutine
+                    result = conclude(call, plan)  # no post-execute due: no coroutine
             # A failure from here on leaves a call that passed finalize (its observers
             # ran) uncommitted: the registry counted it committed, not abandoned.
             if self._failure is not None:

@@ -278,9 +278,7 @@ class WorkerPool:
         group.unstarted -= 1
         if not group.unstarted:
             scope.deadline = group.deadline  # the last member to start sets it
-        plan = call.plan
-        assert plan is not None
-        if plan.current().outer_budget != budget:
+        if call.current_plan().outer_budget != budget:
             # The registry changed since the call was placed and its budget with it: it
             # leaves the group for a worker (and a deadline of its own, if any).
             self._enqueue(call)

@@ -113,6 +113,7 @@ SLOT_MOVES: Final[Mapping[Slot, tuple[Slot, ...]]] = {
 }
 """The batch's diagram: the slots each slot may move to."""
 
+_NEW: Final = Slot.NEW
 _UNSET: Final = msgspec.UNSET
 _new: Final = object.__new__
 
@@ -184,7 +185,7 @@ class CallRecord:
         self.arguments_json = True
         self.frozen = False
         self.fixed: ToolExecutionResult | None = None  # decided without the registry
-        self.slot = Slot.NEW
+        self.slot = _NEW
         self.wait: Wait | None = None
         self.plan: ToolPlan | None = None
         self.state = PENDING

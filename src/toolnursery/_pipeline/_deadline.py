@@ -81,14 +81,12 @@ class DeadlinePolicy:
 def current_definition(
     view: ToolDispatchExecution, resolve: Callable[[str, Any], ToolDefinition | None]
 ) -> ToolDefinition | None:
-    """The definition ``view``'s tool resolves to now: its call's plan's, while that plan
-    is current (no registry lookup), else ``resolve(name, agent)``."""
+    """The definition ``view``'s tool resolves to now: its call's current plan's, else
+    (a view without a call) ``resolve(name, agent)``."""
     record = view._record
-    if record is not None:
-        plan = record.plan
-        if plan is not None and plan.version == plan.versions.value:
-            definition: ToolDefinition | None = plan.definition
-            return definition
+    if record is not None and record.plan is not None:
+        definition: ToolDefinition | None = record.current_plan().definition
+        return definition
     return resolve(view.name, view.agent)
 
 

@@ -368,15 +368,18 @@ async def dispatch_grouped(
     plan = call.current_plan()  # the same budget (the batch checked)
     caller = call.caller
     wrappers = plan.hooks.execute
+    route = plan.route
     call.deadline = deadline
     try:
         try:
             if wrappers:
                 view = ToolDispatchExecution._of(call)
                 result = await _ExecuteNext(wrappers, view, call, 1, True)()
-            elif not _direct_now(plan, call, True):
-                result = await _base_dispatch(call, caller, True)
-            else:
+            elif (
+                (route is _AWAIT or route is _STEP)
+                and plan.limiter is None
+                and not caller._cancelled
+            ):
                 # The body awaited here (one coroutine layer fewer than _direct).
                 failed: ToolExecutionResult | None = None
                 try:
@@ -387,6 +390,8 @@ async def dispatch_grouped(
                     if call.derived is not None:
                         call.end_attempt()  # the body read its deadline signal
                 result = failed if failed is not None else settle(call, value)
+            else:
+                result = await _base_dispatch(call, caller, True)
         except trio.Cancelled:
             if scope.cancel_called and not caller._fired_before(deadline):
                 call.timed_out = budget

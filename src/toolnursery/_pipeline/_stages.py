@@ -21,7 +21,7 @@ dispatch resolves the definition current when it starts.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
@@ -43,6 +43,8 @@ from .._core._statistics import now as _now
 from ._call import FINAL, PENDING, RESOLVED, CallRecord
 from ._dispatch import abort_result, dispatch
 from ._waterfalls import apply_post, notify, resolve_decision, run_post, run_pre
+
+_new: Final = object.__new__
 
 if TYPE_CHECKING:
     from ._plan import ToolPlan
@@ -112,8 +114,15 @@ def begin(registry: ToolRegistry, input: ToolExecutionInput, *, frozen: bool = F
         )
     if agent is not None:
         registry._check_agent(agent)
-    record = CallRecord(
-        call_id=input.call_id, name=input.name, signal=signal, agent=agent, parent=input.parent
+    # CallRecord(...), without type.__call__ packing the keywords in a dict per call.
+    record = _new(CallRecord)
+    CallRecord.__init__(
+        record,
+        call_id=input.call_id,
+        name=input.name,
+        signal=signal,
+        agent=agent,
+        parent=input.parent,
     )
     record.timings = registry.phase_timings
     start(record, registry._plan(input.name, agent), input.arguments, frozen=frozen)
@@ -189,14 +198,17 @@ async def finalize(call: CallRecord) -> ToolExecutionResult:
     return conclude(call)
 
 
-def conclude(call: CallRecord) -> ToolExecutionResult:
+def conclude(call: CallRecord, plan: ToolPlan | None = None) -> ToolExecutionResult:
     """Finalize without post-execute (none is due, or it ran): the cancellation rule,
     materialize, count, notify observers. Synchronous: no coroutine when nothing awaits.
+
+    ``plan``: the call's plan, when the caller has just made it current.
     """
     result = call.result
     assert result is not None
     assert call.state is not PENDING
-    plan = call.current_plan()
+    if plan is None:
+        plan = call.current_plan()
     if call.state is RESOLVED and call.caller._cancelled and not result.is_error:
         result = abort_result(call, result)
     if result is not call.clean:
