@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import msgspec
 import trio
@@ -46,7 +46,6 @@ from .._core._signal import CancelSignal
 
 if TYPE_CHECKING:
     from .._batch._admission import Wait
-    from ._dispatch import Gate
     from ._plan import ToolPlan
     from ._registry import ToolScope
 
@@ -60,8 +59,8 @@ __all__ = [
     "AttemptContext",
     "CallRecord",
     "CallState",
+    "Gate",
     "Slot",
-    "attempt_context",
 ]
 
 
@@ -115,7 +114,6 @@ SLOT_MOVES: Final[Mapping[Slot, tuple[Slot, ...]]] = {
 
 _NEW: Final = Slot.NEW
 _UNSET: Final = msgspec.UNSET
-_new: Final = object.__new__
 
 
 class _Unparsed:
@@ -123,6 +121,21 @@ class _Unparsed:
 
 
 UNPARSED: Final = _Unparsed()
+
+
+class Gate(Protocol):
+    """The scheduler's side of a call that waits for its tool's limit (internal).
+
+    A pooled call holds a slot under its batch's ``max_parallel`` while it dispatches;
+    it gives the slot back while it waits for a ``max_concurrency`` token, and takes
+    one again (holding the token) before the body runs.
+    """
+
+    def _leave(self, call: CallRecord) -> None:
+        """Give the call's batch slot back: it is about to wait."""
+
+    async def _rejoin(self, call: CallRecord) -> None:
+        """Wait for a batch slot for the call again."""
 
 
 class CallRecord:
@@ -309,8 +322,8 @@ class CallRecord:
 class AttemptContext(ToolRunContext):
     """The run context of one attempt of a body: the call, and nothing of its record.
 
-    Made per attempt by :func:`attempt_context` (a retry's next attempt gets a fresh one
-    over the same record); one slot, so it costs one small allocation per attempt.
+    Made per attempt by :func:`~toolnursery._pipeline._dispatch.invoke` (a retry's next
+    attempt gets a fresh one over the same record): one slot, one small allocation.
     """
 
     __slots__ = ("_record",)
@@ -355,13 +368,6 @@ class AttemptContext(ToolRunContext):
 
     def defer_context(self, context: HookContext) -> None:
         self._record.defer_context(context)
-
-
-def attempt_context(record: CallRecord) -> AttemptContext:
-    """A new attempt's run context over ``record`` (without ``ToolRunContext.__new__``)."""
-    context: AttemptContext = _new(AttemptContext)
-    context._record = record
-    return context
 
 
 class _BodySignal(CancelSignal):

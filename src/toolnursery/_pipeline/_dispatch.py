@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 import trio
@@ -65,7 +65,6 @@ __all__ = [
     "DONE",
     "Ending",
     "IN_ONE_STEP",
-    "Gate",
     "Route",
     "abort_result",
     "dispatch",
@@ -103,21 +102,6 @@ _THREAD: Final = Route.THREAD
 _INLINE: Final = Route.INLINE
 
 
-class Gate(Protocol):
-    """The scheduler's side of a call that waits for its tool's limit (internal).
-
-    A pooled call holds a slot under its batch's ``max_parallel`` while it dispatches;
-    it gives the slot back while it waits for a ``max_concurrency`` token, and takes
-    one again (holding the token) before the body runs.
-    """
-
-    def _leave(self, call: CallRecord) -> None:
-        """Give the call's batch slot back: it is about to wait."""
-
-    async def _rejoin(self, call: CallRecord) -> None:
-        """Wait for a batch slot for the call again."""
-
-
 # -- the seam -------------------------------------------------------------------------
 
 
@@ -131,7 +115,7 @@ def invoke(call: CallRecord) -> Awaitable[Any]:
     of its value. A sync body's exception raises from here.
     """
     plan: ToolPlan = call.plan  # type: ignore[assignment]
-    context: AttemptContext = _new(AttemptContext)  # attempt_context(call), inline
+    context: AttemptContext = _new(AttemptContext)  # without ToolRunContext.__new__
     context._record = call
     call.invoked = True
     route = plan.route
