@@ -14,19 +14,22 @@ Where a call stands is two enums, each asserted where it changes.
 
     PENDING ──dispatch ends, a denial, a pre-phase abort──▶ RESOLVED
        │                                                       │ post-execute ran
-       └──argument failure, pre-aborted, a hook raised──▶ FINAL ◀┘
+       └──argument failure, pre-aborted, a hook raised──▶ FINAL ◀┘ (and FINAL → FINAL:
+                                                                    conclude ends it)
 
 :class:`Slot`, in a batch (:mod:`toolnursery._batch._driver`, :mod:`toolnursery._batch._pool`)::
 
-    NEW ──placed in the pool──▶ QUEUED ──a worker or group runs it──▶ RUNNING
-     │ │                          │                                     │ dispatch ended,
-     │ │                          │ abort while it waited,              │ or an abort
-     │ │                          │ the pool closed first               │ unwound it
-     │ │                          ▼                                     │
-     │ └──decided, no dispatch──▶ SETTLED ◀─────────────────────────────┘
-     │    (or run in the driver:     │
-     │     NEW → RUNNING → SETTLED)  │ committed in model order
-     └──never started (an abort)──▶ COMMITTED ◀┘
+    NEW ──placed in the pool──▶ QUEUED ──a worker or its group runs it──▶ RUNNING
+     │ │                          │                                        ▲   │
+     │ └──────────────────────────┼─────────run in the driver──────────────┘   │
+     │                            │ aborted while it waited,                   │ dispatch ended, or
+     │                            │ or the pool closed first                   │ an abort unwound it
+     │                            ▼                                            │
+     ├──decided, no dispatch──▶ SETTLED ◀──────────────────────────────────────┘
+     │                            │ committed, in model order
+     └──never started (abort)─▶ COMMITTED
+
+The tables :data:`STATE_MOVES` and :data:`SLOT_MOVES` are these diagrams.
 """
 
 from __future__ import annotations
