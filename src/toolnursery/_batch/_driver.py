@@ -19,7 +19,7 @@ from .._core._statistics import Counters, ToolStatistics, outcome
 from .._core._statistics import now as _now
 from .._pipeline._call import PENDING, RESOLVED, UNPARSED, CallRecord, Slot
 from .._pipeline._classify import classify
-from .._pipeline._dispatch import IN_ONE_STEP, dispatch
+from .._pipeline._dispatch import dispatch
 from .._pipeline._registry import ToolRegistry, ToolScope
 from .._pipeline._stages import conclude, finalize, policy, start
 from . import _intake
@@ -358,7 +358,7 @@ class ToolBatch:
         plan = call.plan
         assert plan is not None
         start(call, plan, call.args, frozen=call.frozen)
-        if call.state == PENDING and plan.hooks.any_prepare:
+        if call.state is PENDING and plan.hooks.any_prepare:
             return _PREPARE
         return self._place(call, keys, inline)
 
@@ -389,7 +389,7 @@ class ToolBatch:
         assert plan is not None
         if not inline and not keys:
             plan = plan.current()
-        if inline or (not keys and plan.bare and plan.route in IN_ONE_STEP):
+        if inline or (not keys and plan.bare and not plan.route.suspends):
             # Runs alone, or cannot suspend (so it could overlap nothing): no task.
             return _INLINE
         call.slot = _QUEUED_SLOT
@@ -425,7 +425,7 @@ class ToolBatch:
         call.slot = _RUNNING
         plan = call.plan
         assert plan is not None
-        if plan.bare and plan.route in IN_ONE_STEP:
+        if plan.bare and not plan.route.suspends:
             await dispatch(call, carried=True)  # nothing to interrupt: no scope
         else:
             scope = trio.CancelScope()
@@ -497,7 +497,7 @@ class ToolBatch:
                     begun = _now()
                     result = await finalize(call)
                     self._stats.finalize += _now() - begun
-                elif hooks.post and call.state == RESOLVED:
+                elif hooks.post and call.state is RESOLVED:
                     result = await finalize(call)
                 else:
                     result = conclude(call, plan)  # no post-execute due: no coroutine

@@ -64,7 +64,6 @@ __all__ = [
     "CHAIN",
     "DONE",
     "Ending",
-    "IN_ONE_STEP",
     "Route",
     "abort_result",
     "dispatch",
@@ -78,22 +77,27 @@ __all__ = [
 
 
 class Route(enum.Enum):
-    """How dispatch reaches a tool's body (compiled into its plan; see the module table)."""
+    """How dispatch reaches a tool's body (compiled into its plan; see the module table).
+
+    ``suspends``: the body may yield to trio (so a bare plan's dispatch may too).
+    """
+
+    suspends: bool
 
     # No tool of that name in the view: dispatch resolves TOOL_NOT_FOUND.
-    MISSING = "missing"
+    MISSING = ("missing", False)
     # An ``async def`` with no ``await``: it returns in one step, nothing can interrupt it.
-    STEP = "step"
+    STEP = ("step", False)
     # A sync body declared nonblocking: called inline in the trio thread.
-    INLINE = "inline"
+    INLINE = ("inline", False)
     # An ``async def`` that may suspend: awaited in the dispatcher's own frame.
-    AWAIT = "await"
+    AWAIT = ("await", True)
     # A sync body: run in a worker thread (``trio.to_thread.run_sync``).
-    THREAD = "thread"
+    THREAD = ("thread", True)
 
+    def __init__(self, tag: str, suspends: bool) -> None:
+        self.suspends = suspends
 
-IN_ONE_STEP: Final = (Route.MISSING, Route.STEP, Route.INLINE)
-"""The routes of a body that cannot suspend: a bare plan's dispatch never yields to trio."""
 
 _new: Final = object.__new__
 _STEP: Final = Route.STEP
