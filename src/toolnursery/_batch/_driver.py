@@ -387,7 +387,7 @@ class ToolBatch:
             return _QUEUED
         plan = call.plan
         assert plan is not None
-        if not inline and not keys:
+        if not inline and not keys and plan.version != plan.versions.value:
             plan = plan.current()
         if inline or (not keys and plan.bare and not plan.route.suspends):
             # Runs alone, or cannot suspend (so it could overlap nothing): no task.
@@ -491,7 +491,9 @@ class ToolBatch:
                 passed = False
             else:
                 passed = True
-                plan = call.current_plan()  # a listener added meanwhile runs
+                plan = call.plan
+                if plan.version != plan.versions.value:  # call.current_plan(), inline
+                    plan = call.current_plan()  # a listener added meanwhile runs
                 hooks = plan.hooks
                 if timings and hooks.any_finalize:
                     begun = _now()

@@ -241,7 +241,9 @@ def start(call: CallRecord) -> tuple[Awaitable[Any], Ending]:
     starts with a wrapper the chain itself (one coroutine layer fewer per resume); any
     other dispatch is :func:`dispatch`'s coroutine.
     """
-    plan = call.current_plan()
+    plan: ToolPlan = call.plan  # type: ignore[assignment]
+    if plan.version != plan.versions.value:  # call.current_plan(), inline (the hot path)
+        plan = call.current_plan()
     if not call.caller._cancelled:
         if plan.bare:
             route = plan.route
