@@ -5,11 +5,12 @@ pooled call and talks to it through four methods: :meth:`~WorkerPool.submit` an
 admitted call, :meth:`~WorkerPool.close` (no call will start any more),
 :meth:`~WorkerPool.finish` (the batch ended normally) and :meth:`~WorkerPool.cancel` (it
 did not). The pool's nursery opens in the batch nursery; the batch signal cancels its
-scope. A worker
-dispatches one queued call after another, in model order, and parks while the queue is
-empty; a call whose view's only or outermost execute wrapper is the timeout policy, with
-a long budget, runs in a deadline group instead (:class:`_DeadlineGroup`). Either way it
-ends by settling the call with the batch's admission and waking the driver.
+scope. A worker dispatches one queued call after another, in model order, and parks
+while the queue is empty; a call whose view's only or outermost execute wrapper is the
+timeout policy, with a long budget, runs in a deadline group instead
+(:class:`_DeadlineGroup`). Either way it ends by settling the call with the batch's
+admission and waking the driver; each call moves ``QUEUED → RUNNING → SETTLED`` here
+(see :class:`~toolnursery._pipeline._call.Slot`).
 
 A worker runs each call's stage 2 through one seam, :func:`start_dispatch`
 (:func:`toolnursery._pipeline._dispatch.start`): one awaitable, awaited in the worker's
