@@ -481,6 +481,7 @@ class ToolBatch:
         results = self._results
         recorder = self.recorder
         timings = self._timings
+        woken = False  # the reader was woken since this loop last awaited
         while self._cursor < len(calls):
             call = calls[self._cursor]
             if call.slot is not _SETTLED:
@@ -499,8 +500,10 @@ class ToolBatch:
                     begun = _now()
                     result = await finalize(call)
                     self._stats.finalize += _now() - begun
+                    woken = False
                 elif hooks.post and call.state is RESOLVED:
                     result = await finalize(call)
+                    woken = False
                 else:
                     result = conclude(call, plan)  # no post-execute due: no coroutine
             # A failure from here on leaves a call that passed finalize (its observers
@@ -523,7 +526,10 @@ class ToolBatch:
             call.slot = _COMMITTED
             results.append(result)
             self._cursor += 1
-            self._wake_reader.set()
+            if not woken:
+                # Between two awaits the reader cannot run: one wake-up covers them all.
+                woken = True
+                self._wake_reader.set()
 
     async def _drain(self) -> None:
         """Wait until nothing is in flight and every started call has committed."""
