@@ -339,8 +339,9 @@ class WorkerPool:
                     else:
                         await wait.granted.wait()
                     if signal._cancelled:
+                        assert call.slot is _QUEUED  # it never ran
                         call.resolve(ABORTED_BEFORE_DISPATCH_RESULT, RESOLVED)
-                        call.slot = _SETTLED  # from QUEUED: it never ran
+                        call.slot = _SETTLED
                         continue
                 assert call.slot is _QUEUED
                 call.slot = _RUNNING
