@@ -41,20 +41,16 @@ def no_deadlock(test: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable
 
 
 def replace_batch_dispatch(monkeypatch: Any, replacement: Callable[..., Awaitable[None]]) -> None:
-    """Make every pooled call of a batch go through ``replacement`` instead of the
-    pipeline's ``dispatch`` (the workers' inline path for a plain body is turned off,
-    so no call bypasses it)."""
-    from toolnursery._batch import _driver as _batch
-    from toolnursery._pipeline import _plan
+    """Make every pooled call of a batch go through ``replacement`` (called as
+    ``replacement(call, carried=True)``) instead of the pipeline's ``dispatch``: it
+    patches the pool's one seam, so no call bypasses it."""
+    from toolnursery._batch import _pool
+    from toolnursery._pipeline._dispatch import DONE
 
-    init = _plan.ToolPlan.__init__
+    def start(call: Any) -> tuple[Awaitable[None], Any]:
+        return replacement(call, carried=True), DONE
 
-    def no_fast_path(self: _plan.ToolPlan, **kwargs: Any) -> None:
-        init(self, **kwargs)
-        self.fast = False
-
-    monkeypatch.setattr(_plan.ToolPlan, "__init__", no_fast_path)
-    monkeypatch.setattr(_batch, "dispatch", replacement)
+    monkeypatch.setattr(_pool, "start_dispatch", start)
 
 
 def text(result: ToolExecutionResult) -> str:

@@ -32,6 +32,7 @@ import itertools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeAlias
 
+from ._core._bodies import is_async
 from ._core._content import ToolExecutionResult
 from ._core._decisions import PostToolDecision, PreToolDecision
 from ._core._execution import (
@@ -46,7 +47,6 @@ from ._core._execution import (
 from ._core._homes import fixup_module_metadata as _fixup_module_metadata
 from ._core._signal import CancelSignal
 from ._pipeline._registry import Disposer, ToolRegistry, ToolScope
-from ._pipeline._stages import is_async
 from ._tools._definition import ToolDefinition
 
 __all__ = [

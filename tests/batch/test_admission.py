@@ -18,7 +18,7 @@ from toolnursery._pipeline._call import CallRecord
 
 
 def record(index: int) -> CallRecord:
-    return CallRecord(f"c{index}", "t", CancelSignal(), None, index=index)
+    return CallRecord(call_id=f"c{index}", name="t", signal=CancelSignal(), agent=None, index=index)
 
 
 def test_calls_beyond_the_cap_wait_and_get_freed_slots_first_come_first_served() -> None:

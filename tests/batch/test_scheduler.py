@@ -54,7 +54,8 @@ from toolnursery import (
     run_tool_calls,
 )
 from toolnursery._core._decisions import PostToolDecision, PreToolDecision
-from toolnursery._pipeline._stages import Call, dispatch
+from toolnursery._pipeline._call import CallRecord as Call
+from toolnursery._pipeline._dispatch import dispatch
 from toolnursery.log import (
     ContextEvent,
     JsonlRecorder,

@@ -35,6 +35,7 @@ from toolnursery import (
 )
 from toolnursery._core._decisions import PostToolDecision, PreToolDecision, ResourceKey
 from toolnursery._core._statistics import ToolStatistics
+from toolnursery._pipeline._call import CallRecord
 from toolnursery.log import RecorderEvent, ToolCallEvent, ToolResultEvent
 
 PHASES = ("prepare", "wait", "dispatch", "finalize")
@@ -366,7 +367,7 @@ async def test_a_worker_failure_noticed_after_finalize_keeps_the_counts_balanced
     registry = registry_with(parallel())
     real_dispatch = pipeline_module.dispatch
 
-    async def failing_dispatch(call: pipeline_module.Call, *, carried: bool = False) -> None:
+    async def failing_dispatch(call: CallRecord, *, carried: bool = False) -> None:
         if call.execution.call_id == "c2":
             await trio.sleep(1)
             raise WorkerExplodedError("worker exploded")

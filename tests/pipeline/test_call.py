@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import trio
 
 from support import always
@@ -23,22 +24,31 @@ from toolnursery import (
 from toolnursery._pipeline._call import CallRecord
 
 
-async def test_the_body_gets_the_record_with_nothing_made_it_does_not_ask_for() -> None:
+async def test_the_body_gets_a_context_of_its_own_and_nothing_made_it_does_not_ask_for() -> None:
     seen: list[tuple[Any, ...]] = []
 
     async def body(args: Any, ctx: ToolRunContext) -> str:
-        assert isinstance(ctx, CallRecord)
-        seen.append((ctx._execution, ctx._deferred))  # not made yet
+        assert isinstance(ctx, ToolRunContext)
+        assert not isinstance(ctx, CallRecord)
+        for bookkeeping in ("plan", "gate", "state", "slot", "result", "settled", "invoked"):
+            assert not hasattr(ctx, bookkeeping), bookkeeping
+        with pytest.raises(AttributeError):
+            ctx.plan = None  # type: ignore[attr-defined]
+        record = ctx._record  # type: ignore[attr-defined]
+        seen.append((record._execution, record._deferred))  # not made yet
         token = ctx.token  # asking makes the execution (and its token)
         assert isinstance(ctx.execution, ToolExecution)
         assert ctx.execution.token is token
-        seen.append((ctx.execution.call_id, ctx.name, dict(ctx.arguments)))
+        seen.append((ctx.execution.call_id, ctx.name, dict(ctx.arguments), ctx.batch_id))
         return "ok"
 
     registry = ToolRegistry()
     registry.register(ToolDefinition("t", "t", {}, body, is_concurrency_safe=always))
-    await run_tool_calls(registry, [ToolCall("c1", "t", '{"a": 1}')])
-    assert seen == [(None, None), ("c1", "t", {"a": 1})]
+    batch = await run_tool_calls(registry, [ToolCall("c1", "t", '{"a": 1}')])
+    assert batch[0].is_error is False
+    assert seen[0] == (None, None)
+    assert seen[1][:3] == ("c1", "t", {"a": 1})
+    assert seen[1][3] is not None  # the batch id
 
 
 async def test_hooks_and_the_body_see_one_execution() -> None:
@@ -61,9 +71,17 @@ async def test_hooks_and_the_body_see_one_execution() -> None:
 def test_a_hand_made_run_context_has_no_batch_and_keys_by_call_id() -> None:
     signal = CancelSignal()
     execution = ToolExecution("c7", "t", {}, signal, None, None, ToolExecutionToken())
-    ctx = ToolRunContext(execution, signal, [])
+    deferred: list[HookContext] = []
+    ctx = ToolRunContext(execution, signal, deferred)
+    assert isinstance(ctx, ToolRunContext)
+    assert type(ctx) is not ToolRunContext  # the interface makes a standalone context
     assert ctx.batch_id is None
     assert ctx.idempotency_key == "c7"
+    assert (ctx.call_id, ctx.name, ctx.signal, ctx.token) == ("c7", "t", signal, execution.token)
+    ctx.defer_context(HookContext((TextContent("x"),), "body"))
+    assert len(deferred) == 1
+    with pytest.raises(TypeError, match="HookContext"):
+        ctx.defer_context("x")  # type: ignore[arg-type]
 
 
 async def test_a_retry_attempt_gets_a_fresh_context_over_the_same_record() -> None:

@@ -201,9 +201,9 @@ async def test_a_timed_batch_starts_no_timer_task_per_call(
     results = await run_tool_calls(registry, calls(*[0.1] * 20), max_parallel=20)
     assert all(not r.is_error for r in results)
     assert sorted(set(spawned)) == [
-        "toolnursery.ToolBatch._host_group",
-        "toolnursery.ToolBatch._host_pool",
-        "toolnursery.ToolBatch._member",
+        "toolnursery._batch._pool.WorkerPool._host",
+        "toolnursery._batch._pool.WorkerPool._host_group",
+        "toolnursery._batch._pool.WorkerPool._member",
     ]
     assert len(spawned) == 20 + 2
 
@@ -305,7 +305,7 @@ def _ends(log: dict[str, float]) -> Any:
 
 
 def _hosts(spawned: list[str]) -> int:
-    return spawned.count("toolnursery.ToolBatch._host_group")
+    return spawned.count("toolnursery._batch._pool.WorkerPool._host_group")
 
 
 class _Spawned(trio.abc.Instrument):

@@ -1761,7 +1761,8 @@ async def test_observer_returning_a_non_coroutine_awaitable_is_reported(
 async def test_three_stages_compose_like_execute() -> None:
     """prepare → dispatch → finalize (the scheduler's stages) give execute()'s results,
     and the prepare states are the bypass matrix: PENDING, RESOLVED or FINAL."""
-    from toolnursery._pipeline._stages import FINAL, PENDING, RESOLVED, dispatch, finalize, prepare
+    from toolnursery._pipeline._dispatch import dispatch
+    from toolnursery._pipeline._stages import FINAL, PENDING, RESOLVED, finalize, prepare
 
     registry = ToolRegistry()
     registry.register(tool())
@@ -1792,7 +1793,8 @@ async def test_carried_dispatch_lets_the_enclosing_scope_cancel_the_body(
 ) -> None:
     """dispatch(carried=True): no scope of its own — the enclosing scope's Cancelled
     reaches the caller after the body was marked invoked."""
-    from toolnursery._pipeline._stages import dispatch, prepare
+    from toolnursery._pipeline._dispatch import dispatch
+    from toolnursery._pipeline._stages import prepare
 
     registry = ToolRegistry()
 

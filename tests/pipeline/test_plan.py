@@ -21,6 +21,7 @@ from toolnursery import (
     run_tool_calls,
     tool,
 )
+from toolnursery._pipeline._dispatch import Route
 
 
 async def ok(args: Any, ctx: ToolRunContext) -> str:
@@ -79,16 +80,16 @@ def test_the_plan_says_how_the_body_runs() -> None:
     registry.register(definition(blocking, "inline", nonblocking=True))
     registry.register(definition(other, "limited", max_concurrency=2))
     plans = {name: registry._plan(name, None) for name in registry._tools}
-    assert plans["no_await"].one_step
-    assert plans["no_await"].direct
-    assert not plans["awaits"].one_step
-    assert plans["awaits"].suspends
-    assert plans["thread"].threaded
-    assert not plans["thread"].one_step
-    assert not plans["inline"].threaded
-    assert plans["inline"].one_step
+    routes = {name: (plan.route, plan.bare) for name, plan in plans.items()}
+    assert routes == {
+        "no_await": (Route.STEP, True),
+        "awaits": (Route.AWAIT, True),
+        "thread": (Route.THREAD, True),
+        "inline": (Route.INLINE, True),
+        "limited": (Route.AWAIT, False),
+    }
     assert plans["limited"].limiter is not None
-    assert not plans["limited"].direct
+    assert registry._plan("ghost", None).route is Route.MISSING
 
 
 def test_a_lone_timeout_policy_compiles_to_a_budget_not_a_wrapper() -> None:

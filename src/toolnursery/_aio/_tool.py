@@ -20,9 +20,9 @@ from typing import Any, Final, ParamSpec, TypeVar, overload
 import msgspec
 import trio
 
+from .._core._bodies import is_async
 from .._core._errors import AbortError, AsyncioHostError, RegistrationError
 from .._core._execution import ToolRunContext
-from .._pipeline._stages import is_async
 from .._tools._definition import ToolDefinition
 from ._host import HOST, Host
 

@@ -1,41 +1,30 @@
 """The batch driver: one model response's calls, run in model order.
 
-See :mod:`toolnursery._batch._scheduler` for the rules; this is :class:`ToolBatch`, the driver
-and its pool of reused workers.
+See :mod:`toolnursery._batch._scheduler` for the rules; this is :class:`ToolBatch`, the driver.
+It places each started call: in place (a barrier, a lone call, a dispatch that cannot
+suspend) or in its :class:`~toolnursery._batch._pool.WorkerPool`.
 """
 
 from __future__ import annotations
-
-import math
-from collections import deque
 
 import msgspec
 import trio
 
 from .._core._content import ToolCall, ToolExecutionResult
 from .._core._decisions import PARALLEL, ResourceKey
-from .._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, failure_result
+from .._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT
 from .._core._progress import CallReport, install_sink, remove_sink
 from .._core._signal import CancelSignal, ScopeLink
 from .._core._statistics import Counters, ToolStatistics, outcome
 from .._core._statistics import now as _now
-from .._pipeline._call import FINAL, PENDING, RESOLVED, UNPARSED, CallRecord
+from .._pipeline._call import PENDING, RESOLVED, UNPARSED, CallRecord, Slot
 from .._pipeline._classify import classify
+from .._pipeline._dispatch import dispatch
 from .._pipeline._registry import ToolRegistry, ToolScope
-from .._pipeline._stages import (
-    _settled,
-    chain,
-    chained,
-    conclude,
-    dispatch,
-    dispatch_grouped,
-    finalize,
-    policy,
-    resolve_dispatch,
-    start,
-)
+from .._pipeline._stages import conclude, finalize, policy, start
 from . import _intake
 from ._admission import Admission
+from ._pool import WorkerPool
 from ._recorder import (
     ContextEvent,
     ProgressEvent,
@@ -51,36 +40,12 @@ _QUEUED = 0
 _PREPARE = 1
 _INLINE = 2
 
-# At most this many calls share one deadline scope (see _DeadlineGroup), and only
-# calls with a budget of at least this many ms: a group's calls may time out later
-# than their own deadlines by the time the group takes to start (1-3 ms for 64 calls
-# on a 2-core machine), which must stay small beside the budget.
-_GROUP_SIZE = 64
-_GROUP_MIN_BUDGET_MS = 1000
-
-
-class _DeadlineGroup:
-    """Calls of one time budget that the driver placed in one pass: one deadline scope.
-
-    A trio cancel scope costs more than the rest of a call's dispatch, so the calls whose
-    only or outermost execute wrapper is the timeout policy, whose budget is at least
-    :data:`_GROUP_MIN_BUDGET_MS`, and which run as soon as they are placed, share one:
-    its host task enters it and starts them in a nursery inside it. The members start
-    in one scheduler batch; each computes its own deadline (the budget from its start),
-    and the last to start gives the scope the latest of them. So no member times out
-    before its budget has passed since it started, and none later than the time its
-    group's calls take to start (each runs until its body first awaits; nothing, on a
-    test clock that does not advance meanwhile) after.
-    """
-
-    __slots__ = ("budget", "calls", "deadline", "scope", "unstarted")
-
-    def __init__(self, budget: float) -> None:
-        self.budget = budget
-        self.calls: list[CallRecord] = []
-        self.deadline = -math.inf  # the latest own deadline of the members started
-        self.unstarted = 0
-        self.scope: trio.CancelScope | None = None
+_new = object.__new__
+_NEW = Slot.NEW
+_QUEUED_SLOT = Slot.QUEUED
+_RUNNING = Slot.RUNNING
+_SETTLED = Slot.SETTLED
+_COMMITTED = Slot.COMMITTED
 
 
 class ToolBatch:
@@ -117,14 +82,7 @@ class ToolBatch:
         self._finalized = False  # the call at the cursor passed finalize, then failed
         self._results: list[ToolExecutionResult] = []
         self._nursery: trio.Nursery | None = None  # the batch nursery, set by _run
-        self._pool: trio.Nursery | None = None  # opened on the first pooled dispatch
-        self._pool_requested = False
-        self._pool_done = trio.Event()  # set when the batch has ended normally
-        self._groups: dict[float, _DeadlineGroup] = {}  # budget -> group still filling
-        self._unhosted: list[_DeadlineGroup] = []  # groups placed before the pool opened
-        self._queue: deque[CallRecord] = deque()  # dispatches waiting for a worker
-        self._idle = 0  # workers parked, waiting for a dispatch
-        self._lot = trio.lowlevel.ParkingLot()
+        self._pool: WorkerPool | None = None  # made on the first pooled dispatch
         self._wake_driver = trio.Event()
         self._wake_reader = trio.Event()
         self._finished = False
@@ -157,8 +115,17 @@ class ToolBatch:
         if type(call) is not ToolCall and not isinstance(call, ToolCall):
             raise TypeError(f"a batch takes ToolCall values, not {type(call).__name__}")
         calls = self._calls
-        record = CallRecord(
-            call.id, call.name, self.signal, self.agent, None, len(calls), call, self.id
+        # CallRecord(...), without type.__call__ packing the keywords in a dict per call.
+        record = _new(CallRecord)
+        CallRecord.__init__(
+            record,
+            call_id=call.id,
+            name=call.name,
+            signal=self.signal,
+            agent=self.agent,
+            index=len(calls),
+            tool_call=call,
+            batch_id=self.id,
         )
         record.timings = self._timings
         ids = self._ids
@@ -173,9 +140,9 @@ class ToolBatch:
         """End submission: the batch finishes once every submitted call has committed."""
         self._closed = True
         self._wake_driver.set()
-        if self._idle and self._started >= len(self._calls):
-            self._idle = 0
-            self._lot.unpark_all()  # nothing more to dispatch: parked workers end
+        pool = self._pool
+        if pool is not None and self._started >= len(self._calls):
+            pool.close()  # nothing more to dispatch: parked workers end
 
     @property
     def results(self) -> list[ToolExecutionResult]:
@@ -253,15 +220,14 @@ class ToolBatch:
             if reports is not None:
                 remove_sink(reports)
             pool = self._pool
-            if ended:
+            if pool is None:
+                pass
+            elif ended:
                 # Every call committed and nothing is in flight: the parked workers end
                 # and the pool closes, with no cancellation to deliver.
-                if self._idle:
-                    self._idle = 0
-                    self._lot.unpark_all()
-                self._pool_done.set()
-            elif pool is not None:
-                pool.cancel_scope.cancel()
+                pool.finish()
+            else:
+                pool.cancel()
             self._fold_statistics()
             self._finished = True
             self._wake_reader.set()
@@ -321,7 +287,7 @@ class ToolBatch:
             i += 1
             while True:
                 cursor = self._cursor
-                if cursor < len(calls) and calls[cursor].settled:
+                if cursor < len(calls) and calls[cursor].slot is _SETTLED:
                     await self._commit_ready()
                 if i >= len(calls):
                     if self._closed:
@@ -386,12 +352,13 @@ class ToolBatch:
             logged = tool_call if call.fixed is None else _intake.loggable(tool_call)
             recorder.record(ToolCallEvent(self.id, call.index, logged))
         if call.fixed is not None:
-            call.settled = True
+            assert call.slot is _NEW
+            call.slot = _SETTLED
             return _QUEUED
         plan = call.plan
         assert plan is not None
         start(call, plan, call.args, frozen=call.frozen)
-        if call.state == PENDING and plan.hooks.any_prepare:
+        if call.state is PENDING and plan.hooks.any_prepare:
             return _PREPARE
         return self._place(call, keys, inline)
 
@@ -414,72 +381,51 @@ class ToolBatch:
 
     def _place(self, call: CallRecord, keys: tuple[ResourceKey, ...], inline: bool) -> int:
         """Settle a decided call, or queue a pending one; ``_INLINE``: dispatch it here."""
-        if call.state != PENDING:
-            call.settled = True
+        assert call.slot is _NEW
+        if call.state is not PENDING:
+            call.slot = _SETTLED
             return _QUEUED
         plan = call.plan
         assert plan is not None
         if not inline and not keys and plan.version != plan.versions.value:
             plan = plan.current()
-        if inline or (not keys and plan.one_step):
+        if inline or (not keys and plan.bare and not plan.route.suspends):
             # Runs alone, or cannot suspend (so it could overlap nothing): no task.
             return _INLINE
+        call.slot = _QUEUED_SLOT
         call.gate = self
         self._admission.admit(call, keys)
-        budget = plan.outer_budget
-        if budget is not None and budget >= _GROUP_MIN_BUDGET_MS and call.wait is None:
-            # Runs now, and its view's only or outermost wrapper is the timeout policy:
-            # it shares a deadline scope with the calls of its budget placed in this pass.
-            self._join_group(call, budget)
-            return _QUEUED
-        self._enqueue(call)
+        # A call whose view's only or outermost wrapper is the timeout policy, and which
+        # runs now, may share a deadline scope with the calls of its budget.
+        pool = self._pool
+        if pool is None:
+            pool = self._pool = self._open_pool()
+        pool.submit(call, plan.outer_budget)
+        if self._closed and self._started >= len(self._calls):
+            pool.close()  # the last call: the other parked workers end
         return _QUEUED
 
-    def _enqueue(self, call: CallRecord) -> None:
-        """Queue an admitted call for a worker: wake a parked one, or start one."""
-        self._queue.append(call)
-        if self._idle:
-            if self._closed and self._started >= len(self._calls):
-                # The last call: wake every parked worker (the rest then end).
-                self._idle = 0
-                self._lot.unpark_all()
-            else:
-                self._idle -= 1
-                self._lot.unpark()
-            return
-        pool = self._pool
-        if pool is not None:
-            pool.start_soon(self._worker)
-        else:
-            self._request_pool()
-
-    def _request_pool(self) -> None:
-        if not self._pool_requested:
-            # No waiting for the pool: it spawns the workers queued meanwhile.
-            self._pool_requested = True
-            nursery = self._nursery
-            assert nursery is not None
-            nursery.start_soon(self._host_pool)
-
-    def _join_group(self, call: CallRecord, budget: float) -> None:
-        groups = self._groups
-        group = groups.get(budget)
-        if group is None or len(group.calls) >= _GROUP_SIZE:
-            group = groups[budget] = _DeadlineGroup(budget)
-            pool = self._pool
-            if pool is not None:
-                pool.start_soon(self._host_group, group)
-            else:
-                self._unhosted.append(group)
-                self._request_pool()
-        group.calls.append(call)
+    def _open_pool(self) -> WorkerPool:
+        nursery = self._nursery
+        assert nursery is not None
+        return WorkerPool(
+            nursery,
+            signal=self.signal,
+            admission=self._admission,
+            stats=self._stats,
+            clock=_now if self._timings else None,
+            wake=self._wake,
+            failed=self._failed,
+        )
 
     async def _dispatch_inline(self, call: CallRecord) -> None:
         """Dispatch in the driver, under a scope the batch signal cancels."""
         begun = _now() if self._timings else 0
+        assert call.slot is _NEW
+        call.slot = _RUNNING
         plan = call.plan
         assert plan is not None
-        if plan.one_step:
+        if plan.bare and not plan.route.suspends:
             await dispatch(call, carried=True)  # nothing to interrupt: no scope
         else:
             scope = trio.CancelScope()
@@ -495,93 +441,7 @@ class ToolBatch:
                 call.resolve(call.aborted(), RESOLVED)
         if self._timings:
             self._stats.dispatch += _now() - begun
-        call.settled = True
-
-    async def _host_pool(self) -> None:
-        """Own the pool nursery, whose cancel scope the batch signal cancels."""
-        try:
-            async with trio.open_nursery() as pool:
-                self.signal._link(ScopeLink(pool.cancel_scope))
-                self._pool = pool
-                for _ in range(len(self._queue)):
-                    pool.start_soon(self._worker)
-                unhosted = self._unhosted
-                while unhosted:
-                    pool.start_soon(self._host_group, unhosted.pop())
-                await self._pool_done.wait()
-                if pool.child_tasks:
-                    # Whatever a body left running in the pool (or a worker still on
-                    # its way out) ends now: nothing a call starts outlives the batch.
-                    pool.cancel_scope.cancel()
-        finally:
-            # Dispatches no worker or group took before the pool closed never ran.
-            queue = self._queue
-            while queue:
-                call = queue.popleft()
-                self._unwound(call)
-                self._admission.settle(call)
-            for group in self._unhosted:
-                for call in group.calls:
-                    self._unwound(call)
-                    self._admission.settle(call)
-            self._unhosted.clear()
-            self._wake_driver.set()
-
-    async def _host_group(self, group: _DeadlineGroup) -> None:
-        """Enter a deadline group's scope and run its calls in a nursery inside it."""
-        budget = group.budget
-        if self._groups.get(budget) is group:
-            del self._groups[budget]  # no call joins once it has started
-        calls = group.calls
-        group.unstarted = len(calls)
-        with trio.CancelScope() as scope:  # its deadline comes with its members
-            group.scope = scope
-            async with trio.open_nursery() as members:
-                for call in calls:
-                    members.start_soon(self._member, call, group)
-
-    async def _member(self, call: CallRecord, group: _DeadlineGroup) -> None:
-        """Dispatch one call of a deadline group (as :meth:`_worker` does one call)."""
-        timings = self._timings
-        begun = _now() if timings else 0
-        scope = group.scope
-        assert scope is not None
-        budget = group.budget
-        own = trio.current_time() + budget / 1000
-        if own > group.deadline:
-            group.deadline = own
-        group.unstarted -= 1
-        if not group.unstarted:
-            scope.deadline = group.deadline  # the last member to start sets it
-        plan = call.plan
-        assert plan is not None
-        if plan.version != plan.versions.value and plan.current().outer_budget != budget:
-            # The registry changed since the call was placed and its budget with it: it
-            # leaves the group for a worker (and a deadline of its own, if any).
-            self._enqueue(call)
-            return
-        try:
-            await dispatch_grouped(call, scope, own, budget)
-            if timings:
-                self._stats.dispatch += _now() - begun
-        except trio.Cancelled:
-            # The batch abort (the pool's scope), or the group's deadline: the call is
-            # recorded by whether its body ran, or as timed out; then re-raise.
-            self._unwound(call)
-            raise
-        except Exception as exc:
-            self._failed(exc)
-        else:
-            call.settled = True
-        finally:
-            self._admission.settle(call)
-            self._wake_driver.set()
-
-    @staticmethod
-    def _unwound(call: CallRecord) -> None:
-        """An abort unwound the call: its result by whether its body ran; settled."""
-        call.resolve(call.aborted(), RESOLVED)
-        call.settled = True
+        call.slot = _SETTLED
 
     def _failed(self, exc: Exception) -> None:
         """A dispatch failed internally (not a result): the driver re-raises the first."""
@@ -595,83 +455,6 @@ class ToolBatch:
 
     async def _rejoin(self, call: CallRecord) -> None:
         await self._admission.rejoin(call)
-
-    async def _worker(self) -> None:
-        """A pool worker: dispatch queued calls (in model order) while more may come.
-
-        An idle worker parks until the driver queues another dispatch; once the batch
-        is closed and every call has started, it ends instead (no cancellation needed).
-        An abort arrives as ``trio.Cancelled`` through the call's wrappers and body.
-        """
-        queue = self._queue
-        lot = self._lot
-        stats = self._stats
-        timings = self._timings
-        admission = self._admission
-        signal = self.signal
-        begun = 0
-        while True:
-            if not queue:
-                if self._closed and self._started >= len(self._calls):
-                    return
-                self._idle += 1
-                await lot.park()
-                continue
-            call = queue.popleft()
-            try:
-                wait = call.wait
-                if wait is not None and not wait.running:
-                    # A keyed call behind a conflicting one, or one the pool had no
-                    # slot for: wait for the turn without holding a slot.
-                    assert wait.granted is not None
-                    if timings:
-                        begun = _now()
-                        await wait.granted.wait()
-                        stats.wait += _now() - begun
-                    else:
-                        await wait.granted.wait()
-                    if signal._cancelled:
-                        call.resolve(ABORTED_BEFORE_DISPATCH_RESULT, RESOLVED)
-                        call.settled = True
-                        continue
-                if timings:
-                    begun = _now()
-                plan = call.plan
-                assert plan is not None
-                if plan.fast and plan.version == plan.versions.value and not signal._cancelled:
-                    # The common case, awaited here (no dispatch-stage coroutine layer
-                    # on every resume of the body): no wrappers, budget or limit.
-                    call.invoked = True  # the first attempt: the record is its context
-                    try:
-                        value = await plan.body(call.args, call)  # type: ignore[misc]
-                    except Exception as exc:
-                        resolve_dispatch(call, failure_result(exc))
-                    else:
-                        resolve_dispatch(call, _settled(call, value))
-                elif plan.chained and plan.version == plan.versions.value and not signal._cancelled:
-                    # The wrapper chain, awaited here: one coroutine layer fewer.
-                    try:
-                        result = await chain(call)
-                    except Exception as exc:
-                        call.resolve(failure_result(exc), FINAL)
-                    else:
-                        chained(call, result)
-                else:
-                    await dispatch(call, carried=True)
-                if timings:
-                    stats.dispatch += _now() - begun
-            except trio.Cancelled:
-                # The pool scope carried the batch abort through the wrappers and the
-                # body: record the call by whether its body ran, and re-raise.
-                self._unwound(call)
-                raise
-            except Exception as exc:
-                self._failed(exc)
-            else:
-                call.settled = True
-            finally:
-                admission.settle(call)
-                self._wake_driver.set()
 
     async def _sleep(self) -> None:
         """Wait until a dispatch settles, a call is submitted, or the batch is closed.
@@ -698,9 +481,10 @@ class ToolBatch:
         results = self._results
         recorder = self.recorder
         timings = self._timings
+        woken = False  # the reader was woken since this loop last awaited
         while self._cursor < len(calls):
             call = calls[self._cursor]
-            if not call.settled:
+            if call.slot is not _SETTLED:
                 return
             if call.plan is None or call.fixed is not None:
                 result = call.fixed
@@ -709,17 +493,19 @@ class ToolBatch:
             else:
                 passed = True
                 plan = call.plan
-                if plan.version != plan.versions.value:
-                    plan = call.plan = plan.current()  # a listener added meanwhile runs
+                if plan.version != plan.versions.value:  # call.current_plan(), inline
+                    plan = call.current_plan()  # a listener added meanwhile runs
                 hooks = plan.hooks
                 if timings and hooks.any_finalize:
                     begun = _now()
                     result = await finalize(call)
                     self._stats.finalize += _now() - begun
-                elif hooks.post and call.state == RESOLVED:
+                    woken = False
+                elif hooks.post and call.state is RESOLVED:
                     result = await finalize(call)
+                    woken = False
                 else:
-                    result = conclude(call)  # no post-execute due: no coroutine
+                    result = conclude(call, plan)  # no post-execute due: no coroutine
             # A failure from here on leaves a call that passed finalize (its observers
             # ran) uncommitted: the registry counted it committed, not abandoned.
             if self._failure is not None:
@@ -737,9 +523,13 @@ class ToolBatch:
                 except Exception:
                     self._finalized = passed
                     raise
+            call.slot = _COMMITTED
             results.append(result)
             self._cursor += 1
-            self._wake_reader.set()
+            if not woken:
+                # Between two awaits the reader cannot run: one wake-up covers them all.
+                woken = True
+                self._wake_reader.set()
 
     async def _drain(self) -> None:
         """Wait until nothing is in flight and every started call has committed."""
@@ -768,6 +558,8 @@ class ToolBatch:
                         self.id, call.index, call.call_id, ABORTED_BEFORE_DISPATCH_RESULT
                     )
                 )
+            assert call.slot is _NEW
+            call.slot = _COMMITTED
             self._results.append(ABORTED_BEFORE_DISPATCH_RESULT)
             self._cursor += 1
             self._wake_reader.set()

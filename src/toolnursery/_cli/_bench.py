@@ -37,6 +37,7 @@ import trio
 
 from .._batch._scheduler import run_tool_calls
 from .._core._arguments import parse_arguments
+from .._core._bodies import is_async
 from .._core._content import ToolCall, ToolExecutionResult
 from .._core._errors import ToolArgsError
 from .._core._execution import ToolExecution, ToolExecutionToken, ToolRunContext
@@ -46,7 +47,6 @@ from .._core._statistics import outcome
 from .._examples._sandbox import fill_sandbox
 from .._examples._toolset import example_registry
 from .._pipeline._registry import ToolRegistry
-from .._pipeline._stages import is_async
 from .._tools._definition import ToolDefinition
 from ._common import (
     EXIT_FAILED,

@@ -71,61 +71,67 @@ class ToolExecution(msgspec.Struct, frozen=True):
 
 
 class ToolRunContext:
-    """What a tool body receives beside its arguments.
+    """What a tool body receives beside its arguments: the interface bodies annotate with.
 
     The execution's fields, the signal the body runs under (the caller's; or one
     derived from it under a deadline or a wrapper's replacement signal), the batch id
-    and idempotency key, and :meth:`defer_context`.
+    and idempotency key, :meth:`defer_context`, and progress and log reports.
+
+    The pipeline hands each attempt of a body a small context object of its own (a
+    subclass; a retry's next attempt gets a fresh one), which shows the call and nothing
+    of the pipeline's bookkeeping. ``ToolRunContext(execution, signal, deferred)`` makes a
+    standalone one — to run a body by hand or in a test — whose :meth:`defer_context`
+    appends to ``deferred``.
     """
 
-    __slots__ = ("_deferred", "_execution", "_signal")
+    __slots__ = ()
 
-    def __init__(
-        self, execution: ToolExecution, signal: CancelSignal, deferred: list[HookContext]
-    ) -> None:
-        self._execution = execution
-        self._signal = signal
-        self._deferred = deferred
+    def __new__(
+        cls, execution: ToolExecution, signal: CancelSignal, deferred: list[HookContext]
+    ) -> ToolRunContext:
+        # The interface itself makes a standalone context (as ``pathlib.Path(...)`` made a
+        # ``PosixPath``); the pipeline makes its contexts without this call.
+        return object.__new__(_StandaloneRunContext if cls is ToolRunContext else cls)
 
     @property
     def execution(self) -> ToolExecution:
         """The frozen execution this body runs for."""
-        return self._execution
+        raise NotImplementedError
 
     @property
     def signal(self) -> CancelSignal:
         """The signal the body runs under (read-only; poll it from a sync body)."""
-        return self._signal
+        raise NotImplementedError
 
     @property
     def call_id(self) -> str:
         """The model's call id."""
-        return self._execution.call_id
+        return self.execution.call_id
 
     @property
     def name(self) -> str:
         """The tool name."""
-        return self._execution.name
+        return self.execution.name
 
     @property
     def arguments(self) -> Any:
         """The frozen argument snapshot."""
-        return self._execution.arguments
+        return self.execution.arguments
 
     @property
     def agent(self) -> AgentScope | None:
         """The scope the call runs for."""
-        return self._execution.agent
+        return self.execution.agent
 
     @property
     def parent(self) -> ToolExecutionToken | None:
         """The enclosing execution's token, if any."""
-        return self._execution.parent
+        return self.execution.parent
 
     @property
     def token(self) -> ToolExecutionToken:
         """This execution's token (pass it as ``parent`` to nested dispatches)."""
-        return self._execution.token
+        return self.execution.token
 
     @property
     def batch_id(self) -> str | None:
@@ -148,10 +154,11 @@ class ToolRunContext:
 
         Contexts keep their order (deferred ones first, then a wrapper's, then
         post-execute's) and reach the model only after the whole batch's results.
+
+        Raises:
+            TypeError: ``context`` is not a :class:`HookContext`.
         """
-        if not isinstance(context, HookContext):
-            raise TypeError(f"defer_context() takes a HookContext, not {type(context).__name__}")
-        self._deferred.append(context)
+        raise NotImplementedError
 
     def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
@@ -166,6 +173,32 @@ class ToolRunContext:
     def log(self, level: LogLevel, data: Any, *, logger: str | None = None) -> None:
         """Send a log message from this call (served over MCP: ``notifications/message``)."""
         report_log(level, data, logger=logger, call_id=self.call_id)
+
+
+class _StandaloneRunContext(ToolRunContext):
+    """A run context made by hand: ``ToolRunContext(execution, signal, deferred)``."""
+
+    __slots__ = ("_deferred", "_execution", "_signal")
+
+    def __init__(
+        self, execution: ToolExecution, signal: CancelSignal, deferred: list[HookContext]
+    ) -> None:
+        self._execution = execution
+        self._signal = signal
+        self._deferred = deferred
+
+    @property
+    def execution(self) -> ToolExecution:
+        return self._execution
+
+    @property
+    def signal(self) -> CancelSignal:
+        return self._signal
+
+    def defer_context(self, context: HookContext) -> None:
+        if not isinstance(context, HookContext):
+            raise TypeError(f"defer_context() takes a HookContext, not {type(context).__name__}")
+        self._deferred.append(context)
 
 
 class ToolDispatchExecution:

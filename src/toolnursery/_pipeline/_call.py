@@ -1,38 +1,122 @@
-"""The record of one call: its place in a batch, its pipeline state and its run context.
+"""The record of one call: where it stands in the pipeline and in its batch.
 
 One object per call (``__slots__``) carries everything the scheduler and the pipeline
-keep about it, and is itself the :class:`~toolnursery.ToolRunContext` the body receives.
-What only some calls need is made when something first asks for it: the frozen
+keep about it. A body never sees it: each attempt gets an :class:`AttemptContext`, a
+:class:`~toolnursery.ToolRunContext` holding the record privately. What only some calls
+need is made when something first asks for it: the frozen
 :class:`~toolnursery.ToolExecution` (and its token) when a hook or the body reads it,
 the deferred-context list on the first ``defer_context``, and a derived signal when a
 body under a deadline or a wrapper's replacement signal reads ``ctx.signal``.
+
+Where a call stands is two enums, each asserted where it changes.
+
+:class:`CallState`, in the pipeline (:mod:`toolnursery._pipeline._stages`)::
+
+    PENDING ──dispatch ends, a denial, a pre-phase abort──▶ RESOLVED
+       │                                                       │ post-execute ran
+       └──argument failure, pre-aborted, a hook raised──▶ FINAL ◀┘ (and FINAL → FINAL:
+                                                                    conclude ends it)
+
+:class:`Slot`, in a batch (:mod:`toolnursery._batch._driver`, :mod:`toolnursery._batch._pool`)::
+
+    NEW ──placed in the pool──▶ QUEUED ──a worker or its group runs it──▶ RUNNING
+     │ │                          │                                        ▲   │
+     │ └──────────────────────────┼─────────run in the driver──────────────┘   │
+     │                            │ aborted while it waited,                   │ dispatch ended, or
+     │                            │ or the pool closed first                   │ an abort unwound it
+     │                            ▼                                            │
+     ├──decided, no dispatch──▶ SETTLED ◀──────────────────────────────────────┘
+     │                            │ committed, in model order
+     └──never started (abort)─▶ COMMITTED
+
+The tables :data:`STATE_MOVES` and :data:`SLOT_MOVES` are these diagrams.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+import enum
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import msgspec
 import trio
 
 from .._core._content import HookContext, ToolCall, ToolExecutionResult
+from .._core._decisions import ResourceKey
 from .._core._errors import ToolTimeoutError
 from .._core._execution import ToolExecution, ToolExecutionToken, ToolRunContext
 from .._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, ABORTED_RESULT, failure_result
+from .._core._scope import AgentScope
 from .._core._signal import CancelSignal
 
 if TYPE_CHECKING:
-    from .._batch._admission import Wait
     from ._plan import ToolPlan
-    from ._registry import ToolScope
-    from ._stages import Gate
 
-__all__ = ["FINAL", "PENDING", "RESOLVED", "AttemptContext", "CallRecord"]
+__all__ = [
+    "FINAL",
+    "PENDING",
+    "RESOLVED",
+    "SLOT_MOVES",
+    "STATE_MOVES",
+    "UNPARSED",
+    "AttemptContext",
+    "CallRecord",
+    "CallState",
+    "Gate",
+    "Slot",
+    "Waiting",
+]
 
-PENDING: Final = 0
-RESOLVED: Final = 1
-FINAL: Final = 2
 
+class CallState(enum.Enum):
+    """Where a call stands in the pipeline (the diagram is in the module docstring)."""
+
+    # Dispatch is still due (the call is being prepared, or was, and passed).
+    PENDING = "pending"
+    # A result exists that still passes post-execute: a dispatch ended, a denial, a
+    # pre-phase abort.
+    RESOLVED = "resolved"
+    # A result exists that skips post-execute (argument failures, pre-aborted calls,
+    # raising policy hooks), or post-execute ran.
+    FINAL = "final"
+
+
+class Slot(enum.Enum):
+    """Where a call stands in its batch (the diagram is in the module docstring)."""
+
+    # Submitted; not placed yet (the driver classifies and prepares it meanwhile).
+    NEW = "new"
+    # Placed in the pool: waiting for a worker, its deadline group, or its turn.
+    QUEUED = "queued"
+    # Its dispatch runs (in a worker, a deadline group, or the driver).
+    RUNNING = "running"
+    # It has its result; waits for the earlier calls to commit (model order).
+    SETTLED = "settled"
+    # Its result is final and published (recorded, handed to the reader).
+    COMMITTED = "committed"
+
+
+PENDING: Final = CallState.PENDING
+RESOLVED: Final = CallState.RESOLVED
+FINAL: Final = CallState.FINAL
+
+STATE_MOVES: Final[Mapping[CallState, tuple[CallState, ...]]] = {
+    PENDING: (RESOLVED, FINAL),
+    RESOLVED: (FINAL,),
+    FINAL: (FINAL,),  # conclude() ends a call that post-execute already made FINAL
+}
+"""The pipeline's diagram: the states each state may move to."""
+
+SLOT_MOVES: Final[Mapping[Slot, tuple[Slot, ...]]] = {
+    Slot.NEW: (Slot.QUEUED, Slot.RUNNING, Slot.SETTLED, Slot.COMMITTED),
+    Slot.QUEUED: (Slot.RUNNING, Slot.SETTLED),
+    Slot.RUNNING: (Slot.SETTLED,),
+    Slot.SETTLED: (Slot.COMMITTED,),
+    Slot.COMMITTED: (),
+}
+"""The batch's diagram: the slots each slot may move to."""
+
+_NEW: Final = Slot.NEW
 _UNSET: Final = msgspec.UNSET
 
 
@@ -43,20 +127,47 @@ class _Unparsed:
 UNPARSED: Final = _Unparsed()
 
 
-class CallRecord(ToolRunContext):
-    """One call (internal): batch slot, pipeline state and the body's run context.
+class Gate(Protocol):
+    """The scheduler's side of a call that waits for its tool's limit (internal).
 
-    The pipeline states: PENDING (dispatch it), RESOLVED (a result that still passes
-    post-execute) and FINAL (a result that skips it).
+    A pooled call holds a slot under its batch's ``max_parallel`` while it dispatches;
+    it gives the slot back while it waits for a ``max_concurrency`` token, and takes
+    one again (holding the token) before the body runs.
+    """
+
+    def _leave(self, call: CallRecord) -> None:
+        """Give the call's batch slot back: it is about to wait."""
+
+    async def _rejoin(self, call: CallRecord) -> None:
+        """Wait for a batch slot for the call again."""
+
+
+class Waiting(Protocol):
+    """A batch's admission state of one call (``_batch._admission.Wait``), as the record
+    types it: the pipeline layer names no type of the batch layer above it."""
+
+    keys: Sequence[ResourceKey]
+    blockers: int  # unfinished earlier calls this one conflicts with
+    dependents: list[CallRecord]  # later calls that wait for this one
+    granted: trio.Event | None  # set when the call gets its slot
+    running: bool  # holds a slot under the cap
+    done: bool  # its dispatch has ended (or was cancelled)
+
+
+class CallRecord:
+    """One call (internal): its pipeline state, its batch slot, what both keep about it.
+
+    Only the pipeline and the scheduler read it; the body gets an :class:`AttemptContext`.
     """
 
     __slots__ = (
-        "_agent",
-        "_batch_id",
-        "_call_id",
-        "_name",
+        "_deferred",
+        "_execution",
+        "agent",
         "args",
         "arguments_json",
+        "batch_id",
+        "call_id",
         "caller",
         "clean",
         "deadline",
@@ -66,10 +177,11 @@ class CallRecord(ToolRunContext):
         "gate",
         "index",
         "invoked",
-        "parent_token",
+        "name",
+        "parent",
         "plan",
         "result",
-        "settled",
+        "slot",
         "state",
         "timed_out",
         "timings",
@@ -80,29 +192,30 @@ class CallRecord(ToolRunContext):
 
     def __init__(
         self,
+        *,
         call_id: str,
         name: str,
         signal: CancelSignal,
-        agent: ToolScope | None,
+        agent: AgentScope | None,
         parent: ToolExecutionToken | None = None,
         index: int = 0,
         tool_call: ToolCall | None = None,
         batch_id: str | None = None,
     ) -> None:
-        self._call_id = call_id
-        self._name = name
+        self.call_id = call_id
+        self.name = name
         self.caller = signal  # the caller's (or the batch's) signal
-        self._agent = agent
-        self.parent_token = parent
+        self.agent = agent
+        self.parent = parent  # the enclosing execution's token
         self.index = index
         self.tool_call = tool_call
-        self._batch_id = batch_id
+        self.batch_id = batch_id  # None under registry.execute()
         self.args: Any = UNPARSED  # the frozen snapshot (or UNSET: not lossless JSON)
         self.arguments_json = True
         self.frozen = False
         self.fixed: ToolExecutionResult | None = None  # decided without the registry
-        self.settled = False
-        self.wait: Wait | None = None
+        self.slot = _NEW
+        self.wait: Waiting | None = None
         self.plan: ToolPlan | None = None
         self.state = PENDING
         self.result: ToolExecutionResult | None = None
@@ -114,16 +227,30 @@ class CallRecord(ToolRunContext):
         self.view_signal: CancelSignal = signal  # the signal the current attempt runs under
         self.derived: _BodySignal | None = None
         self.timings = False
-        self._deferred: list[HookContext] | None = None  # type: ignore[assignment]
-        self._execution: ToolExecution | None = None  # type: ignore[assignment]
-        self._signal = None  # type: ignore[assignment]
+        self._deferred: list[HookContext] | None = None
+        self._execution: ToolExecution | None = None
 
-    def resolve(self, result: ToolExecutionResult, state: int) -> CallRecord:
+    def resolve(self, result: ToolExecutionResult, state: CallState) -> CallRecord:
+        """Give the pending call its result; ``state`` says whether post-execute is due."""
+        assert self.state is PENDING, f"{self.state.name} -> {state.name}"
         self.result = result
         self.state = state
         return self
 
-    # -- the run context ------------------------------------------------------------
+    def current_plan(self) -> ToolPlan:
+        """The call's plan, recompiled if the registry changed since (:meth:`ToolPlan.current`).
+
+        Each stage starts with it, so a listener registered during one phase joins the
+        next phases of the same call, and dispatch resolves the definition current when
+        it starts.
+        """
+        plan = self.plan
+        assert plan is not None
+        if plan.version != plan.versions.value:  # ToolPlan.current(), without its call
+            plan = self.plan = plan.rebuild(plan.name, plan.agent)
+        return plan
+
+    # -- what the run context shows -----------------------------------------------------
 
     @property
     def execution(self) -> ToolExecution:
@@ -131,12 +258,12 @@ class CallRecord(ToolRunContext):
         execution = self._execution
         if execution is None:
             execution = self._execution = ToolExecution(
-                self._call_id,
-                self._name,
+                self.call_id,
+                self.name,
                 self.args if self.arguments_json else _UNSET,
                 self.caller,
-                self._agent,
-                self.parent_token,
+                self.agent,
+                self.parent,
                 ToolExecutionToken(),
             )
         return execution
@@ -155,34 +282,9 @@ class CallRecord(ToolRunContext):
         return derived
 
     @property
-    def call_id(self) -> str:
-        """The model's call id."""
-        return self._call_id
-
-    @property
-    def name(self) -> str:
-        """The tool name."""
-        return self._name
-
-    @property
-    def agent(self) -> ToolScope | None:
-        """The scope the call runs for."""
-        return self._agent
-
-    @property
-    def batch_id(self) -> str | None:
-        """The id of the batch this call runs in (``None`` under ``registry.execute()``)."""
-        return self._batch_id
-
-    @property
     def arguments(self) -> Any:
         """The frozen argument snapshot."""
         return self.args if self.arguments_json else _UNSET
-
-    @property
-    def parent(self) -> ToolExecutionToken | None:
-        """The enclosing execution's token, if any."""
-        return self.parent_token
 
     @property
     def token(self) -> ToolExecutionToken:
@@ -234,15 +336,15 @@ class CallRecord(ToolRunContext):
 
 
 class AttemptContext(ToolRunContext):
-    """The run context of a retry's later attempt: a fresh object over the same record.
+    """The run context of one attempt of a body: the call, and nothing of its record.
 
-    (The first attempt's context is the record itself.)
+    Made per attempt by :func:`~toolnursery._pipeline._dispatch.invoke` (a retry's next
+    attempt gets a fresh one over the same record): one slot, one small allocation.
     """
 
     __slots__ = ("_record",)
 
-    def __init__(self, record: CallRecord) -> None:
-        self._record = record
+    _record: CallRecord
 
     @property
     def execution(self) -> ToolExecution:
@@ -265,12 +367,12 @@ class AttemptContext(ToolRunContext):
         return self._record.arguments
 
     @property
-    def agent(self) -> ToolScope | None:
+    def agent(self) -> AgentScope | None:
         return self._record.agent
 
     @property
     def parent(self) -> ToolExecutionToken | None:
-        return self._record.parent_token
+        return self._record.parent
 
     @property
     def token(self) -> ToolExecutionToken:

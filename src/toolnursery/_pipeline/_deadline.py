@@ -15,7 +15,7 @@ cancellation stays an abort.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
@@ -25,10 +25,36 @@ from .._core._outcomes import failure_result
 
 if TYPE_CHECKING:
     from .._core._execution import ToolDispatchExecution
+    from .._core._signal import CancelSignal
     from .._tools._definition import ToolDefinition
-    from ._call import CallRecord
 
-__all__ = ["DeadlinePolicy", "current_definition", "enter", "timed_out", "unwound"]
+__all__ = ["DeadlinePolicy", "TimedCall", "current_definition", "enter", "timed_out", "unwound"]
+
+
+class _Resolved(Protocol):
+    @property
+    def definition(self) -> ToolDefinition | None: ...
+
+
+class TimedCall(Protocol):
+    """What a deadline reads and writes of a call's record (a ``CallRecord``).
+
+    A protocol, so that the plan, which holds the timeout policy, and the record, which
+    holds the plan, need not import each other through this module.
+    """
+
+    caller: CancelSignal  # the caller's (or the batch's) signal
+    deadline: float | None  # the innermost deadline now in force
+    timed_out: float | None  # the budget whose deadline ended the call
+
+    @property
+    def plan(self) -> object:
+        """The call's plan (``None`` before it has one)."""
+        ...
+
+    def current_plan(self) -> _Resolved:
+        """The call's plan, recompiled if the registry changed since."""
+        ...
 
 
 class DeadlinePolicy:
@@ -81,18 +107,16 @@ class DeadlinePolicy:
 def current_definition(
     view: ToolDispatchExecution, resolve: Callable[[str, Any], ToolDefinition | None]
 ) -> ToolDefinition | None:
-    """The definition ``view``'s tool resolves to now: its call's plan's, while that plan
-    is current (no registry lookup), else ``resolve(name, agent)``."""
+    """The definition ``view``'s tool resolves to now: its call's current plan's, else
+    (a view without a call) ``resolve(name, agent)``."""
     record = view._record
-    if record is not None:
-        plan = record.plan
-        if plan is not None and plan.version == plan.versions.value:
-            definition: ToolDefinition | None = plan.definition
-            return definition
+    if record is not None and record.plan is not None:
+        definition: ToolDefinition | None = record.current_plan().definition
+        return definition
     return resolve(view.name, view.agent)
 
 
-def enter(record: CallRecord, budget_ms: float) -> tuple[trio.CancelScope, float | None]:
+def enter(record: TimedCall, budget_ms: float) -> tuple[trio.CancelScope, float | None]:
     """A deadline scope ``budget_ms`` from now (to enter), and the record's outer deadline
     (to restore when it exits); the record's deadline is the innermost one meanwhile."""
     deadline = trio.current_time() + budget_ms / 1000
@@ -102,7 +126,7 @@ def enter(record: CallRecord, budget_ms: float) -> tuple[trio.CancelScope, float
 
 
 def timed_out(
-    record: CallRecord, scope: trio.CancelScope, budget_ms: float
+    record: TimedCall, scope: trio.CancelScope, budget_ms: float
 ) -> ToolExecutionResult | None:
     """After the scope exited normally: the timeout result if its deadline won.
 
@@ -116,7 +140,7 @@ def timed_out(
     return None
 
 
-def unwound(record: CallRecord, scope: trio.CancelScope, budget_ms: float) -> None:
+def unwound(record: TimedCall, scope: trio.CancelScope, budget_ms: float) -> None:
     """An enclosing abort unwinds the call: if the deadline had passed before it fired,
     the call still timed out (the batch worker that maps the abort reads this)."""
     if scope.cancel_called and not record.caller._fired_before(scope.deadline):

@@ -6,26 +6,51 @@ or hook change (a version bump). A plan carries everything dispatch needs — th
 definition, its body and how to run it, the tool's limiter and time budget, the
 classifiers — and the view's per-phase hook tuples (:class:`Hooks`), so a call costs one
 lookup. The pipeline and the scheduler never read the registry's private state: the
-plan is their interface. A plan knows how to rebuild itself (:meth:`ToolPlan.current`),
-which is how dispatch resolves the definition current when it starts.
+plan is their interface. A plan knows whether it is still current and how to rebuild
+itself (:meth:`ToolPlan.current`, the one freshness check), which is how each stage
+sees the hooks, and dispatch the definition, current when it starts.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import trio
 
+from .._core._scope import AgentScope
 from ._deadline import DeadlinePolicy
 
 if TYPE_CHECKING:
     from .._core._execution import ApprovalService
     from .._core._statistics import Counters
     from .._tools._definition import ToolDefinition
-    from ._registry import ToolScope
 
-__all__ = ["Hooks", "PlanVersion", "ToolPlan"]
+__all__ = ["Hooks", "PlanVersion", "Route", "ToolPlan"]
+
+
+class Route(enum.Enum):
+    """How dispatch reaches a tool's body (compiled into its plan; see the module table).
+
+    ``suspends``: the body may yield to trio (so a bare plan's dispatch may too).
+    """
+
+    suspends: bool
+
+    # No tool of that name in the view: dispatch resolves TOOL_NOT_FOUND.
+    MISSING = ("missing", False)
+    # An ``async def`` with no ``await``: it returns in one step, nothing can interrupt it.
+    STEP = ("step", False)
+    # A sync body declared nonblocking: called inline in the trio thread.
+    INLINE = ("inline", False)
+    # An ``async def`` that may suspend: awaited in the dispatcher's own frame.
+    AWAIT = ("await", True)
+    # A sync body: run in a worker thread (``trio.to_thread.run_sync``).
+    THREAD = ("thread", True)
+
+    def __init__(self, tag: str, suspends: bool) -> None:
+        self.suspends = suspends
 
 
 class PlanVersion:
@@ -43,13 +68,16 @@ class Hooks:
     ``execute`` is the wrapper chain. When the chain is exactly one timeout policy,
     ``execute`` is empty and ``deadline`` holds that policy: dispatch enters its
     deadline scope directly, with no wrapper chain (the common case of a timeout
-    policy alone). ``any_prepare``/``any_finalize`` say whether those stages have work.
+    policy alone). ``chained``: the chain starts with a wrapper other than the timeout
+    policy (a pooled worker awaits the chain itself). ``any_prepare``/``any_finalize``
+    say whether those stages have work.
     """
 
     __slots__ = (
         "any_finalize",
         "any_prepare",
         "approval",
+        "chained",
         "deadline",
         "execute",
         "guards",
@@ -76,6 +104,7 @@ class Hooks:
             self.deadline = execute[0]
             execute = ()
         self.execute = execute
+        self.chained = bool(execute) and type(execute[0]) is not DeadlinePolicy
         self.post = post
         self.result = result
         self.guards = guards
@@ -91,45 +120,35 @@ class ToolPlan:
         name: the tool name.
         definition: the definition the view resolves the name to (``None``: unknown).
         body: ``definition.execute``.
-        is_async: the body is a coroutine function (else a sync body).
-        threaded: a sync body that runs in a worker thread (not declared nonblocking).
-        suspends: the body may reach a checkpoint (an async body with an ``await``).
-        direct: a known async body without a limit (dispatch awaits it directly).
-        fast: ``direct``, with no wrappers and no budget (a pooled worker awaits the
-            body itself, without the dispatch stage's coroutine layer).
-        one_step: a dispatch completes without yielding to trio (no wrappers, budget or
-            limit, and a body that cannot suspend): the scheduler runs it inline.
+        route: how dispatch reaches the body (:class:`~toolnursery._pipeline._dispatch.Route`).
+        bare: no execute wrapper, time budget or limit stands between dispatch and the
+            body: with a ``route`` that cannot suspend, a dispatch completes without
+            yielding to trio (the scheduler runs it in place); with ``AWAIT``, a pooled
+            worker awaits the body in its own frame.
         limiter: the tool's ``max_concurrency`` limiter, or ``None``.
         budget: the time budget in ms when the view's only wrapper is a timeout
             policy and the tool has one, else ``None``.
         outer_budget: the time budget in ms of a timeout policy that is the view's only
             or outermost wrapper (and applies to the tool), else ``None``: a batch may
             run such calls under a deadline scope they share.
-        chained: a known tool whose wrapper chain starts with a wrapper other than the
-            timeout policy (a pooled worker awaits the chain itself).
         hooks: the view's :class:`Hooks`.
         stats: the registry's counters.
-        timings: whether the registry times phases (read when a call begins).
+        version: the registry's version this plan was compiled at (see :meth:`current`).
     """
 
     __slots__ = (
         "agent",
+        "bare",
         "body",
         "budget",
-        "chained",
         "definition",
-        "direct",
-        "fast",
         "hooks",
-        "is_async",
         "limiter",
         "name",
-        "one_step",
         "outer_budget",
         "rebuild",
+        "route",
         "stats",
-        "suspends",
-        "threaded",
         "version",
         "versions",
     )
@@ -138,13 +157,13 @@ class ToolPlan:
         self,
         *,
         name: str,
-        agent: ToolScope | None,
+        agent: AgentScope | None,
         definition: ToolDefinition | None,
         hooks: Hooks,
         versions: PlanVersion,
         stats: Counters,
         limiter: trio.CapacityLimiter | None,
-        rebuild: Callable[[str, ToolScope | None], ToolPlan],
+        rebuild: Callable[[str, AgentScope | None], ToolPlan],
         is_async: bool,
         suspends: bool,
         nonblocking: bool,
@@ -158,10 +177,13 @@ class ToolPlan:
         self.stats = stats
         self.limiter = limiter
         self.rebuild = rebuild
-        self.body = None if definition is None else definition.execute
-        self.is_async = is_async
-        self.threaded = not is_async and not nonblocking
-        self.suspends = suspends if is_async else self.threaded
+        self.body: Any = None if definition is None else definition.execute
+        if definition is None:
+            self.route = Route.MISSING
+        elif is_async:
+            self.route = Route.AWAIT if suspends else Route.STEP
+        else:
+            self.route = Route.INLINE if nonblocking else Route.THREAD
         deadline = hooks.deadline
         budget = None
         if deadline is not None and definition is not None:
@@ -173,25 +195,11 @@ class ToolPlan:
         if execute and type(execute[0]) is DeadlinePolicy and definition is not None:
             outer_budget = execute[0].budget(definition)
         self.outer_budget = outer_budget
-        # A pooled worker may run the wrapper chain itself: it starts with a wrapper
-        # that is not the timeout policy.
-        self.chained = (
-            definition is not None and bool(execute) and type(execute[0]) is not DeadlinePolicy
-        )
-        # Dispatch may await the body directly (no limit, an async body).
-        self.direct = definition is not None and limiter is None and is_async
-        self.one_step = (
-            not hooks.execute
-            and budget is None
-            and limiter is None
-            and (definition is None or not self.suspends)
-        )
-        # A pooled dispatch may await the body in the worker itself: no wrappers, no
-        # budget, no limit, an async body.
-        self.fast = self.direct and not hooks.execute and budget is None
+        self.bare = not execute and budget is None and limiter is None
 
     def current(self) -> ToolPlan:
-        """This plan, or the one compiled now if the registry changed since."""
+        """This plan while the registry is unchanged since it compiled, else the plan
+        compiled now (the one freshness check: a version compare)."""
         if self.version == self.versions.value:
             return self
         return self.rebuild(self.name, self.agent)

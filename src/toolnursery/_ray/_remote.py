@@ -17,11 +17,11 @@ from typing import Any, Final
 import msgspec
 import trio
 
+from .._core._bodies import is_async
 from .._core._content import ContentBlock, ToolReturn
 from .._core._errors import REMOTE_RESULT_NOT_ENCODABLE, RemoteToolError, ToolError
 from .._core._json import snapshot
 from .._core._outcomes import error_message
-from .._pipeline._stages import is_async
 
 __all__ = ["RemoteContext", "decode_arguments", "encode_arguments", "read_answer", "run_call"]
 
