@@ -16,7 +16,8 @@ on a shared machine the time other processes hold the CPU is not counted). For e
 it prints, per side, µs per call and the ratio to the bare nursery (median, with the
 min–max over the repetitions), and the ratio after / before of the per-call µs.
 
-Run: ``PYTHONPATH=src python benchmarks/bench_ab.py --before /work/ab_before/src``
+Run: ``git worktree add ../before REV`` and then
+``PYTHONPATH=src python benchmarks/bench_ab.py --before ../before/src``
 (``--repeat R``, ``--calls N`` per sample and side).
 """
 
