@@ -39,6 +39,8 @@ from typing import Any
 
 import trio
 
+from bench_scheduler import always, guard, observer, post, pre, wrapper, yields
+
 BEFORE_NAME = "toolnursery_before"
 PHASES = ("pre", "guard", "execute", "post", "result")
 _IMPORT = re.compile(r"^(\s*)(from|import) toolnursery(?=[\s.])", re.MULTILINE)
@@ -56,35 +58,6 @@ def load_before(src: Path) -> ModuleType:
             path.write_text(rewritten)
     sys.path.insert(0, str(root))
     return importlib.import_module(BEFORE_NAME)
-
-
-async def yields(args: Any, ctx: Any) -> str:
-    await trio.lowlevel.checkpoint()
-    return "ok"
-
-
-def always(args: Any) -> bool:
-    return True
-
-
-async def pre(execution: Any, next_: Callable[[], Awaitable[Any]]) -> Any:
-    return await next_()
-
-
-def guard(execution: Any) -> str | None:
-    return None
-
-
-async def wrapper(view: Any, next_: Callable[[], Awaitable[Any]]) -> Any:
-    return await next_()
-
-
-async def post(execution: Any, result: Any, next_: Callable[[], Awaitable[Any]]) -> Any:
-    return await next_()
-
-
-def observer(execution: Any, result: Any) -> None:
-    return None
 
 
 def make_registry(pkg: ModuleType, phases: tuple[str, ...] = (), timeout: bool = False) -> Any:

@@ -148,21 +148,7 @@ class WorkerPool:
         if budget is not None and budget >= GROUP_MIN_BUDGET_MS and call.wait is None:
             self._join_group(call, budget)
             return
-        # _enqueue, inline (the common case: one call layer fewer per call).
-        self._queue.append(call)
-        if self._idle:
-            if self._closed:
-                self._idle = 0
-                self._lot.unpark_all()
-            else:
-                self._idle -= 1
-                self._lot.unpark()
-            return
-        nursery = self._nursery
-        if nursery is not None:
-            nursery.start_soon(self._worker)
-        else:
-            self._request()
+        self._enqueue(call)
 
     def close(self) -> None:
         """No call will start any more: parked workers end once the queue is empty."""
