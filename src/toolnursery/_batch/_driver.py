@@ -56,33 +56,6 @@ class ToolBatch:
     in model order as they commit.
     """
 
-    __slots__ = (
-        "_admission",
-        "_calls",
-        "_closed",
-        "_cursor",
-        "_failure",
-        "_finalized",
-        "_finished",
-        "_ids",
-        "_nursery",
-        "_pool",
-        "_read",
-        "_report_index",
-        "_results",
-        "_started",
-        "_stats",
-        "_timings",
-        "_wake_driver",
-        "_wake_reader",
-        "agent",
-        "id",
-        "max_parallel",
-        "recorder",
-        "registry",
-        "signal",
-    )
-
     def __init__(
         self,
         registry: ToolRegistry,
