@@ -70,7 +70,7 @@ def serve_command(options: argparse.Namespace) -> int:
     if options.tools is not None and options.root is not None:
         raise UsageError("--root applies to the bundled example tools, not to --tools")
     try:
-        from .. import mcp as tn_mcp
+        from .._mcp import _serve as tn_mcp
     except ImportError as exc:
         raise UsageError(
             f"serve needs the MCP SDK: pip install 'toolnursery[mcp]' ({exc})"
