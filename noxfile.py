@@ -1,4 +1,4 @@
-"""Developer sessions: ``nox -s tests lint typecheck docs bench``."""
+"""Developer sessions: ``nox -s tests lint typecheck docs bench`` (``matrix`` for every Python)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,13 @@ def tests(session: nox.Session) -> None:
     """Run the test suite."""
     session.install("-e", ".[test]")
     session.run("pytest", *session.posargs)
+
+
+@nox.session(python=["3.11", "3.12", "3.13"])
+def matrix(session: nox.Session) -> None:
+    """The test suite on each supported Python (``nox -s matrix-3.13`` for one)."""
+    session.install("-e", ".[test]")
+    session.run("pytest", "-q", "-p", "no:cacheprovider", *session.posargs)
 
 
 @nox.session
