@@ -1,5 +1,5 @@
-"""The batch driver's pool: abort through the pool's scope (wrapped or not), reused
-workers, batch ids and idempotency keys, and what a batch refuses.
+"""The batch's worker pool (``_batch/_pool.py``): abort through the pool's scope
+(wrapped or not), reused workers, batch ids and idempotency keys, what a batch refuses.
 """
 
 from __future__ import annotations
