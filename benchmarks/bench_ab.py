@@ -39,7 +39,8 @@ from typing import Any
 
 import trio
 
-from bench_scheduler import always, guard, observer, post, pre, wrapper, yields
+import bench_scheduler
+from bench_scheduler import yields
 
 BEFORE_NAME = "toolnursery_before"
 PHASES = ("pre", "guard", "execute", "post", "result")
@@ -61,30 +62,9 @@ def load_before(src: Path) -> ModuleType:
 
 
 def make_registry(pkg: ModuleType, phases: tuple[str, ...] = (), timeout: bool = False) -> Any:
-    registry = pkg.ToolRegistry()
-    registry.register(
-        pkg.ToolDefinition(
-            "noop",
-            "does nothing",
-            {"type": "object"},
-            yields,
-            is_concurrency_safe=always,
-            timeout_ms=60_000,
-        )
+    return bench_scheduler.make_registry(
+        phases, policies=("timeout",) if timeout else (), package=pkg
     )
-    if timeout:
-        pkg.install_timeout_policy(registry)
-    if "pre" in phases:
-        registry.on_pre_execute(pre)
-    if "guard" in phases:
-        registry.guard(guard)
-    if "execute" in phases:
-        registry.on_execute(wrapper)
-    if "post" in phases:
-        registry.on_post_execute(post)
-    if "result" in phases:
-        registry.on_result(observer)
-    return registry
 
 
 async def run_bare(n: int) -> None:

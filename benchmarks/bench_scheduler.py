@@ -39,16 +39,14 @@ from typing import Any
 
 import trio
 
+import toolnursery
 from toolnursery import (
     ToolCall,
-    ToolDefinition,
     ToolDispatchExecution,
     ToolExecution,
     ToolExecutionResult,
     ToolRegistry,
     ToolRunContext,
-    install_retry_policy,
-    install_timeout_policy,
     run_tool_calls,
 )
 from toolnursery._core._decisions import PostToolDecision, PreToolDecision
@@ -101,11 +99,21 @@ def observer(execution: ToolExecution, result: ToolExecutionResult) -> None:
 
 
 def make_registry(
-    phases: tuple[str, ...] = (), body: Any = yields, *, policies: tuple[str, ...] = ()
+    phases: tuple[str, ...] = (),
+    body: Any = yields,
+    *,
+    policies: tuple[str, ...] = (),
+    package: Any = None,
 ) -> ToolRegistry:
-    registry = ToolRegistry()
+    """The benchmark's registry: one ``noop`` tool, the given hooks and policies.
+
+    ``package`` is the toolnursery module to build it with (``bench_ab.py`` passes an
+    older checkout's); ``None`` is this one.
+    """
+    tn: Any = toolnursery if package is None else package
+    registry = tn.ToolRegistry()
     registry.register(
-        ToolDefinition(
+        tn.ToolDefinition(
             "noop",
             "does nothing",
             {"type": "object"},
@@ -116,9 +124,9 @@ def make_registry(
         )
     )
     if "timeout" in policies:
-        install_timeout_policy(registry)
+        tn.install_timeout_policy(registry)
     if "retry" in policies:
-        install_retry_policy(registry, codes=["FLAKY"], backoff_ms=1)
+        tn.install_retry_policy(registry, codes=["FLAKY"], backoff_ms=1)
     if "pre" in phases:
         registry.on_pre_execute(pre)
     if "guard" in phases:
@@ -129,7 +137,7 @@ def make_registry(
         registry.on_post_execute(post)
     if "result" in phases:
         registry.on_result(observer)
-    return registry
+    return registry  # type: ignore[no-any-return]
 
 
 def make_calls(n: int) -> list[ToolCall]:
