@@ -132,7 +132,7 @@ def plan_resume(
     """Decide what resuming ``calls`` from a log's ``events`` does with each call.
 
     Args:
-        events: the log's events, in file order (:func:`~toolnursery.read_log`).
+        events: the log's events, in file order (:func:`~toolnursery.log.read_log`).
         calls: the batch's calls, in model order (the same calls as the crashed run).
         is_idempotent: whether a call's tool may safely run again.
         batch_id: the batch to resume; ``None`` picks the last recorded batch whose

@@ -263,9 +263,9 @@ async def _resume(
 ) -> list[ToolExecutionResult]:
     """Resume a batch that a crash interrupted, from its log (``resume_from=log``).
 
-    See :func:`~toolnursery.plan_resume` for what happens to each call. The calls that
+    See :func:`~toolnursery.log.plan_resume` for what happens to each call. The calls that
     run form one batch under the resumed batch's id; ``recorder`` (usually a
-    :class:`~toolnursery.JsonlRecorder` on ``log`` itself, so a second crash can be
+    :class:`~toolnursery.log.JsonlRecorder` on ``log`` itself, so a second crash can be
     resumed too) receives what resuming does; results already in the log are not
     recorded again.
 

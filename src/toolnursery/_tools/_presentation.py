@@ -10,7 +10,7 @@ because a UI calls them both live and when replaying a log.
 
 This module is the vocabulary only, below :class:`~toolnursery.ToolDefinition` (whose
 presenter options name these types); what a UI calls to present a tool's call —
-:func:`~toolnursery.call_view` and :func:`~toolnursery.result_view`, with their
+:func:`~toolnursery.presentation.call_view` and :func:`~toolnursery.presentation.result_view`, with their
 fallbacks — is :mod:`toolnursery._tools._present`, above it.
 """
 
