@@ -26,8 +26,11 @@ __all__ = [
     "function_call",
     "get",
     "getter",
+    "given_ids",
     "incomplete",
     "json_text",
+    "made_up_id",
+    "position",
     "strict_parameters",
 ]
 
@@ -98,6 +101,38 @@ def json_text(arguments: object) -> str:
         return _encode(arguments).decode()
     except (TypeError, UnicodeEncodeError, msgspec.EncodeError):
         return "{}"
+
+
+def position(value: object) -> int | None:
+    """A stream event's index, if it is one: an ``int`` of at least 0 (not a ``bool``).
+
+    Every adapter reads an event's index through this one check; an event whose index
+    is missing, text, negative or of any other kind has no place in the model's
+    order (``None``).
+    """
+    return value if type(value) is int and value >= 0 else None
+
+
+def made_up_id(prefix: str, number: int, taken: set[str]) -> str:
+    """An id for a call the provider sent without one, and adds it to ``taken``.
+
+    ``prefix`` and ``number`` (``toolu_2``), or with a ``_1``, ``_2``... suffix while
+    that id is in ``taken`` — the ids the provider gave in the same response and
+    those made up before — so a made-up id never takes a given one's place, and the
+    same response always gets the same ids.
+    """
+    candidate = f"{prefix}{number}"
+    suffix = 0
+    while candidate in taken:
+        suffix += 1
+        candidate = f"{prefix}{number}_{suffix}"
+    taken.add(candidate)
+    return candidate
+
+
+def given_ids(values: Iterable[object]) -> set[str]:
+    """The ids a response gave its calls (text values only: ``None``/``""`` are none)."""
+    return {value for value in values if isinstance(value, str) and value}
 
 
 # -- strict mode ------------------------------------------------------------------------
@@ -228,7 +263,8 @@ class _Item:
         self.call_id: str | None = None
         self.name: str | None = None
         self.parts: list[str] = []
-        self.whole: str | None = None  # the provider's own final arguments text
+        # The provider's own final arguments (text; an Anthropic block's given input).
+        self.whole: Any = None
         self.complete = False
         # Calls the stream started again at this index with another id: they get an
         # error result each, right after this one.
@@ -249,6 +285,13 @@ class ToolStream:
     was not gets an ``INCOMPLETE_CALL`` error result and does not run. The stream's
     exception is kept in :attr:`error`, not raised.
 
+    Every call the stream sent gets exactly one result. A call that arrives without
+    a usable index (missing, text, negative) has no place in the model's order: it
+    gets an ``INCOMPLETE_CALL`` result and does not run; any other event without one
+    is ignored and noted in :attr:`anomalies`. A call sent without an id gets a
+    made-up one (``call_<index>``, never an id the stream gave), so it is submitted
+    only once the stream has ended and every given id is known.
+
     Attributes:
         text: the text streamed so far.
         calls: the calls, in model order (complete once the stream has ended).
@@ -261,6 +304,8 @@ class ToolStream:
     # Whether a call is complete as soon as its arguments are a whole JSON object
     # (Chat Completions sends no per-call end event).
     _complete_on_json = False
+    # How an id made up for a call sent without one starts.
+    _id_prefix = "call_"
 
     def __init__(self, stream: AsyncIterable[Any], batch: Batch, *, strict: bool = False) -> None:
         self._events = stream.__aiter__()
@@ -273,6 +318,8 @@ class ToolStream:
         self._ended = False
         self._read = 0
         self._batch_pairs = batch.__aiter__()
+        self._given: set[str] = set()  # every call id the stream gave
+        self._refused: set[str] = set()  # ids of calls refused for want of an index
         self.calls: list[ToolCall] = []
         self.results: list[ToolExecutionResult] = []
         self.error: Exception | None = None
@@ -342,14 +389,43 @@ class ToolStream:
             self._items[index] = _Item(index, False)
             self._advance()
 
+    def _unplaced(
+        self, raw: object, what: str, call_id: object = None, name: object = None
+    ) -> None:
+        """An event whose index ``raw`` is not one (see :func:`position`).
+
+        An event that starts a call with an id refuses that call (its one result says
+        why); anything else is ignored and noted.
+        """
+        shown = "none" if raw is None else repr(raw)
+        if isinstance(call_id, str) and call_id and call_id not in self._given:
+            self._given.add(call_id)
+            self._refused.add(call_id)
+            self.anomalies.append(f'call "{call_id}" sent without a usable index ({shown})')
+            self._fixed(
+                ToolCall(call_id, name if isinstance(name, str) else "", ""),
+                f"the response stream sent this call without a usable index ({shown}); "
+                "it did not run",
+            )
+        else:
+            self.anomalies.append(f"{what} without a usable index ({shown}): ignored")
+
     def _start(self, index: int, call_id: str | None, name: str | None) -> _Item:
         item = self._items.get(index)
+        if call_id is not None and call_id in self._refused:
+            # The call already has its refusal: what follows at this index is not a call.
+            self.anomalies.append(f'call "{call_id}" sent again at index {index}: ignored')
+            if item is None:
+                item = self._items[index] = _Item(index, False)
+                self._advance()
+            return item
         if item is None:
             item = self._items[index] = _Item(index, True)
         elif not item.is_call:
             self.anomalies.append(f"a call started at index {index}, which holds no call")
             return item
         if call_id is not None:
+            self._given.add(call_id)
             if item.call_id is None:
                 item.call_id = call_id
             elif call_id != item.call_id:
@@ -398,18 +474,21 @@ class ToolStream:
         items = self._items
         while True:
             item = items.get(self._next)
-            if item is None or (item.is_call and not item.complete):
+            if item is None:
                 return
+            if item.is_call and (not item.complete or item.call_id is None):
+                return  # an id-less call waits for the end (see the class docstring)
             self._pass(item, torn=False)
             self._next += 1
 
     def _pass(self, item: _Item, *, torn: bool) -> None:
         if not item.is_call:
             return
-        arguments: Any = item.whole if item.whole is not None else "".join(item.parts)
+        arguments = self._arguments(item)
         if self._strict:
             arguments = strict_arguments(arguments)
-        call_id = item.call_id if item.call_id is not None else f"call_{item.index}"
+        call_id = item.call_id
+        assert call_id is not None  # given, or made up by _end
         name = item.name
         call = ToolCall(call_id, name if name is not None else "", arguments)
         if torn:
@@ -427,6 +506,11 @@ class ToolStream:
         for extra_id, extra_name in item.extra:
             self._fixed(ToolCall(extra_id, extra_name or "", ""), _twice(item.index, call_id))
 
+    def _arguments(self, item: _Item) -> Any:
+        """The arguments a complete call runs with: the provider's own final text, else
+        the deltas joined."""
+        return item.whole if item.whole is not None else "".join(item.parts)
+
     def _fixed(self, call: ToolCall, message: str) -> None:
         self.calls.append(call)
         self._order.append((call, incomplete(message)))
@@ -435,6 +519,11 @@ class ToolStream:
         """The stream is over: pass on what is left in model order, close the batch."""
         self._ended = True
         broken = self.error is not None or not self.finished
+        taken = self._given
+        for index in sorted(self._items):
+            item = self._items[index]
+            if item.is_call and item.call_id is None:
+                item.call_id = made_up_id(self._id_prefix, index, taken)
         for index in sorted(i for i in self._items if i >= self._next):
             item = self._items[index]
             self._pass(item, torn=broken and item.is_call and not item.complete)

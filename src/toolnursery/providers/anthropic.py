@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
+import msgspec
+
 from .._core._arguments import NotArguments, kind_of, parse_arguments
 from .._core._content import ImageContent, ToolCall, ToolExecutionResult
 from .._core._errors import ToolArgsError
@@ -30,9 +32,13 @@ from ._common import (
     context_parts,
     get,
     getter,
+    given_ids,
     image_note,
-    json_text,
+    made_up_id,
+    position,
 )
+
+_decode = msgspec.json.Decoder().decode
 
 __all__ = [
     "AnthropicToolStream",
@@ -70,24 +76,28 @@ def calls(message: Any) -> list[ToolCall]:
         as the arguments. An ``input`` that is not an object is passed on as it is,
         so that call gets an ``INVALID_ARGS`` result and does not run.
     """
+    blocks = list(blocks_of(message, "content", "tool_use"))
+    taken = given_ids(get(block, "id") for block in blocks)
     out: list[ToolCall] = []
-    for block in blocks_of(message, "content", "tool_use"):
-        arguments = get(block, "input")
-        if arguments is None:
-            arguments = {}
-        elif isinstance(arguments, Mapping):
-            if not isinstance(arguments, dict):
-                arguments = dict(arguments)
-        else:
-            arguments = NotArguments(
-                arguments, f'"input" must be an object, got {kind_of(arguments)}'
-            )
-        out.append(
-            ToolCall(
-                get(block, "id") or f"toolu_{len(out) + 1}", get(block, "name") or "", arguments
-            )
-        )
+    for number, block in enumerate(blocks, 1):
+        given = get(block, "input")
+        call_id = get(block, "id") or made_up_id("toolu_", number, taken)
+        out.append(ToolCall(call_id, get(block, "name") or "", tool_input(given)))
     return out
+
+
+def tool_input(given: object) -> Any:
+    """A ``tool_use`` block's ``input`` as a call's arguments.
+
+    No input is ``{}``; a mapping is the arguments; anything else cannot be: the call
+    gets ``INVALID_ARGS`` (``"input" must be an object, got an array``) and does not
+    run — the same refusal whether the block was streamed or not.
+    """
+    if given is None:
+        return {}
+    if isinstance(given, Mapping):
+        return given if isinstance(given, dict) else dict(given)
+    return NotArguments(given, f'"input" must be an object, got {kind_of(given)}')
 
 
 def result_messages(
@@ -161,35 +171,63 @@ class AnthropicToolStream(ToolStream):
     ends the stream normally.
     """
 
+    _id_prefix = "toolu_"
+
     def _feed(self, event: Any) -> str | None:
         get = getter(event)
         kind = get(event, "type", None)
-        index = get(event, "index", None)
+        if kind == "message_stop":
+            self.finished = True
+            return None
+        if kind not in ("content_block_delta", "content_block_start", "content_block_stop"):
+            return None
+        raw = get(event, "index", None)
+        index = position(raw)
         if kind == "content_block_delta":
             delta = get(event, "delta", None)
             delta_kind = get(delta, "type", None)
             if delta_kind == "text_delta":
-                text = get(delta, "text", None)
+                text = get(delta, "text", None)  # text has no use for its index
                 return text if isinstance(text, str) else None
             if delta_kind == "input_json_delta":
-                self._append(index, get(delta, "partial_json", None))
+                if index is None:
+                    self._unplaced(raw, "an input_json_delta")
+                else:
+                    self._append(index, get(delta, "partial_json", None))
         elif kind == "content_block_start":
             block = get(event, "content_block", None)
-            if get(block, "type", None) != "tool_use":
+            is_call = get(block, "type", None) == "tool_use"
+            call_id = get(block, "id", None) if is_call else None
+            name = get(block, "name", None) if is_call else None
+            if index is None:
+                self._unplaced(raw, "a content_block_start", call_id, name)
+            elif not is_call:
                 self._note(index)
-                return None
-            item = self._start(index, get(block, "id", None), get(block, "name", None))
-            given = get(block, "input", None)
-            if given and not item.parts:
-                item.whole = json_text(given)
-        elif kind == "content_block_stop":
+            else:
+                item = self._start(index, call_id, name)
+                given = get(block, "input", None)
+                if given is not None and given != {} and not item.parts:
+                    item.whole = given  # the input itself (read by _arguments)
+        elif index is None:
+            self._unplaced(raw, "a content_block_stop")
+        else:
             started = self._items.get(index)
             if started is not None and started.whole is not None and started.parts:
                 started.whole = None  # streamed deltas replace a placeholder input
             self._complete(index)
-        elif kind == "message_stop":
-            self.finished = True
         return None
+
+    def _arguments(self, item: Any) -> Any:
+        if item.whole is not None:
+            return tool_input(item.whole)
+        text = "".join(item.parts)
+        if not text:
+            return text
+        try:
+            value = _decode(text)
+        except (msgspec.DecodeError, UnicodeEncodeError, RecursionError):
+            return text  # not JSON: parse_arguments says so
+        return text if isinstance(value, dict) else tool_input(value)
 
 
 def stream_calls(stream: AsyncIterable[Any], batch: Batch) -> AnthropicToolStream:

@@ -27,7 +27,10 @@ from ._common import (
     function_call,
     get,
     getter,
+    given_ids,
     json_text,
+    made_up_id,
+    position,
     strict_parameters,
 )
 
@@ -92,15 +95,17 @@ def calls(response: Any, *, strict: bool = False) -> list[ToolCall]:
             raise ValueError(f"a chat completion with {len(choices)} choices: pass one message")
         response = get(choices[0], "message")
     items = response if isinstance(response, list | tuple) else get(response, "tool_calls")
+    items = list(items or ())
+    taken = given_ids(get(item, "id") for item in items)
     out: list[ToolCall] = []
-    for position, item in enumerate(items or (), 1):
+    for number, item in enumerate(items, 1):
         kind = get(item, "type") or "function"
         function = get(item, "function")
         if kind != "function" or function is None:
-            raise ValueError(f"tool call {position} is a {kind!r} call, not a function call")
+            raise ValueError(f"tool call {number} is a {kind!r} call, not a function call")
         out.append(
             function_call(
-                get(item, "id") or f"call_{position}",
+                get(item, "id") or made_up_id("call_", number, taken),
                 get(function, "name"),
                 get(function, "arguments"),
                 strict,
@@ -174,13 +179,14 @@ class ChatToolStream(ToolStream):
             if delta is not None:
                 text = g(delta, "content", None)
                 for part in g(delta, "tool_calls", None) or ():
-                    index = g(part, "index", None)
-                    if type(index) is not int:
-                        self.anomalies.append("a tool call delta without an index")
-                        continue
+                    raw = g(part, "index", None)
+                    index = position(raw)
                     function = g(part, "function", None)
                     call_id = g(part, "id", None)
                     name = g(function, "name", None) if function is not None else None
+                    if index is None:
+                        self._unplaced(raw, "a tool call delta", call_id, name)
+                        continue
                     if call_id is not None or name is not None:
                         self._start(index, call_id, name)
                     if function is not None:

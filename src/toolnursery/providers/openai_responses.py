@@ -14,7 +14,7 @@ all of them as one user ``message`` item.
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, Sequence
-from typing import Any
+from typing import Any, Final
 
 from .._core._content import ToolCall, ToolExecutionResult
 from .._pipeline._registry import ToolRegistry, ToolScope
@@ -28,7 +28,10 @@ from ._common import (
     function_call,
     get,
     getter,
+    given_ids,
     json_text,
+    made_up_id,
+    position,
     strict_parameters,
 )
 
@@ -78,17 +81,18 @@ def calls(response: Any, *, strict: bool = False) -> list[ToolCall]:
         strict: the tools were sent in strict mode: ``null`` members of the
             arguments mean "left out" and are removed.
     """
-    out: list[ToolCall] = []
-    for item in blocks_of(response, "output", "function_call"):
-        out.append(
-            function_call(
-                get(item, "call_id") or get(item, "id") or f"call_{len(out) + 1}",
-                get(item, "name"),
-                get(item, "arguments"),
-                strict,
-            )
+    items = list(blocks_of(response, "output", "function_call"))
+    given = [get(item, "call_id") or get(item, "id") for item in items]
+    taken = given_ids(given)
+    return [
+        function_call(
+            call_id or made_up_id("call_", number, taken),
+            get(item, "name"),
+            get(item, "arguments"),
+            strict,
         )
-    return out
+        for number, (item, call_id) in enumerate(zip(items, given, strict=True), 1)
+    ]
 
 
 def result_messages(
@@ -160,24 +164,46 @@ class ResponsesToolStream(ToolStream):
         get = getter(event)
         kind = get(event, "type", None)
         if kind == "response.output_text.delta":
-            delta = get(event, "delta", None)
+            delta = get(event, "delta", None)  # text has no use for its index
             return delta if isinstance(delta, str) else None
-        index = get(event, "output_index", None)
-        if kind == "response.function_call_arguments.delta":
-            self._append(index, get(event, "delta", None))
-        elif kind == "response.function_call_arguments.done":
-            self._complete(index, get(event, "arguments", None))
-        elif kind == "response.output_item.added" or kind == "response.output_item.done":
-            item = get(event, "item", None)
-            if get(item, "type", None) != "function_call":
-                self._note(index)
-                return None
-            self._start(index, get(item, "call_id", None), get(item, "name", None))
-            if kind == "response.output_item.done":
-                self._complete(index, get(item, "arguments", None))
-        elif kind in ("response.completed", "response.incomplete"):
+        if kind in ("response.completed", "response.incomplete"):
             self.finished = True
+            return None
+        if kind not in _PLACED:
+            return None
+        raw = get(event, "output_index", None)
+        index = position(raw)
+        if kind == "response.output_item.added" or kind == "response.output_item.done":
+            item = get(event, "item", None)
+            is_call = get(item, "type", None) == "function_call"
+            if index is None:
+                call_id = get(item, "call_id", None) if is_call else None
+                name = get(item, "name", None) if is_call else None
+                self._unplaced(raw, f"a {kind} event", call_id, name)
+            elif not is_call:
+                self._note(index)
+            else:
+                self._start(index, get(item, "call_id", None), get(item, "name", None))
+                if kind == "response.output_item.done":
+                    self._complete(index, get(item, "arguments", None))
+        elif index is None:
+            self._unplaced(raw, f"a {kind} event")
+        elif kind == "response.function_call_arguments.delta":
+            self._append(index, get(event, "delta", None))
+        else:
+            self._complete(index, get(event, "arguments", None))
         return None
+
+
+_PLACED: Final = frozenset(
+    {
+        "response.output_item.added",
+        "response.output_item.done",
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.done",
+    }
+)
+"""The events that place something at an ``output_index``."""
 
 
 def stream_calls(
