@@ -272,7 +272,7 @@ async def test_unparseable_text_reaches_a_validating_tool_as_a_string() -> None:
             execute=read,
         )
     )
-    (result,) = await run_tool_calls(registry, [ToolCall("c1", "read", '{"path": ')])
+    (result,) = await run_tool_calls(registry, [ToolCall("c1", "read", '{"path" "a"}')])
     assert result.is_error
     assert text(result) == 'Error: invalid arguments: "arguments" must be an object'
 

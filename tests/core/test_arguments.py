@@ -157,3 +157,40 @@ async def test_an_aborted_unstarted_call_with_bad_arguments_is_still_logged(tmp_
     replayed = replay_log(log)
     assert [c.id for c, _ in replayed] == ["1", "2"]
     assert replayed[1][0].arguments == "\\udc80"
+
+
+# -- a JSON object cut off at a token limit --------------------------------------------
+
+
+async def test_a_cut_off_object_tells_the_model_its_arguments_are_not_valid_json() -> None:
+    ran: list[Any] = []
+    (result,) = await run_tool_calls(_echo_registry(ran), [ToolCall("1", "echo", '{"x": ')])
+    assert ran == []
+    assert result.error is not None
+    assert (result.error.name, result.error.code) == ("ToolArgsError", "INVALID_ARGS")
+    assert result.content[0].text == (  # type: ignore[union-attr]
+        'Error: invalid arguments: "arguments" is not valid JSON: it ends after 6 characters, '
+        "before the object is complete"
+    )
+
+
+@pytest.mark.spec("B145")
+def test_other_text_that_is_not_json_is_still_the_text_itself() -> None:
+    """Only a cut-off object is refused; malformed text and cut-off non-objects pass on."""
+    for text in ("{not json", '{"x" 1}', "[1,", "not json", '"abc'):
+        assert parse_arguments(text) == text
+
+
+@given(st.dictionaries(st.text(), json_values, min_size=1, max_size=4), st.data())
+def test_every_cut_off_prefix_of_an_object_is_refused_as_not_json(
+    value: dict[str, Any], data: st.DataObject
+) -> None:
+    text = msgspec.json.encode(value).decode()
+    cut = data.draw(st.integers(1, len(text) - 1))
+    prefix = " " * data.draw(st.integers(0, 2)) + text[:cut]
+    with pytest.raises(ToolArgsError) as info:
+        parse_arguments(prefix)
+    assert info.value.violations == (
+        f'"arguments" is not valid JSON: it ends after {len(prefix)} characters, '
+        "before the object is complete",
+    )

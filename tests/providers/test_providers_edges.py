@@ -395,3 +395,54 @@ def _drop_id(value: Any, placeholder: str) -> Any:
     if isinstance(value, list):
         return [_drop_id(v, placeholder) for v in value]
     return value
+
+
+# -- arguments cut off at the token limit ----------------------------------------------
+
+CUT_OFF = (
+    'Error: invalid arguments: "arguments" is not valid JSON: it ends after 9 characters, '
+    "before the object is complete"
+)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_arguments_cut_off_at_the_token_limit_are_not_valid_json(fmt: str) -> None:
+    """The provider ends the response normally (its length/max_tokens stop) mid-object."""
+    script = [
+        ("call", 0, "c1", "echo"),
+        ("args", 0, '{"path": "a"}'),
+        ("done", 0),
+        ("call", 1, "c2", "echo"),
+        ("args", 1, '{"path": '),
+        ("done", 1),
+        ("end",),
+    ]
+    ran: list[Any] = []
+    stream, pairs = await _stream(fmt, BUILDERS[fmt](script), ran)
+    assert ran == [("echo", {"path": "a"})]
+    assert [(c.id, r.is_error) for c, r in pairs] == [("c1", False), ("c2", True)]
+    assert pairs[1][1].content[0].text == CUT_OFF  # type: ignore[union-attr]
+    _answers_every_call(fmt, stream)
+
+
+async def test_unstreamed_arguments_cut_off_are_not_valid_json() -> None:
+    completion = {
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "length",
+                "message": {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "echo", "arguments": '{"path": '},
+                        }
+                    ],
+                },
+            }
+        ]
+    }
+    (result,) = await run_tool_calls(registry(), openai_chat.calls(completion))
+    assert result.content[0].text == CUT_OFF  # type: ignore[union-attr]

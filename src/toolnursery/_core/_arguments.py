@@ -49,8 +49,10 @@ def parse_arguments(arguments: str | Mapping[str, Any]) -> Any:
     """Parse a call's arguments once.
 
     Text: ``""`` → ``{}``; JSON → its value; text that is not JSON → the text itself
-    (the tool's schema then reports it). A mapping is taken as the parsed value, the
-    same value its JSON text would parse to.
+    (the tool's schema then reports it) — except a JSON object that ends before it is
+    complete (``'{"x": '``, what a response cut off at its token limit holds), which is
+    refused as not valid JSON. A mapping is taken as the parsed value, the same value
+    its JSON text would parse to.
 
     Args:
         arguments: the call's ``arguments``.
@@ -59,15 +61,21 @@ def parse_arguments(arguments: str | Mapping[str, Any]) -> Any:
         The parsed value (a fresh ``dict`` for a mapping that is not a ``dict``).
 
     Raises:
-        ToolArgsError: ``arguments`` is neither text nor a mapping, or it holds a lone
-            surrogate (text no JSON encoder can write, so no log could record it).
+        ToolArgsError: ``arguments`` is neither text nor a mapping, holds a lone
+            surrogate (text no JSON encoder can write, so no log could record it), or
+            is a cut-off JSON object (``"arguments" is not valid JSON: it ends after 6
+            characters, before the object is complete``).
     """
     if type(arguments) is str:
         if not arguments:
             return {}
         try:
             return _decode(arguments)
-        except (msgspec.DecodeError, RecursionError):
+        except msgspec.DecodeError as exc:
+            if _cut_off_object(arguments, exc):
+                raise ToolArgsError([_cut_off(arguments)]) from None
+            return arguments
+        except RecursionError:
             return arguments
         except UnicodeEncodeError as exc:
             raise ToolArgsError([_surrogate(arguments, exc)]) from None
@@ -104,6 +112,18 @@ def safe_arguments(arguments: object) -> str | dict[str, Any]:
             return repr(arguments).encode("utf-8", "backslashreplace").decode("utf-8")
         return arguments
     return repr(arguments).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _cut_off_object(text: str, exc: msgspec.DecodeError) -> bool:
+    # An object the text ends inside: the model was cut off, it did not mean a string.
+    return str(exc).startswith("Input data was truncated") and text.lstrip().startswith("{")
+
+
+def _cut_off(text: str) -> str:
+    return (
+        f'"arguments" is not valid JSON: it ends after {len(text)} characters, '
+        "before the object is complete"
+    )
 
 
 def _surrogate(text: str, exc: UnicodeEncodeError) -> str:
