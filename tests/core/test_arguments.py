@@ -194,3 +194,9 @@ def test_every_cut_off_prefix_of_an_object_is_refused_as_not_json(
         f'"arguments" is not valid JSON: it ends after {len(prefix)} characters, '
         "before the object is complete",
     )
+
+
+@pytest.mark.parametrize("text", ['{"a": -', '{"a": 1.', '{"a": 1e+', '{"a": fals', '{"a": "\\u12'])
+def test_an_object_cut_off_inside_a_value_is_refused_as_not_json(text: str) -> None:
+    with pytest.raises(ToolArgsError, match='"arguments" is not valid JSON: it ends after'):
+        parse_arguments(text)

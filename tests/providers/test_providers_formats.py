@@ -178,7 +178,9 @@ def test_chat_calls_from_the_sdk_object_and_from_a_dict_are_the_same() -> None:
 
 def test_chat_strict_calls_drop_the_nulls_strict_mode_sends() -> None:
     calls = openai_chat.calls(
-        [_fn("a", "echo", '{"path": "x", "limit": null, "mode": null}')], strict=True
+        [_fn("a", "echo", '{"path": "x", "limit": null, "mode": null}')],
+        strict=True,
+        registry=registry(),
     )
     assert calls[0].arguments == {"path": "x"}
 

@@ -159,3 +159,67 @@ def test_from_strict_arguments_drops_only_nulls_the_original_did_not_allow() -> 
         "d": [{}, {"y": 1}],
         "extra": None,
     }
+
+
+def test_from_strict_arguments_keeps_a_null_the_original_requires() -> None:
+    original = {
+        "type": "object",
+        "properties": {"v": {"type": ["integer", "null"]}, "n": {"type": "integer"}},
+        "required": ["v"],
+    }
+    assert from_strict_arguments(original, {"v": None, "n": None}) == {"v": None}
+
+
+def test_from_strict_arguments_reads_inside_anyof_tuples_and_nullable_refs() -> None:
+    """An optional list of objects (anyOf), a tuple (prefixItems), a $ref to a def that
+    takes null: each read at its own depth."""
+    original = {
+        "type": "object",
+        "properties": {
+            "legs": {
+                "anyOf": [{"type": "array", "items": {"$ref": "#/$defs/Leg"}}, {"type": "null"}]
+            },
+            "pair": {
+                "type": "array",
+                "prefixItems": [{"$ref": "#/$defs/Leg"}, {"type": "integer"}],
+                "items": False,
+            },
+            "note": {"$ref": "#/$defs/Note"},
+        },
+        "required": ["legs", "pair"],
+        "$defs": {
+            "Leg": {
+                "type": "object",
+                "properties": {"origin": {"type": "string"}, "stops": {"type": "integer"}},
+                "required": ["origin"],
+            },
+            "Note": {"type": ["string", "null"]},
+        },
+    }
+    sent = {
+        "legs": [{"origin": "a", "stops": None}],
+        "pair": [{"origin": "b", "stops": None}, 3],
+        "note": None,
+    }
+    assert from_strict_arguments(original, sent) == {
+        "legs": [{"origin": "a"}],
+        "pair": [{"origin": "b"}, 3],
+        "note": None,
+    }
+
+
+class Row(msgspec.Struct, frozen=True):
+    v: int | None
+    n: int = 0
+
+
+@tool(strict=True)
+def rows(v: int | None, items: list[Row] | None = None) -> str:
+    """Rows."""
+    return f"{v} {items}"
+
+
+def test_a_strict_tool_keeps_a_required_none_and_reads_an_optional_list() -> None:
+    sent = {"v": None, "items": [{"v": None, "n": None}]}
+    assert JUDGE(rows.parameters).is_valid(sent)
+    assert rows.execute(snapshot(sent), None) == "None [Row(v=None, n=0)]"  # type: ignore[arg-type]

@@ -8,6 +8,7 @@ raises :class:`~toolnursery.ToolArgsError`, which a batch turns into that call's
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -114,9 +115,20 @@ def safe_arguments(arguments: object) -> str | dict[str, Any]:
     return repr(arguments).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+_AT_BYTE = re.compile(r"\(byte (\d+)\)$")
+
+
 def _cut_off_object(text: str, exc: msgspec.DecodeError) -> bool:
-    # An object the text ends inside: the model was cut off, it did not mean a string.
-    return str(exc).startswith("Input data was truncated") and text.lstrip().startswith("{")
+    """Whether ``text`` is an object the decoder ran out of text inside (the model was
+    cut off; it did not mean a string): it reached the end, or failed at the very end
+    (a number cut off after its ``-``, ``.`` or ``e``)."""
+    if not text.lstrip().startswith("{"):
+        return False
+    message = str(exc)
+    if message.startswith("Input data was truncated"):
+        return True
+    at = _AT_BYTE.search(message)
+    return at is not None and int(at.group(1)) >= len(text.encode())
 
 
 def _cut_off(text: str) -> str:

@@ -180,7 +180,9 @@ def from_strict_arguments(schema: Mapping[str, Any], arguments: Any) -> Any:
 
     A ``null`` for a property that ``schema`` (the original) has as optional and not
     nullable is removed, at every object level the schema describes (nested
-    properties, array items, ``$ref`` into ``$defs``); everything else is kept.
+    properties, array items and tuple positions, the member of an ``anyOf`` the value
+    is, ``$ref`` into ``$defs``); everything else is kept — a ``null`` the original
+    takes (a required ``int | None``) too.
 
     Args:
         schema: the original (non-strict) schema.
@@ -194,13 +196,31 @@ def from_strict_arguments(schema: Mapping[str, Any], arguments: Any) -> Any:
     return _restore(schema, arguments, defs, 0)
 
 
-def _restore(schema: Mapping[str, Any], value: Any, defs: Mapping[str, Any], depth: int) -> Any:
-    if depth > 64:
-        return value
-    ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+_MAX_DEPTH: Final = 64
+
+
+def _resolve(schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int) -> Mapping[str, Any]:
+    """``schema`` with its ``$ref`` (into ``$defs``) followed; itself if there is none."""
+    for _ in range(_MAX_DEPTH - depth):
+        ref = schema.get("$ref")
+        if not (isinstance(ref, str) and ref.startswith("#/$defs/")):
+            return schema
         target = defs.get(ref.removeprefix("#/$defs/"))
-        return value if target is None else _restore(target, value, defs, depth + 1)
+        if not isinstance(target, Mapping):
+            return schema
+        schema = target
+    return schema
+
+
+def _restore(schema: Mapping[str, Any], value: Any, defs: Mapping[str, Any], depth: int) -> Any:
+    if depth > _MAX_DEPTH or value is None:
+        return value
+    schema = _resolve(schema, defs, depth)
+    members = schema.get("anyOf")
+    if isinstance(members, list | tuple):
+        member = _member(members, value, defs, depth)
+        if member is not None:
+            return _restore(member, value, defs, depth + 1)
     if isinstance(value, dict) and isinstance(schema.get("properties"), Mapping):
         properties = schema["properties"]
         required = set(schema.get("required") or ())
@@ -210,26 +230,81 @@ def _restore(schema: Mapping[str, Any], value: Any, defs: Mapping[str, Any], dep
             sub = properties.get(key)
             if not isinstance(sub, Mapping):
                 out[key] = item
-            elif item is None and key not in required and not _allows_null(sub, defs):
+            elif item is None and key not in required and not _allows_null(sub, defs, depth):
                 changed = True
             else:
                 out[key] = restored = _restore(sub, item, defs, depth + 1)
                 changed = changed or restored is not item
         return out if changed else value
-    items = schema.get("items")
-    if isinstance(value, list | tuple) and isinstance(items, Mapping):
-        elements = [_restore(items, item, defs, depth + 1) for item in value]
-        if all(a is b for a, b in zip(elements, value, strict=True)):
-            return value
-        return elements
+    if isinstance(value, list | tuple):
+        return _restore_items(schema, value, defs, depth)
     return value
 
 
-def _allows_null(schema: Mapping[str, Any], defs: Mapping[str, Any]) -> bool:
+def _restore_items(
+    schema: Mapping[str, Any],
+    value: list[Any] | tuple[Any, ...],
+    defs: Mapping[str, Any],
+    depth: int,
+) -> Any:
+    prefix = schema.get("prefixItems")
+    prefix = prefix if isinstance(prefix, list | tuple) else ()
+    items = schema.get("items")
+    elements: list[Any] = []
+    for i, item in enumerate(value):
+        sub = prefix[i] if i < len(prefix) else items
+        elements.append(_restore(sub, item, defs, depth + 1) if isinstance(sub, Mapping) else item)
+    if all(a is b for a, b in zip(elements, value, strict=True)):
+        return value
+    return elements
+
+
+_KIND: Final = {dict: "object", list: "array", tuple: "array", str: "string", bool: "boolean"}
+
+
+def _member(
+    members: Any, value: Any, defs: Mapping[str, Any], depth: int
+) -> Mapping[str, Any] | None:
+    """The ``anyOf`` member ``value`` was sent as.
+
+    Strict mode sends every property of an object, so an object is the member whose
+    properties are exactly its keys; otherwise the first member whose type takes it.
+    """
+    candidates = [
+        m
+        for m in (_resolve(m, defs, depth) for m in members if isinstance(m, Mapping))
+        if _takes(m, value)
+    ]
+    if isinstance(value, dict):
+        keys = set(value)
+        for member in candidates:
+            properties = member.get("properties")
+            if isinstance(properties, Mapping) and set(properties) == keys:
+                return member
+    return candidates[0] if candidates else None
+
+
+def _takes(schema: Mapping[str, Any], value: Any) -> bool:
+    types = _types(schema)
+    if not types:
+        return True  # no type (an enum, a const, a nested anyOf): let it be tried
+    kind = _KIND.get(type(value))
+    if kind is None and isinstance(value, int | float):
+        kind = "integer" if isinstance(value, int) or float(value).is_integer() else "number"
+        return kind in types or "number" in types
+    return kind in types
+
+
+def _allows_null(schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int = 0) -> bool:
+    if depth > _MAX_DEPTH:
+        return True  # cannot tell: keep the null, the tool's own check reports it
+    schema = _resolve(schema, defs, depth)
     if "null" in _types(schema):
         return True
     if None in (schema.get("enum") or ()):
         return True
-    if any(_allows_null(m, defs) for m in schema.get("anyOf") or ()):
+    if "const" in schema and schema["const"] is None:
+        return True
+    if any(_allows_null(m, defs, depth + 1) for m in schema.get("anyOf") or ()):
         return True
     return not ({"type", "enum", "const", "anyOf", "$ref"} & set(schema))

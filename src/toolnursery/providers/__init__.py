@@ -22,9 +22,10 @@ from __future__ import annotations
 
 from .._core._homes import fixup_module_metadata as _fixup_module_metadata
 from ._common import Batch as Batch
+from ._common import StrictReader as StrictReader
 from ._common import ToolStream as ToolStream
 from ._common import strict_parameters as strict_parameters
 
-__all__ = ["Batch", "ToolStream", "strict_parameters"]
+__all__ = ["Batch", "StrictReader", "ToolStream", "strict_parameters"]
 
 _fixup_module_metadata(__name__, __all__)

@@ -15,10 +15,13 @@ import msgspec
 from .._core._arguments import parse_arguments
 from .._core._content import ImageContent, TextContent, ToolCall, ToolErrorInfo, ToolExecutionResult
 from .._core._errors import IncompleteCallError, StrictSchemaError, ToolArgsError
-from .._tools._strict import strict_json_schema
+from .._core._json import thaw
+from .._pipeline._registry import ToolRegistry, ToolScope
+from .._tools._strict import from_strict_arguments, strict_json_schema
 
 __all__ = [
     "Batch",
+    "StrictReader",
     "ToolStream",
     "blocks_of",
     "content_parts",
@@ -159,37 +162,83 @@ def strict_parameters(tool_name: str, parameters: Mapping[str, Any]) -> dict[str
         ) from exc
 
 
-def drop_nulls(value: Any) -> Any:
-    """Arguments with every ``null`` object member removed (strict mode's "absent")."""
-    if isinstance(value, Mapping):
-        return {k: drop_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list | tuple):
-        return [drop_nulls(v) for v in value]
-    return value
+class StrictReader:
+    """Reads arguments a model sent against strict schemas back into each tool's own form.
 
+    A strict schema lists every property as required and makes an optional one
+    nullable, so the model sends ``null`` where it would have left a property out. A
+    ``null`` is removed only where the tool's own schema has that property optional and
+    not nullable (:func:`~toolnursery.from_strict_arguments`): a ``null`` the schema
+    takes — a required ``int | None`` — stays, at every depth.
+    """
 
-def strict_arguments(arguments: object) -> Any:
-    """A strict-mode call's arguments with the ``null`` members taken out (see above)."""
-    if isinstance(arguments, str):
-        try:
-            parsed = parse_arguments(arguments)
-        except ToolArgsError:
+    __slots__ = ("_registry", "_schemas", "_scope")
+
+    def __init__(self, registry: ToolRegistry, scope: ToolScope | None) -> None:
+        self._registry = registry
+        self._scope = scope
+        self._schemas: dict[str, tuple[object, dict[str, Any]]] = {}
+
+    @classmethod
+    def of(
+        cls, strict: bool, registry: ToolRegistry | None, scope: ToolScope | None, where: str
+    ) -> StrictReader | None:
+        """The reader ``strict`` asks for (``None`` when it is off).
+
+        Raises:
+            TypeError: ``strict`` without the registry whose schemas were sent.
+        """
+        if not strict:
+            return None
+        if registry is None:
+            raise TypeError(
+                f"{where}: strict=True reads each call against its tool's own schema: "
+                "pass registry= (and scope=, the scope whose tools were sent)"
+            )
+        return cls(registry, scope)
+
+    def _schema(self, name: str) -> dict[str, Any] | None:
+        definition = self._registry.get(name, self._scope)
+        if definition is None:
+            return None  # an unknown tool: its call fails as such, arguments untouched
+        cached = self._schemas.get(name)
+        if cached is None or cached[0] is not definition:
+            cached = self._schemas[name] = (definition, thaw(definition.parameters))
+        return cached[1]
+
+    def __call__(self, name: str, arguments: object) -> Any:
+        """``arguments`` (text or a mapping) in the named tool's own form.
+
+        Text that is not a JSON object, and anything else, is returned as it is (the
+        call reports it); text that needs no change stays the very text.
+        """
+        schema = self._schema(name)
+        if schema is None:
             return arguments
-        return drop_nulls(parsed) if isinstance(parsed, dict) else arguments
-    if isinstance(arguments, Mapping):
-        return drop_nulls(arguments)
-    return arguments
+        if isinstance(arguments, str):
+            try:
+                parsed = parse_arguments(arguments)
+            except ToolArgsError:
+                return arguments
+            if not isinstance(parsed, dict):
+                return arguments
+            restored = from_strict_arguments(schema, parsed)
+            return arguments if restored is parsed else restored
+        if isinstance(arguments, Mapping):
+            return from_strict_arguments(schema, dict(arguments))
+        return arguments
 
 
-def function_call(call_id: str, name: Any, arguments: Any, strict: bool) -> ToolCall:
+def function_call(call_id: str, name: Any, arguments: Any, strict: StrictReader | None) -> ToolCall:
     """A call as the OpenAI formats give it: no arguments are empty text, no name is ``""``.
 
-    ``strict``: the tools were sent in strict mode, so ``null`` members of the
-    arguments are taken out (see :func:`strict_arguments`).
+    ``strict``: the tools were sent in strict mode; the arguments are read back into
+    the tool's own form (see :class:`StrictReader`).
     """
     if arguments is None:
         arguments = ""
-    return ToolCall(call_id, name or "", strict_arguments(arguments) if strict else arguments)
+    name = name or ""
+    return ToolCall(call_id, name, strict(name, arguments) if strict is not None else arguments)
 
 
 # -- content ----------------------------------------------------------------------------
@@ -307,10 +356,22 @@ class ToolStream:
     # How an id made up for a call sent without one starts.
     _id_prefix = "call_"
 
-    def __init__(self, stream: AsyncIterable[Any], batch: Batch, *, strict: bool = False) -> None:
+    def __init__(
+        self,
+        stream: AsyncIterable[Any],
+        batch: Batch,
+        *,
+        strict: bool = False,
+        registry: ToolRegistry | None = None,
+        scope: ToolScope | None = None,
+    ) -> None:
+        if strict and registry is None:
+            # A ToolBatch knows its registry and the agent scope it runs for.
+            registry = getattr(batch, "registry", None)
+            scope = getattr(batch, "agent", None)
+        self._strict = StrictReader.of(strict, registry, scope, type(self).__name__)
         self._events = stream.__aiter__()
         self._batch = batch
-        self._strict = strict
         self._items: dict[int, _Item] = {}
         self._next = 0  # the lowest index not yet passed on (model order)
         self._order: list[tuple[ToolCall, ToolExecutionResult | None]] = []
@@ -485,11 +546,11 @@ class ToolStream:
         if not item.is_call:
             return
         arguments = self._arguments(item)
-        if self._strict:
-            arguments = strict_arguments(arguments)
+        name = item.name
+        if self._strict is not None and name is not None:
+            arguments = self._strict(name, arguments)
         call_id = item.call_id
         assert call_id is not None  # given, or made up by _end
-        name = item.name
         call = ToolCall(call_id, name if name is not None else "", arguments)
         if torn:
             self._fixed(

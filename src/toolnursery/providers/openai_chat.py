@@ -20,6 +20,7 @@ from .._core._content import ToolCall, ToolExecutionResult
 from .._pipeline._registry import ToolRegistry, ToolScope
 from ._common import (
     Batch,
+    StrictReader,
     ToolStream,
     context_parts,
     data_url,
@@ -72,23 +73,38 @@ def tools(
     return out
 
 
-def calls(response: Any, *, strict: bool = False) -> list[ToolCall]:
+def calls(
+    response: Any,
+    *,
+    strict: bool = False,
+    registry: ToolRegistry | None = None,
+    scope: ToolScope | None = None,
+) -> list[ToolCall]:
     """The function calls of a response, in model order.
 
     Args:
         response: a ``ChatCompletion`` (one choice), its ``message``, or the list
             of ``tool_calls`` — SDK objects or dicts.
-        strict: the tools were sent in strict mode: ``null`` members of the
-            arguments mean "left out" and are removed.
+        strict: the tools were sent in strict mode (``tools(registry, scope,
+            strict=True)``): each call's arguments are read back against its tool's
+            own schema, so a ``null`` stands for "left out" only where that schema
+            has the property optional and not nullable (see
+            :class:`~toolnursery.providers.StrictReader`).
+        registry: the registry whose tools were sent; required with ``strict``.
+        scope: the scope whose view was sent (default: the global view).
 
     Returns:
         One :class:`~toolnursery.ToolCall` per function call; ``arguments`` is the
-        text the model sent.
+        text the model sent (with ``strict``, the object read back when a ``null``
+        was taken out). A call without an id gets ``call_<n>`` (its position), with
+        a ``_1``, ``_2``... suffix while a given id already is that.
 
     Raises:
         ValueError: a completion with several choices, or a tool call that is not a
             function call.
+        TypeError: ``strict`` without ``registry``.
     """
+    reader = StrictReader.of(strict, registry, scope, "openai_chat.calls()")
     choices = get(response, "choices")
     if choices is not None:
         if len(choices) != 1:
@@ -108,7 +124,7 @@ def calls(response: Any, *, strict: bool = False) -> list[ToolCall]:
                 get(item, "id") or made_up_id("call_", number, taken),
                 get(function, "name"),
                 get(function, "arguments"),
-                strict,
+                reader,
             )
         )
     return out
@@ -197,7 +213,12 @@ class ChatToolStream(ToolStream):
 
 
 def stream_calls(
-    stream: AsyncIterable[Any], batch: Batch, *, strict: bool = False
+    stream: AsyncIterable[Any],
+    batch: Batch,
+    *,
+    strict: bool = False,
+    registry: ToolRegistry | None = None,
+    scope: ToolScope | None = None,
 ) -> ChatToolStream:
     """Feed a streamed chat completion's tool calls into ``batch`` as they complete.
 
@@ -207,9 +228,16 @@ def stream_calls(
         batch: an open batch (:func:`~toolnursery.open_tool_batch`); it is closed
             when the stream ends.
         strict: the tools were sent in strict mode (see :func:`calls`).
+        registry: the registry whose tools were sent (default: the batch's own, when
+            it is a :class:`~toolnursery.ToolBatch`).
+        scope: the scope whose view was sent (default: the batch's agent, when the
+            registry is the batch's).
+
+    Raises:
+        TypeError: ``strict`` and no registry to read the calls against.
 
     Returns:
         A :class:`ChatToolStream`: iterate it for the text, then
         :meth:`~toolnursery.providers.ToolStream.pairs` for the results.
     """
-    return ChatToolStream(stream, batch, strict=strict)
+    return ChatToolStream(stream, batch, strict=strict, registry=registry, scope=scope)

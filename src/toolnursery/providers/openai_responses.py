@@ -20,6 +20,7 @@ from .._core._content import ToolCall, ToolExecutionResult
 from .._pipeline._registry import ToolRegistry, ToolScope
 from ._common import (
     Batch,
+    StrictReader,
     ToolStream,
     blocks_of,
     content_parts,
@@ -72,15 +73,35 @@ def tools(
     return out
 
 
-def calls(response: Any, *, strict: bool = False) -> list[ToolCall]:
+def calls(
+    response: Any,
+    *,
+    strict: bool = False,
+    registry: ToolRegistry | None = None,
+    scope: ToolScope | None = None,
+) -> list[ToolCall]:
     """The ``function_call`` items of a response, in model order.
 
     Args:
         response: a ``Response``, its ``output`` list, or one item — SDK objects
             or dicts. Items of other types (messages, reasoning) are skipped.
-        strict: the tools were sent in strict mode: ``null`` members of the
-            arguments mean "left out" and are removed.
+        strict: the tools were sent in strict mode (``tools(registry, scope,
+            strict=True)``): each call's arguments are read back against its tool's
+            own schema, so a ``null`` stands for "left out" only where that schema
+            has the property optional and not nullable (see
+            :class:`~toolnursery.providers.StrictReader`).
+        registry: the registry whose tools were sent; required with ``strict``.
+        scope: the scope whose view was sent (default: the global view).
+
+    Returns:
+        One :class:`~toolnursery.ToolCall` per ``function_call`` item (its
+        ``call_id``). An item without one gets ``call_<n>`` (its position), with a
+        ``_1``, ``_2``... suffix while a given id already is that.
+
+    Raises:
+        TypeError: ``strict`` without ``registry``.
     """
+    reader = StrictReader.of(strict, registry, scope, "openai_responses.calls()")
     items = list(blocks_of(response, "output", "function_call"))
     given = [get(item, "call_id") or get(item, "id") for item in items]
     taken = given_ids(given)
@@ -89,7 +110,7 @@ def calls(response: Any, *, strict: bool = False) -> list[ToolCall]:
             call_id or made_up_id("call_", number, taken),
             get(item, "name"),
             get(item, "arguments"),
-            strict,
+            reader,
         )
         for number, (item, call_id) in enumerate(zip(items, given, strict=True), 1)
     ]
@@ -207,7 +228,12 @@ _PLACED: Final = frozenset(
 
 
 def stream_calls(
-    stream: AsyncIterable[Any], batch: Batch, *, strict: bool = False
+    stream: AsyncIterable[Any],
+    batch: Batch,
+    *,
+    strict: bool = False,
+    registry: ToolRegistry | None = None,
+    scope: ToolScope | None = None,
 ) -> ResponsesToolStream:
     """Feed a streamed response's function calls into ``batch`` as they complete.
 
@@ -217,5 +243,12 @@ def stream_calls(
         batch: an open batch (:func:`~toolnursery.open_tool_batch`); it is closed
             when the stream ends.
         strict: the tools were sent in strict mode (see :func:`calls`).
+        registry: the registry whose tools were sent (default: the batch's own, when
+            it is a :class:`~toolnursery.ToolBatch`).
+        scope: the scope whose view was sent (default: the batch's agent, when the
+            registry is the batch's).
+
+    Raises:
+        TypeError: ``strict`` and no registry to read the calls against.
     """
-    return ResponsesToolStream(stream, batch, strict=strict)
+    return ResponsesToolStream(stream, batch, strict=strict, registry=registry, scope=scope)
