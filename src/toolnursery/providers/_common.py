@@ -338,8 +338,9 @@ class ToolStream:
     a usable index (missing, text, negative) has no place in the model's order: it
     gets an ``INCOMPLETE_CALL`` result and does not run; any other event without one
     is ignored and noted in :attr:`anomalies`. A call sent without an id gets a
-    made-up one (``call_<index>``, never an id the stream gave), so it is submitted
-    only once the stream has ended and every given id is known.
+    made-up one (``call_<index>``; ``toolu_<index>`` for Anthropic) that is never an
+    id the stream gave, so it is submitted only once the stream has ended and every
+    given id is known.
 
     Attributes:
         text: the text streamed so far.

@@ -46,6 +46,7 @@ __all__ = [
     "calls",
     "result_messages",
     "stream_calls",
+    "tool_input",
     "tools",
 ]
 
@@ -73,8 +74,10 @@ def calls(message: Any) -> list[ToolCall]:
 
     Returns:
         One :class:`~toolnursery.ToolCall` per ``tool_use`` block, its ``input``
-        as the arguments. An ``input`` that is not an object is passed on as it is,
-        so that call gets an ``INVALID_ARGS`` result and does not run.
+        as the arguments. An ``input`` that is not an object gives that call an
+        ``INVALID_ARGS`` result (see :func:`tool_input`); it does not run. A block
+        without an id gets ``toolu_<n>`` (its position), with a ``_1``, ``_2``...
+        suffix while a given id already is that.
     """
     blocks = list(blocks_of(message, "content", "tool_use"))
     taken = given_ids(get(block, "id") for block in blocks)
@@ -168,7 +171,8 @@ class AnthropicToolStream(ToolStream):
 
     A call starts with ``content_block_start`` (a ``tool_use`` block), grows with
     ``input_json_delta`` and is complete at ``content_block_stop``; ``message_stop``
-    ends the stream normally.
+    ends the stream normally. An input that is not an object — the block's own or the
+    streamed JSON — is refused as :func:`calls` refuses it.
     """
 
     _id_prefix = "toolu_"
