@@ -225,8 +225,8 @@ class AnthropicToolStream(ToolStream):
         if item.whole is not None:
             return tool_input(item.whole)
         text = "".join(item.parts)
-        if not text:
-            return text
+        if not text or text.lstrip().startswith("{"):
+            return text  # an object, or not JSON at all: parse_arguments reads it once
         try:
             value = _decode(text)
         except (msgspec.DecodeError, UnicodeEncodeError, RecursionError):
