@@ -350,7 +350,11 @@ class ToolBatch:
             tool_call = call.tool_call
             assert tool_call is not None
             logged = tool_call if call.fixed is None else _intake.loggable(tool_call)
-            recorder.record(ToolCallEvent(self.id, call.index, logged))
+            try:
+                recorder.record(ToolCallEvent(self.id, call.index, logged))
+            except Exception:
+                call.plan = None  # it never reached the registry: not its to abandon
+                raise
         if call.fixed is not None:
             assert call.slot is _NEW
             call.slot = _SETTLED
