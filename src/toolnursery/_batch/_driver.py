@@ -64,6 +64,7 @@ class ToolBatch:
         max_parallel: int,
         recorder: ToolCallRecorder | None,
         batch_id: str | None = None,
+        hook_abort_grace: float | None = None,
     ) -> None:
         self.registry = registry
         self.signal = signal
@@ -72,6 +73,8 @@ class ToolBatch:
         self.recorder = recorder
         self.id = _intake.new_batch_id() if batch_id is None else batch_id
         self._timings = registry.phase_timings
+        # Seconds the policy hooks may still run after an abort (None: the registry's).
+        self._grace = registry.hook_abort_grace if hook_abort_grace is None else hook_abort_grace
         self._calls: list[CallRecord] = []
         self._ids: set[str] = set()
         self._closed = False
@@ -373,10 +376,10 @@ class ToolBatch:
         if step == _PREPARE:
             if self._timings:
                 begun = _now()
-                await policy(call)
+                await policy(call, self._grace)
                 self._stats.prepare += _now() - begun
             else:
-                await policy(call)
+                await policy(call, self._grace)
             if self._failure is not None:
                 raise self._failure
             step = self._place(call, keys, inline)
@@ -502,11 +505,11 @@ class ToolBatch:
                 hooks = plan.hooks
                 if timings and hooks.any_finalize:
                     begun = _now()
-                    result = await finalize(call)
+                    result = await finalize(call, self._grace)
                     self._stats.finalize += _now() - begun
                     woken = False
                 elif hooks.post and call.state is RESOLVED:
-                    result = await finalize(call)
+                    result = await finalize(call, self._grace)
                     woken = False
                 else:
                     result = conclude(call, plan)  # no post-execute due: no coroutine
