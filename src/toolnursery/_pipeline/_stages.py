@@ -21,6 +21,7 @@ dispatch resolves the definition current when it starts.
 
 from __future__ import annotations
 
+from types import CoroutineType
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
@@ -51,6 +52,7 @@ from ._waterfalls import (
     resolve_decision,
     run_post,
     run_pre,
+    steps,
 )
 
 _new: Final = object.__new__
@@ -142,9 +144,16 @@ async def policy(call: CallRecord, grace: float = DEFAULT_HOOK_ABORT_GRACE) -> N
     if hooks.pre:
         execution = call._execution or call.execution
         try:
-            decision = first_step(run_pre(hooks.pre, execution))
-            if type(decision) is Suspended:
-                decision = await decision.rest(call.caller, grace)
+            # first_step(), inlined: a waterfall that does not suspend needs no scope.
+            step = run_pre(hooks.pre, execution)
+            if type(step) is not CoroutineType:
+                step = steps(step)
+            try:
+                trap = step.send(None)
+            except StopIteration as done:
+                decision = done.value
+            else:
+                decision = await Suspended(step, trap).rest(call.caller, grace)
             if type(decision) is not Allow:
                 denial: Any = CUT
                 if decision is not CUT:
@@ -208,9 +217,15 @@ async def finalize(
         if post:
             execution = call._execution or call.execution
             try:
-                decision = first_step(run_post(post, execution, result))
-                if type(decision) is Suspended:
-                    decision = await decision.rest(call.caller, grace)
+                step = run_post(post, execution, result)  # first_step(), inlined
+                if type(step) is not CoroutineType:
+                    step = steps(step)
+                try:
+                    trap = step.send(None)
+                except StopIteration as done:
+                    decision = done.value
+                else:
+                    decision = await Suspended(step, trap).rest(call.caller, grace)
                 if decision is CUT:
                     result = abort_result(call, result)
                 else:

@@ -45,6 +45,7 @@ __all__ = [
     "resolve_decision",
     "run_post",
     "run_pre",
+    "steps",
 ]
 
 logger = logging.getLogger("toolnursery")
@@ -239,21 +240,27 @@ def check_hook_abort_grace(value: object, where: str = "hook_abort_grace") -> fl
     return grace
 
 
+def steps(awaitable: object) -> Any:
+    """The iterator ``await awaitable`` steps (a coroutine is its own).
+
+    Raises:
+        TypeError: ``awaitable`` is not awaitable (as ``await`` would).
+    """
+    if type(awaitable) is CoroutineType:
+        return awaitable
+    to_await = getattr(type(awaitable), "__await__", None)
+    if to_await is None:
+        raise TypeError(f"object {type(awaitable).__name__} can't be used in 'await' expression")
+    return to_await(awaitable)
+
+
 def first_step(awaitable: Awaitable[Any]) -> Any:
     """Run ``awaitable`` up to its first suspension, as ``await`` would begin it.
 
     Returns its value when it finished without suspending, else a :class:`Suspended`
     to await for the rest. Raises what it raised.
     """
-    if type(awaitable) is CoroutineType:
-        step: Any = awaitable
-    else:
-        to_await = getattr(type(awaitable), "__await__", None)
-        if to_await is None:
-            raise TypeError(
-                f"object {type(awaitable).__name__} can't be used in 'await' expression"
-            )
-        step = to_await(awaitable)
+    step = steps(awaitable)
     try:
         trap = step.send(None)
     except StopIteration as done:
@@ -312,7 +319,7 @@ class Suspended:
                 except GeneratorExit:
                     step.close()
                     raise
-                except BaseException as exc:  # noqa: BLE001 (handed on, as ``yield from`` does)
+                except BaseException as exc:  # handed on to the phase, as ``yield from`` does
                     thrown = exc
             self.scope = None
             try:
