@@ -367,6 +367,37 @@ async def test_a_recorder_failing_on_the_first_event_leaves_no_negative_count() 
     assert registry.statistics().in_flight == 0
 
 
+async def test_a_recorder_failing_on_an_aborted_calls_line_leaves_no_negative_count(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The exclusive call was classified, then the abort came: its synthetic
+    ``ABORTED_BEFORE_DISPATCH`` never passes the registry, even when recording it fails."""
+    registry = registry_with(parallel(), ToolDefinition("x", "x", {}, sleepy))
+    signal = CancelSignal()
+    seen = [0]
+
+    class Broken:
+        def record(self, event: RecorderEvent, /) -> None:
+            seen[0] += 1
+            if seen[0] == 3:  # c1's call, c1's result, then x's synthetic call line
+                raise RecorderBrokeError("disk full")
+
+    async def stop() -> None:
+        signal.cancel("stop")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(stop)
+        with pytest.raises(RecorderBrokeError):
+            await run_tool_calls(
+                registry,
+                [ToolCall("c1", "p", '{"d": 0}'), ToolCall("x", "x", "{}")],
+                signal=signal,
+                recorder=Broken(),
+            )
+    stats = registry.statistics()
+    assert (stats.started, stats.committed, stats.abandoned, stats.in_flight) == (1, 1, 0, 0)
+
+
 def test_a_snapshot_is_frozen_hashable_and_round_trips() -> None:
     """Frozen Struct, read-only mappings, lossless msgspec JSON."""
     stats = ToolStatistics(
@@ -477,7 +508,8 @@ def batch_scripts(draw: st.DrawFn) -> dict[str, Any]:
         "fault_at": draw(st.none() | st.integers(0, 3 * n + 2)),
         "abort_at": draw(st.none() | st.floats(0, 5)),
         "deadline": draw(st.none() | st.floats(0, 6)),
-        "slow_pre": draw(st.booleans()),
+        "slow_pre": draw(st.sampled_from(["no", "slow", "stubborn"])),
+        "grace": draw(st.sampled_from([0, 0.5, 1])),
         "max_parallel": draw(st.integers(1, 8)),
     }
 
@@ -489,9 +521,10 @@ def batch_scripts(draw: st.DrawFn) -> dict[str, Any]:
 async def test_after_any_batch_nothing_is_in_flight_and_the_counters_balance(
     autojump_clock: trio.testing.MockClock, script: dict[str, Any]
 ) -> None:
-    """Recorder faults at any event, aborts, enclosing cancellation, failing bodies:
-    afterwards ``in_flight`` is 0, no counter is negative, ``started`` is
-    ``committed + abandoned`` — for the registry and for the batch."""
+    """Recorder faults at any event, aborts, enclosing cancellation, failing bodies,
+    hooks that ignore the abort: the batch returns, and afterwards ``in_flight`` is 0,
+    no counter is negative, ``started`` is ``committed + abandoned`` — for the registry
+    and for the batch."""
 
     async def body(args: Any, ctx: ToolRunContext) -> str:
         if args.get("report"):
@@ -504,12 +537,15 @@ async def test_after_any_batch_nothing_is_in_flight_and_the_counters_balance(
     registry = ToolRegistry()
     registry.register(ToolDefinition("p", "p", {}, body, is_concurrency_safe=lambda a: True))
     registry.register(ToolDefinition("x", "x", {}, body))
-    if script["slow_pre"]:
+    # A stubborn listener ignores the abort (it is cancelled after the grace); without
+    # an abort it would wait for ever, so it is stubborn only when an abort comes.
+    stubborn = script["slow_pre"] == "stubborn" and script["abort_at"] is not None
+    if script["slow_pre"] != "no":
 
         async def slow(
             execution: ToolExecution, next_: Callable[[], Awaitable[PreToolDecision]]
         ) -> PreToolDecision:
-            await trio.sleep(1)
+            await (trio.sleep_forever() if stubborn else trio.sleep(1))
             return await next_()
 
         registry.on_pre_execute(slow)
@@ -532,7 +568,11 @@ async def test_after_any_batch_nothing_is_in_flight_and_the_counters_balance(
 
     async def run() -> None:
         async with open_tool_batch(
-            registry, recorder=Faulty(), signal=signal, max_parallel=script["max_parallel"]
+            registry,
+            recorder=Faulty(),
+            signal=signal,
+            max_parallel=script["max_parallel"],
+            hook_abort_grace=script["grace"],
         ) as batch:
             batches.append(batch)
             for call in calls:

@@ -555,6 +555,7 @@ class ToolBatch:
         recorder = self.recorder
         while self._cursor < len(calls):
             call = calls[self._cursor]
+            call.plan = None  # classified maybe, never started: not the registry's call
             self._started += 1
             if recorder is not None:
                 tool_call = call.tool_call
