@@ -74,7 +74,7 @@ class ToolBatch:
         self.id = _intake.new_batch_id() if batch_id is None else batch_id
         self._timings = registry.phase_timings
         # Seconds the policy hooks may still run after an abort (None: the registry's).
-        self._grace = registry.hook_abort_grace if hook_abort_grace is None else hook_abort_grace
+        self._grace = registry._hook_abort_grace if hook_abort_grace is None else hook_abort_grace
         self._calls: list[CallRecord] = []
         self._ids: set[str] = set()
         self._closed = False

@@ -223,7 +223,7 @@ async def run_tool_calls(
             calls in flight have settled.
     """
     _check_batch(registry, signal, agent, max_parallel, batch_id)
-    grace = _check_grace(hook_abort_grace)
+    grace = None if hook_abort_grace is None else check_hook_abort_grace(hook_abort_grace)
     if resume_from is not None:
         return await _resume(
             registry,
