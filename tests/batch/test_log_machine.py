@@ -2,8 +2,10 @@
 
 Each step is one of: a subprocess runs a random batch into the log and is killed with
 ``SIGKILL`` at a random point (or finishes); this process opens the log and appends
-while such a batch runs; a writer dies mid-line (a torn line); a killed batch is
-resumed from the log (no committed call may run again). After every step the
+while such a batch runs; a writer dies mid-line (a torn line); an edit or a merge puts
+another call's result (no call line) into the log, in a batch of its own or in a killed
+batch; a killed batch is resumed from the log (no committed call may run again, no call
+gets another call's result, a batch holding another call's line is refused). After every step the
 log reads back (torn lines skipped) with every result any batch reported committed —
 ``record()`` had returned — exactly once, every appended event, and replay pairs
 each call with at most one result.
@@ -29,6 +31,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from toolnursery import (
+    ResumeError,
     TextContent,
     ToolCall,
     ToolDefinition,
@@ -100,6 +103,7 @@ class LogMachine(RuleBasedStateMachine):
         self.appended: list[ToolCallEvent] = []
         self.killed: list[tuple[str, int, int]] = []  # (tag, count, size) of killed batches
         self.committed_ids: set[str] = set()
+        self.tampered: set[str] = set()  # tags of killed batches holding another call's line
 
     def append_one(self) -> None:
         event = ToolCallEvent(f"parent-{uuid.uuid4().hex}", 0, ToolCall("p", "t", "x"))
@@ -171,6 +175,11 @@ class LogMachine(RuleBasedStateMachine):
             )
         calls = [ToolCall(f"{tag}-{i}", "ti"[i % 2]) for i in range(count)]
         started = {e.call.id for e in read_log(self.path) if isinstance(e, ToolCallEvent)}
+        if tag in self.tampered:
+            with pytest.raises(ResumeError, match="it records these calls, and its result line"):
+                trio.run(partial(run_tool_calls, registry, calls, resume_from=self.path))
+            assert ran == []
+            return
         with JsonlRecorder(self.path) as recorder:
             results = trio.run(
                 partial(run_tool_calls, registry, calls, recorder=recorder, resume_from=self.path)
@@ -187,6 +196,7 @@ class LogMachine(RuleBasedStateMachine):
         for index, result in enumerate(results):
             block = result.content[0]
             assert isinstance(block, TextContent)
+            assert not block.text.startswith("other's"), "a call got another call's result"
             self.committed.setdefault((batch, index), block.text)
             assert self.committed[batch, index] == block.text
             self.committed_ids.add(calls[index].id)
@@ -195,6 +205,32 @@ class LogMachine(RuleBasedStateMachine):
     @rule()
     def open_and_append(self) -> None:
         self.append_one()
+
+    @rule(into_killed=st.booleans(), index=st.integers(0, 11))
+    def another_calls_result_is_merged_in(self, into_killed: bool, index: int) -> None:
+        """A ``tool_result`` line of another call, without its call line: in a batch of
+        its own at an index these batches use, or in a killed batch."""
+        batch = f"merged-{uuid.uuid4().hex}"
+        if into_killed and self.killed:
+            tag, count, _ = self.killed[index % len(self.killed)]
+            batch = self.batch_of(tag)
+            self.tampered.add(tag)
+            index %= count
+        other = f"other-{uuid.uuid4().hex[:8]}"
+        event = ToolResultEvent(
+            batch, index, other, ToolExecutionResult((TextContent(f"other's {other}"),), False)
+        )
+        with JsonlRecorder(self.path) as recorder:
+            recorder.record(event)
+
+    def batch_of(self, tag: str) -> str:
+        """The batch id a killed batch's calls were recorded under."""
+        (batch,) = {
+            e.batch
+            for e in read_log(self.path)
+            if isinstance(e, ToolCallEvent) and e.call.id.startswith(tag)
+        }
+        return batch
 
     @rule(cut=st.floats(0.05, 0.95))
     def a_writer_dies_mid_line(self, cut: float) -> None:
@@ -211,7 +247,7 @@ class LogMachine(RuleBasedStateMachine):
         events = read_log(self.path)
         results: dict[tuple[str, int], str] = {}
         for event in events:
-            if isinstance(event, ToolResultEvent):
+            if isinstance(event, ToolResultEvent) and not event.call_id.startswith("other-"):
                 key = (event.batch, event.index)
                 assert key not in results, f"a result recorded twice: {key}"
                 block = event.result.content[0]
@@ -251,13 +287,22 @@ def test_one_run_of_the_machine_kills_in_lockstep_and_resumes(machine_dir: Path)
     machine.nothing_committed_is_lost_or_doubled()
     machine.a_writer_dies_mid_line(0.5)
     machine.open_and_append()
+    machine.another_calls_result_is_merged_in(into_killed=False, index=0)
     resumed = len(RESUMED)
 
     class First:
         def draw(self, strategy: object) -> int:
             return 0
 
-    machine.resume_a_killed_batch(First())  # type: ignore[arg-type]
+    machine.resume_a_killed_batch(First())
     assert len(RESUMED) == resumed + 1
     assert RESUMED[-1] >= 1  # the calls after the kill ran now
+    machine.nothing_committed_is_lost_or_doubled()
+    # Another call's result merged into a killed batch: resuming it is refused.
+    machine.run_batch(count=3, size=0, kill_after=0, concurrent=False, lockstep=True)
+    machine.another_calls_result_is_merged_in(into_killed=True, index=1)
+    machine.nothing_committed_is_lost_or_doubled()
+    machine.resume_a_killed_batch(First())
+    assert len(RESUMED) == resumed + 1  # refused: nothing ran
+    assert machine.killed == []
     machine.nothing_committed_is_lost_or_doubled()

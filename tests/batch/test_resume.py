@@ -17,13 +17,17 @@ from hypothesis import strategies as st
 from toolnursery import (
     HookContext,
     InterruptedCallError,
+    LogReport,
     ResumeError,
     TextContent,
     ToolCall,
+    ToolDefinition,
     ToolExecutionResult,
+    ToolRegistry,
+    ToolRunContext,
     run_tool_calls,
 )
-from toolnursery._batch._recorder import ContextEvent
+from toolnursery._batch._recorder import ContextEvent, ProgressEvent
 from toolnursery._batch._resume import plan_resume
 from toolnursery._cli._cards import read_batches
 from toolnursery._cli._main import main
@@ -32,7 +36,14 @@ from toolnursery._core._outcomes import (
     ABORTED_RESULT,
     failure_result,
 )
-from toolnursery.log import JsonlRecorder, RecorderEvent, ToolCallEvent, ToolResultEvent, replay_log
+from toolnursery.log import (
+    JsonlRecorder,
+    RecorderEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    read_log,
+    replay_log,
+)
 
 
 def ok(text: str) -> ToolExecutionResult:
@@ -124,6 +135,123 @@ def test_a_named_batch_must_hold_these_calls() -> None:
     assert plan.count("run") == len(CALLS)
 
 
+# -- lines of other calls: edited, merged, torn logs ---------------------------------
+
+
+async def test_another_calls_result_is_never_replayed_and_the_call_runs(tmp_path: Path) -> None:
+    paid: list[str] = []
+
+    async def pay(args: object, ctx: ToolRunContext) -> str:
+        paid.append(ctx.call_id)
+        return "paid"
+
+    registry = ToolRegistry()
+    registry.register(ToolDefinition("pay", "Pay.", {"type": "object"}, pay))
+    log = tmp_path / "log.jsonl"
+    with JsonlRecorder(log) as recorder:  # a result line with no call line, of "other"
+        recorder.record(ToolResultEvent("b1", 0, "other", ok("other's result")))
+    calls = [ToolCall("mine", "pay", '{"amount": 5}')]
+    plan = plan_resume(read_log(log), calls, idempotent)
+    assert plan.batch_id is None
+    assert [e.action for e in plan.calls] == ["run"]
+    assert plan.notes == (
+        "batch \"b1\" not resumed: its result line at index 0 is for call 'other', "
+        "not 'mine', and it has no call line",
+    )
+    results = await run_tool_calls(registry, calls, resume_from=log)
+    assert texts(results) == ["paid"]
+    assert paid == ["mine"]
+
+
+def test_a_result_without_its_call_line_is_not_trusted_and_never_runs_twice() -> None:
+    events: list[RecorderEvent] = [
+        ToolCallEvent("b", 0, CALLS[0]),
+        ToolResultEvent("b", 0, "c0", ok("read 0")),
+        ToolResultEvent("b", 1, "c1", ok("wrote 1")),  # its call line was edited out
+        ToolResultEvent("b", 2, "c2", ABORTED_BEFORE_DISPATCH_RESULT),  # idem, no call line
+        ProgressEvent("b", 3, "c3", LogReport(level="info", data="half")),  # no call line
+        ToolResultEvent("b", 5, "c5", ABORTED_BEFORE_DISPATCH_RESULT),  # write, no call line
+    ]
+    plan = plan_resume(events, CALLS, idempotent)
+    assert plan.batch_id == "b"
+    assert [(e.action, e.started, e.note is not None) for e in plan.calls] == [
+        ("replay", True, False),
+        ("interrupted", True, True),
+        ("run", True, True),
+        ("interrupted", True, True),
+        ("run", False, False),
+        ("interrupted", True, True),
+    ]
+    assert plan.calls[1].note == (
+        "the log holds a result of call 'c1' at index 1 without its call line; not trusted"
+    )
+    assert plan.calls[3].note is not None
+    assert plan.calls[3].note.startswith("the log holds a line of call 'c3'")
+    assert plan.notes == tuple(e.note for e in plan.calls if e.note is not None)
+
+
+def test_a_batch_of_these_calls_holding_another_calls_line_is_refused() -> None:
+    started: list[RecorderEvent] = [
+        ToolCallEvent("b", 0, CALLS[0]),
+        ToolCallEvent("b", 1, CALLS[1]),
+    ]
+    merged: list[RecorderEvent] = [*started, ToolResultEvent("b", 1, "other", ok("not c1's"))]
+    with pytest.raises(
+        ResumeError,
+        match='batch "b": it records these calls, and its result line at index 1 is '
+        "for call 'other', not 'c1'",
+    ):
+        plan_resume(merged, CALLS[:2], idempotent)
+    # No call line, but a result of c0 at index 0 beside another call's: refused too.
+    edited: list[RecorderEvent] = [
+        ToolResultEvent("b", 0, "c0", ok("c0's")),
+        ContextEvent("b", 1, "x", HookContext((TextContent("ctx"),), "tool")),
+    ]
+    with pytest.raises(ResumeError, match="its context line at index 1 is for call 'x'"):
+        plan_resume(edited, CALLS[:2], idempotent)
+    past: list[RecorderEvent] = [ToolResultEvent("b", 7, "c7", ok("c7's"))]
+    with pytest.raises(ResumeError, match="past the last of 2 calls"):
+        plan_resume(past, CALLS[:2], idempotent, batch_id="b")
+    with pytest.raises(ResumeError, match="for call 'other', not 'c1'"):
+        plan_resume(merged, CALLS[:2], idempotent, batch_id="b")
+    # A later batch of these very calls is resumed; the contradictory one is older.
+    later = [*merged, ToolCallEvent("b2", 0, CALLS[0])]
+    assert plan_resume(later, CALLS[:2], idempotent).batch_id == "b2"
+
+
+async def test_resuming_an_untrusted_result_records_the_call_line_then_replays(
+    tmp_path: Path,
+) -> None:
+    ran: list[str] = []
+
+    async def write(args: object, ctx: ToolRunContext) -> str:
+        ran.append(ctx.call_id)
+        return "wrote"
+
+    registry = ToolRegistry()
+    registry.register(ToolDefinition("write", "Write.", {"type": "object"}, write))
+    log = tmp_path / "log.jsonl"
+    with JsonlRecorder(log) as recorder:
+        recorder.record(ToolResultEvent("b", 0, "w", ok("wrote once")))
+    calls = [ToolCall("w", "write")]
+    with JsonlRecorder(log) as recorder:
+        first = await run_tool_calls(registry, calls, recorder=recorder, resume_from=log)
+    assert first[0].error is not None
+    assert first[0].error.code == "INTERRUPTED"
+    assert replay_log(log) == [(calls[0], first[0])]
+    again = plan_resume(read_log(log), calls, idempotent)
+    assert [(e.action, e.note) for e in again.calls] == [("replay", None)]
+    assert ran == []
+
+
+def test_replay_pairs_a_result_only_with_its_own_call(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    with JsonlRecorder(log) as recorder:
+        recorder.record(ToolCallEvent("b", 0, CALLS[0]))
+        recorder.record(ToolResultEvent("b", 0, "other", ok("other's")))
+    assert replay_log(log) == [(CALLS[0], None)]
+
+
 # -- properties ------------------------------------------------------------------------
 
 STATES = ["none", "started", "ok", "failed", "aborted", "aborted_before"]
@@ -195,6 +323,78 @@ def test_a_plan_never_runs_a_side_effect_twice_and_loses_no_committed_result(
     assert again.count("replay") == len(calls)
     for first, second in zip(plan.calls, again.calls, strict=True):
         assert second.result == (first.result or ok(f"ran {first.index}"))
+
+
+@st.composite
+def tampered(
+    draw: st.DrawFn,
+) -> tuple[list[ToolCall], list[bool], list[RecorderEvent], list[RecorderEvent]]:
+    """A history as above, then edited and merged: call lines dropped, other calls'
+    results (no call line) put into its batch or a batch of their own, another batch's
+    lines interleaved."""
+    calls, flags, _, events = draw(histories())
+    kept = [e for e in events if not (isinstance(e, ToolCallEvent) and draw(st.booleans()))]
+    foreign = draw(
+        st.lists(
+            st.builds(
+                lambda batch, index, k: ToolResultEvent(batch, index, f"x{k}", ok("foreign")),
+                st.sampled_from(["b", "e"]),
+                st.integers(0, len(calls) + 1),
+                st.integers(0, 3),
+            ),
+            max_size=3,
+        )
+    )
+    other = [ToolCallEvent("o", 0, ToolCall("o0", "t0")), ToolResultEvent("o", 0, "o0", ok("o"))]
+    for event in [*foreign, *other]:
+        kept.insert(draw(st.integers(0, len(kept))), event)
+    return calls, flags, events, kept
+
+
+@settings(max_examples=300)
+@given(tampered())
+def test_a_tampered_log_never_gives_a_call_another_calls_result_or_a_second_run(
+    history: tuple[list[ToolCall], list[bool], list[RecorderEvent], list[RecorderEvent]],
+) -> None:
+    calls, flags, _, events = history
+    ids = [call.id for call in calls]
+
+    def agrees(event: RecorderEvent) -> bool:
+        if isinstance(event, ToolCallEvent):
+            return event.index < len(calls) and event.call == calls[event.index]
+        return event.index < len(ids) and event.call_id == ids[event.index]
+
+    in_b = [e for e in events if e.batch == "b"]
+    contradicts = any(agrees(e) for e in in_b) and not all(agrees(e) for e in in_b)
+    if contradicts:
+        with pytest.raises(ResumeError, match='batch "b"'):
+            plan_resume(events, calls, lambda call: flags[ids.index(call.id)])
+        return
+    plan = plan_resume(events, calls, lambda call: flags[ids.index(call.id)])
+    if plan.batch_id is None and any(e.batch == "e" for e in events):
+        assert any(note.startswith('batch "e" not resumed') for note in plan.notes)
+    mine = [e for e in events if e.batch == plan.batch_id]
+    lines = {(e.index, type(e)) for e in mine}
+    for entry in plan.calls:
+        i = entry.index
+        assert entry.result is None or entry.result.text != "foreign"
+        if entry.action == "replay":
+            assert (i, ToolCallEvent) in lines
+            assert ToolResultEvent(plan.batch_id or "", i, ids[i], entry.result) in mine  # type: ignore[arg-type]
+        if entry.action == "run" and not flags[i]:  # a side effect: it may not have begun
+            assert (i, ToolCallEvent) not in lines or [
+                e.result for e in mine if isinstance(e, ToolResultEvent) and e.index == i
+            ][-1:] == [ABORTED_BEFORE_DISPATCH_RESULT]
+            assert (
+                not any(e.index == i for e in mine if not isinstance(e, ToolCallEvent))
+                or (
+                    i,
+                    ToolCallEvent,
+                )
+                in lines
+            )
+    if plan.batch_id is None:
+        assert not any(agrees(e) for e in events)
 
 
 # -- resuming for real: a process killed mid-batch -------------------------------------

@@ -14,6 +14,8 @@ import msgspec
 import pytest
 import trio
 import trio.testing
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import toolnursery._batch._driver as batch_module
 import toolnursery._pipeline._stages as pipeline_module
@@ -337,6 +339,65 @@ async def test_a_batch_cut_off_by_its_recorder_reports_abandoned_calls(
     assert (stats.started, stats.committed, stats.abandoned, stats.in_flight) == (2, 1, 1, 0)
 
 
+async def test_a_recorder_failing_on_the_first_event_leaves_no_negative_count() -> None:
+    """The call's ``tool_call`` line failed: it never reached the registry, so the
+    registry neither started nor abandoned it; the batch took it up and abandoned it."""
+    registry = registry_with(parallel())
+
+    class Broken:
+        def record(self, event: RecorderEvent, /) -> None:
+            raise RecorderBrokeError("disk full")
+
+    batches: list[ToolBatch] = []
+
+    async def stream() -> None:
+        async with open_tool_batch(registry, recorder=Broken()) as batch:
+            batches.append(batch)
+            batch.submit(ToolCall("c1", "p", "{}"))
+            batch.close()
+
+    with pytest.raises(RecorderBrokeError):
+        await stream()
+    stats = registry.statistics()
+    assert (stats.started, stats.committed, stats.abandoned, stats.in_flight) == (0, 0, 0, 0)
+    stats = batches[0].statistics()
+    assert (stats.started, stats.committed, stats.abandoned, stats.in_flight) == (1, 0, 1, 0)
+    with pytest.raises(RecorderBrokeError):
+        await run_tool_calls(registry, [ToolCall("c1", "p", "{}")], recorder=Broken())
+    assert registry.statistics().in_flight == 0
+
+
+async def test_a_recorder_failing_on_an_aborted_calls_line_leaves_no_negative_count(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The exclusive call was classified, then the abort came: its synthetic
+    ``ABORTED_BEFORE_DISPATCH`` never passes the registry, even when recording it fails."""
+    registry = registry_with(parallel(), ToolDefinition("x", "x", {}, sleepy))
+    signal = CancelSignal()
+    seen = [0]
+
+    class Broken:
+        def record(self, event: RecorderEvent, /) -> None:
+            seen[0] += 1
+            if seen[0] == 3:  # c1's call, c1's result, then x's synthetic call line
+                raise RecorderBrokeError("disk full")
+
+    async def stop() -> None:
+        signal.cancel("stop")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(stop)
+        with pytest.raises(RecorderBrokeError):
+            await run_tool_calls(
+                registry,
+                [ToolCall("c1", "p", '{"d": 0}'), ToolCall("x", "x", "{}")],
+                signal=signal,
+                recorder=Broken(),
+            )
+    stats = registry.statistics()
+    assert (stats.started, stats.committed, stats.abandoned, stats.in_flight) == (1, 1, 0, 0)
+
+
 def test_a_snapshot_is_frozen_hashable_and_round_trips() -> None:
     """Frozen Struct, read-only mappings, lossless msgspec JSON."""
     stats = ToolStatistics(
@@ -418,3 +479,125 @@ async def test_phase_timings_are_opt_in_and_the_counters_always_on() -> None:
     assert ToolRegistry(phase_timings=True).phase_timings is True
     with pytest.raises(TypeError, match="phase_timings must be a bool"):
         registry.phase_timings = 1  # type: ignore[assignment]
+
+
+# -- the counters balance after any batch ------------------------------------------------
+
+
+class _Fault(Exception):
+    pass
+
+
+@st.composite
+def batch_scripts(draw: st.DrawFn) -> dict[str, Any]:
+    """A batch: its calls (tool, duration, failing), a recorder that fails at its k-th
+    event, an abort, an enclosing scope's deadline, a slow pre-execute listener."""
+    n = draw(st.integers(1, 6))
+    calls = [
+        (
+            draw(st.sampled_from(["p", "x"])),
+            draw(st.integers(0, 3)),
+            draw(st.booleans()),
+            draw(st.booleans()),  # reports progress (a progress event)
+        )
+        for _ in range(n)
+    ]
+    return {
+        "calls": calls,
+        "duplicate": draw(st.booleans()),
+        "fault_at": draw(st.none() | st.integers(0, 3 * n + 2)),
+        "abort_at": draw(st.none() | st.floats(0, 5)),
+        "deadline": draw(st.none() | st.floats(0, 6)),
+        "slow_pre": draw(st.sampled_from(["no", "slow", "stubborn"])),
+        "grace": draw(st.sampled_from([0, 0.5, 1])),
+        "max_parallel": draw(st.integers(1, 8)),
+    }
+
+
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(script=batch_scripts())
+async def test_after_any_batch_nothing_is_in_flight_and_the_counters_balance(
+    autojump_clock: trio.testing.MockClock, script: dict[str, Any]
+) -> None:
+    """Recorder faults at any event, aborts, enclosing cancellation, failing bodies,
+    hooks that ignore the abort: the batch returns, and afterwards ``in_flight`` is 0,
+    no counter is negative, ``started`` is ``committed + abandoned`` — for the registry
+    and for the batch."""
+
+    async def body(args: Any, ctx: ToolRunContext) -> str:
+        if args.get("report"):
+            ctx.report_progress(1, 2)
+        await trio.sleep(args["d"])
+        if args.get("fail"):
+            raise RuntimeError("boom")
+        return "ok"
+
+    registry = ToolRegistry()
+    registry.register(ToolDefinition("p", "p", {}, body, is_concurrency_safe=lambda a: True))
+    registry.register(ToolDefinition("x", "x", {}, body))
+    # A stubborn listener ignores the abort (it is cancelled after the grace); without
+    # an abort it would wait for ever, so it is stubborn only when an abort comes.
+    stubborn = script["slow_pre"] == "stubborn" and script["abort_at"] is not None
+    if script["slow_pre"] != "no":
+
+        async def slow(
+            execution: ToolExecution, next_: Callable[[], Awaitable[PreToolDecision]]
+        ) -> PreToolDecision:
+            await (trio.sleep_forever() if stubborn else trio.sleep(1))
+            return await next_()
+
+        registry.on_pre_execute(slow)
+    seen = [0]
+
+    class Faulty:
+        def record(self, event: RecorderEvent, /) -> None:
+            seen[0] += 1
+            if seen[0] - 1 == script["fault_at"]:
+                raise _Fault(f"event {seen[0] - 1}")
+
+    calls = [
+        ToolCall(f"c{i}", tool, json.dumps({"d": d, "fail": fail, "report": report}))
+        for i, (tool, d, fail, report) in enumerate(script["calls"])
+    ]
+    if script["duplicate"]:
+        calls.append(msgspec.structs.replace(calls[0], arguments='{"d": 0}'))
+    signal = CancelSignal()
+    batches: list[ToolBatch] = []
+
+    async def run() -> None:
+        async with open_tool_batch(
+            registry,
+            recorder=Faulty(),
+            signal=signal,
+            max_parallel=script["max_parallel"],
+            hook_abort_grace=script["grace"],
+        ) as batch:
+            batches.append(batch)
+            for call in calls:
+                batch.submit(call)
+            batch.close()
+            async for _ in batch:
+                pass
+
+    async def abort(at: float) -> None:
+        await trio.sleep(at)
+        signal.cancel("stop")
+
+    begun = trio.current_time()
+    with trio.move_on_after(script["deadline"] if script["deadline"] is not None else 1e9):
+        async with trio.open_nursery() as nursery:
+            if script["abort_at"] is not None:
+                nursery.start_soon(abort, script["abort_at"])
+            try:
+                await run()
+            except _Fault:
+                assert script["fault_at"] is not None
+            nursery.cancel_scope.cancel()
+    assert trio.current_time() - begun < 60
+    for stats in (registry.statistics(), batches[0].statistics()):
+        assert min(stats.started, stats.committed, stats.abandoned, stats.in_flight) >= 0
+        assert stats.in_flight == 0, stats
+        assert stats.started == stats.committed + stats.abandoned, stats
+        assert sum(stats.results_by_code.values()) == stats.committed

@@ -8,6 +8,8 @@ execution and plain async listeners.
 from __future__ import annotations
 
 import logging
+import math
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -26,14 +28,21 @@ from toolnursery import (
     CancelSignal,
     Deny,
     TextContent,
+    ToolCall,
+    ToolDefinition,
     ToolExecution,
+    ToolExecutionInput,
     ToolExecutionResult,
     ToolExecutionToken,
     ToolRegistry,
+    open_tool_batch,
+    run_tool_calls,
 )
 from toolnursery._core._outcomes import UnreachableError
 from toolnursery._pipeline._waterfalls import (
+    Suspended,
     apply_post,
+    first_step,
     notify,
     resolve_decision,
     run_post,
@@ -331,3 +340,288 @@ async def test_an_async_observer_is_refused_and_its_coroutine_closed(
         'tool "edit" (c1): tools/result observer failed: '
         "observer returned an awaitable; observers must be synchronous"
     ] * 2
+
+
+# -- the grace after an abort ------------------------------------------------------------
+
+
+def grace_registry(*, grace: float | None = None) -> ToolRegistry:
+    registry = ToolRegistry() if grace is None else ToolRegistry(hook_abort_grace=grace)
+
+    async def body(args: Any, ctx: Any) -> str:
+        return "ran"
+
+    registry.register(ToolDefinition("t", "t", {"type": "object"}, body))
+    return registry
+
+
+async def abort_after(signal: CancelSignal, seconds: float) -> None:
+    await trio.sleep(seconds)
+    signal.cancel("stop")
+
+
+def late_denial(after_abort: float, seen: list[str]) -> Callable[..., Awaitable[Any]]:
+    """A pre-execute listener that ignores the abort and denies ``after_abort`` s later."""
+
+    async def listener(execution: ToolExecution, next_: Callable[[], Awaitable[Any]]) -> Any:
+        await execution.signal.wait()
+        try:
+            await trio.sleep(after_abort)
+        except trio.Cancelled:
+            seen.append(f"cancelled at {trio.current_time():.2f}")
+            raise
+        seen.append("denied")
+        return Deny("too late?")
+
+    return listener
+
+
+@pytest.mark.spec("B118")
+@pytest.mark.parametrize(
+    ("after_abort", "expected"),
+    [(0.999, "Error: too late?"), (1.001, "ABORTED_BEFORE_DISPATCH")],
+)
+async def test_a_denial_just_inside_the_grace_wins_and_one_past_it_is_cancelled(
+    autojump_clock: trio.testing.MockClock, after_abort: float, expected: str
+) -> None:
+    registry = grace_registry()
+    assert registry.hook_abort_grace == 1.0  # the default
+    seen: list[str] = []
+    registry.on_pre_execute(late_denial(after_abort, seen))
+    signal = CancelSignal()
+    begun = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(abort_after, signal, 2)
+        result = await registry.execute(ToolExecutionInput("c1", "t", {}, signal))
+    ended = trio.current_time() - begun
+    if expected.startswith("Error"):
+        assert (text(result), result.error) == (expected, None)
+        assert seen == ["denied"]
+        assert ended == pytest.approx(2 + after_abort)
+    else:
+        assert result.error is not None
+        assert result.error.code == expected
+        assert seen == [f"cancelled at {begun + 3:.2f}"]  # at the abort plus the grace
+        assert ended == pytest.approx(3)
+
+
+@pytest.mark.parametrize("phase", ["pre_execute", "approval", "post_execute"])
+async def test_a_hook_ignoring_an_abort_of_one_execute_is_cancelled_after_the_grace(
+    autojump_clock: trio.testing.MockClock, phase: str
+) -> None:
+    seen: list[str] = []
+
+    async def stubborn() -> None:
+        try:
+            await trio.sleep_forever()
+        except trio.Cancelled:
+            seen.append(phase)
+            raise
+
+    class Approval:
+        async def request(self, request: ApprovalRequest, /) -> Any:
+            await stubborn()
+
+    registry = ToolRegistry(Approval(), hook_abort_grace=0.25)
+    started = trio.Event()
+
+    async def body(args: Any, ctx: Any) -> str:
+        started.set()
+        if phase == "post_execute":
+            await ctx.signal.wait()
+        return "ran"
+
+    registry.register(ToolDefinition("t", "t", {"type": "object"}, body))
+
+    async def pre(execution: ToolExecution, next_: Callable[[], Awaitable[Any]]) -> Any:
+        if phase == "pre_execute":
+            await stubborn()
+        return Ask("needs a yes") if phase == "approval" else await next_()
+
+    async def post(execution: ToolExecution, result: Any, next_: Callable[[], Any]) -> Any:
+        if phase == "post_execute":
+            await stubborn()
+        return await next_()
+
+    registry.on_pre_execute(pre)
+    registry.on_post_execute(post)
+    signal = CancelSignal()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(abort_after, signal, 1)
+        begun = trio.current_time()
+        result = await registry.execute(
+            ToolExecutionInput("c1", "t", {}, signal, agent=registry.scope())
+        )
+    assert trio.current_time() - begun == pytest.approx(1.25)
+    assert seen == [phase]
+    assert result.error is not None
+    code = "ABORTED" if phase == "post_execute" else TOOL_ABORTED_BEFORE_DISPATCH
+    assert result.error.code == code
+    assert started.is_set() == (phase == "post_execute")
+    stats = registry.statistics()
+    assert (stats.started, stats.committed, stats.in_flight) == (1, 1, 0)
+
+
+async def test_the_batch_grace_beats_the_registrys(autojump_clock: trio.testing.MockClock) -> None:
+    registry = grace_registry(grace=30)
+    assert registry.hook_abort_grace == 30.0
+    seen: list[str] = []
+    registry.on_pre_execute(late_denial(10, seen))
+    signal = CancelSignal()
+    calls = [ToolCall("c1", "t", "{}"), ToolCall("c2", "t", "{}")]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(abort_after, signal, 1)
+        begun = trio.current_time()
+        results = await run_tool_calls(registry, calls, signal=signal, hook_abort_grace=0.5)
+    assert trio.current_time() - begun == pytest.approx(1.5)
+    assert [r.error.code if r.error else r.text for r in results] == [
+        TOOL_ABORTED_BEFORE_DISPATCH,
+        TOOL_ABORTED_BEFORE_DISPATCH,
+    ]
+    assert len(seen) == 1
+    assert seen[0].startswith("cancelled")
+    # The registry's own grace (30 s) lets the denial through; and the streaming form.
+    seen.clear()
+    signal = CancelSignal()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(abort_after, signal, 1)
+        async with open_tool_batch(registry, signal=signal) as batch:
+            batch.submit(calls[0])
+            batch.close()
+    assert seen == ["denied"]
+    assert batch.results[0].text == "Error: too late?"
+    registry.hook_abort_grace = 0
+    seen.clear()
+    signal = CancelSignal()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(abort_after, signal, 1)
+        begun = trio.current_time()
+        async with open_tool_batch(registry, signal=signal, hook_abort_grace=2) as batch:
+            batch.submit(calls[0])
+            batch.close()
+    assert trio.current_time() - begun == pytest.approx(3)
+    assert batch.results[0].error is not None
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "message"),
+    [
+        (-0.5, ValueError, "hook_abort_grace must be a number of seconds of at least 0, got -0.5"),
+        (float("nan"), ValueError, "got nan"),
+        (-math.inf, ValueError, "got -inf"),
+        ("1", TypeError, "hook_abort_grace must be a number of seconds, not str"),
+        (True, TypeError, "not bool"),
+        (None, TypeError, "not NoneType"),
+    ],
+)
+async def test_an_invalid_grace_is_refused(
+    value: Any, error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=re.escape(message)):
+        ToolRegistry(hook_abort_grace=value)
+    registry = grace_registry()
+    with pytest.raises(error, match=re.escape(message)):
+        registry.hook_abort_grace = value
+    assert registry.hook_abort_grace == 1.0
+    if value is None:
+        return  # None is a batch's "the registry's grace"
+    with pytest.raises(error, match=re.escape(message)):
+        await run_tool_calls(registry, [ToolCall("c1", "t", "{}")], hook_abort_grace=value)
+    with pytest.raises(error, match=re.escape(message)):
+        async with open_tool_batch(registry, hook_abort_grace=value):
+            pass  # pragma: no cover
+    assert ToolRegistry(hook_abort_grace=0).hook_abort_grace == 0.0
+    assert ToolRegistry(hook_abort_grace=math.inf).hook_abort_grace == math.inf
+
+
+async def test_a_hook_that_catches_cancelled_cannot_wait_past_the_grace(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """As trio code in a cancelled scope: every later wait is cancelled at once, a
+    shield inside the hook included; an answer it still gives counts."""
+    seen: list[str] = []
+
+    async def stubborn(execution: ToolExecution, next_: Callable[[], Awaitable[Any]]) -> Any:
+        for attempt in range(3):
+            try:
+                if attempt == 2:
+                    with trio.CancelScope(shield=True):
+                        await trio.sleep(100)
+                else:
+                    await trio.sleep(100)
+            except trio.Cancelled:
+                seen.append(f"cancelled at {trio.current_time():.2f}")
+        return Deny("still here")
+
+    registry = grace_registry()
+    registry.on_pre_execute(stubborn)
+    signal = CancelSignal()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(abort_after, signal, 1)
+        begun = trio.current_time()
+        result = await registry.execute(ToolExecutionInput("c1", "t", {}, signal))
+    assert seen == [f"cancelled at {begun + 2:.2f}"] * 3
+    assert result.text == "Error: still here"
+
+    async def reraises(execution: ToolExecution, next_: Callable[[], Awaitable[Any]]) -> Any:
+        try:
+            await trio.sleep(100)
+        except trio.Cancelled:
+            await trio.sleep(100)  # cancelled again, at once: this Cancelled goes out
+        raise AssertionError  # pragma: no cover
+
+    registry = grace_registry()
+    registry.on_pre_execute(reraises)
+    signal = CancelSignal()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(abort_after, signal, 1)
+        begun = trio.current_time()
+        result = await registry.execute(ToolExecutionInput("c1", "t", {}, signal))
+    assert trio.current_time() - begun == pytest.approx(2)
+    assert result.error is not None
+    assert result.error.code == TOOL_ABORTED_BEFORE_DISPATCH
+
+
+async def test_an_enclosing_cancellation_still_passes_through_a_hook(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    entered = trio.Event()
+
+    async def slow(execution: ToolExecution, next_: Callable[[], Awaitable[Any]]) -> Any:
+        entered.set()
+        await trio.sleep(100)
+        return await next_()  # pragma: no cover
+
+    registry = grace_registry(grace=0)
+    registry.on_pre_execute(slow)
+    signal = CancelSignal()
+    with trio.CancelScope() as scope:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(registry.execute, ToolExecutionInput("c1", "t", {}, signal))
+            await entered.wait()
+            signal.cancel("and")
+            scope.cancel()  # both at once: the enclosing scope's Cancelled goes out
+    assert scope.cancelled_caught
+    assert registry.statistics().abandoned == 1
+
+
+async def test_a_phase_that_does_not_suspend_answers_as_it_would_awaited() -> None:
+    async def denies() -> Any:
+        return Deny("no")
+
+    class Awaitable_:
+        def __await__(self) -> Any:
+            return denies().__await__()
+
+    assert first_step(denies()) == Deny("no")
+    assert first_step(Awaitable_()) == Deny("no")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="object Deny can't be used in 'await' expression"):
+        first_step(Deny("no"))  # type: ignore[arg-type]
+
+    async def suspends() -> Any:
+        await trio.lowlevel.checkpoint()
+        return Allow()
+
+    suspended = first_step(suspends())
+    assert isinstance(suspended, Suspended)
+    assert await suspended.rest(CancelSignal(), 1.0) == Allow()

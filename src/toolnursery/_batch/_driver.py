@@ -64,6 +64,7 @@ class ToolBatch:
         max_parallel: int,
         recorder: ToolCallRecorder | None,
         batch_id: str | None = None,
+        hook_abort_grace: float | None = None,
     ) -> None:
         self.registry = registry
         self.signal = signal
@@ -72,6 +73,8 @@ class ToolBatch:
         self.recorder = recorder
         self.id = _intake.new_batch_id() if batch_id is None else batch_id
         self._timings = registry.phase_timings
+        # Seconds the policy hooks may still run after an abort (None: the registry's).
+        self._grace = registry._hook_abort_grace if hook_abort_grace is None else hook_abort_grace
         self._calls: list[CallRecord] = []
         self._ids: set[str] = set()
         self._closed = False
@@ -350,7 +353,11 @@ class ToolBatch:
             tool_call = call.tool_call
             assert tool_call is not None
             logged = tool_call if call.fixed is None else _intake.loggable(tool_call)
-            recorder.record(ToolCallEvent(self.id, call.index, logged))
+            try:
+                recorder.record(ToolCallEvent(self.id, call.index, logged))
+            except Exception:
+                call.plan = None  # it never reached the registry: not its to abandon
+                raise
         if call.fixed is not None:
             assert call.slot is _NEW
             call.slot = _SETTLED
@@ -369,10 +376,10 @@ class ToolBatch:
         if step == _PREPARE:
             if self._timings:
                 begun = _now()
-                await policy(call)
+                await policy(call, self._grace)
                 self._stats.prepare += _now() - begun
             else:
-                await policy(call)
+                await policy(call, self._grace)
             if self._failure is not None:
                 raise self._failure
             step = self._place(call, keys, inline)
@@ -498,11 +505,11 @@ class ToolBatch:
                 hooks = plan.hooks
                 if timings and hooks.any_finalize:
                     begun = _now()
-                    result = await finalize(call)
+                    result = await finalize(call, self._grace)
                     self._stats.finalize += _now() - begun
                     woken = False
                 elif hooks.post and call.state is RESOLVED:
-                    result = await finalize(call)
+                    result = await finalize(call, self._grace)
                     woken = False
                 else:
                     result = conclude(call, plan)  # no post-execute due: no coroutine
@@ -548,6 +555,7 @@ class ToolBatch:
         recorder = self.recorder
         while self._cursor < len(calls):
             call = calls[self._cursor]
+            call.plan = None  # classified maybe, never started: not the registry's call
             self._started += 1
             if recorder is not None:
                 tool_call = call.tool_call

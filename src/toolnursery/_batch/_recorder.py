@@ -270,11 +270,13 @@ def replay_log(path: str | os.PathLike[str]) -> list[tuple[ToolCall, ToolExecuti
     """Pair each recorded call with its result, in log order.
 
     A call whose result was never recorded (the process died mid-batch) is paired
-    with ``None``.
+    with ``None``; a result pairs with a call only when its batch, index and call id
+    are the call's (a result line of another call, in an edited or merged log, pairs
+    with nothing).
     """
     order: list[tuple[str, int]] = []
     calls: dict[tuple[str, int], ToolCall] = {}
-    results: dict[tuple[str, int], ToolExecutionResult] = {}
+    results: dict[tuple[str, int, str], ToolExecutionResult] = {}
     for event in read_log(path):
         key = (event.batch, event.index)
         if isinstance(event, ToolCallEvent):
@@ -282,5 +284,5 @@ def replay_log(path: str | os.PathLike[str]) -> list[tuple[ToolCall, ToolExecuti
                 order.append(key)
             calls[key] = event.call
         elif isinstance(event, ToolResultEvent):
-            results[key] = event.result
-    return [(calls[key], results.get(key)) for key in order]
+            results[event.batch, event.index, event.call_id] = event.result
+    return [(calls[key], results.get((*key, calls[key].id))) for key in order]

@@ -24,8 +24,20 @@ events recorded under their original indices; the other results are recorded (th
 ones not yet in the log) and returned in model order. This module never runs a call.
 
 Which batch of the log is resumed: the one named by ``batch_id``, else the last batch
-whose recorded calls are exactly these calls at their indices. When no batch matches,
-no call of these has started, so every call runs (in a new batch).
+whose lines all belong to these calls — each ``tool_call`` line is the call at its
+index, each ``tool_result`` / ``context`` / ``progress`` line carries the id of the call
+at its index. When no batch matches, no call of these has started, so every call runs
+(in a new batch). A line counts for a call only when batch, index and call id agree;
+what is not so is never taken as the call's, failing closed:
+
+* a batch whose only lines are other calls' results (no ``tool_call`` line, a foreign
+  call id at one of these indices) is not resumed — a note in :attr:`ResumePlan.notes`;
+* a batch that records lines of these calls (their starts, or their results at their
+  indices) and also another call's line at one of their indices contradicts itself:
+  :class:`~toolnursery.ResumeError` names the line;
+* a call's result (or other line) without its ``tool_call`` line cannot be checked
+  against the call's tool and arguments: the call counts as started with no result
+  (``interrupted``, or ``run`` for an idempotent tool), with a ``note`` saying why.
 """
 
 from __future__ import annotations
@@ -48,6 +60,7 @@ from .._core._errors import (
 from .._core._outcomes import failure_result, json_safe
 from ._recorder import (
     ContextEvent,
+    ProgressEvent,
     RecorderEvent,
     ToolCallEvent,
     ToolCallRecorder,
@@ -83,6 +96,9 @@ class ResumedCall(msgspec.Struct, frozen=True, kw_only=True):
         result: for ``replay`` the recorded result (its recorded contexts attached),
             for ``interrupted`` / ``duplicate`` the result it gets; ``None`` for ``run``.
         started: the log records the call as started before (so ``run`` is a re-run).
+        note: why the log's lines of this call were not trusted (a result or another
+            line of it without its ``tool_call`` line: an edited or merged log), else
+            ``None``; such a call is treated as started with no result.
     """
 
     index: int
@@ -90,6 +106,7 @@ class ResumedCall(msgspec.Struct, frozen=True, kw_only=True):
     action: ResumeAction
     result: ToolExecutionResult | None = None
     started: bool = False
+    note: str | None = None
 
 
 class ResumePlan(msgspec.Struct, frozen=True, kw_only=True):
@@ -100,10 +117,14 @@ class ResumePlan(msgspec.Struct, frozen=True, kw_only=True):
             one its first run saw); ``None`` when no recorded batch matched (every call
             runs, in a new batch).
         calls: one entry per call, in model order.
+        notes: the log lines that resuming set aside, and why: a batch not resumed
+            because its only lines are of other calls' results (or contexts, or
+            progress) at these indices, and each call's ``note``.
     """
 
     batch_id: str | None
     calls: tuple[ResumedCall, ...]
+    notes: tuple[str, ...] = ()
 
     def count(self, action: ResumeAction) -> int:
         """How many calls the plan gives ``action``."""
@@ -111,15 +132,18 @@ class ResumePlan(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class _Recorded:
-    __slots__ = ("calls", "contexts", "results")
+    __slots__ = ("calls", "contexts", "lines", "results", "started")
 
     def __init__(self) -> None:
         self.calls: dict[int, ToolCall] = {}
         self.results: dict[int, ToolExecutionResult] = {}
         self.contexts: dict[int, list[HookContext]] = {}
+        # (kind, index, call id) of each result, context and progress line, in file order
+        self.lines: list[tuple[str, int, str]] = []
 
 
 _RERUN_CODES: Final = frozenset({TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH})
+_KINDS: Final = {ToolResultEvent: "result", ContextEvent: "context", ProgressEvent: "progress"}
 
 
 def plan_resume(
@@ -131,18 +155,24 @@ def plan_resume(
 ) -> ResumePlan:
     """Decide what resuming ``calls`` from a log's ``events`` does with each call.
 
+    A recorded line counts for a call only when its batch, its index and its call id
+    (and, on a ``tool_call`` line, the tool and arguments) are the call's.
+
     Args:
         events: the log's events, in file order (:func:`~toolnursery.log.read_log`).
         calls: the batch's calls, in model order (the same calls as the crashed run).
         is_idempotent: whether a call's tool may safely run again.
         batch_id: the batch to resume; ``None`` picks the last recorded batch whose
-            calls match ``calls``.
+            lines all belong to ``calls``.
 
     Returns:
         The plan; pure: nothing runs, nothing is read but ``events``.
 
     Raises:
-        ResumeError: ``batch_id`` is recorded with other calls than ``calls``.
+        ResumeError: ``batch_id`` is recorded with other calls than ``calls``; or a
+            batch that records lines of these calls also holds a line of another call
+            at one of their indices (an edited or merged log: which is right cannot be
+            told).
     """
     batches: dict[str, _Recorded] = {}
     for event in events:
@@ -151,7 +181,9 @@ def plan_resume(
             recorded = batches[event.batch] = _Recorded()
         if isinstance(event, ToolCallEvent):
             recorded.calls.setdefault(event.index, event.call)
-        elif isinstance(event, ToolResultEvent):
+            continue
+        recorded.lines.append((_KINDS[type(event)], event.index, event.call_id))
+        if isinstance(event, ToolResultEvent):
             recorded.results[event.index] = event.result
             recorded.contexts.pop(event.index, None)  # a re-run's contexts follow it
         elif isinstance(event, ContextEvent):
@@ -160,23 +192,47 @@ def plan_resume(
     if batch_id is not None:
         found = batches.get(batch_id)
         if found is not None:
-            mismatch = _mismatch(found, safe)
+            mismatch = _mismatch(found, safe) or _stray(found, safe)
             if mismatch is not None:
                 raise ResumeError(f'cannot resume batch "{batch_id}": {mismatch}')
-        return _plan(batch_id, found or _Recorded(), calls, is_idempotent)
+        return _plan(batch_id, found or _Recorded(), calls, is_idempotent, ())
+    notes: list[str] = []
     for name in reversed(batches):
-        if _mismatch(batches[name], safe) is None:
-            return _plan(name, batches[name], calls, is_idempotent)
-    return _plan(None, _Recorded(), calls, is_idempotent)
+        recorded = batches[name]
+        if _mismatch(recorded, safe) is not None:
+            continue  # it started other calls: another batch
+        stray = _stray(recorded, safe)
+        if stray is None:
+            return _plan(name, recorded, calls, is_idempotent, tuple(notes))
+        if recorded.calls or any(
+            index < len(safe) and call_id == safe[index].id for _, index, call_id in recorded.lines
+        ):
+            raise ResumeError(f'cannot resume batch "{name}": it records these calls, and {stray}')
+        notes.append(f'batch "{name}" not resumed: {stray}, and it has no call line')
+    return _plan(None, _Recorded(), calls, is_idempotent, tuple(notes))
 
 
 def _mismatch(recorded: _Recorded, calls: list[ToolCall]) -> str | None:
-    for index in sorted(recorded.calls.keys() | recorded.results.keys()):
+    """Why ``recorded``'s call lines are not ``calls`` (``None``: they are)."""
+    for index in sorted(recorded.calls):
         if index >= len(calls):
             return f"the log records a call at index {index}, and there are {len(calls)} calls"
-        call = recorded.calls.get(index)
-        if call is not None and call != calls[index]:
+        call = recorded.calls[index]
+        if call != calls[index]:
             return f"the log records call {call.id!r} ({call.name}) at index {index}, not {calls[index].id!r}"
+    return None
+
+
+def _stray(recorded: _Recorded, calls: list[ToolCall]) -> str | None:
+    """The first result, context or progress line of ``recorded`` that is not of the
+    call at its index (``None``: every one is)."""
+    for kind, index, call_id in recorded.lines:
+        if index >= len(calls):
+            return f"its {kind} line at index {index} is past the last of {len(calls)} calls"
+        if call_id != calls[index].id:
+            return (
+                f"its {kind} line at index {index} is for call {call_id!r}, not {calls[index].id!r}"
+            )
     return None
 
 
@@ -185,15 +241,26 @@ def _plan(
     recorded: _Recorded,
     calls: Sequence[ToolCall],
     is_idempotent: Callable[[ToolCall], bool],
+    notes: tuple[str, ...],
 ) -> ResumePlan:
     entries: list[ResumedCall] = []
     seen: set[str] = set()
+    # A line of a call whose call line is missing: it may have started (its line says
+    # so), and a result there cannot be checked against the call's tool and arguments.
+    orphans = {index for _, index, _ in recorded.lines if index not in recorded.calls}
     for index, call in enumerate(calls):
         result = recorded.results.get(index)
-        started = index in recorded.calls or result is not None
-        code = result.error.code if result is not None and result.error is not None else None
         duplicate = call.id in seen
         seen.add(call.id)
+        note = None
+        if index in orphans:
+            note = (
+                f"the log holds a {'result' if result is not None else 'line'} of call "
+                f"{call.id!r} at index {index} without its call line; not trusted"
+            )
+            result = None
+        started = index in recorded.calls or note is not None
+        code = result.error.code if result is not None and result.error is not None else None
         if result is not None and not (
             result.is_error
             and code in _RERUN_CODES
@@ -212,9 +279,10 @@ def _plan(
                 action="duplicate",
                 result=failure_result(DuplicateCallIdError(call.id)),
                 started=started,
+                note=note,
             )
         elif not started or code == TOOL_ABORTED_BEFORE_DISPATCH or is_idempotent(call):
-            entry = ResumedCall(index=index, call=call, action="run", started=started)
+            entry = ResumedCall(index=index, call=call, action="run", started=started, note=note)
         else:
             entry = ResumedCall(
                 index=index,
@@ -222,9 +290,11 @@ def _plan(
                 action="interrupted",
                 result=failure_result(InterruptedCallError(call.name)),
                 started=True,
+                note=note,
             )
         entries.append(entry)
-    return ResumePlan(batch_id=batch_id, calls=tuple(entries))
+    notes += tuple(entry.note for entry in entries if entry.note is not None)
+    return ResumePlan(batch_id=batch_id, calls=tuple(entries), notes=notes)
 
 
 # -- carrying a plan out ------------------------------------------------------------------
@@ -320,7 +390,7 @@ class _Resumed:
             entry = pending.pop(0)
             assert entry.result is not None
             assert batch is not None
-            if not entry.started:
+            if not entry.started or entry.note is not None:  # the log gets the call line
                 self.inner.record(ToolCallEvent(batch, entry.index, entry.call))
             self.inner.record(ToolResultEvent(batch, entry.index, entry.call.id, entry.result))
 

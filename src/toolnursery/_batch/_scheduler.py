@@ -46,6 +46,7 @@ from .._core._groups import collapse, only_cancelled
 from .._core._signal import CancelSignal, fuse
 from .._pipeline._registry import ToolRegistry, ToolScope
 from .._pipeline._stages import check_trio as _check_trio
+from .._pipeline._waterfalls import check_hook_abort_grace
 from ._driver import ToolBatch
 from ._intake import check_batch_id as _check_batch_id
 from ._recorder import ToolCallRecorder
@@ -58,6 +59,10 @@ def _check_max_parallel(value: object) -> int:
     if type(value) is not int or value < 1:
         raise ValueError(f"max_parallel must be a positive integer, got {value!r}")
     return value
+
+
+def _check_grace(value: object) -> float | None:
+    return None if value is None else check_hook_abort_grace(value)
 
 
 def _check_batch(
@@ -86,6 +91,7 @@ async def open_tool_batch(
     max_parallel: int = 10,
     recorder: ToolCallRecorder | None = None,
     batch_id: str | None = None,
+    hook_abort_grace: float | None = None,
 ) -> AsyncIterator[ToolBatch]:
     """Open a batch that runs calls as they are submitted, results in model order.
 
@@ -115,21 +121,26 @@ async def open_tool_batch(
         batch_id: the batch's id in the events and in each call's
             ``ctx.idempotency_key`` (a non-empty string; a resumed batch passes its
             old id). Default: 128 random bits, as 32 hex digits.
+        hook_abort_grace: seconds a policy hook may still run after the batch's abort
+            before it is cancelled (default: the registry's ``hook_abort_grace``).
 
     Raises:
         ValueError: ``max_parallel`` is not a positive integer, ``batch_id`` is not a
-            non-empty string, or ``agent`` is a scope of another registry.
-        TypeError: ``signal`` is not a :class:`CancelSignal`.
+            non-empty string, ``hook_abort_grace`` is negative or NaN, or ``agent``
+            is a scope of another registry.
+        TypeError: ``signal`` is not a :class:`CancelSignal`, or ``hook_abort_grace``
+            is not a number.
         RuntimeError: called outside trio (from asyncio, use :mod:`toolnursery.aio`).
         Exception: the first internal failure (e.g. a recorder that raised), after the
             calls in flight have settled.
     """
     _check_batch(registry, signal, agent, max_parallel, batch_id)
+    grace = _check_grace(hook_abort_grace)
     # The calls run under a batch signal of our own, fused with the caller's: an
     # exception in the block aborts this batch without firing the caller's signal.
     fusion = fuse(signal) if signal is not None else None
     own = fusion.signal if fusion is not None else CancelSignal()
-    batch = ToolBatch(registry, own, agent, max_parallel, recorder, batch_id)
+    batch = ToolBatch(registry, own, agent, max_parallel, recorder, batch_id, grace)
     raised: BaseException | None = None
     try:
         async with trio.open_nursery() as batch_nursery:
@@ -165,6 +176,7 @@ async def run_tool_calls(
     recorder: ToolCallRecorder | None = None,
     batch_id: str | None = None,
     resume_from: str | os.PathLike[str] | None = None,
+    hook_abort_grace: float | None = None,
 ) -> list[ToolExecutionResult]:
     """Run one model response's tool calls; return one result per call, in model order.
 
@@ -192,21 +204,26 @@ async def run_tool_calls(
             started, unfinished call of a tool that is not idempotent gets the
             ``INTERRUPTED`` result instead of running twice (see docs/durability.md);
             ``batch_id`` then names the batch to resume.
+        hook_abort_grace: seconds a policy hook may still run after the batch's abort
+            before it is cancelled (default: the registry's ``hook_abort_grace``).
 
     Returns:
         One frozen result per call, in model order.
 
     Raises:
         ValueError: ``max_parallel`` is not a positive integer, ``batch_id`` is not a
-            non-empty string, or ``agent`` is a scope of another registry;
-            :class:`~toolnursery.ResumeError` / :class:`~toolnursery.LogFormatError`
-            when ``resume_from`` cannot resume these calls.
-        TypeError: ``signal`` is not a :class:`CancelSignal`.
+            non-empty string, ``hook_abort_grace`` is negative or NaN, or ``agent`` is
+            a scope of another registry; :class:`~toolnursery.ResumeError` /
+            :class:`~toolnursery.LogFormatError` when ``resume_from`` cannot resume
+            these calls.
+        TypeError: ``signal`` is not a :class:`CancelSignal`, or ``hook_abort_grace``
+            is not a number.
         RuntimeError: called outside trio (from asyncio, use :mod:`toolnursery.aio`).
         Exception: the first internal failure (e.g. a recorder that raised), after the
             calls in flight have settled.
     """
     _check_batch(registry, signal, agent, max_parallel, batch_id)
+    grace = None if hook_abort_grace is None else check_hook_abort_grace(hook_abort_grace)
     if resume_from is not None:
         return await _resume(
             registry,
@@ -217,6 +234,7 @@ async def run_tool_calls(
             max_parallel=max_parallel,
             recorder=recorder,
             batch_id=batch_id,
+            hook_abort_grace=grace,
         )
     # The same batch signal as open_tool_batch's: a body cancelling ``ctx.signal``
     # aborts this batch, not the caller's signal.
@@ -228,6 +246,7 @@ async def run_tool_calls(
         max_parallel,
         recorder,
         batch_id,
+        grace,
     )
     try:
         for call in calls:
@@ -260,6 +279,7 @@ async def _resume(
     max_parallel: int,
     recorder: ToolCallRecorder | None,
     batch_id: str | None,
+    hook_abort_grace: float | None = None,
 ) -> list[ToolExecutionResult]:
     """Resume a batch that a crash interrupted, from its log (``resume_from=log``).
 
@@ -287,6 +307,7 @@ async def _resume(
             max_parallel=max_parallel,
             recorder=planned.recorder(recorder),
             batch_id=plan.batch_id,
+            hook_abort_grace=hook_abort_grace,
         )
     else:
         planned.recorder(recorder)

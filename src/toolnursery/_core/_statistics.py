@@ -42,8 +42,13 @@ class ToolStatistics(msgspec.Struct, frozen=True, kw_only=True):
             including duplicates and the synthetic ``ABORTED_BEFORE_DISPATCH`` ones).
         committed: calls that produced their final result.
         abandoned: calls that started but will never commit: cancelled from an
-            enclosing scope, or cut off by a batch's internal failure.
-        in_flight: ``started - committed - abandoned``: calls under way now.
+            enclosing scope, or cut off by a batch's internal failure. (A batch call
+            whose ``tool_call`` event its recorder failed to take never reaches the
+            registry: the batch counts it started and abandoned, the registry not
+            at all.)
+        in_flight: ``started - committed - abandoned``: calls under way now. Never
+            negative; 0 once every batch and ``execute()`` has returned or raised,
+            so then ``started == committed + abandoned``.
         waiting: calls under way that wait for their turn right now — for a tool's
             ``max_concurrency`` (registry and batch), and in a batch also for an
             earlier conflicting call or for a slot under ``max_parallel``.

@@ -40,6 +40,7 @@ from ._classify import classify
 from ._compiler import CompiledView, Phase, PlanCompiler
 from ._plan import ToolPlan
 from ._stages import execute as _execute
+from ._waterfalls import DEFAULT_HOOK_ABORT_GRACE, check_hook_abort_grace
 
 __all__ = [
     "Disposer",
@@ -176,15 +177,28 @@ class ToolRegistry(_Owner):
         phase_timings: time each phase of every call (two clock reads per phase with
             work) for :meth:`statistics`' ``phase_seconds``. Also a settable attribute;
             calls and batches read it when they begin.
+        hook_abort_grace: the seconds a pre-execute waterfall, an approval request or a
+            post-execute waterfall may still run after its call is aborted; past them
+            it is cancelled (see docs/policies.md). ``math.inf``: never. Also a
+            settable attribute; a batch may override it (``hook_abort_grace=``).
+
+    Raises:
+        TypeError: ``hook_abort_grace`` is not a number.
+        ValueError: ``hook_abort_grace`` is negative or NaN.
     """
 
     def __init__(
-        self, approval: ApprovalService | None = None, *, phase_timings: bool = False
+        self,
+        approval: ApprovalService | None = None,
+        *,
+        phase_timings: bool = False,
+        hook_abort_grace: float = DEFAULT_HOOK_ABORT_GRACE,
     ) -> None:
         self._registry = self
         self._scope = None
         self._approval = approval
         self.phase_timings = phase_timings
+        self.hook_abort_grace = hook_abort_grace
         self._tools: dict[str, ToolDefinition] = {}
         self._change: list[Callable[[], object]] = []
         self._stats = Counters()
@@ -204,6 +218,16 @@ class ToolRegistry(_Owner):
         if type(value) is not bool:
             raise TypeError(f"phase_timings must be a bool, not {type(value).__name__}")
         self._phase_timings = value
+
+    @property
+    def hook_abort_grace(self) -> float:
+        """Seconds a policy hook may still run after its call's abort (calls and
+        batches read it when they begin)."""
+        return self._hook_abort_grace
+
+    @hook_abort_grace.setter
+    def hook_abort_grace(self, value: float) -> None:
+        self._hook_abort_grace = check_hook_abort_grace(value)
 
     @property
     def approval(self) -> ApprovalService | None:

@@ -21,6 +21,7 @@ dispatch resolves the definition current when it starts.
 
 from __future__ import annotations
 
+from types import CoroutineType
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
@@ -41,7 +42,18 @@ from .._core._signal import CancelSignal
 from .._core._statistics import now as _now
 from ._call import FINAL, PENDING, RESOLVED, CallRecord
 from ._dispatch import abort_result, dispatch
-from ._waterfalls import apply_post, notify, resolve_decision, run_post, run_pre
+from ._waterfalls import (
+    CUT,
+    DEFAULT_HOOK_ABORT_GRACE,
+    Suspended,
+    apply_post,
+    first_step,
+    notify,
+    resolve_decision,
+    run_post,
+    run_pre,
+    steps,
+)
 
 _new: Final = object.__new__
 
@@ -121,16 +133,36 @@ def begin(registry: ToolRegistry, input: ToolExecutionInput, *, frozen: bool = F
     return record
 
 
-async def policy(call: CallRecord) -> None:
-    """Pre-execute waterfall (with approval), guards, then the cancellation re-check."""
+async def policy(call: CallRecord, grace: float = DEFAULT_HOOK_ABORT_GRACE) -> None:
+    """Pre-execute waterfall (with approval), guards, then the cancellation re-check.
+
+    ``grace``: the seconds the waterfall and the approval may still run after the
+    call's abort; past them they are cancelled and the call is ``ABORTED_BEFORE_DISPATCH``.
+    """
     plan = call.current_plan()
     hooks = plan.hooks
     if hooks.pre:
         execution = call._execution or call.execution
         try:
-            decision = await run_pre(hooks.pre, execution)
+            # first_step(), inlined: a waterfall that does not suspend needs no scope.
+            step = run_pre(hooks.pre, execution)
+            if type(step) is not CoroutineType:
+                step = steps(step)
+            try:
+                trap = step.send(None)
+            except StopIteration as done:
+                decision = done.value
+            else:
+                decision = await Suspended(step, trap).rest(call.caller, grace)
             if type(decision) is not Allow:
-                denial = await resolve_decision(decision, execution, hooks.approval)
+                denial: Any = CUT
+                if decision is not CUT:
+                    denial = first_step(resolve_decision(decision, execution, hooks.approval))
+                    if type(denial) is Suspended:
+                        denial = await denial.rest(call.caller, grace)
+                if denial is CUT:
+                    call.resolve(ABORTED_BEFORE_DISPATCH_RESULT, RESOLVED)
+                    return
                 if denial is not None:
                     call.resolve(denial, RESOLVED)
                     return
@@ -161,15 +193,22 @@ async def prepare(registry: ToolRegistry, input: ToolExecutionInput) -> CallReco
     """Stage 1: :func:`begin`, then :func:`policy` when the call is still pending."""
     call = begin(registry, input)
     if call.state is PENDING:
-        await policy(call)
+        await policy(call, registry._hook_abort_grace)
     return call
 
 
 # -- stage 3: finalize --------------------------------------------------------------
 
 
-async def finalize(call: CallRecord) -> ToolExecutionResult:
-    """Run post-execute (when the call is RESOLVED), materialize, notify observers."""
+async def finalize(
+    call: CallRecord, grace: float = DEFAULT_HOOK_ABORT_GRACE
+) -> ToolExecutionResult:
+    """Run post-execute (when the call is RESOLVED), materialize, notify observers.
+
+    ``grace``: the seconds post-execute may still run after the call's abort; past
+    them it is cancelled and the call is ``ABORTED`` (``ABORTED_BEFORE_DISPATCH`` if
+    its body never ran).
+    """
     result = call.result
     assert result is not None
     plan = call.current_plan()
@@ -178,8 +217,19 @@ async def finalize(call: CallRecord) -> ToolExecutionResult:
         if post:
             execution = call._execution or call.execution
             try:
-                decision = await run_post(post, execution, result)
-                result = apply_post(decision, result)
+                step = run_post(post, execution, result)  # first_step(), inlined
+                if type(step) is not CoroutineType:
+                    step = steps(step)
+                try:
+                    trap = step.send(None)
+                except StopIteration as done:
+                    decision = done.value
+                else:
+                    decision = await Suspended(step, trap).rest(call.caller, grace)
+                if decision is CUT:
+                    result = abort_result(call, result)
+                else:
+                    result = apply_post(decision, result)
             except Exception as exc:
                 result = failure_result(exc)
             else:
@@ -243,16 +293,17 @@ async def execute(registry: ToolRegistry, input: ToolExecutionInput) -> ToolExec
     assert plan is not None
     stats = plan.stats
     timings = call.timings
+    grace = registry._hook_abort_grace
     committed = False
     try:
         if call.state is PENDING:
             if plan.hooks.any_prepare:
                 if timings:
                     begun = _now()
-                    await policy(call)
+                    await policy(call, grace)
                     stats.prepare += _now() - begun
                 else:
-                    await policy(call)
+                    await policy(call, grace)
             if call.state is PENDING:
                 if timings:
                     begun = _now()
@@ -262,10 +313,10 @@ async def execute(registry: ToolRegistry, input: ToolExecutionInput) -> ToolExec
                     await dispatch(call)
         if timings and call.plan.hooks.any_finalize:  # type: ignore[union-attr]
             begun = _now()
-            result = await finalize(call)
+            result = await finalize(call, grace)
             stats.finalize += _now() - begun
         else:
-            result = await finalize(call)
+            result = await finalize(call, grace)
         committed = True
     finally:
         if not committed:

@@ -2,16 +2,26 @@
 
 The waterfall queues are small objects rather than recursive closures: a closure that
 refers to itself is a reference cycle per call, left to the cyclic GC.
+
+A hook phase (the pre-execute waterfall, the approval request, the post-execute
+waterfall) gets ``hook_abort_grace`` seconds after an abort of its call — counted from
+the abort, or from the phase's start if the abort came first — and is cancelled past
+it (:func:`first_step`, :class:`Suspended`). A phase that finishes without suspending
+(most policy hooks) costs no cancel scope: it is run up to its first suspension by
+hand, and only a phase that does suspend is run on, in a cancel scope per suspension.
 """
 
 from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Awaitable
+import math
+from collections.abc import Awaitable, Generator
+from types import CoroutineType
 from typing import Any, Final
 
 import msgspec
+import trio
 
 from .._core._content import ToolExecutionResult
 from .._core._decisions import Accept, Allow, Ask, Block, Deny, PostToolDecision, PreToolDecision
@@ -22,8 +32,21 @@ from .._core._outcomes import (
     error_message,
     text_result,
 )
+from .._core._signal import CancelSignal
 
-__all__ = ["apply_post", "notify", "resolve_decision", "run_post", "run_pre"]
+__all__ = [
+    "CUT",
+    "DEFAULT_HOOK_ABORT_GRACE",
+    "Suspended",
+    "apply_post",
+    "check_hook_abort_grace",
+    "first_step",
+    "notify",
+    "resolve_decision",
+    "run_post",
+    "run_pre",
+    "steps",
+]
 
 logger = logging.getLogger("toolnursery")
 
@@ -190,3 +213,125 @@ def _observer_failed(execution: ToolExecution, message: str) -> None:
         execution.call_id,
         message,
     )
+
+
+# -- the grace after an abort ---------------------------------------------------------
+
+DEFAULT_HOOK_ABORT_GRACE: Final = 1.0
+"""Seconds a hook phase may still run after its call's abort, unless configured."""
+
+CUT: Final = object()
+"""What :meth:`Suspended.rest` gives when the grace ran out and the phase was cancelled."""
+
+
+def check_hook_abort_grace(value: object, where: str = "hook_abort_grace") -> float:
+    """``value`` as a grace in seconds: a number, not NaN, at least 0 (``math.inf``:
+    hooks are never cancelled).
+
+    Raises:
+        TypeError: ``value`` is not an ``int`` or a ``float``.
+        ValueError: ``value`` is negative or NaN.
+    """
+    if type(value) is bool or not isinstance(value, int | float):
+        raise TypeError(f"{where} must be a number of seconds, not {type(value).__name__}")
+    grace = float(value)
+    if math.isnan(grace) or grace < 0:
+        raise ValueError(f"{where} must be a number of seconds of at least 0, got {value!r}")
+    return grace
+
+
+def steps(awaitable: object) -> Any:
+    """The iterator ``await awaitable`` steps (a coroutine is its own).
+
+    Raises:
+        TypeError: ``awaitable`` is not awaitable (as ``await`` would).
+    """
+    if type(awaitable) is CoroutineType:
+        return awaitable
+    to_await = getattr(type(awaitable), "__await__", None)
+    if to_await is None:
+        raise TypeError(f"object {type(awaitable).__name__} can't be used in 'await' expression")
+    return to_await(awaitable)
+
+
+def first_step(awaitable: Awaitable[Any]) -> Any:
+    """Run ``awaitable`` up to its first suspension, as ``await`` would begin it.
+
+    Returns its value when it finished without suspending, else a :class:`Suspended`
+    to await for the rest. Raises what it raised.
+    """
+    step = steps(awaitable)
+    try:
+        trap = step.send(None)
+    except StopIteration as done:
+        return done.value
+    return Suspended(step, trap)
+
+
+class Suspended:
+    """A hook phase that suspended: :meth:`rest` runs it on under the abort's grace.
+
+    The phase's own cancel scopes may be open at any suspension, so no scope of ours
+    can enclose the rest of it; instead each suspension is parked in a cancel scope of
+    its own (the innermost), whose deadline is the abort's time plus the grace. Past
+    it, trio cancels the parked wait and the phase sees ``trio.Cancelled`` where it
+    waits; the ``Cancelled`` is handed to it as ``yield from`` would hand it, and every
+    later wait of the phase is cancelled at once, so it cannot wait past the grace.
+    """
+
+    __slots__ = ("deadline", "grace", "scope", "step", "trap")
+
+    def __init__(self, step: Any, trap: Any) -> None:
+        self.step = step
+        self.trap = trap
+        self.deadline = math.inf
+        self.grace = 0.0
+        self.scope: trio.CancelScope | None = None
+
+    def __call__(self, _: CancelSignal) -> None:
+        """The link to the call's signal: the abort came, the grace starts now."""
+        deadline = trio.current_time() + self.grace
+        if deadline < self.deadline:
+            self.deadline = deadline
+            scope = self.scope
+            if scope is not None:
+                scope.deadline = deadline
+
+    async def rest(self, signal: CancelSignal, grace: float) -> Any:
+        """Run the phase to its end: its value, or :data:`CUT` when the grace ran out
+        and the phase ended in the ``Cancelled`` of the grace."""
+        self.grace = grace
+        signal._link(self)
+        try:
+            return await self
+        finally:
+            signal._unlink(self)
+            self.scope = None
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        step, trap = self.step, self.trap
+        while True:
+            scope = self.scope = trio.CancelScope(deadline=self.deadline)
+            thrown: BaseException | None = None
+            with scope:
+                try:
+                    sent = yield trap
+                except GeneratorExit:
+                    step.close()
+                    raise
+                except BaseException as exc:  # handed on to the phase, as ``yield from`` does
+                    thrown = exc
+            self.scope = None
+            try:
+                trap = step.send(sent) if thrown is None else step.throw(thrown)
+            except StopIteration as done:
+                return done.value
+            except trio.Cancelled:
+                # Ours when the grace ran out and no enclosing scope is cancelled too
+                # (then it is the enclosing scope's to catch).
+                if (
+                    self.deadline <= trio.current_time()
+                    and trio.current_effective_deadline() != -math.inf
+                ):
+                    return CUT
+                raise
