@@ -386,6 +386,10 @@ class Holder:
         ),
         (math.nan, "result is nan, which has no JSON form (JSON numbers are finite)"),
         (
+            {"none": None, "score": [math.nan]},
+            'result["score"][0] is nan, which has no JSON form (JSON numbers are finite)',
+        ),
+        (
             [{"score": -math.inf}],
             'result[0]["score"] is -inf, which has no JSON form (JSON numbers are finite)',
         ),
@@ -410,6 +414,7 @@ class Holder:
     ids=[
         "object",
         "nan",
+        "nan-beside-null",
         "inf",
         "function",
         "record-field",

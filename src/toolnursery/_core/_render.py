@@ -9,8 +9,8 @@ fields in declaration order), with lone surrogates escaped as
 :func:`json_safe_text` escapes them.
 
 The common case costs one C-level encoding: msgspec encodes the value and, when the
-text holds no ``null`` (the only form a non-finite float can take there), it is the
-answer. Anything else — a ``null``, a type msgspec does not know, a non-string key, a
+text holds no ``null`` (the only form a non-finite float can take there), or when the
+value is plain data the text decodes back to, it is the answer. Anything else — a ``null``, a type msgspec does not know, a non-string key, a
 surrogate, a set it cannot order — takes the walk, which builds the JSON form with
 msgspec doing the leaves and records, and which alone decides what has no JSON form:
 a non-finite float, a key two keys render to, a key or an object with no JSON form,
@@ -46,6 +46,7 @@ T = TypeVar("T")
 
 _encoder: Final = msgspec.json.Encoder(order="deterministic")
 _plain_encoder: Final = msgspec.json.Encoder()
+_decoder: Final = msgspec.json.Decoder()
 _NULL: Final = b"null"
 _RANK_NONE, _RANK_BOOL, _RANK_NUMBER, _RANK_STR, _RANK_OTHER = range(5)
 
@@ -141,11 +142,14 @@ def render_value(value: object) -> str:
     """
     try:
         raw = _encoder.encode(value)
+        # msgspec writes a non-finite float as null: text without a null is exact, and
+        # so is plain data that the text decodes back to (a NaN never equals None).
+        if _NULL not in raw or (
+            (type(value) is dict or type(value) is list) and _decoder.decode(raw) == value
+        ):
+            return raw.decode()
     except Exception:  # a type, key, set or string msgspec does not take as is
         pass
-    else:
-        if _NULL not in raw:
-            return raw.decode()
     return render_slow(value)
 
 
