@@ -44,7 +44,7 @@ from toolnursery import (
     tool,
 )
 from toolnursery._core._outcomes import encode_value, normalize
-from toolnursery._core._render import render_slow
+from toolnursery._core._jsonform import render_slow
 from toolnursery.log import JsonlRecorder, ToolResultEvent, read_log
 
 

@@ -31,7 +31,7 @@ from ._content import (
 )
 from ._errors import AbortError, NotJSONError, ToolError
 from ._json import snapshot
-from ._render import json_safe, json_safe_text, render_value, text_is_safe, utf8_safe
+from ._jsonform import json_safe, json_safe_text, render_value, text_is_safe, utf8_safe
 
 __all__ = [
     "ABORTED_BEFORE_DISPATCH_RESULT",

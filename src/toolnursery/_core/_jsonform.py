@@ -1,4 +1,4 @@
-"""Rendering a body's return value as JSON text: any value with a JSON form, one text.
+"""The JSON form of a body's return value, and JSON-safe strings.
 
 A body may return plain data (dicts, lists, tuples, numbers, strings, booleans,
 ``None``) or the records and scalars Python code returns: dataclasses, attrs classes,
@@ -10,11 +10,12 @@ fields in declaration order), with lone surrogates escaped as
 
 The common case costs one C-level encoding: msgspec encodes the value and, when the
 text holds no ``null`` (the only form a non-finite float can take there), or when the
-value is plain data the text decodes back to, it is the answer. Anything else — a ``null``, a type msgspec does not know, a non-string key, a
-surrogate, a set it cannot order — takes the walk, which builds the JSON form with
-msgspec doing the leaves and records, and which alone decides what has no JSON form:
-a non-finite float, a key two keys render to, a key or an object with no JSON form,
-a cycle. That error (:class:`NotJSONError`) names where: ``result["items"][2].when``.
+value is plain data the text decodes back to, it is the answer. Anything else — a type
+msgspec does not know, a non-string key, a surrogate, a set it cannot order — takes
+the walk, which builds the JSON form with msgspec doing the leaves and the records'
+shapes, and which alone decides what has no JSON form: a non-finite float, two keys
+that render alike, a key or an object with no JSON form, a cycle. That error
+(:class:`NotJSONError`) names where: ``result["items"][2].when``.
 """
 
 from __future__ import annotations
