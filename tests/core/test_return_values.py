@@ -43,8 +43,8 @@ from toolnursery import (
     run_tool_calls,
     tool,
 )
-from toolnursery._core._outcomes import encode_value, normalize
 from toolnursery._core._jsonform import render_slow
+from toolnursery._core._outcomes import encode_value, normalize
 from toolnursery.log import JsonlRecorder, ToolResultEvent, read_log
 
 
