@@ -14,6 +14,7 @@ import math
 import os
 import subprocess
 import sys
+import types
 import uuid
 from collections.abc import Iterator, Mapping
 from decimal import Decimal
@@ -261,6 +262,20 @@ class Pair(tuple[int, int]):
     pass
 
 
+class Label(str):
+    pass
+
+
+class TaggedRow(msgspec.Struct, array_like=True, tag="row"):
+    n: int
+    marks: set[Any]
+
+
+@dataclasses.dataclass
+class Node:
+    child: Any = None
+
+
 M = __name__
 WHEN = datetime.datetime(2026, 12, 1, 9, 30, tzinfo=datetime.UTC)
 
@@ -295,6 +310,9 @@ WHEN = datetime.datetime(2026, 12, 1, 9, 30, tzinfo=datetime.UTC)
         ({1.5: "x", 10: "y", 2: "z"}, '{"1.5":"x","10":"y","2":"z"}'),
         ({datetime.date(2026, 1, 2): 1}, '{"2026-01-02":1}'),
         (-0.0, "-0.0"),
+        ({Cabin.ECONOMY: 1, Label("b"): Label("c")}, '{"b":"c","economy":1}'),
+        (types.MappingProxyType({"b": 1, "a": {2, 1}}), '{"a":[1,2],"b":1}'),
+        (TaggedRow(1, {1, "x"}), '["row",1,[1,"x"]]'),
         (
             {"items": [Balance("X", Decimal(1)), {"when": {WHEN}}, (Kind.SMALL, None)]},
             '{"items":[{"amount":"1","iban":"X"},{"when":["2026-12-01T09:30:00Z"]},[1,null]]}',
@@ -361,7 +379,8 @@ def _error(result: ToolExecutionResult, returned: str, why: str) -> None:
 
 
 class Opaque:
-    pass
+    def __repr__(self) -> str:
+        return "<the Opaque>"
 
 
 class Failing(pydantic.BaseModel):
@@ -410,6 +429,12 @@ class Holder:
         ({(1, 2): "pair"}, "result has a key (1, 2) (tuple), which has no JSON form"),
         ({"d": {None: 1}}, 'result["d"] has a key None (NoneType), which has no JSON form'),
         ({math.nan: 1}, "result has a key nan, which has no JSON form"),
+        ({True: 1}, "result has a key True (bool), which has no JSON form"),
+        (
+            {"s": {1, Opaque()}},
+            f'result["s"][<the Opaque> ({M}.Opaque) in the set] is an object of type '
+            f"{M}.Opaque, which has no JSON form",
+        ),
     ],
     ids=[
         "object",
@@ -422,6 +447,8 @@ class Holder:
         "tuple-key",
         "none-key",
         "nan-key",
+        "bool-key",
+        "set-item",
     ],
 )
 async def test_a_value_with_no_json_form_is_an_error_naming_where(value: Any, why: str) -> None:
@@ -436,6 +463,10 @@ async def test_a_value_with_no_json_form_is_an_error_naming_where(value: Any, wh
             "result has two keys that both render as \"1\": 1 (int) and '1' (str)",
         ),
         (
+            {1.5: "a", "1.5": "b"},
+            "result has two keys that both render as \"1.5\": 1.5 (float) and '1.5' (str)",
+        ),
+        (
             {"page": {Kind.SMALL: "enum", "1": "text"}},
             'result["page"] has two keys that both render as "1": '
             f"<Kind.SMALL: 1> ({M}.Kind) and '1' (str)",
@@ -446,7 +477,7 @@ async def test_a_value_with_no_json_form_is_an_error_naming_where(value: Any, wh
             f"{FSNAME!r} (str) and {'caf' + chr(92) + 'xe9'!r} (str)",
         ),
     ],
-    ids=["int-and-str", "enum-and-str", "escaped-surrogate"],
+    ids=["int-and-str", "float-and-str", "enum-and-str", "escaped-surrogate"],
 )
 async def test_two_keys_rendering_alike_are_an_error_naming_the_key(value: Any, why: str) -> None:
     _error(await run(value), "dict", why)
@@ -460,6 +491,12 @@ async def test_a_cycle_is_an_error_not_a_crash() -> None:
         "list",
         'result[1]["again"] is a list that contains itself (a cycle)',
     )
+
+
+async def test_a_record_holding_itself_is_an_error_not_a_crash() -> None:
+    node = Node()
+    node.child = node
+    _error(await run(node), "Node", f"result is a {M}.Node nested too deep (or in a cycle)")
 
 
 async def test_a_hostile_value_is_an_error_result_never_an_exception() -> None:

@@ -323,7 +323,8 @@ def _walk_set(value: set[Any] | frozenset[Any], depth: int, active: set[int]) ->
     mark = _enter(value, depth, active)
     try:
         ordered = sorted(value)
-        comparable = True
+        # Sets order each other by inclusion, which is no total order.
+        comparable = not any(isinstance(v, set | frozenset) for v in ordered)
     except Exception:
         ordered, comparable = list(value), False
     out = []
@@ -365,7 +366,14 @@ def _walk_pydantic(value: Any, depth: int, active: set[int]) -> Any:
             f"is a {_type_name(value)} whose model_dump(mode='json') raised "
             f"{type(exc).__name__}: {exc}"
         ) from None
-    out = _walk(dumped, False, depth, active)  # the model's own field order
+    try:  # pydantic's JSON mode leaves JSON data: one C-level check, as render_value's
+        raw = _plain_encoder.encode(dumped)
+        if _NULL not in raw or _decoder.decode(raw) == dumped:
+            active.discard(mark)
+            return msgspec.Raw(raw)  # the model's own field order, as it is
+    except Exception:  # a surrogate, a non-finite float: the walk says where
+        pass
+    out = _walk(dumped, False, depth, active)
     active.discard(mark)
     return out
 
