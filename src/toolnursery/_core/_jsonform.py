@@ -49,6 +49,7 @@ _encoder: Final = msgspec.json.Encoder(order="deterministic")
 _plain_encoder: Final = msgspec.json.Encoder()
 _decoder: Final = msgspec.json.Decoder()
 _NULL: Final = b"null"
+_REPR_MAX: Final = 60  # an error names a key or set item by its repr, cut to this
 _RANK_NONE, _RANK_BOOL, _RANK_NUMBER, _RANK_STR, _RANK_OTHER = range(5)
 
 
@@ -186,6 +187,8 @@ def _describe_key(key: object) -> str:
         text = repr(key)
     except Exception:
         text = "<unprintable>"
+    if len(text) > _REPR_MAX:
+        text = text[: _REPR_MAX - 3] + "..."
     return f"{text} ({_type_name(key)})"
 
 
