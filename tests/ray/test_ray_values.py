@@ -35,7 +35,7 @@ from toolnursery import (  # noqa: E402
     ToolRegistry,
     install_timeout_policy,
 )
-from toolnursery.ray import ray_tool, warm  # noqa: E402
+from toolnursery.ray import REMOTE_UNAVAILABLE, RemoteToolError, ray_tool, warm  # noqa: E402
 
 WAIT_S = 60  # generous: workers start cold on a shared 2-core machine
 
@@ -181,3 +181,13 @@ def test_warm_takes_only_placed_definitions() -> None:
         trio.run(warm, plain)
     with pytest.raises(RegistrationError, match="workers must be a positive int"):
         trio.run(lambda: warm(ray_tool(plain), workers=0))
+
+
+def test_warm_without_a_ray_connection_is_remote_unavailable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    placed = ray_tool(ToolDefinition("echo", "e", {"type": "object"}, ray_bodies.echo))
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    with pytest.raises(RemoteToolError, match="warm\\(\\) needs a Ray connection") as info:
+        trio.run(warm, placed)
+    assert info.value.code == REMOTE_UNAVAILABLE
