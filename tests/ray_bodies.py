@@ -267,3 +267,10 @@ def marking_setup(directory: str) -> Any:
         return counter_setup()
 
     return setup
+
+
+def raises_with_surrogate(args: Any, ctx: Any) -> Any:
+    """A failure whose text holds a lone surrogate (a file name in the message)."""
+    if args.get("tool_error"):
+        raise ToolError(f"cannot open {FSNAME}", code="OPEN_" + FSNAME)
+    raise OSError(f"cannot open {FSNAME}")

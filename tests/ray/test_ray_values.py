@@ -35,6 +35,8 @@ from toolnursery import (  # noqa: E402
     ToolRegistry,
     install_timeout_policy,
 )
+from toolnursery._core._outcomes import failure_result, materialize, normalize  # noqa: E402
+from toolnursery._ray._remote import encode_arguments, read_answer, run_call  # noqa: E402
 from toolnursery.ray import REMOTE_UNAVAILABLE, RemoteToolError, ray_tool, warm  # noqa: E402
 
 WAIT_S = 60  # generous: workers start cold on a shared 2-core machine
@@ -191,3 +193,23 @@ def test_warm_without_a_ray_connection_is_remote_unavailable(
     with pytest.raises(RemoteToolError, match="warm\\(\\) needs a Ray connection") as info:
         trio.run(warm, placed)
     assert info.value.code == REMOTE_UNAVAILABLE
+
+
+@pytest.mark.parametrize(
+    ("body", "arguments"),
+    [
+        *((ray_bodies.values, {"kind": kind}) for kind in sorted(ray_bodies.VALUES)),
+        (ray_bodies.raises_with_surrogate, {}),
+        (ray_bodies.raises_with_surrogate, {"tool_error": True}),
+    ],
+)
+async def test_the_worker_side_answer_makes_the_local_result(body: Any, arguments: Any) -> None:
+    """The worker's code, run in this process: answer bytes, read back, same result."""
+    local, _ = _pair(body)
+    expected = await _execute(local, arguments)
+    answer = run_call(body, encode_arguments(arguments), "c1", "probe")
+    try:
+        got = materialize(normalize(read_answer(answer), "probe"))
+    except Exception as exc:
+        got = materialize(failure_result(exc))
+    assert got == expected

@@ -22,7 +22,13 @@ from .._core._bodies import is_async
 from .._core._content import ToolExecutionResult
 from .._core._errors import REMOTE_RESULT_NOT_ENCODABLE, RemoteToolError, ToolError
 from .._core._json import snapshot
-from .._core._outcomes import SettledResult, error_message, materialize, normalize
+from .._core._outcomes import (
+    SettledResult,
+    error_message,
+    json_safe_text,
+    materialize,
+    normalize,
+)
 
 __all__ = ["RemoteContext", "decode_arguments", "encode_arguments", "read_answer", "run_call"]
 
@@ -84,10 +90,16 @@ def run_call(body: Any, payload: bytes, call_id: str, name: str, state: Any = No
     try:
         value = trio.run(body, arguments, ctx) if is_async(body) else body(arguments, ctx)
     except ToolError as exc:
-        return _msgpack_encoder.encode((_TOOL_ERROR, (exc.name, exc.code, error_message(exc))))
+        # Escaped here as materialize escapes them there: a surrogate cannot cross.
+        parts = (exc.name, exc.code, error_message(exc))
+        return _msgpack_encoder.encode((_TOOL_ERROR, tuple(map(_safe_str, parts))))
     except Exception as exc:
-        return _msgpack_encoder.encode((_ERROR, error_message(exc)))
+        return _msgpack_encoder.encode((_ERROR, json_safe_text(error_message(exc))))
     return encode_answer(value, name)
+
+
+def _safe_str(value: object) -> str:
+    return json_safe_text(value if isinstance(value, str) else str(value))
 
 
 def encode_answer(value: Any, name: str) -> bytes:
