@@ -191,6 +191,11 @@ class Email(pydantic.BaseModel):
     tags: list[str] = []
 
 
+class Thread(pydantic.BaseModel):
+    labels: set[str]
+    emails: list[Email]
+
+
 @attrs.define
 class Balance:
     iban: str
@@ -221,6 +226,7 @@ WORDS = [f"w{i}" for i in range(40)]  # a str set's iteration order differs betw
 
 VALUES: dict[str, Any] = {
     "pydantic": lambda: [Email(sender="a@x.io", sent=WHEN, tags=["b", "a"])],
+    "pydantic-set": lambda: Thread(labels=set(WORDS), emails=[Email(sender="s", sent=WHEN)]),
     "dataclass": lambda: Holder({"when": WHEN.date(), "ids": (uuid.UUID(int=7), 2)}),
     "attrs": lambda: {"balance": Balance("DE00", decimal.Decimal("12.50"))},
     "struct": lambda: Point(1, frozenset(WORDS)),

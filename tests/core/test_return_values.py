@@ -515,6 +515,41 @@ async def test_a_hostile_value_is_an_error_result_never_an_exception() -> None:
     assert "rendering it raised RuntimeError: cannot iterate" in result.text
 
 
+def test_sets_render_the_same_in_every_process() -> None:
+    """A str set's iteration order follows the hash seed, which differs per process
+    (a Ray worker's too): plain sets, sets in records and pydantic set fields are sorted."""
+    code = (
+        "import pydantic, msgspec\n"
+        "from toolnursery._core._outcomes import encode_value\n"
+        "class Thread(pydantic.BaseModel):\n"
+        "    labels: set[str]\n"
+        "    nested: list['Thread'] = []\n"
+        "class Row(msgspec.Struct):\n"
+        "    marks: frozenset[str]\n"
+        "words = {f'w{i}' for i in range(40)}\n"
+        "value = [words, Row(frozenset(words)), Thread(labels=words, nested=[Thread(labels=words)])]\n"
+        "print(encode_value(value))\n"
+    )
+    texts = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2", "3")
+    }
+    (text,) = texts
+    words = sorted(f"w{i}" for i in range(40))
+    assert json.loads(text) == [
+        words,
+        {"marks": words},
+        {"labels": words, "nested": [{"labels": words, "nested": []}]},
+    ]
+
+
 def test_rendering_never_imports_pydantic() -> None:
     code = (
         "import dataclasses, datetime, sys\n"

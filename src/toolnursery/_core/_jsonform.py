@@ -369,6 +369,7 @@ def _walk_pydantic(value: Any, depth: int, active: set[int]) -> Any:
             f"is a {_type_name(value)} whose model_dump(mode='json') raised "
             f"{type(exc).__name__}: {exc}"
         ) from None
+    _sort_model_sets(value, dumped, 0)
     try:  # pydantic's JSON mode leaves JSON data: one C-level check, as render_value's
         raw = _plain_encoder.encode(dumped)
         if _NULL not in raw or _decoder.decode(raw) == dumped:
@@ -379,6 +380,45 @@ def _walk_pydantic(value: Any, depth: int, active: set[int]) -> Any:
     out = _walk(dumped, False, depth, active)
     active.discard(mark)
     return out
+
+
+def _sort_model_sets(model: Any, dumped: Any, depth: int) -> None:
+    """Sort, in ``dumped`` (a fresh ``model_dump``), the arrays pydantic made of sets.
+
+    pydantic lists a set in its iteration order, which for strings differs between
+    processes; each field holding a set (in this model, in nested models, in lists
+    and dicts of models) whose dump is an array of the same length is sorted as the
+    walk sorts sets. Where a serializer changed the shape, the dump is left as is.
+    """
+    if depth >= MAX_JSON_DEPTH or not isinstance(dumped, dict):
+        return
+    for name in type(model).model_fields:
+        if name in dumped:
+            _sort_dumped(getattr(model, name, None), dumped, name, depth + 1)
+
+
+def _sort_dumped(value: Any, parent: Any, key: Any, depth: int) -> None:
+    dumped = parent[key]
+    if isinstance(value, set | frozenset):
+        if type(dumped) is list and len(dumped) == len(value):
+            parent[key] = _sorted_items(dumped)
+    elif _is_pydantic(value):
+        _sort_model_sets(value, dumped, depth)
+    elif isinstance(value, list | tuple):
+        if type(dumped) is list and len(dumped) == len(value):
+            for i, item in enumerate(value):
+                _sort_dumped(item, dumped, i, depth + 1)
+    elif isinstance(value, dict) and type(dumped) is dict:
+        for k, item in value.items():
+            if isinstance(k, str) and k in dumped:
+                _sort_dumped(item, dumped, k, depth + 1)
+
+
+def _sorted_items(items: list[Any]) -> list[Any]:
+    try:
+        return sorted(items, key=_total_order)
+    except Exception:  # a NaN among numbers, say: the walk reports it
+        return items
 
 
 def _is_dataclass(value: object) -> bool:
