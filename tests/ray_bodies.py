@@ -6,13 +6,21 @@ another process, so a file is the one signal both sides can see.
 
 from __future__ import annotations
 
+import base64
+import dataclasses
+import datetime
+import decimal
+import enum
 import os
+import pickle
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
+import attrs
 import msgspec
+import pydantic
 import trio
 
 from toolnursery import (
@@ -167,3 +175,108 @@ def cpu(args: Any, ctx: Any) -> str:
     for i in range(args["n"]):
         total += i * i
     return str(total)
+
+
+# --- return values: the same bodies run locally and on Ray (tests/ray/test_ray_values.py) ---
+
+_PIDS = os.environ.get("TOOLNURSERY_TEST_PIDS")
+if _PIDS:  # a worker started with this variable says it imported this module
+    with open(_PIDS, "a") as _pids:
+        _pids.write(f"{os.getpid()}\n")
+
+
+class Email(pydantic.BaseModel):
+    sender: str
+    sent: datetime.datetime
+    tags: list[str] = []
+
+
+class Thread(pydantic.BaseModel):
+    labels: set[str]
+    emails: list[Email]
+
+
+@attrs.define
+class Balance:
+    iban: str
+    amount: decimal.Decimal
+
+
+@dataclasses.dataclass
+class Holder:
+    value: Any
+
+
+class Cabin(enum.Enum):
+    ECONOMY = "economy"
+
+
+class Point(msgspec.Struct, tag=True):
+    x: int
+    tags: frozenset[str] = frozenset()
+
+
+class Opaque:
+    """No JSON form."""
+
+
+WHEN = datetime.datetime(2026, 12, 1, 9, 30, tzinfo=datetime.UTC)
+FSNAME = os.fsdecode(b"caf\xe9")  # a lone surrogate, as os.scandir hands out
+WORDS = [f"w{i}" for i in range(40)]  # a str set's iteration order differs between processes
+
+VALUES: dict[str, Any] = {
+    "pydantic": lambda: [Email(sender="a@x.io", sent=WHEN, tags=["b", "a"])],
+    "pydantic-set": lambda: Thread(labels=set(WORDS), emails=[Email(sender="s", sent=WHEN)]),
+    "dataclass": lambda: Holder({"when": WHEN.date(), "ids": (uuid.UUID(int=7), 2)}),
+    "attrs": lambda: {"balance": Balance("DE00", decimal.Decimal("12.50"))},
+    "struct": lambda: Point(1, frozenset(WORDS)),
+    "enum": lambda: {"cabin": Cabin.ECONOMY},
+    "datetime": lambda: {"at": WHEN, "day": WHEN.date(), "t": WHEN.time()},
+    "set": lambda: {"words": set(WORDS)},
+    "frozenset": lambda: frozenset(WORDS),
+    "mixed-set": lambda: {1, "a", None, 2.5, ("t", 1)},
+    "tuple": lambda: (1, ("a", None)),
+    "int-keys": lambda: {10: "x", 2: "y"},
+    "empty-list": lambda: [],
+    "neg-zero": lambda: -0.0,
+    "big-int": lambda: 2**100,
+    "nan": lambda: {"score": float("nan")},
+    "inf": lambda: [1.0, float("inf")],
+    "surrogate": lambda: {"name": FSNAME},
+    "surrogate-key": lambda: {FSNAME: [FSNAME]},
+    "surrogate-text": lambda: FSNAME,
+    "surrogate-return": lambda: ToolReturn(content=[TextContent(FSNAME)], meta={"k": FSNAME}),
+    "set-in-meta": lambda: ToolReturn(content=[TextContent("x")], meta={"s": {1, 2}}),
+    "collision": lambda: {1: "a", "1": "b"},
+    "no-form": lambda: {"items": [1, Opaque()]},
+}
+
+
+def values(args: Any, ctx: Any) -> Any:
+    return VALUES[args["kind"]]()
+
+
+def unpickle(args: Any, ctx: Any) -> Any:
+    """Return the value pickled in the arguments (the property test's generated value)."""
+    return pickle.loads(base64.b64decode(args["blob"]))
+
+
+def pid(args: Any, ctx: Any) -> str:
+    return str(os.getpid())
+
+
+def marking_setup(directory: str) -> Any:
+    """An actor pool's setup that leaves one file per actor that ran it."""
+
+    def setup() -> dict[str, int]:
+        Path(directory, f"setup-{os.getpid()}").write_text("ready")
+        return counter_setup()
+
+    return setup
+
+
+def raises_with_surrogate(args: Any, ctx: Any) -> Any:
+    """A failure whose text holds a lone surrogate (a file name in the message)."""
+    if args.get("tool_error"):
+        raise ToolError(f"cannot open {FSNAME}", code="OPEN_" + FSNAME)
+    raise OSError(f"cannot open {FSNAME}")

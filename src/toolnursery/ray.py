@@ -7,9 +7,11 @@ argument snapshot, policies, guards, classification, model order and the recorde
 stay in the agent's process, and a remote call ends as a local one would — its
 result, ``ABORTED`` after a batch abort, ``TOOL_TIMEOUT`` after a deadline — or with
 a :class:`RemoteToolError` code when Ray lost the worker (``REMOTE_WORKER_DIED``),
-the node (``REMOTE_NODE_DIED``), could not place it (``REMOTE_UNAVAILABLE``, also
-when this process is not connected to Ray), or the body's return cannot be sent back
-(``REMOTE_RESULT_NOT_ENCODABLE``). See ``docs/ray.md``.
+the node (``REMOTE_NODE_DIED``), or could not place it (``REMOTE_UNAVAILABLE``, also
+when this process is not connected to Ray). A placed body's return makes exactly the
+result it makes locally (it is rendered on the worker by the same code). A deadline
+counts from submission, worker start-up included: :func:`warm` starts the workers
+before the calls. See ``docs/ray.md``.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from ._core._homes import fixup_module_metadata as _fixup_module_metadata
 from ._ray._fleet import FleetUsage as FleetUsage
 from ._ray._fleet import fleet_usage as fleet_usage
 from ._ray._place import ray_tool as ray_tool
+from ._ray._place import warm as warm
 from ._ray._remote import RemoteContext as RemoteContext
 
 del _ray
@@ -44,6 +47,7 @@ __all__ = [
     "RemoteToolError",
     "fleet_usage",
     "ray_tool",
+    "warm",
 ]
 
 _fixup_module_metadata(__name__, __all__)

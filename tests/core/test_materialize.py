@@ -32,7 +32,13 @@ from toolnursery import (
     run_tool_calls,
 )
 from toolnursery._cli._main import main
-from toolnursery._core._outcomes import json_safe, json_safe_text, materialize
+from toolnursery._core._outcomes import (
+    SettledResult,
+    json_safe,
+    json_safe_text,
+    materialize,
+    normalize,
+)
 from toolnursery.examples import example_registry
 from toolnursery.log import JsonlRecorder, replay_log
 
@@ -226,3 +232,23 @@ async def test_the_file_tools_take_a_name_back_as_they_showed_it(root: Path) -> 
         registry, [ToolCall("r2", "read_file", msgspec.json.encode({"path": shown}).decode())]
     )
     assert text(again[0]) == "literal\n"
+
+
+# --- a result made elsewhere (a Ray worker) crosses as JSON and stays the same ----------------
+
+
+@given(
+    text=st.text(),
+    meta=st.none() | st.dictionaries(st.text(max_size=4), st.text() | st.integers(), max_size=3),
+    value=st.none() | st.lists(st.text() | st.integers(), max_size=3),
+)
+def test_property_a_materialized_result_survives_json_and_a_second_materialize(
+    text: str, meta: Any, value: Any
+) -> None:
+    """What a Ray worker does (``materialize(normalize(v))``, sent as JSON) and the
+    agent then does (``normalize`` passes it through, ``materialize`` again) changes
+    nothing: the placed tool's result is the local one."""
+    for returned in (text, ToolReturn([TextContent(text)], meta=meta), value):
+        local = materialize(normalize(returned, "t"))
+        crossed = msgspec.json.decode(msgspec.json.encode(local), type=ToolExecutionResult)
+        assert materialize(normalize(SettledResult(crossed), "t")) == local

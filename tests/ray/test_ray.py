@@ -1,6 +1,6 @@
 """Tool bodies placed on a real local Ray cluster (``toolnursery.ray``).
 
-One cluster (``ray.init(num_cpus=2)``, no dashboard) serves the whole session; agent
+One cluster (``ray.init(num_cpus=2)``, no dashboard; ``conftest.py``) serves the whole session; agent
 subprocesses join it by its address. Bodies live in ``ray_bodies`` so workers import
 them by name, and report to the test through files in ``tmp_path``.
 """
@@ -13,15 +13,11 @@ import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-# Bind the cluster to loopback (Ray's switch for a single-machine cluster); must be
-# set before Ray is imported.
-os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 ray = pytest.importorskip(
     "ray", reason="Ray is not installed: install the extra, pip install 'toolnursery[ray]'"
 )
@@ -45,34 +41,21 @@ from toolnursery import (  # noqa: E402
     install_timeout_policy,
     run_tool_calls,
 )
+from toolnursery._ray._remote import read_answer  # noqa: E402
 from toolnursery.ray import (  # noqa: E402
     REMOTE_NODE_DIED,
     REMOTE_RESULT_NOT_ENCODABLE,
     REMOTE_UNAVAILABLE,
     REMOTE_WORKER_DIED,
+    RemoteToolError,
     fleet_usage,
     ray_tool,
+    warm,
 )
 
 TESTS = Path(__file__).resolve().parents[1]
 ROOT = TESTS.parent
 WAIT_S = 60  # generous: workers start cold on a shared 2-core machine
-
-
-@pytest.fixture(scope="session")
-def cluster() -> Iterator[str]:
-    """A local 2-CPU cluster for the session; yields its address for other agents."""
-    path = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(TESTS), path) if p)
-    context = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        yield context.address_info["address"]
-    finally:
-        ray.shutdown()
-        if path is None:
-            del os.environ["PYTHONPATH"]
-        else:
-            os.environ["PYTHONPATH"] = path
 
 
 def _tool(name: str, body: Any, **kwargs: Any) -> ToolDefinition:
@@ -260,12 +243,18 @@ def _alive(pid: int) -> bool:
 
 
 async def test_a_deadline_cancels_the_remote_body(cluster: str, tmp_path: Path) -> None:
-    """B164: a budgeted call that overruns gives TOOL_TIMEOUT."""
+    """B164: a budgeted call that overruns gives TOOL_TIMEOUT.
+
+    The deadline counts worker start-up too: ``warm()`` first, so the 1.5 s go to the
+    body (on a cold cluster they could pass before it started).
+    """
     registry = ToolRegistry()
     install_timeout_policy(registry)
-    registry.register(ray_tool(_tool("spin", ray_bodies.spin_until_cancelled, timeout_ms=1500)))
+    spin = ray_tool(_tool("spin", ray_bodies.spin_until_cancelled, timeout_ms=1500))
+    registry.register(spin)
     started, cleaned = tmp_path / "started", tmp_path / "cleaned"
     with trio.fail_after(WAIT_S):
+        await warm(spin)
         result = await _execute(
             registry, "spin", {"started": str(started), "cleaned": str(cleaned)}
         )
@@ -514,15 +503,27 @@ def test_only_a_definition_is_placed() -> None:
         ray_tool(ray_bodies.echo)  # type: ignore[arg-type]
 
 
-async def test_a_result_that_cannot_be_encoded_is_a_per_call_error(cluster: str) -> None:
-    registry = ToolRegistry()
+async def test_a_result_with_no_json_form_is_the_local_per_call_error(cluster: str) -> None:
+    local, registry = ToolRegistry(), ToolRegistry()
+    local.register(_tool("returns", ray_bodies.returns))
     registry.register(ray_tool(_tool("returns", ray_bodies.returns)))
     with trio.fail_after(WAIT_S):
         bad = await _execute(registry, "returns", {"kind": "unencodable"})
         good = await _execute(registry, "returns", {"kind": "text"})
-    assert _code(bad) == REMOTE_RESULT_NOT_ENCODABLE
-    assert "cannot be sent back" in bad.content[0].text  # type: ignore[union-attr]
+        expected = await _execute(local, "returns", {"kind": "unencodable"})
+    assert bad == expected
+    assert bad.error is None  # as locally: no REMOTE_RESULT_NOT_ENCODABLE
+    assert 'result["handle"] is an object of type object, which has no JSON form' in bad.text
     assert not good.is_error
+
+
+def test_an_answer_the_agent_cannot_read_is_remote_result_not_encodable() -> None:
+    with pytest.raises(RemoteToolError) as info:
+        read_answer(b"\x92\x63\xc4\x00")  # a kind this version does not know
+    assert info.value.code == REMOTE_RESULT_NOT_ENCODABLE
+    with pytest.raises(RemoteToolError, match="cannot be read") as info:
+        read_answer(b"not msgpack")
+    assert info.value.code == REMOTE_RESULT_NOT_ENCODABLE
 
 
 def test_without_a_ray_connection_a_call_is_a_clear_error() -> None:

@@ -15,7 +15,6 @@ the command's output) can fail to encode a result the pipeline accepted.
 
 from __future__ import annotations
 
-import re
 import typing
 from typing import Any, Final, TypeVar
 
@@ -31,13 +30,15 @@ from ._content import (
     ToolReturn,
 )
 from ._errors import AbortError, NotJSONError, ToolError
-from ._json import FrozenDict, snapshot
+from ._json import snapshot
+from ._jsonform import json_safe, json_safe_text, render_value, text_is_safe, utf8_safe
 
 __all__ = [
     "ABORTED_BEFORE_DISPATCH_RESULT",
     "ABORTED_RESULT",
     "ARGS_NOT_JSON_RESULT",
     "UnreachableError",
+    "SettledResult",
     "encode_value",
     "error_message",
     "failure_result",
@@ -45,6 +46,7 @@ __all__ = [
     "json_safe_text",
     "materialize",
     "normalize",
+    "not_json_message",
     "text_result",
     "unreachable",
 ]
@@ -71,12 +73,26 @@ _RESULT_NOT_JSON: Final = text_result("Error: tool result must be losslessly JSO
 _BLOCK_TYPES: Final = frozenset(typing.get_args(ContentBlock))
 
 
+class SettledResult:
+    """A body's return already made into its final result elsewhere (by a Ray worker).
+
+    :func:`normalize` passes the result through, so a placed body ends exactly as the
+    same body would here: the worker ran ``materialize(normalize(value))``.
+    """
+
+    __slots__ = ("result",)
+
+    def __init__(self, result: ToolExecutionResult) -> None:
+        self.result = result
+
+
 def normalize(value: Any, name: str) -> ToolExecutionResult:
     """Turn a body's return value into a result.
 
-    Text, content blocks (a list or tuple all of whose items are blocks) and a
-    :class:`ToolReturn` are content; any other JSON-encodable value becomes one text
-    block holding its JSON (see :func:`encode_value`).
+    Text, content blocks (a non-empty list or tuple all of whose items are blocks) and
+    a :class:`ToolReturn` are content; any other value becomes one text block holding
+    its JSON (see :func:`encode_value`), or, when it has no JSON form, an error result
+    that says what was returned and where.
     """
     t = type(value)
     if t is str:
@@ -91,37 +107,46 @@ def normalize(value: Any, name: str) -> ToolExecutionResult:
         )
     if t in _BLOCK_TYPES:
         return ToolExecutionResult((value,), False)
-    if (t is tuple or t is list) and all(type(item) in _BLOCK_TYPES for item in value):
+    if (t is tuple or t is list) and value and all(type(item) in _BLOCK_TYPES for item in value):
         return ToolExecutionResult(value if t is tuple else tuple(value), False)
+    if t is SettledResult:
+        return value.result  # type: ignore[no-any-return]
     try:
-        text = encode_value(value)
+        text = render_value(value)
     except NotJSONError as exc:
-        return text_result(
-            f'Error: tool "{name}" returned {t.__name__}, which is not JSON-encodable ({exc}); '
-            "a tool body returns a str, content blocks, a ToolReturn or a JSON-encodable value"
-        )
+        return text_result(not_json_message(name, value, str(exc)))
+    except Exception as exc:  # a hostile __hash__, __lt__ or property: still a result
+        why = f"rendering it raised {type(exc).__name__}: {error_message(exc)}"
+        return text_result(not_json_message(name, value, why))
     return ToolExecutionResult((TextContent(text),), False)
 
 
-def encode_value(value: object) -> str:
-    """Encode a tool's return value as compact, deterministic JSON text.
+def not_json_message(name: str, value: object, why: str) -> str:
+    """The error text for a return value with no JSON form (``why`` names where)."""
+    return (
+        f'Error: tool "{name}" returned a {type(value).__qualname__} with no JSON form: '
+        f"{json_safe_text(why)}; a tool returns text, content blocks, a ToolReturn, or "
+        "data JSON can hold (dicts, lists, numbers, strings, records, enums, dates, sets)"
+    )
 
-    Anything msgspec can encode is accepted — dicts, lists, tuples, numbers,
-    booleans, ``None``, Structs, dataclasses, ``datetime``/``UUID``/``Decimal``
-    (as strings), enums (as their values), sets (as sorted arrays) — provided the
-    result is lossless JSON (no ``nan``, infinities or ``-0.0``). Dict keys are
-    sorted (non-string keys become strings); Struct and dataclass fields keep their
-    declaration order. So equal values always give the same text.
+
+def encode_value(value: object) -> str:
+    """Render a tool's return value as compact, deterministic JSON text.
+
+    Plain data, dataclasses, attrs classes, msgspec Structs, pydantic models
+    (``model_dump(mode="json")``), enums (their values), dates and times (ISO 8601),
+    UUIDs, decimals (strings), bytes (base64), paths (strings), sets and frozensets
+    (sorted arrays), tuples (arrays), at any depth. Dict keys are sorted (int, float,
+    enum, date and UUID keys become their JSON text); record fields keep their
+    declaration order; lone surrogates are escaped. Equal values give the same text
+    in every process.
 
     Raises:
-        NotJSONError: the value cannot be encoded, or not losslessly.
+        NotJSONError: the value has no JSON form: a non-finite float, two keys that
+            render alike, a key or an object JSON cannot hold, a cycle. The message
+            names where, as ``result[...]``.
     """
-    try:
-        builtins = msgspec.to_builtins(value, str_keys=True, order="deterministic")
-    except (TypeError, ValueError, OverflowError, RecursionError) as exc:
-        raise NotJSONError(str(exc)) from None
-    snapshot(builtins)
-    return msgspec.json.encode(builtins).decode()
+    return render_value(value)
 
 
 def materialize(result: ToolExecutionResult) -> ToolExecutionResult:
@@ -137,7 +162,7 @@ def materialize(result: ToolExecutionResult) -> ToolExecutionResult:
             if not _valid_block(block):
                 return _RESULT_NOT_JSON
             if type(block) is TextContent:
-                if not _text_is_safe(block.text):
+                if not text_is_safe(block.text):
                     escape = True
             else:
                 others = True
@@ -147,7 +172,7 @@ def materialize(result: ToolExecutionResult) -> ToolExecutionResult:
                 type(error) is ToolErrorInfo and type(error.name) is str and type(error.code) is str
             ):
                 return _RESULT_NOT_JSON
-            escape = escape or not (_text_is_safe(error.name) and _text_is_safe(error.code))
+            escape = escape or not (text_is_safe(error.name) and text_is_safe(error.code))
         contexts = result.additional_contexts
         meta = result.meta
         structured = result.structured_content
@@ -172,7 +197,7 @@ def materialize(result: ToolExecutionResult) -> ToolExecutionResult:
             frozen_meta,
             frozen_structured,
         )
-        if not escape and _utf8_safe(
+        if not escape and utf8_safe(
             (frozen_contexts, frozen_meta, frozen_structured, content if others else ())
         ):
             return final  # what json_safe returns when it has nothing to escape
@@ -213,83 +238,6 @@ def _freeze_context(context: object) -> HookContext:
     meta = context.meta
     content = context.content if type(context.content) is tuple else tuple(context.content)
     return HookContext(content, context.source, None if meta is None else snapshot(meta))
-
-
-# -- JSON-safe strings -------------------------------------------------------------------
-
-_SURROGATES: Final = re.compile("[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]")
-
-
-def _utf8_safe(parts: object) -> bool:
-    # msgspec encodes a string as UTF-8, which fails on a lone surrogate (a high-low
-    # pair too): when the encoding succeeds there is nothing for json_safe to escape,
-    # and one C-level pass replaces its walk. Any failure falls back to the walk.
-    try:
-        msgspec.json.encode(parts)
-    except Exception:
-        return False
-    return True
-
-
-def _text_is_safe(text: str) -> bool:
-    # ``isascii`` is O(1) in CPython: the common case costs no scan at all.
-    return text.isascii() or _SURROGATES.search(text) is None
-
-
-def _escape_surrogate(match: re.Match[str]) -> str:
-    found = match.group()
-    if len(found) == 2:  # a high-low pair: the character it encodes
-        return chr(0x10000 + ((ord(found[0]) - 0xD800) << 10) + (ord(found[1]) - 0xDC00))
-    point = ord(found)
-    if 0xDC80 <= point <= 0xDCFF:  # an undecodable byte, as os.fsdecode escapes it
-        return f"\\x{point - 0xDC00:02x}"
-    return f"\\u{point:04x}"
-
-
-def json_safe_text(text: str) -> str:
-    """Return ``text`` with every lone surrogate escaped, so it encodes as UTF-8.
-
-    ``\\xNN`` for an undecodable byte ``NN`` (U+DC80–U+DCFF, as ``os.fsdecode`` makes
-    it), ``\\uXXXX`` for any other lone surrogate; a high-low surrogate pair becomes
-    the character it encodes. Text without surrogates is returned as is.
-    """
-    if _text_is_safe(text):
-        return text
-    return _SURROGATES.sub(_escape_surrogate, text)
-
-
-def json_safe(value: T) -> T:
-    """Return ``value`` with every string in it made JSON-safe by :func:`json_safe_text`.
-
-    Walks Structs, tuples, lists and dicts (keys too); returns the very same object
-    when nothing needed escaping, so a clean value costs no copies.
-    """
-    return _safe(value)  # type: ignore[no-any-return]
-
-
-def _safe(value: Any) -> Any:
-    t = type(value)
-    if t is str:
-        return json_safe_text(value)
-    if t is tuple or t is list:
-        items = [_safe(v) for v in value]
-        if all(a is b for a, b in zip(items, value, strict=True)):
-            return value
-        return tuple(items) if t is tuple else items
-    if isinstance(value, dict):
-        pairs = [(_safe(k), _safe(v)) for k, v in value.items()]
-        if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(pairs, value.items(), strict=True)):
-            return value
-        return FrozenDict(pairs) if isinstance(value, FrozenDict) else dict(pairs)
-    if isinstance(value, msgspec.Struct):
-        changes = {}
-        for name in value.__struct_fields__:
-            old = getattr(value, name)
-            new = _safe(old)
-            if new is not old:
-                changes[name] = new
-        return msgspec.structs.replace(value, **changes) if changes else value
-    return value
 
 
 class UnreachableError(Exception):

@@ -16,9 +16,11 @@ each attempt is visible, cancellable and refused for a tool that is not idempote
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Callable, Mapping
-from typing import Any
+import weakref
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final
 
 import msgspec
 import ray
@@ -39,9 +41,15 @@ from ._fleet import FleetLimit, release
 from ._remote import encode_arguments, read_answer, run_call
 from ._wait import await_ref
 
-__all__ = ["ray_tool"]
+__all__ = ["ray_tool", "warm"]
 
 _remote: Any = ray.remote  # its overloads do not cover every option passed on
+_WARM: Final = b""  # a payload no call sends (arguments are JSON): start up, run nothing
+
+# The placement of each agent-side body ray_tool made, for warm() to find.
+_placements: weakref.WeakKeyDictionary[Callable[..., Any], _TaskRunner | _ActorPool] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def ray_tool(
@@ -129,11 +137,12 @@ def ray_tool(
         if value is not None:
             options[key] = value
     fleet = None if fleet_limit is None else FleetLimit(fleet_key or name, fleet_limit)
-    submit: Callable[[bytes, str], Any]
+    placement: _TaskRunner | _ActorPool
     if actors is None:
-        submit = _TaskRunner(body, name, options, cancel_grace_s).run
+        placement = _TaskRunner(body, name, options, cancel_grace_s)
     else:
-        submit = _ActorPool(body, setup, name, options, actors, cancel_grace_s).run
+        placement = _ActorPool(body, setup, name, options, actors, cancel_grace_s)
+    submit = placement.run
 
     async def execute(args: Any, ctx: ToolRunContext) -> Any:
         if not ray.is_initialized():
@@ -153,7 +162,71 @@ def ray_tool(
                 await release(actor, holder)
         return read_answer(answer)
 
+    _placements[execute] = placement
     return msgspec.structs.replace(definition, execute=execute)
+
+
+async def warm(*definitions: ToolDefinition, workers: int = 1) -> None:
+    """Start the Ray workers of placed tools and load their bodies, before the calls.
+
+    A tool's deadline (``timeout_ms``) counts from the moment the agent submits the
+    call, so on a cold cluster the first calls also pay for starting a worker
+    process, importing ``toolnursery`` and the body's module, and unpickling the body
+    (seconds on a fresh local cluster). ``await warm(defn)`` pays that up front: for
+    a task placement it runs ``workers`` start-up tasks at once (the remote function
+    the calls use, with no body run), for an actor pool it starts the pool's actors
+    and waits until each has run ``setup()``. Calls made afterwards find workers
+    ready; Ray keeps idle workers alive (up to the node's CPU count) for reuse.
+
+    Args:
+        definitions: definitions returned by :func:`ray_tool`.
+        workers: for task placements, how many start-up tasks to run at once (Ray
+            starts up to that many worker processes); an actor pool warms all its
+            actors.
+
+    Raises:
+        RegistrationError: a definition was not made by ``ray_tool``, or ``workers``
+            is not a positive int.
+        RemoteToolError: this process is not connected to Ray
+            (``REMOTE_UNAVAILABLE``), or a worker could not start (the code names
+            what was lost, as for a call).
+    """
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise RegistrationError(f"warm() workers must be a positive int, got {workers!r}")
+    placements = [_placement_of(definition) for definition in definitions]
+    if not ray.is_initialized():
+        raise RemoteToolError(
+            "warm() needs a Ray connection: call ray.init() (or ray.init(address=...)) first",
+            code=REMOTE_UNAVAILABLE,
+        )
+    failures: list[RemoteToolError] = []
+
+    async def start(job: Callable[[], Awaitable[object]]) -> None:
+        try:
+            await job()
+        except RemoteToolError as exc:
+            failures.append(exc)
+
+    async with trio.open_nursery() as nursery:
+        for placement in placements:
+            for job in placement.warm_jobs(workers):
+                nursery.start_soon(start, job)
+    if failures:
+        raise failures[0]
+
+
+def _placement_of(definition: object) -> _TaskRunner | _ActorPool:
+    body = definition.execute if isinstance(definition, ToolDefinition) else None
+    while body is not None:
+        try:
+            placement = _placements.get(body)
+        except TypeError:  # not weak-referenceable: not ours
+            placement = None
+        if placement is not None:
+            return placement
+        body = getattr(body, "__wrapped__", None)
+    name = definition.name if isinstance(definition, ToolDefinition) else repr(definition)
+    raise RegistrationError(f"warm() takes definitions made by ray_tool(); {name} is not one")
 
 
 class _TaskRunner:
@@ -163,12 +236,17 @@ class _TaskRunner:
 
     def __init__(self, body: Any, name: str, options: dict[str, Any], grace: float) -> None:
         def run(payload: bytes, call_id: str) -> bytes:
+            if payload == _WARM:
+                return _WARM
             return run_call(body, payload, call_id, name)
 
         run.__name__ = run.__qualname__ = f"toolnursery_tool[{name}]"
         self.remote = _remote(max_retries=0, retry_exceptions=False, **options)(run)
         self.name = name
         self.grace = grace
+
+    def warm_jobs(self, workers: int) -> list[Callable[[], Awaitable[object]]]:
+        return [functools.partial(self.run, _WARM, "warm")] * workers
 
     async def run(self, payload: bytes, call_id: str) -> bytes:
         ref = self.remote.remote(payload, call_id)
@@ -193,6 +271,9 @@ class _ToolActor:
 
     def run(self, payload: bytes, call_id: str) -> bytes:
         return run_call(self.body, payload, call_id, self.name, self.state)
+
+    def ready(self) -> bool:
+        return True
 
 
 class _ActorPool:
@@ -227,12 +308,26 @@ class _ActorPool:
     def _spawn(self) -> Any:
         return self.cls.remote(self.body, self.setup, self.name)
 
-    async def run(self, payload: bytes, call_id: str) -> bytes:
-        job = ray.get_runtime_context().get_job_id()
+    def _join(self) -> str:
+        job: str = ray.get_runtime_context().get_job_id()
         if job != self.job:
             self.job = job
             self.idle = [self._spawn() for _ in range(self.size)]
             self.lot.unpark_all()
+        return job
+
+    def warm_jobs(self, workers: int) -> list[Callable[[], Awaitable[object]]]:
+        self._join()
+        return [functools.partial(self._ready, actor) for actor in self.idle]
+
+    async def _ready(self, actor: Any) -> None:
+        try:
+            await await_ref(actor.ready.remote(), grace=self.grace)
+        except rex.RayError as exc:
+            raise _translate(exc, self.name) from exc
+
+    async def run(self, payload: bytes, call_id: str) -> bytes:
+        job = self._join()
         while not self.idle:
             await self.lot.park()
         actor = self.idle.pop()

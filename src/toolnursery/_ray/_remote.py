@@ -2,44 +2,44 @@
 
 Everything that crosses between the agent and a Ray worker is bytes this module writes
 and reads: the arguments as JSON (the frozen snapshot, thawed), the answer as a
-msgpack pair ``(kind, payload)``. The kinds keep a body's return lossless — text, a
-``ToolReturn``, content blocks, any other JSON value — and carry a failure the body
-raised as its model-facing parts (class name, code, message), so the agent raises an
+msgpack pair ``(kind, payload)``. A body's return crosses as the result it makes —
+built on the worker by the same ``normalize`` and ``materialize`` the agent runs, so
+text, blocks, a ``ToolReturn`` and any rendered value (or the error for a value with
+no JSON form) are exactly what a local body gives. A failure the body raised crosses
+as its model-facing parts (class name, code, message), so the agent raises an
 equivalent error and the pipeline builds the same result it would have built locally.
 This module does not import Ray: workers import it to run calls.
 """
 
 from __future__ import annotations
 
-import typing
 from typing import Any, Final
 
 import msgspec
 import trio
 
 from .._core._bodies import is_async
-from .._core._content import ContentBlock, ToolReturn
+from .._core._content import ToolExecutionResult
 from .._core._errors import REMOTE_RESULT_NOT_ENCODABLE, RemoteToolError, ToolError
 from .._core._json import snapshot
-from .._core._outcomes import error_message
+from .._core._outcomes import (
+    SettledResult,
+    error_message,
+    json_safe_text,
+    materialize,
+    normalize,
+)
 
 __all__ = ["RemoteContext", "decode_arguments", "encode_arguments", "read_answer", "run_call"]
 
-_TEXT: Final = 0
-_RETURN: Final = 1
-_BLOCKS: Final = 2
-_VALUE: Final = 3
+_RESULT: Final = 7
 _TOOL_ERROR: Final = 4
 _ERROR: Final = 5
-_NOT_ENCODABLE: Final = 6
-
-_BLOCK_TYPES: Final = frozenset(typing.get_args(ContentBlock))
 _json_encoder: Final = msgspec.json.Encoder()
 _json_decoder: Final = msgspec.json.Decoder()
 _msgpack_encoder: Final = msgspec.msgpack.Encoder()
 _envelope: Final = msgspec.msgpack.Decoder(tuple[int, msgspec.Raw])
-_return_decoder: Final = msgspec.msgpack.Decoder(ToolReturn)
-_blocks_decoder: Final = msgspec.msgpack.Decoder(tuple[ContentBlock, ...])
+_result_decoder: Final = msgspec.json.Decoder(ToolExecutionResult)
 _strings_decoder: Final = msgspec.msgpack.Decoder(tuple[str, ...])
 _text_decoder: Final = msgspec.msgpack.Decoder(str)
 
@@ -90,32 +90,28 @@ def run_call(body: Any, payload: bytes, call_id: str, name: str, state: Any = No
     try:
         value = trio.run(body, arguments, ctx) if is_async(body) else body(arguments, ctx)
     except ToolError as exc:
-        return _msgpack_encoder.encode((_TOOL_ERROR, (exc.name, exc.code, error_message(exc))))
+        # Escaped here as materialize escapes them there: a surrogate cannot cross.
+        parts = (exc.name, exc.code, error_message(exc))
+        return _msgpack_encoder.encode((_TOOL_ERROR, tuple(map(_safe_str, parts))))
     except Exception as exc:
-        return _msgpack_encoder.encode((_ERROR, error_message(exc)))
+        return _msgpack_encoder.encode((_ERROR, json_safe_text(error_message(exc))))
     return encode_answer(value, name)
 
 
+def _safe_str(value: object) -> str:
+    return json_safe_text(value if isinstance(value, str) else str(value))
+
+
 def encode_answer(value: Any, name: str) -> bytes:
-    """Encode a body's return as ``(kind, payload)``; a value that cannot cross is a
-    ``REMOTE_RESULT_NOT_ENCODABLE`` answer, never an exception."""
-    t = type(value)
-    try:
-        if t is str:
-            return _msgpack_encoder.encode((_TEXT, value))
-        if t is ToolReturn:
-            return _msgpack_encoder.encode((_RETURN, value))
-        if t in _BLOCK_TYPES:
-            return _msgpack_encoder.encode((_BLOCKS, (value,)))
-        if (t is list or t is tuple) and value and all(type(v) in _BLOCK_TYPES for v in value):
-            return _msgpack_encoder.encode((_BLOCKS, value))
-        return _msgpack_encoder.encode((_VALUE, _json_encoder.encode(value)))
-    except (TypeError, ValueError, OverflowError) as exc:
-        message = (
-            f'tool "{name}" returned a {t.__name__} that cannot be sent back from its Ray '
-            f"worker as msgspec-encoded bytes: {exc}"
-        )
-        return _msgpack_encoder.encode((_NOT_ENCODABLE, message))
+    """Encode a body's return as the result it makes here: ``materialize(normalize())``.
+
+    The worker builds the very result the agent would build for the same value (the
+    same rendering, the same error for a value with no JSON form, surrogates escaped),
+    so a placed tool returns exactly what the local one returns; the result is
+    lossless JSON by then, so it always crosses.
+    """
+    result = materialize(normalize(value, name))
+    return _msgpack_encoder.encode((_RESULT, _json_encoder.encode(result)))
 
 
 class _RelayedToolError(ToolError):
@@ -135,21 +131,30 @@ class _RelayedError(Exception):
 
 
 def read_answer(answer: bytes) -> Any:
-    """Decode an answer into what the body returned (or raise what it raised)."""
-    kind, raw = _envelope.decode(answer)
-    if kind == _TEXT:
-        return _text_decoder.decode(raw)
-    if kind == _RETURN:
-        return _return_decoder.decode(raw)
-    if kind == _BLOCKS:
-        return _blocks_decoder.decode(raw)
-    if kind == _VALUE:
-        return _json_decoder.decode(msgspec.msgpack.decode(raw, type=bytes))
-    if kind == _TOOL_ERROR:
-        name, code, message = _strings_decoder.decode(raw)
-        raise _RelayedToolError(name, code, message)
-    if kind == _ERROR:
-        raise _RelayedError(_text_decoder.decode(raw))
-    if kind == _NOT_ENCODABLE:
-        raise RemoteToolError(_text_decoder.decode(raw), code=REMOTE_RESULT_NOT_ENCODABLE)
-    raise RemoteToolError(f"unknown answer kind {kind!r} from a Ray worker")
+    """Decode an answer into what the body returned (or raise what it raised).
+
+    A returned value comes back as a :class:`SettledResult` (its result, built on the
+    worker). An answer this agent cannot read (a worker on another version of
+    toolnursery) is a ``REMOTE_RESULT_NOT_ENCODABLE`` error.
+    """
+    try:
+        kind, raw = _envelope.decode(answer)
+        if kind == _RESULT:
+            return SettledResult(_result_decoder.decode(msgspec.msgpack.decode(raw, type=bytes)))
+        if kind == _TOOL_ERROR:
+            name, code, message = _strings_decoder.decode(raw)
+            error: Exception = _RelayedToolError(name, code, message)
+        elif kind == _ERROR:
+            error = _RelayedError(_text_decoder.decode(raw))
+        else:
+            error = RemoteToolError(
+                f"unknown answer kind {kind!r} from a Ray worker",
+                code=REMOTE_RESULT_NOT_ENCODABLE,
+            )
+    except msgspec.DecodeError as exc:
+        raise RemoteToolError(
+            f"the answer from a Ray worker cannot be read ({exc}): is the worker running "
+            "the same version of toolnursery?",
+            code=REMOTE_RESULT_NOT_ENCODABLE,
+        ) from None
+    raise error
