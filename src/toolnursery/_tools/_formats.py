@@ -2,9 +2,10 @@
 
 Both validators ask :func:`format_checker` whether a string has a ``format``, so a
 value passes one exactly when it passes the other. The checker is ``jsonschema``'s
-:class:`~jsonschema.FormatChecker` with every format it knows (``date``, ``email``,
-``uuid``, ``ipv4``, ``ipv6``, ``hostname``, ``regex``, …, and more when its optional
-format packages are installed), completed by the ones it cannot check without them:
+:class:`~jsonschema.FormatChecker` with every Draft 2020-12 format it knows (``date``,
+``email``, ``uuid``, ``ipv4``, ``ipv6``, ``hostname``, ``regex``, …, and more when its
+optional format packages are installed), completed by the ones it cannot check without
+them:
 
 - ``date-time`` — RFC 3339 ``2024-05-01T09:30:00Z`` (a time zone offset is required;
   ``T``/``t`` between date and time, a fraction of any length);
@@ -85,7 +86,9 @@ def format_checker() -> Any:
     """The shared ``jsonschema.FormatChecker``: its formats plus ``date-time``, ``time``, ``uri``."""
     # Imported by name: jsonschema ships no type information (its stubs are separate).
     jsonschema: Any = importlib.import_module("jsonschema")
-    checker = jsonschema.FormatChecker()
+    # Draft 2020-12's own formats: the all-drafts default has draft 3's "time" (no offset).
+    checker = jsonschema.FormatChecker(formats=())
+    checker.checkers = dict(jsonschema.Draft202012Validator.FORMAT_CHECKER.checkers)
     for name, check in _OURS.items():
         if name not in checker.checkers:
             checker.checks(name)(check)
