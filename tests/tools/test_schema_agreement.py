@@ -163,9 +163,12 @@ def test_dsl_and_raw_validation_agree_with_jsonschema(
     event("valid" if expected else "invalid")
     found = validate(args)
     assert (found == []) is expected, (schema, args, found)
-    raw = compile_raw_validator(schema)(args)
+    raw = compile_raw_validator(schema)(args)  # the DSL's nodes, read from the schema
     assert (raw == []) is expected, (schema, args, raw)
-    assert _paths(found) == _paths(raw), (schema, args, found, raw)
+    assert raw == found
+    checked = compile_raw_validator(schema, use_dsl=False)(args)  # jsonschema's pass
+    assert (checked == []) is expected, (schema, args, checked)
+    assert _paths(found) == _paths(checked), (schema, args, found, checked)
 
 
 def _accepts(definition: ToolDefinition, args: dict[str, Any]) -> bool:
