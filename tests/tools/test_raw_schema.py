@@ -293,6 +293,16 @@ def test_an_unresolvable_reference_fails_closed() -> None:
     assert violation.startswith('"arguments" cannot be validated: ')
 
 
+def test_a_frozen_schema_is_read_as_json() -> None:
+    check = _raw.compile_raw_validator(snapshot({**READ, "additionalProperties": False}))
+    assert check({"path": "p"}) == []
+    assert check({}) == ['missing required property "path"']
+    looped: dict[str, Any] = {"type": "object"}
+    looped["properties"] = {"self": looped}
+    with pytest.raises(_raw.RawSchemaError, match="it contains itself"):
+        _raw.compile_raw_validator(looped)
+
+
 def test_frozen_arguments_are_json_arrays_and_objects() -> None:
     check = _raw.compile_raw_validator(READ)
     assert check(snapshot({"path": "p", "tags": ["a", "b"]})) == []

@@ -436,3 +436,73 @@ def test_property_the_judge_agrees_with_validate_args_both_ways(
     args = data.draw(arbitrary | object_for(spec) | spliced)
     assert (validate_args(spec, args) == []) == judged_valid(schema, args)
     assert compile_validator(spec)(args) == validate_args(spec, args)
+
+
+@pytest.mark.parametrize(
+    ("prop", "good", "bad", "violation"),
+    [
+        ({"type": "integer", "minimum": 1}, 1, 0, '"v" must be >= 1'),
+        ({"type": "number", "exclusiveMinimum": 0}, 0.5, 0, '"v" must be > 0'),
+        ({"type": "number", "maximum": 2.5}, 2.5, 3, '"v" must be <= 2.5'),
+        ({"type": "integer", "exclusiveMaximum": 10}, 9, 10, '"v" must be < 10'),
+        ({"type": "integer", "multipleOf": 5}, 10.0, 12, '"v" must be a multiple of 5'),
+        ({"type": "number", "multipleOf": 0.5}, 1.5, 1.25, '"v" must be a multiple of 0.5'),
+        ({"type": "string", "minLength": 2}, "ab", "é", '"v" must be at least 2 characters long'),
+        ({"type": "string", "maxLength": 1}, "é", "ab", '"v" must be at most 1 character long'),
+        ({"type": "string", "pattern": "[0-9]"}, "a1", "ab", '"v" must match the pattern "[0-9]"'),
+        (
+            {"type": "string", "format": "date"},
+            "2024-02-29",
+            "2024-02-30",
+            '"v" must be a valid "date"',
+        ),
+        ({"type": "array", "minItems": 1}, [0], [], '"v" must have at least 1 item'),
+        ({"type": "array", "maxItems": 2}, [1, 2], [1, 2, 3], '"v" must have at most 2 items'),
+        (
+            {"type": "array", "uniqueItems": True},
+            [1, True],
+            [1, 1.0],
+            '"v" must not contain duplicate items',
+        ),
+        (
+            {"type": "array", "uniqueItems": True},
+            [[1], [2]],
+            [{"a": 1}, {"a": 1.0}],
+            '"v" must not contain duplicate items',
+        ),
+        ({"type": "array", "uniqueItems": False}, [1, 1], "x", '"v" must be an array'),
+    ],
+)
+def test_each_constraint_reads_as_its_rule(
+    prop: dict[str, Any], good: Any, bad: Any, violation: str
+) -> None:
+    spec: Any = {"v": prop}
+    schema, validate = compile_spec(spec)
+    assert schema["properties"]["v"] == prop
+    assert validate({"v": good}) == []
+    assert validate({"v": bad}) == [violation]
+    assert JUDGE(schema, format_checker=jsonschema.FormatChecker()).is_valid({"v": good})
+    assert not JUDGE(schema, format_checker=jsonschema.FormatChecker()).is_valid({"v": bad})
+
+
+def test_constraints_apply_to_array_items_and_survive_an_array_enum() -> None:
+    spec: Any = {
+        "codes": {
+            "type": "array",
+            "items": {"type": "string", "maxLength": 2},
+            "enum": ["a", "abc"],
+        }
+    }
+    _, validate = compile_spec(spec)
+    assert validate({"codes": ["a"]}) == []
+    assert validate({"codes": ["abc", "b"]}) == [
+        '"codes[0]" must be at most 2 characters long',
+        '"codes[1]" must be one of ["a","abc"]',
+    ]
+
+
+def test_a_nullable_constrained_value_takes_null_and_a_wrong_type_skips_the_rules() -> None:
+    spec: Any = {"n": {"type": "integer", "nullable": True, "minimum": 5}}
+    _, validate = compile_spec(spec)
+    assert validate({"n": None}) == []
+    assert validate({"n": "7"}) == ['"n" must be an integer or null']

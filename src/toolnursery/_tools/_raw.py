@@ -17,7 +17,6 @@ Arguments are read as JSON: a read-only ``dict`` is an object and a ``tuple`` an
 
 from __future__ import annotations
 
-import copy
 import importlib
 import json
 from collections.abc import Callable, Iterable, Mapping
@@ -26,6 +25,7 @@ from typing import Any, Final
 
 from .._core._bodies import is_async, mark_may_suspend
 from .._core._errors import ToolArgsError
+from .._core._json import thaw
 from ._constraints import APPLIES_TO, rule
 from ._formats import format_checker
 from ._schema import NOT_AN_OBJECT, SpecError, Validator, compile_spec
@@ -119,7 +119,10 @@ def compile_raw_validator(schema: Mapping[str, Any], *, use_dsl: bool = True) ->
             keyword's path).
     """
     validators, reading_tuples = _validator_classes()
-    schema = copy.deepcopy(dict(schema))
+    try:
+        schema = thaw(schema)  # a copy of its own, with JSON arrays as lists
+    except RecursionError:
+        raise RawSchemaError("not a valid JSON Schema: it contains itself") from None
     cls = validators.validator_for(schema, default=None)
     if cls is None:
         if "$schema" in schema:
