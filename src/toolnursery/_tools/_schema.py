@@ -69,22 +69,14 @@ class SchemaProp(TypedDict, total=False):
             ``"default": None`` on a string is fine).
         properties: the nested spec of an ``object`` property.
         items: the element schema of an ``array`` property.
-        minimum: ``number``/``integer``: the value must be ``>=`` it.
-        maximum: ``number``/``integer``: the value must be ``<=`` it.
-        exclusiveMinimum: ``number``/``integer``: the value must be ``>`` it.
-        exclusiveMaximum: ``number``/``integer``: the value must be ``<`` it.
-        multipleOf: ``number``/``integer``: the value must be a multiple of it (``> 0``).
-        minLength: ``string``: at least this many characters (code points).
-        maxLength: ``string``: at most this many characters.
-        pattern: ``string``: a Python regular expression the value must contain a
-            match of (``re.search``, as JSON Schema validators in Python read it).
-        format: ``string``: ``date``, ``date-time``, ``time``, ``email``, ``uri``,
-            ``uuid`` (or another format the shared checker knows, see
-            :mod:`~toolnursery._tools._formats`).
-        minItems: ``array``: at least this many items.
-        maxItems: ``array``: at most this many items.
-        uniqueItems: ``array``: ``True`` refuses two equal items (``1`` and ``1.0``
-            are equal, ``1`` and ``True`` are not).
+        minimum: (and ``maximum``, ``exclusiveMinimum``, ``exclusiveMaximum``,
+            ``multipleOf``) bounds of a ``number``/``integer``.
+        minLength: (and ``maxLength``, ``pattern``, ``format``) a ``string``'s length
+            in code points, a regular expression it contains a match of
+            (``re.search``), a format: ``date``, ``date-time``, ``time``, ``email``,
+            ``uri``, ``uuid`` (or another the shared checker of ``_formats`` knows).
+        minItems: (and ``maxItems``, ``uniqueItems``) an ``array``'s length; ``True``
+            refuses equal items (``1`` and ``1.0`` are equal, ``1`` and ``True`` not).
     """
 
     type: Required[SchemaType]
