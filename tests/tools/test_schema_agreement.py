@@ -260,3 +260,56 @@ def test_tool_signatures_with_meta_and_pydantic_field_constraints_agree() -> Non
         for args in samples:
             expected = judge(definition.parameters, args)
             assert _accepts(definition, args) is expected, (definition.name, args)
+
+
+# --- raw schemas beyond the DSL: jsonschema's verdicts, in the DSL's words ----------------------
+
+
+@st.composite
+def raw_props(draw: st.DrawFn, depth: int = 1) -> dict[str, Any]:
+    """A property using keywords the DSL has not (so jsonschema checks it)."""
+    choice = draw(st.integers(0, 5 if depth else 3))
+    if choice == 0:
+        return {"const": draw(scalars)}
+    if choice == 1:
+        kinds = draw(
+            st.lists(
+                st.sampled_from(["string", "integer", "null", "array"]),
+                min_size=1,
+                max_size=3,
+                unique=True,
+            )
+        )
+        return {"type": kinds}
+    if choice == 2:
+        return {"anyOf": [{"type": "string", "maxLength": 2}, {"type": "integer", "minimum": 0}]}
+    if choice == 3:
+        return {"not": {"type": draw(st.sampled_from(["string", "number", "null"]))}}
+    if choice == 4:
+        return {"type": "array", "prefixItems": [draw(raw_props(depth - 1))], "items": False}
+    return {
+        "type": "object",
+        "properties": {"a": draw(raw_props(depth - 1))},
+        "additionalProperties": False,
+        "required": draw(st.sampled_from([[], ["a"]])),
+    }
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    props=st.dictionaries(names, raw_props(), max_size=3),
+    closed=st.booleans(),
+    args=st.dictionaries(names, values, max_size=4),
+)
+def test_raw_schemas_beyond_the_dsl_agree_and_every_violation_names_its_path(
+    props: dict[str, Any], closed: bool, args: dict[str, Any]
+) -> None:
+    schema: dict[str, Any] = {"type": "object", "properties": props}
+    if closed:
+        schema["additionalProperties"] = False
+    expected = judge(schema, args)
+    event("valid" if expected else "invalid")
+    found = compile_raw_validator(schema)(args)
+    assert (found == []) is expected, (schema, args, found)
+    for violation in found:
+        assert violation.startswith(('"', 'missing required property "')), violation

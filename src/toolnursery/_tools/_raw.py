@@ -218,7 +218,7 @@ def _prop_spec(prop: object) -> dict[str, Any] | None:
         enum = prop.get("enum")
         if enum is not None and None not in enum:
             return None  # a nullable type whose enum leaves null out: jsonschema's reading
-    if kind not in _SCALARS and kind not in ("object", "array"):
+    if not isinstance(kind, str) or kind not in _SCALARS | {"object", "array"}:
         return None
     for key, value in prop.items():
         if key in ("description", "default"):
