@@ -279,8 +279,8 @@ def _shape(
         tail = {}
         item = _unwrap(info.item_type, {})
         items: Node | None = None
-        if not isinstance(item, mi.AnyType):
-            tail["items"], items = _field_schema(item, NODEFAULT, None, walk)
+        if not isinstance(item, mi.AnyType):  # the item's own Meta is kept (a format, ...)
+            tail["items"], items = _field_schema(info.item_type, NODEFAULT, None, walk)
         tail.update(_constraints(info, "minItems", "maxItems"))
         return "array", None, tail, Node("array", items=items, nullable=nullable), nullable
     if isinstance(info, mi.DictType):
@@ -290,7 +290,9 @@ def _shape(
         value = _unwrap(info.value_type, {})
         value_node: Node | None = None
         if not isinstance(value, mi.AnyType):
-            tail["additionalProperties"], value_node = _field_schema(value, NODEFAULT, None, walk)
+            tail["additionalProperties"], value_node = _field_schema(
+                info.value_type, NODEFAULT, None, walk
+            )
         tail.update(_constraints(info, "minProperties", "maxProperties"))
         return "object", None, tail, Node("object", values=value_node, nullable=nullable), nullable
     if isinstance(info, mi.StructType):
