@@ -77,7 +77,7 @@ def tool_from_function(
     The function takes ``(args, ctx)`` or just ``(args)`` and returns what a tool body
     may return (a ``str``, content blocks or a :class:`ToolReturn`). An ``async def``
     runs in the calling task; a plain ``def`` runs in a worker thread, as any sync
-    tool body does. Arguments are not validated (a raw definition).
+    tool body does. Arguments are not validated (a raw definition, ``validate=False``).
 
     Args:
         fn: the body.
@@ -108,6 +108,7 @@ def tool_from_function(
         dict(parameters if parameters is not None else _DEFAULT_PARAMETERS),
         body,
         is_concurrency_safe=_always_parallel if parallel else None,
+        validate=False,
     )
 
 

@@ -45,7 +45,8 @@ def watching_tool() -> tuple[Any, list[tuple[str, Any]]]:
         seen.append(("body", args))
         return "ran"
 
-    return tool("watch", body, is_concurrency_safe=classify), seen
+    # validate=False: the body sees what the parsing made, a raw string or a list too
+    return tool("watch", body, is_concurrency_safe=classify, validate=False), seen
 
 
 # -- the helpers --------------------------------------------------------------------------

@@ -35,6 +35,7 @@ def make_tool(name: str, **kwargs: Any) -> ToolDefinition:
     async def body(args: Any, ctx: ToolRunContext) -> list[TextContent]:
         return [TextContent(f"{name} ran")]
 
+    kwargs.setdefault("validate", False)  # these tests call with {}: about views, not args
     return ToolDefinition(
         name, f"the {name} tool", kwargs.pop("parameters", PARAMS), body, **kwargs
     )
@@ -119,7 +120,8 @@ def test_shadowing_scope_tool_keeps_global_position() -> None:
 
 @pytest.mark.spec("B005")
 async def test_raw_parameters_are_verbatim_and_arguments_not_validated() -> None:
-    """B005: a raw definition's JSON Schema is projected verbatim; arguments reach the body."""
+    """B005: a raw definition's JSON Schema is projected verbatim; with validate=False
+    (the opt-out of raw-schema validation) arguments reach the body unchecked."""
     registry = ToolRegistry()
     seen: list[Any] = []
 
@@ -128,10 +130,16 @@ async def test_raw_parameters_are_verbatim_and_arguments_not_validated() -> None
         return "ok"
 
     odd_schema = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
-    registry.register(ToolDefinition("raw", "raw tool", odd_schema, body))
+    registry.register(ToolDefinition("raw", "raw tool", odd_schema, body, validate=False))
     assert registry.schemas()[0].parameters == odd_schema
     result = await registry.execute(ToolExecutionInput("c1", "raw", {"unexpected": True}))
     assert result == ToolExecutionResult((TextContent("ok"),), False)
+    assert seen == [{"unexpected": True}]
+    registry.register(ToolDefinition("checked", "raw tool", odd_schema, body))  # the default
+    refused = await registry.execute(ToolExecutionInput("c2", "checked", {"unexpected": True}))
+    assert refused.content == (
+        TextContent('Error: invalid arguments: missing required property "x"'),
+    )
     assert seen == [{"unexpected": True}]
 
 

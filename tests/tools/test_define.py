@@ -578,7 +578,7 @@ async def test_optional_struct_field_accepts_null() -> None:
 async def test_constraint_failure_becomes_a_readable_violation() -> None:
     with pytest.raises(ToolArgsError) as info:
         await run(deploy_tool(), {"target": "t", "note": "too long"})
-    assert info.value.violations == ('"note" is invalid: Expected `str` of length <= 5',)
+    assert info.value.violations == ('"note" must be at most 5 characters long',)
 
 
 @pytest.mark.spec("B033")

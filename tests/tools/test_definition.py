@@ -33,7 +33,7 @@ def test_definition_takes_its_four_parts_positionally_and_options_by_keyword() -
     positional = [n for n, p in params.items() if p.kind is p.POSITIONAL_OR_KEYWORD]
     keyword = [n for n, p in params.items() if p.kind is p.KEYWORD_ONLY]
     assert positional == ["name", "description", "parameters", "execute"]
-    assert keyword == list(ToolOptions.__struct_fields__)
+    assert keyword == [*ToolOptions.__struct_fields__, "validate"]
 
 
 def test_option_args_mirror_the_options_exactly() -> None:

@@ -111,11 +111,18 @@ def test_an_array_enum_constrains_each_item() -> None:
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ({"p": {"type": "string", "pattern": "^a"}}, 'property "p": the DSL has no "pattern"'),
+        ({"p": {"type": "string", "$ref": "#/x"}}, 'property "p": the DSL has no "$ref"'),
         (
-            {"o": {"type": "object", "properties": {"n": {"type": "number", "minimum": 1}}}},
-            'property "o.n": the DSL has no "minimum"',
+            {"o": {"type": "object", "properties": {"n": {"type": "string", "minimum": 1}}}},
+            'property "o.n": "minimum" applies only to integer or number properties',
         ),
+        ({"p": {"type": "string", "pattern": "("}}, 'property "p": "pattern" is not a valid'),
+        ({"p": {"type": "string", "format": "colour"}}, 'property "p": format "colour" cannot'),
+        ({"n": {"type": "number", "minimum": "1"}}, 'property "n": "minimum" must be a finite'),
+        ({"n": {"type": "number", "multipleOf": 0}}, 'property "n": "multipleOf" must be greater'),
+        ({"s": {"type": "string", "maxLength": -1}}, 'property "s": "maxLength" must be a non-n'),
+        ({"a": {"type": "array", "minItems": 1.5}}, 'property "a": "minItems" must be a non-neg'),
+        ({"a": {"type": "array", "uniqueItems": 1}}, 'property "a": "uniqueItems" must be a bool'),
         ({"n": {"type": "number", "enum": ["1", "2"]}}, 'property "n": enum value "1" is not a'),
         ({"i": {"type": "integer", "enum": [1, 1.5]}}, 'property "i": enum value 1.5 is not an'),
         ({"i": {"type": "integer", "enum": [True]}}, 'property "i": enum value true is not an'),
@@ -140,14 +147,6 @@ def test_an_array_enum_constrains_each_item() -> None:
         ({"s": {"type": "string", "required": 1}}, 'property "s": "required" must be a bool'),
         ({"s": {"type": "string", "nullable": "yes"}}, 'property "s": "nullable" must be a bool'),
         ({"s": {"type": "string", "description": 3}}, 'property "s": "description" must be'),
-        (
-            {"n": {"type": "integer", "default": "ten"}},
-            'property "n": its default is invalid: "n" must be an integer',
-        ),
-        (
-            {"c": {"type": "string", "enum": ["a"], "default": "b"}},
-            'property "c": its default is invalid: "c" must be one of ["a"]',
-        ),
     ],
 )
 def test_what_the_dsl_cannot_enforce_is_refused_with_the_path(spec: Any, message: str) -> None:
@@ -173,6 +172,22 @@ def test_a_valid_default_and_a_nullable_default_are_kept() -> None:
     schema, _ = compile_spec(spec)
     assert schema["properties"]["n"] == {"type": "integer", "default": 10}
     assert schema["properties"]["s"] == {"type": ["string", "null"], "default": None}
+
+
+def test_a_default_is_an_annotation_kept_verbatim_even_when_its_property_rejects_it() -> None:
+    """What Python signatures (``= None``) and hand-written schemas produce defines fine."""
+    spec: Any = {
+        "s": {"type": "string", "default": None},
+        "b": {"type": "boolean", "default": "false"},
+        "c": {"type": "string", "enum": ["a"], "default": "b"},
+        "n": {"type": "integer", "minimum": 1, "default": 0},
+    }
+    schema, validate = compile_spec(spec)
+    assert [p["default"] for p in schema["properties"].values()] == [None, "false", "b", 0]
+    assert validate({}) == []  # never applied
+    assert validate({"s": None, "b": "false"}) == ['"s" must be a string', '"b" must be a boolean']
+    definition = define_tool(name="t", description="d", parameters=spec, execute=lambda a, c: "")
+    assert definition.parameters == schema
 
 
 # --- hypothesis: random specs --------------------------------------------------------------------
@@ -421,3 +436,73 @@ def test_property_the_judge_agrees_with_validate_args_both_ways(
     args = data.draw(arbitrary | object_for(spec) | spliced)
     assert (validate_args(spec, args) == []) == judged_valid(schema, args)
     assert compile_validator(spec)(args) == validate_args(spec, args)
+
+
+@pytest.mark.parametrize(
+    ("prop", "good", "bad", "violation"),
+    [
+        ({"type": "integer", "minimum": 1}, 1, 0, '"v" must be >= 1'),
+        ({"type": "number", "exclusiveMinimum": 0}, 0.5, 0, '"v" must be > 0'),
+        ({"type": "number", "maximum": 2.5}, 2.5, 3, '"v" must be <= 2.5'),
+        ({"type": "integer", "exclusiveMaximum": 10}, 9, 10, '"v" must be < 10'),
+        ({"type": "integer", "multipleOf": 5}, 10.0, 12, '"v" must be a multiple of 5'),
+        ({"type": "number", "multipleOf": 0.5}, 1.5, 1.25, '"v" must be a multiple of 0.5'),
+        ({"type": "string", "minLength": 2}, "ab", "é", '"v" must be at least 2 characters long'),
+        ({"type": "string", "maxLength": 1}, "é", "ab", '"v" must be at most 1 character long'),
+        ({"type": "string", "pattern": "[0-9]"}, "a1", "ab", '"v" must match the pattern "[0-9]"'),
+        (
+            {"type": "string", "format": "date"},
+            "2024-02-29",
+            "2024-02-30",
+            '"v" must be a valid "date"',
+        ),
+        ({"type": "array", "minItems": 1}, [0], [], '"v" must have at least 1 item'),
+        ({"type": "array", "maxItems": 2}, [1, 2], [1, 2, 3], '"v" must have at most 2 items'),
+        (
+            {"type": "array", "uniqueItems": True},
+            [1, True],
+            [1, 1.0],
+            '"v" must not contain duplicate items',
+        ),
+        (
+            {"type": "array", "uniqueItems": True},
+            [[1], [2]],
+            [{"a": 1}, {"a": 1.0}],
+            '"v" must not contain duplicate items',
+        ),
+        ({"type": "array", "uniqueItems": False}, [1, 1], "x", '"v" must be an array'),
+    ],
+)
+def test_each_constraint_reads_as_its_rule(
+    prop: dict[str, Any], good: Any, bad: Any, violation: str
+) -> None:
+    spec: Any = {"v": prop}
+    schema, validate = compile_spec(spec)
+    assert schema["properties"]["v"] == prop
+    assert validate({"v": good}) == []
+    assert validate({"v": bad}) == [violation]
+    assert JUDGE(schema, format_checker=jsonschema.FormatChecker()).is_valid({"v": good})
+    assert not JUDGE(schema, format_checker=jsonschema.FormatChecker()).is_valid({"v": bad})
+
+
+def test_constraints_apply_to_array_items_and_survive_an_array_enum() -> None:
+    spec: Any = {
+        "codes": {
+            "type": "array",
+            "items": {"type": "string", "maxLength": 2},
+            "enum": ["a", "abc"],
+        }
+    }
+    _, validate = compile_spec(spec)
+    assert validate({"codes": ["a"]}) == []
+    assert validate({"codes": ["abc", "b"]}) == [
+        '"codes[0]" must be at most 2 characters long',
+        '"codes[1]" must be one of ["a","abc"]',
+    ]
+
+
+def test_a_nullable_constrained_value_takes_null_and_a_wrong_type_skips_the_rules() -> None:
+    spec: Any = {"n": {"type": "integer", "nullable": True, "minimum": 5}}
+    _, validate = compile_spec(spec)
+    assert validate({"n": None}) == []
+    assert validate({"n": "7"}) == ['"n" must be an integer or null']

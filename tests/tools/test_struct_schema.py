@@ -301,8 +301,8 @@ def test_constraints_inside_unions_and_boolean_literals() -> None:
     }
     assert props["c"] == {"type": "boolean", "enum": [True], "default": True}
     for bad, violation in [
-        ({"a": 0}, '"a" is invalid: Expected `int` >= 1'),
-        ({"b": "x"}, '"b" is invalid: Expected `str` of length >= 2'),
+        ({"a": 0}, '"a" must be >= 1'),
+        ({"b": "x"}, '"b" must be at least 2 characters long'),
         ({"b": 1.5}, '"b" must be a string or an integer'),
         ({"c": False}, '"c" must be one of [true]'),
     ]:

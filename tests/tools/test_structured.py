@@ -620,6 +620,7 @@ async def test_a_capture_tool_rejects_invalid_values_with_invalid_args() -> None
             description="Report the result.",
             parameters=SCHEMA,
             execute=capture,
+            validate=False,  # the body checks, with the structured-output texts
         )
     )
     bad = await registry.execute(ToolExecutionInput("c1", "structured_output", {"line": "x"}))

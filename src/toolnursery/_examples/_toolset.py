@@ -64,6 +64,7 @@ def example_tools(root: str | os.PathLike[str]) -> list[ToolDefinition]:
             parameters_schema(READ_PARAMS),
             read_file_body(sandbox),
             concurrency_keys=read_keys(sandbox),
+            validate=False,  # the body checks its arguments and fills defaults
             present_call=views.present_call(partial(validate, READ_PARAMS), views.read_call),
             present_result=views.present_result(partial(validate, READ_PARAMS), views.read_result),
         ),
@@ -73,6 +74,7 @@ def example_tools(root: str | os.PathLike[str]) -> list[ToolDefinition]:
             parameters_schema(LIST_PARAMS),
             list_dir_body(sandbox),
             concurrency_keys=tree_keys(sandbox, LIST_PARAMS),
+            validate=False,  # the body checks its arguments and fills defaults
             present_call=views.present_call(partial(validate, LIST_PARAMS), views.list_call),
             present_result=views.present_result(partial(validate, LIST_PARAMS), views.list_result),
         ),
@@ -82,6 +84,7 @@ def example_tools(root: str | os.PathLike[str]) -> list[ToolDefinition]:
             parameters_schema(SEARCH_PARAMS),
             search_text_body(sandbox),
             concurrency_keys=tree_keys(sandbox, SEARCH_PARAMS),
+            validate=False,  # the body checks its arguments and fills defaults
             present_call=views.present_call(partial(validate, SEARCH_PARAMS), views.search_call),
             present_result=views.present_result(
                 partial(validate, SEARCH_PARAMS), views.search_result
@@ -93,6 +96,7 @@ def example_tools(root: str | os.PathLike[str]) -> list[ToolDefinition]:
             parameters_schema(WRITE_PARAMS),
             write_file_body(sandbox),
             concurrency_keys=write_keys(sandbox),
+            validate=False,  # the body checks its arguments and fills defaults
             present_call=views.present_call(partial(validate, WRITE_PARAMS), views.write_call),
             present_result=views.present_result(
                 partial(validate, WRITE_PARAMS), views.write_result
@@ -103,6 +107,7 @@ def example_tools(root: str | os.PathLike[str]) -> list[ToolDefinition]:
             "Move a file or directory under the root to a new path under the root.",
             parameters_schema(MOVE_PARAMS),
             move_path_body(sandbox),
+            validate=False,  # the body checks its arguments and fills defaults
             present_call=views.present_call(partial(validate, MOVE_PARAMS), views.move_call),
             present_result=views.present_result(partial(validate, MOVE_PARAMS), views.move_result),
         ),
@@ -112,6 +117,7 @@ def example_tools(root: str | os.PathLike[str]) -> list[ToolDefinition]:
             parameters_schema(SLEEP_PARAMS),
             sleep_body,
             is_concurrency_safe=safe,
+            validate=False,  # the body checks its arguments and fills defaults
             present_call=views.present_call(partial(validate, SLEEP_PARAMS), views.sleep_call),
             present_result=views.present_result(
                 partial(validate, SLEEP_PARAMS), views.sleep_result

@@ -42,6 +42,7 @@ from ._docstrings import field_docs as _field_docs
 from ._docstrings import parse_docstring as parse_docstring
 from ._output import OutputRenderer, attach_output
 from ._pydantic_params import model_plan, signature_plan, uses_pydantic
+from ._raw import mark_validating
 from ._schema import SchemaProp, Validator, compile_spec, validator_for
 from ._strict import from_strict_arguments, strict_json_schema
 from ._struct_schema import struct_schema
@@ -250,6 +251,7 @@ def _definition(
             return invoke(parse(args), ctx)
 
         execute = execute_sync
+    mark_validating(execute)  # validated above: the raw-schema check is not repeated
     fields = msgspec.structs.asdict(options)
     for hook, soften in _SOFT_HOOKS.items():
         if fields[hook] is not None:

@@ -28,6 +28,7 @@ import msgspec
 
 from .._core._content import ContentBlock, ToolResult, ToolReturn
 from .._core._decisions import ResourceKey
+from .._core._errors import RegistrationError
 from .._core._execution import ToolRunContext
 from ._annotations import McpAnnotations
 from ._presentation import ToolCallView, ToolResultView
@@ -128,25 +129,59 @@ class ToolOptionArgs(TypedDict, Generic[A], total=False):
     strict: bool
 
 
-class ToolDefinition(ToolOptions, frozen=True):
+class _RawOptions(ToolOptions, frozen=True, kw_only=True):
+    """The option only a raw definition has (keyword-only, like the others)."""
+
+    validate: bool = True
+
+
+class ToolDefinition(_RawOptions, frozen=True):
     """A raw tool definition.
 
-    ``parameters`` is JSON Schema projected verbatim to the model; a raw definition's
-    arguments are not validated (MCP style) — use :func:`define_tool` for validation.
-    The four model-facing parts may be given positionally; the options
+    ``parameters`` is JSON Schema projected verbatim to the model. The arguments of
+    a call are validated against it before the body runs, by ``jsonschema`` (the
+    draft ``$schema`` names, Draft 2020-12 when absent; ``format`` checked for
+    ``date``, ``date-time``, ``time``, ``email``, ``uri``, ``uuid`` and more): the
+    stored ``execute`` is the body wrapped with that check, compiled once here, and
+    a violation raises :class:`ToolArgsError` (an ``INVALID_ARGS`` result; the body
+    never runs). ``validate=False`` keeps the body as given (MCP style: the body
+    checks, or trusts, its arguments). Definitions from :func:`define_tool` and
+    :func:`tool` validate in their own ``execute`` and are not checked twice.
+    The model-facing parts may be given positionally; the options
     (:class:`ToolOptions`) are keyword-only.
 
     Attributes:
         name: the tool name the model calls.
         description: the model-facing description.
         parameters: the JSON Schema of the arguments.
-        execute: the body, ``(args, ctx) -> str | ToolReturn | list[ContentBlock]``.
+        execute: the body, ``(args, ctx) -> str | ToolReturn | list[ContentBlock]``
+            (with ``validate``, the body behind the argument check).
+        validate: check the arguments against ``parameters`` before the body
+            (default ``True``).
+
+    Raises:
+        RegistrationError: (on construction, with ``validate``) ``parameters`` is
+            not a valid JSON Schema, or names a ``$schema`` no validator knows.
     """
 
     name: str
     description: str
     parameters: dict[str, Any]
     execute: ToolBody
+
+    def __post_init__(self) -> None:
+        if self.validate is not True:
+            return
+        if not isinstance(self.parameters, dict) or not callable(self.execute):
+            return  # not a definition at all: the registry refuses it, by name
+        from ._raw import RawSchemaError, validating_execute
+
+        try:
+            execute = validating_execute(self.parameters, self.execute)
+        except RawSchemaError as exc:
+            raise RegistrationError(f'tool "{self.name}" parameters are {exc}') from None
+        if execute is not self.execute:
+            msgspec.structs.force_setattr(self, "execute", execute)
 
 
 _HOOKS: Final = ("is_concurrency_safe", "present_call", "present_result", "concurrency_keys")
@@ -184,6 +219,8 @@ def option_problem(options: ToolOptions) -> str | None:
         return f"mcp_annotations must be McpAnnotations, not {type(hints).__name__}"
     if type(options.nonblocking) is not bool:
         return "nonblocking must be a bool"
+    if isinstance(options, ToolDefinition) and type(options.validate) is not bool:
+        return "validate must be a bool"
     for hook in _HOOKS:
         value = getattr(options, hook)
         if value is not None and not callable(value):

@@ -33,6 +33,7 @@ from typing import Any, Literal, NotRequired, Required, TypeAlias, TypedDict, ca
 from msgspec import UNSET
 
 from .._core._json import thaw
+from ._constraints import Check, ConstraintError, compile_checks, json_constraints
 
 __all__ = [
     "SchemaProp",
@@ -63,10 +64,19 @@ class SchemaProp(TypedDict, total=False):
             property's type (``define_tool`` refuses others). On an ``array`` it
             constrains every item (the schema puts it on ``items``). ``[]``
             rejects every value.
-        default: a model-visible annotation only — validation never applies it
-            (``define_tool`` refuses one its own property would reject).
+        default: a model-visible annotation only, kept verbatim in the schema:
+            validation never applies it and never checks it (JSON Schema's reading;
+            ``"default": None`` on a string is fine).
         properties: the nested spec of an ``object`` property.
         items: the element schema of an ``array`` property.
+        minimum: (and ``maximum``, ``exclusiveMinimum``, ``exclusiveMaximum``,
+            ``multipleOf``) bounds of a ``number``/``integer``.
+        minLength: (and ``maxLength``, ``pattern``, ``format``) a ``string``'s length
+            in code points, a regular expression it contains a match of
+            (``re.search``), a format: ``date``, ``date-time``, ``time``, ``email``,
+            ``uri``, ``uuid`` (or another the shared checker of ``_formats`` knows).
+        minItems: (and ``maxItems``, ``uniqueItems``) an ``array``'s length; ``True``
+            refuses equal items (``1`` and ``1.0`` are equal, ``1`` and ``True`` not).
     """
 
     type: Required[SchemaType]
@@ -77,6 +87,18 @@ class SchemaProp(TypedDict, total=False):
     default: NotRequired[Any]
     properties: NotRequired[Mapping[str, SchemaProp]]
     items: NotRequired[SchemaProp]
+    minimum: NotRequired[float]
+    maximum: NotRequired[float]
+    exclusiveMinimum: NotRequired[float]
+    exclusiveMaximum: NotRequired[float]
+    multipleOf: NotRequired[float]
+    minLength: NotRequired[int]
+    maxLength: NotRequired[int]
+    pattern: NotRequired[str]
+    format: NotRequired[str]
+    minItems: NotRequired[int]
+    maxItems: NotRequired[int]
+    uniqueItems: NotRequired[bool]
 
 
 SchemaSpec: TypeAlias = dict[str, SchemaProp]
@@ -113,13 +135,15 @@ def schema_spec_to_json_schema(spec: Mapping[str, SchemaProp]) -> dict[str, Any]
 
     The result is ``{"type": "object", "properties": {...}, "required": [...]}`` with
     ``required`` omitted when no property is required. Each property's keys come in the
-    order ``type, description, enum, default, properties, required | items``;
-    ``description`` is emitted only when non-empty, ``enum`` whenever present (even
-    ``[]``), ``default`` whenever present (even ``None``). A ``nullable`` property's
+    order ``type, description, enum, default, <constraints>, properties, required |
+    items``; ``description`` is emitted only when non-empty, ``enum`` whenever present
+    (even ``[]``), ``default`` whenever present (even ``None``), constraints
+    (``minimum``, ``pattern``, ``minItems``, …) as given. A ``nullable`` property's
     type is ``[<type>, "null"]`` (and its ``enum``, if any, lists ``None`` too). An
     array's ``enum`` is emitted on its ``items``, which it constrains. ``properties``
-    is honoured only on ``object`` properties and ``items`` only on ``array`` ones;
-    misplaced ones are dropped (:func:`~toolnursery.define_tool` refuses them). The
+    is honoured only on ``object`` properties, ``items`` only on ``array`` ones and a
+    constraint only on the types it applies to; misplaced ones are dropped
+    (:func:`~toolnursery.define_tool` refuses them). The
     result shares no mutable object with ``spec``.
 
     Args:
@@ -157,6 +181,7 @@ def _prop_json(prop: Mapping[str, Any], item_enum: Sequence[Any] | None = None) 
         out["enum"] = [*values, None] if nullable and None not in values else values
     if "default" in prop:
         out["default"] = thaw(prop["default"])
+    out.update(thaw(json_constraints(kind, prop)))
     if kind == "object":
         properties = prop.get("properties")
         if properties is not None:
@@ -265,13 +290,15 @@ class Node:
     through (a Struct's ``T | None``). ``enum`` is checked on every kind but
     ``object`` and ``array``; ``props`` only on ``object``; ``items`` only on
     ``array``; ``values`` (every value of a mapping) only on ``object`` nodes
-    without ``props``. ``exact_int`` makes an ``integer`` enum refuse ``2.0``
+    without ``props``. ``checks`` (:mod:`._constraints`) run on every value that
+    passed the type test. ``exact_int`` makes an ``integer`` enum refuse ``2.0``
     (msgspec will not convert it to a ``Literal`` int). ``alternatives`` makes a
     union (of kind ``any``): a value passes when it passes one of them.
     """
 
     __slots__ = (
         "alternatives",
+        "checks",
         "enum_message",
         "enum_others",
         "enum_strings",
@@ -296,8 +323,10 @@ class Node:
         nullable: bool = False,
         exact_int: bool = False,
         alternatives: Sequence[Node] | None = None,
+        checks: Sequence[Check] = (),
     ) -> None:
         self.kind = kind
+        self.checks: tuple[Check, ...] = tuple(checks)
         self.test, noun = _TESTS[kind]
         self.nullable = nullable
         self.type_message = f" must be {noun} or null" if nullable else f" must be {noun}"
@@ -315,12 +344,18 @@ class Node:
         self.props = props if kind == "object" else None
         self.items = items if kind == "array" else None
         self.values = values if kind == "object" and props is None else None
-        self.plain = scalar and self.enum_message is None
+        self.plain = scalar and self.enum_message is None and not self.checks
         self.alternatives: tuple[Node, ...] | None = None
         if alternatives is not None:
             self.alternatives = tuple(alternatives)
             nouns = [_TESTS[a.kind][1] for a in self.alternatives] + (["null"] if nullable else [])
             self.type_message = " must be " + " or ".join(dict.fromkeys(nouns))
+
+    def constrain(self, checks: Sequence[Check]) -> None:
+        """Add ``checks`` to the node (a value then needs to pass them too)."""
+        if checks:
+            self.checks += tuple(checks)
+            self.plain = False
 
     def in_enum(self, value: object) -> bool:
         """Whether ``value`` (which passed the type test) is one of the enum values."""
@@ -348,20 +383,25 @@ def _check(value: Any, node: Node, path: str, out: list[str]) -> None:
     if value is None and node.nullable:
         return
     if node.alternatives is not None:
+        typed: list[str] | None = None
         for alternative in node.alternatives:
             found: list[str] = []
             _check(value, alternative, path, found)
             if not found:
                 return
-        out.append(f'"{path}"{node.type_message}')
+            if typed is None and alternative.test(value):
+                typed = found  # of the right type, but it broke a constraint: say which
+        out.extend(typed or (f'"{path}"{node.type_message}',))
         return
     if not node.test(value):
         out.append(f'"{path}"{node.type_message}')
         return
-    if node.enum_message is not None:
-        if not node.in_enum(value):
-            out.append(f'"{path}"{node.enum_message}')
-    elif node.props is not None:
+    if node.enum_message is not None and not node.in_enum(value):
+        out.append(f'"{path}"{node.enum_message}')
+    for passes, message in node.checks:
+        if not passes(value):
+            out.append(f'"{path}"{message}')
+    if node.props is not None:
         _check_props(value, node.props, path + ".", out)
     elif node.items is not None:
         items = node.items
@@ -419,10 +459,12 @@ def compile_spec(spec: Mapping[str, SchemaProp]) -> tuple[dict[str, Any], Valida
 
     What :func:`~toolnursery.define_tool` uses: on top of what :func:`compile_validator`
     refuses, every keyword must be one the DSL enforces, in the place it applies:
-    unknown keywords (``pattern``, ``minimum``, …), ``properties`` off an ``object``,
-    ``items`` off an ``array``, an ``enum`` on an ``object`` (or on an array of
-    non-scalars), an ``enum`` value not of the property's type, and a ``default``
-    its own property rejects are all refused.
+    unknown keywords (``$ref``, ``oneOf``, …), ``properties`` off an ``object``,
+    ``items`` off an ``array``, a constraint off its type (``minimum`` on a string),
+    a constraint with an unusable value (a ``pattern`` that does not compile, a
+    ``format`` no checker knows), an ``enum`` on an ``object`` (or on an array of
+    non-scalars) and an ``enum`` value not of the property's type are all refused. A
+    ``default`` is an annotation and never refused.
 
     Raises:
         SpecError: what the DSL cannot enforce, naming the property's path
@@ -461,6 +503,10 @@ def _compile_prop(prop: Mapping[str, Any], active: set[int], path: str, *, stric
         raise ValueError(f"unreachable variant in validateArgs: {_compact(kind)}")
     if strict:
         _check_keywords(prop, kind, path)
+    try:
+        checks = compile_checks(kind, prop, strict=strict)
+    except ConstraintError as exc:
+        raise SpecError(f'property "{path}": {exc}') from None
     nullable = bool(prop.get("nullable"))
     enum = prop.get("enum")
     node: Node
@@ -485,17 +531,18 @@ def _compile_prop(prop: Mapping[str, Any], active: set[int], path: str, *, stric
             item_node = _compile_prop(items, active, path + "[]", strict=strict)
             active.discard(id(items))
             if moved is not None:
-                item_node = Node(item_node.kind, enum=moved, nullable=item_node.nullable)
+                item_node = Node(
+                    item_node.kind,
+                    enum=moved,
+                    nullable=item_node.nullable,
+                    checks=item_node.checks,
+                )
         elif moved is not None:
             item_node = Node("any", enum=moved)
         node = Node(kind, items=item_node, nullable=nullable)
     else:
         node = Node(kind, enum=None if enum is None else list(enum), nullable=nullable)
-    if strict and "default" in prop:
-        out: list[str] = []
-        _check(prop["default"], node, path, out)
-        if out:
-            raise SpecError(f'property "{path}": its default is invalid: {"; ".join(out)}')
+    node.constrain(checks)
     return node
 
 

@@ -12,6 +12,10 @@ Supported: ``str``, ``int``, ``float``, ``bool``, ``None``; ``datetime``, ``date
 and ``Enum`` (in declaration order); unions of those (``str | int | None``); ``list``,
 ``tuple[T, ...]``, ``set``, ``frozenset``, ``dict[str, T]``; frozen Structs; ``T | None``;
 ``Any``; ``Annotated[T, msgspec.Meta(...)]`` constraints and descriptions.
+
+Constraints (``Meta(ge=1, max_length=8, pattern=...)``, and JSON Schema constraint
+keywords given as ``Meta(extra_json_schema={"format": "email"})``) are checked by the
+compiled nodes with the DSL's texts (``"count" must be >= 1``) before msgspec converts.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from msgspec import NODEFAULT
 
 from .._core._errors import StructSchemaError
 from .._core._json import thaw
+from ._constraints import ConstraintError, compile_checks, json_constraints
 from ._schema import Node, Props
 
 __all__ = ["FieldDocs", "struct_schema"]
@@ -122,6 +127,8 @@ def _struct_object(
             schema, node = _field_schema(info, field.default, descriptions.get(field.name), walk)
         except StructSchemaError:
             raise
+        except ConstraintError as exc:
+            raise StructSchemaError(f"{where}: {exc}") from None
         except (_NoSchemaError, TypeError, ValueError):
             raise StructSchemaError(
                 f"{where} has an unsupported type: {_show(field.type)}"
@@ -181,6 +188,11 @@ def _field_schema(
             return _annotate(out, extra, doc, default), node
         info = _unwrap(rest[0], extra)
     json_type, enum, tail, node, nullable = _shape(info, walk, nullable)
+    if json_type is not None:
+        # msgspec's own constraints, then JSON Schema ones given as extra_json_schema;
+        # a string type's "format" (datetime, UUID, ...) is msgspec's to decode.
+        node.constrain(compile_checks(json_type, _without_format(tail), strict=False))
+        node.constrain(compile_checks(json_type, json_constraints(json_type, extra), strict=True))
     out = {} if json_type is None else {"type": json_type}
     if nullable and json_type is not None:
         out["type"] = [json_type, "null"]
@@ -188,6 +200,10 @@ def _field_schema(
         out["enum"] = [*enum, None] if nullable else enum
     out.update(tail)
     return _annotate(out, extra, doc, default), node
+
+
+def _without_format(tail: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in tail.items() if k != "format"}
 
 
 def _annotate(
@@ -263,8 +279,8 @@ def _shape(
         tail = {}
         item = _unwrap(info.item_type, {})
         items: Node | None = None
-        if not isinstance(item, mi.AnyType):
-            tail["items"], items = _field_schema(item, NODEFAULT, None, walk)
+        if not isinstance(item, mi.AnyType):  # the item's own Meta is kept (a format, ...)
+            tail["items"], items = _field_schema(info.item_type, NODEFAULT, None, walk)
         tail.update(_constraints(info, "minItems", "maxItems"))
         return "array", None, tail, Node("array", items=items, nullable=nullable), nullable
     if isinstance(info, mi.DictType):
@@ -274,7 +290,9 @@ def _shape(
         value = _unwrap(info.value_type, {})
         value_node: Node | None = None
         if not isinstance(value, mi.AnyType):
-            tail["additionalProperties"], value_node = _field_schema(value, NODEFAULT, None, walk)
+            tail["additionalProperties"], value_node = _field_schema(
+                info.value_type, NODEFAULT, None, walk
+            )
         tail.update(_constraints(info, "minProperties", "maxProperties"))
         return "object", None, tail, Node("object", values=value_node, nullable=nullable), nullable
     if isinstance(info, mi.StructType):
