@@ -307,7 +307,7 @@ async def test_cancelling_a_call_reaches_the_server_body(kind: str) -> None:
                 await logs.wait_for("block started")
                 signal.cancel("stop")
             assert code(outcome[0]) == "ABORTED"
-            await logs.wait_for("block cleanup")
+            assert text(await registry.execute(call("cleaned"))) == "cleaned"
             assert not mount.gone
             again = await registry.execute(call("echo", {"text": "still here"}))
     assert text(again) == "still here"
@@ -320,9 +320,9 @@ async def test_a_timeout_cancels_the_remote_call(kind: str) -> None:
     registry = ToolRegistry()
     install_timeout_policy(registry, default_timeout_ms=300)
     with trio.fail_after(LIMIT):
-        async with mounted(kind, registry) as (_, logs, _):
+        async with mounted(kind, registry):
             result = await registry.execute(call("block"))
-            await logs.wait_for("block cleanup")
+            assert text(await registry.execute(call("cleaned"))) == "cleaned"
     assert code(result) == "TOOL_TIMEOUT"
 
 
@@ -374,18 +374,12 @@ async def test_progress_from_a_mounted_server_reaches_the_call() -> None:
             with reporting(reports.append):
                 result = await registry.execute(call("progress"))
     assert text(result) == "done"
-    assert reports == [ProgressReport(progress=n, total=3, message=f"step {n}") for n in (1, 2, 3)]
+    assert reports == [
+        ProgressReport(progress=n, total=3, message=f"step {n}", call_id="c1") for n in (1, 2, 3)
+    ]
 
 
 # -- bad input ---------------------------------------------------------------------
-
-
-async def test_an_input_schema_that_is_not_an_object_is_refused() -> None:
-    registry = ToolRegistry()
-    with trio.fail_after(LIMIT), pytest.raises(McpMountError, match='"bad" has an inputSchema'):
-        async with open_mcp_mount(registry, command=stdio_command("badschema")):
-            pass
-    assert registry.schemas() == []
 
 
 async def test_duplicate_tool_names_are_refused() -> None:
@@ -416,7 +410,7 @@ async def test_a_server_that_answers_garbage_is_a_clear_error() -> None:
     with trio.fail_after(LIMIT), pytest.raises(McpMountError) as caught:
         async with open_mcp_mount(registry, command=stdio_command("garbage"), init_timeout=8):
             pass
-    assert "no answer to initialize" in str(caught.value)
+    assert "no answer to the handshake" in str(caught.value)
     assert "it answered" in str(caught.value)
 
 
