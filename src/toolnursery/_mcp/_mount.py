@@ -55,7 +55,7 @@ from .._core._progress import ProgressReport, current_sink
 from .._pipeline._registry import Disposer, ToolRegistry, ToolScope
 from ._convert import blocks_from_mcp
 from ._listing import checked_tools, list_all_tools, mounted_definition
-from ._transport import connection_target, describe
+from ._transport import WatchedTransport, connection_target, describe
 
 __all__ = ["ElicitHandler", "McpMount", "SampleHandler", "open_mcp_mount"]
 
@@ -115,6 +115,7 @@ class McpMount:
         self._gone: str | None = None
         self._relist = trio.Event()
         self._garbage: list[str] = []
+        self._cause: Callable[[], str | None] = lambda: None
         self.server_info: types.Implementation | None = None
         """The server's ``serverInfo`` (``None`` if a 2026-07-28 server did not say)."""
         self.protocol_version: str | None = None
@@ -251,7 +252,7 @@ class McpMount:
                 )
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED or self._gone is not None:
-                raise McpServerGoneError(self._label, self._gone or exc.error.message) from None
+                raise McpServerGoneError(self._label, self._gone or self._why()) from None
             raise McpCallError(exc.error.message, code=MCP_REQUEST_FAILED) from None
         finally:
             live = False
@@ -342,6 +343,11 @@ class McpMount:
         return await self._on_sample(params)
 
     # -- the connection --------------------------------------------------------------
+
+    def _why(self) -> str:
+        # The connection ended and the task that owns it has not said why yet.
+        cause = self._cause()
+        return "the connection closed" if cause is None else f"the connection failed: {cause}"
 
     def _ended(self, why: str) -> None:
         if self._gone is None:
@@ -496,6 +502,8 @@ async def open_mcp_mount(
     closing = trio.Event()
     started = False
     target = connection_target(command, url, server, env, cwd, headers, mount._ended)
+    if isinstance(target, WatchedTransport):
+        mount._cause = target.cause
     client = Client(
         target,
         logging_callback=logged,
@@ -530,7 +538,8 @@ async def open_mcp_mount(
                     try:
                         await closing.wait()
                     finally:
-                        mount._ended("the mount was closed")
+                        # Not closing: the transport failed and cancelled this task.
+                        mount._ended("the mount was closed" if closing.is_set() else mount._why())
                     nursery.cancel_scope.cancel()
         except Exception as exc:
             if not started:

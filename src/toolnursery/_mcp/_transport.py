@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import Any, Final
 
 import anyio
+import httpx2
 import trio
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -34,17 +35,23 @@ class WatchedTransport:
     ``ended(why)`` is called when the server's side of the connection ends (the
     read stream closes, or the transport fails under a live connection), before the
     SDK's session sees the end; it is not called when the transport is closed
-    from this side.
+    from this side. ``cause()`` may name why it ended (the last connection failure).
     """
 
     def __init__(
         self,
         opener: Callable[[], AbstractAsyncContextManager[_Streams]],
         ended: Callable[[str], None],
+        cause: Callable[[], str | None] = lambda: None,
     ) -> None:
         self._opener = opener
         self._ended = ended
+        self._cause = cause
         self._stack: AbstractAsyncContextManager[_Streams] | None = None
+
+    def cause(self) -> str | None:
+        """The last connection failure seen, if any."""
+        return self._cause()
 
     async def __aenter__(self) -> _Streams:
         self._stack = self._run()
@@ -70,8 +77,6 @@ class WatchedTransport:
                 try:
                     async with sink:
                         async for message in read:
-                            if isinstance(message, Exception):
-                                why = f"the connection closed after: {describe(message)}"
                             await sink.send(message)
                 except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                     pass
@@ -80,7 +85,8 @@ class WatchedTransport:
                     raise
                 finally:
                     if not closing:
-                        self._ended(why)
+                        cause = self._cause()
+                        self._ended(why if cause is None else f"{why} after: {cause}")
 
             nursery.start_soon(pump)
             try:
@@ -89,6 +95,25 @@ class WatchedTransport:
                 closing = True
                 nursery.cancel_scope.cancel()
                 pumped.close()
+
+
+class _RecordingTransport(httpx2.AsyncBaseTransport):
+    """Keeps the last connection failure: the SDK's client ends the connection on
+    one without saying why, and the mount reports the cause."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport, failures: list[str]) -> None:
+        self._inner = inner
+        self._failures = failures
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        try:
+            return await self._inner.handle_async_request(request)
+        except httpx2.TransportError as exc:
+            self._failures.append(describe(exc))
+            raise
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
 
 
 def describe(exc: BaseException) -> str:
@@ -127,19 +152,19 @@ def connection_target(
         return WatchedTransport(lambda: stdio_client(params), ended)
     if url is not None:
         endpoint = url
+        failures: list[str] = []
 
         @asynccontextmanager
         async def http() -> AsyncIterator[_Streams]:
-            import httpx2
-
             async with (
                 httpx2.AsyncClient(
                     headers=dict(headers or {}),
                     timeout=httpx2.Timeout(_HTTP_TIMEOUT, read=_HTTP_READ_TIMEOUT),
+                    transport=_RecordingTransport(httpx2.AsyncHTTPTransport(), failures),
                 ) as client,
                 streamable_http_client(endpoint, http_client=client) as streams,
             ):
                 yield streams
 
-        return WatchedTransport(http, ended)
+        return WatchedTransport(http, ended, lambda: failures[-1] if failures else None)
     return server
