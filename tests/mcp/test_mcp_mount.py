@@ -638,3 +638,23 @@ async def test_a_2026_only_server_is_mounted() -> None:
             result = await registry.execute(call("echo", {"text": "new"}))
     assert mount.protocol_version == "2026-07-28"
     assert text(result) == "new"
+
+
+async def test_a_third_party_server_answers_and_its_deadline_fires_on_time() -> None:
+    """fastmcp 4 never answers a cancelled call; a 1 s deadline must still fire at 1 s."""
+    from toolnursery import install_timeout_policy
+
+    pytest.importorskip("fastmcp")
+    server = str(Path(__file__).parents[1] / "mcp_fastmcp_server.py")
+    registry = ToolRegistry()
+    install_timeout_policy(registry, default_timeout_ms=1000)
+    with trio.fail_after(LIMIT):
+        async with open_mcp_mount(registry, command=[sys.executable, server]) as mount:
+            added = await registry.execute(call("add", {"a": 1, "b": 2}))
+            start = trio.current_time()
+            blocked = await registry.execute(call("block"))
+            took = trio.current_time() - start
+    assert mount.protocol_version == "2026-07-28"
+    assert text(added) == "3"
+    assert code(blocked) == "TOOL_TIMEOUT"
+    assert 1.0 <= took < 2.0
