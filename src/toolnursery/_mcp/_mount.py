@@ -90,6 +90,21 @@ _STATE_ONLY_BACKOFF: Final = (0.05, 0.25)
 """First and longest pause before retrying an input-required result that asks nothing."""
 
 
+_SERVER_INFO_KEY: Final = "io.modelcontextprotocol/serverInfo"
+
+
+def _blocks(content: Sequence[types.ContentBlock]) -> tuple[Any, ...]:
+    # Plain text is most of what tools return: it skips the general conversion.
+    texts = [
+        block.text
+        for block in content
+        if type(block) is types.TextContent and block.annotations is None and block.meta is None
+    ]
+    if len(texts) == len(content):
+        return tuple(TextContent(text) for text in texts)
+    return blocks_from_mcp(content)
+
+
 class McpMount:
     """A live mount: one MCP server's tools registered in a registry or a scope.
 
@@ -224,14 +239,17 @@ class McpMount:
             state: str | None = None
             pause = _STATE_ONLY_BACKOFF[0]
             for _ in range(_INPUT_ROUNDS + 1):
-                request = types.CallToolRequest(
-                    params=types.CallToolRequestParams(
+                params = (
+                    types.CallToolRequestParams(name=tool, arguments=arguments)
+                    if responses is None and state is None
+                    else types.CallToolRequestParams(
                         name=tool,
                         arguments=arguments,
                         input_responses=responses,
                         request_state=state,
                     )
                 )
+                request = types.CallToolRequest(params=params)
                 answer = await session.send_request(
                     request, _CALL_RESULT, progress_callback=on_progress
                 )
@@ -257,11 +275,16 @@ class McpMount:
         finally:
             live = False
             del self._calls[key]
-        content = blocks_from_mcp(answer.content)
+        content = _blocks(answer.content)
         if answer.is_error:
             text = "\n".join(b.text for b in content if isinstance(b, TextContent))
             raise McpCallError(text or f'MCP tool "{tool}" failed')
-        return ToolReturn(content, meta=answer.meta, structured=answer.structured_content)
+        meta = answer.meta
+        if meta is not None and _SERVER_INFO_KEY in meta:
+            # The 2026 server identity stamp rides on every result; it describes the
+            # server (``McpMount.server_info``), not this call.
+            meta = {k: v for k, v in meta.items() if k != _SERVER_INFO_KEY} or None
+        return ToolReturn(content, meta=meta, structured=answer.structured_content)
 
     # -- questions from the server ---------------------------------------------------
 
