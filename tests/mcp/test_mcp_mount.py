@@ -135,6 +135,7 @@ async def test_lists_the_servers_tools_under_the_prefix_with_verbatim_schemas(ki
             result = await registry.execute(call("fx_echo", {"text": "hi"}))
             assert text(result) == "hi"
             assert not result.is_error
+            assert result.meta is None  # the 2026 server identity stamp is not the call's
         assert registry.schemas() == []
 
 
