@@ -93,6 +93,7 @@ def _tools(mode: str, grown: bool) -> list[types.Tool]:
         types.Tool(name="raise", description="Raise in the handler.", input_schema=_OBJECT),
         types.Tool(name="progress", description="Report progress.", input_schema=_OBJECT),
         types.Tool(name="ask", description="Elicit a yes/no from the user.", input_schema=_OBJECT),
+        types.Tool(name="consent", description="Ask for consent only.", input_schema=_OBJECT),
         types.Tool(name="sample", description="Ask the client's model.", input_schema=_OBJECT),
         types.Tool(name="args", description="Echo the arguments.", input_schema=_OBJECT),
         types.Tool(
@@ -254,7 +255,9 @@ def build(mode: str = "stdio") -> Server[Any]:
                 await session.report_progress(step, total=3, message=f"step {step}")
             return _text("done")
         if name == "ask":
-            return await _ask(ctx, params)
+            return await _ask(ctx, params, _QUESTION)
+        if name == "consent":
+            return await _ask(ctx, params, _CONSENT)
         if name == "sample":
             return await _sample(ctx, params)
         return _text(name)
@@ -279,8 +282,13 @@ _QUESTION: types.ElicitRequestedSchema = {
 }
 
 
+_CONSENT: types.ElicitRequestedSchema = {"type": "object", "properties": {}}
+
+
 async def _ask(
-    ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ctx: ServerRequestContext[Any],
+    params: types.CallToolRequestParams,
+    question: types.ElicitRequestedSchema,
 ) -> types.CallToolResult | types.InputRequiredResult:
     """Elicit: pushed on a handshake-era session, input-required on a 2026 one."""
     if ctx.protocol_version == "2026-07-28":
@@ -290,7 +298,7 @@ async def _ask(
                 input_requests={
                     "q": types.ElicitRequest(
                         params=types.ElicitRequestFormParams(
-                            message="Proceed?", requested_schema=_QUESTION
+                            message="Proceed?", requested_schema=question
                         )
                     )
                 }
@@ -300,7 +308,7 @@ async def _ask(
     else:
         try:
             result = await ctx.session.elicit_form(
-                "Proceed?", _QUESTION, related_request_id=ctx.request_id
+                "Proceed?", question, related_request_id=ctx.request_id
             )
         except MCPError as exc:
             return types.CallToolResult(

@@ -524,7 +524,7 @@ async def test_the_recorder_logs_a_mounted_servers_progress_under_the_call(tmp_p
     ]
 
 
-@pytest.mark.parametrize("kind", ["memory", "stdio"])
+@pytest.mark.parametrize("kind", KINDS)
 async def test_a_deadline_fires_on_time_without_waiting_for_an_answer(kind: str) -> None:
     """A cancelled request is never answered: the call must not wait for one."""
     from toolnursery import install_timeout_policy
@@ -595,26 +595,43 @@ async def test_without_a_callback_elicitation_and_sampling_are_declined_clearly(
         assert "sampling failed" in text(sampled)
 
 
-async def test_a_consent_question_goes_to_the_hosts_approval_service() -> None:
-    seen: list[tuple[str, str | None]] = []
+class Approval:
+    """An approval service that answers ``outcome`` and records what it was asked."""
 
-    class Approval:
-        async def request(self, request: Any) -> str:
-            seen.append((request.tool_name, request.reason))
-            return "allowed-once"
+    def __init__(self, outcome: str) -> None:
+        self.outcome = outcome
+        self.seen: list[tuple[str, str, str | None]] = []
 
-    registry = ToolRegistry(approval=Approval())  # type: ignore[arg-type]
-    server = fixture.build()
+    async def request(self, request: Any) -> str:
+        self.seen.append((request.tool_name, request.call_id, request.reason))
+        return self.outcome
+
+
+@pytest.mark.parametrize("mode", ["stdio", "legacy"])
+@pytest.mark.parametrize(
+    ("outcome", "answer"), [("allowed-once", "accept {}"), ("rejected", "decline null")]
+)
+async def test_a_consent_question_goes_to_the_hosts_approval_service(
+    mode: str, outcome: str, answer: str
+) -> None:
+    approval = Approval(outcome)
+    registry = ToolRegistry(approval=approval)  # type: ignore[arg-type]
     with trio.fail_after(LIMIT):
-        async with open_mcp_mount(registry, server=server) as mount:
-            fixture._QUESTION.pop("required")
-            try:
-                result = await registry.execute(call("ask"))
-            finally:
-                fixture._QUESTION["required"] = ["ok"]
-    assert mount.protocol_version == "2026-07-28"
-    assert seen == [("ask", "Proceed?")]
-    assert text(result) == "accept {}"
+        async with open_mcp_mount(registry, command=stdio_command(mode)):
+            result = await registry.execute(call("consent", call_id="k1"))
+    assert text(result) == answer
+    assert approval.seen == [("consent", "k1", "Proceed?")]
+
+
+async def test_a_question_asking_for_data_is_not_put_to_the_approval_service() -> None:
+    approval = Approval("allowed-once")
+    registry = ToolRegistry(approval=approval)  # type: ignore[arg-type]
+    with trio.fail_after(LIMIT):
+        async with open_mcp_mount(registry, server=fixture.build()):
+            result = await registry.execute(call("ask"))
+    assert result.is_error
+    assert "asks for data" in text(result)
+    assert approval.seen == []
 
 
 async def test_sampling_reaches_on_sample() -> None:
