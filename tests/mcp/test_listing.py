@@ -60,11 +60,11 @@ def test_an_input_schema_that_is_not_an_object_schema_is_refused(schema: dict[st
 
 
 async def test_a_definition_calls_the_tool_by_its_remote_name() -> None:
-    seen: list[tuple[str, Any, Any]] = []
+    seen: list[tuple[str, Any, Any, Any]] = []
     answer = ToolReturn("ok")
 
-    async def call(remote: str, args: Any, ctx: Any) -> ToolReturn:
-        seen.append((remote, args, ctx))
+    async def call(remote: str, check: Any, args: Any, ctx: Any) -> ToolReturn:
+        seen.append((remote, check, args, ctx))
         return answer
 
     schema = {"type": "object", "properties": {"q": {"type": "string"}}}
@@ -78,10 +78,10 @@ async def test_a_definition_calls_the_tool_by_its_remote_name() -> None:
     )
     ctx = object()
     assert await definition.execute({"q": "a"}, ctx) is answer  # type: ignore[arg-type]
-    assert seen == [("find", {"q": "a"}, ctx)]
+    assert seen == [("find", None, {"q": "a"}, ctx)]
 
 
-async def no_call(remote: str, args: Any, ctx: Any) -> ToolReturn:
+async def no_call(remote: str, check: Any, args: Any, ctx: Any) -> ToolReturn:
     raise AssertionError("not called")
 
 

@@ -54,7 +54,13 @@ from .._core._json import thaw
 from .._core._progress import ProgressReport, current_sink
 from .._pipeline._registry import Disposer, ToolRegistry, ToolScope
 from ._convert import blocks_from_mcp
-from ._listing import checked_tools, list_all_tools, mounted_definition
+from ._listing import (
+    OutputCheck,
+    checked_tools,
+    list_all_tools,
+    mounted_definition,
+    object_arguments,
+)
 from ._transport import WatchedTransport, connection_target, describe
 
 __all__ = ["ElicitHandler", "McpMount", "SampleHandler", "open_mcp_mount"]
@@ -212,9 +218,11 @@ class McpMount:
             raise McpServerGoneError(self._label, self._gone)
         return self._client
 
-    async def _call(self, tool: str, args: Any, ctx: ToolRunContext) -> ToolReturn:
+    async def _call(
+        self, tool: str, check: OutputCheck | None, args: Any, ctx: ToolRunContext
+    ) -> ToolReturn:
+        arguments = thaw(object_arguments(args))
         session = self._require_client().session
-        arguments = thaw(args)
         sink = current_sink()
         on_progress = None
         live = True
@@ -284,7 +292,10 @@ class McpMount:
             # The 2026 server identity stamp rides on every result; it describes the
             # server (``McpMount.server_info``), not this call.
             meta = {k: v for k, v in meta.items() if k != _SERVER_INFO_KEY} or None
-        return ToolReturn(content, meta=meta, structured=answer.structured_content)
+        structured = answer.structured_content
+        if check is not None:
+            check(structured)
+        return ToolReturn(content, meta=meta, structured=structured)
 
     # -- questions from the server ---------------------------------------------------
 
