@@ -8,6 +8,8 @@ disturbed one, as with ``timeit``; every run in this process on trio):
   low-level server in this process — the floor for a mounted in-process server.
 * **mounted in-process**: ``registry.execute`` of the same tool mounted with
   ``open_mcp_mount(server=...)`` — the pipeline plus the mount on top of the floor.
+* **body**: the mounted definition's ``execute`` called directly (the mount without
+  the pipeline), to tell the mount's share from the pipeline's.
 * **sdk client stdio** / **mounted stdio**: the same two against the server in a
   subprocess over stdio.
 
@@ -92,17 +94,22 @@ async def sdk_client(target: Any) -> AsyncIterator[Call]:
 
 
 @asynccontextmanager
-async def mounted(**source: Any) -> AsyncIterator[Call]:
+async def mounted(*, body_only: bool = False, **source: Any) -> AsyncIterator[Call]:
     registry = ToolRegistry()
     async with open_mcp_mount(registry, **source):
         execution = ToolExecutionInput("c", "noop", {})
+        definition = registry.get("noop")
+        assert definition is not None
 
         async def call() -> object:
             result = await registry.execute(execution)
             assert not result.is_error, result
             return result
 
-        yield call
+        async def body() -> object:
+            return await definition.execute({}, None)  # type: ignore[arg-type]
+
+        yield body if body_only else call
 
 
 async def run_n(call: Call, n: int, clock: Callable[[], float] = time.perf_counter) -> float:
@@ -143,14 +150,21 @@ async def main(n: int, repeat: int) -> None:
                 repeat,
                 time.process_time,
             ),
+            "in-process body": await pair(
+                sdk_client(sdk_server()),
+                mounted(server=sdk_server(), body_only=True),
+                n,
+                repeat,
+                time.process_time,
+            ),
             "stdio": await pair(
                 sdk_client(params), mounted(command=command), n, repeat, time.perf_counter
             ),
         }
     print(f"N = {n} sequential calls on one connection, fastest of {repeat} runs")
-    print(f"  {'transport':<12} {'sdk client':>12} {'mounted':>12} {'ratio':>7}")
+    print(f"  {'row':<16} {'sdk client':>12} {'mounted':>12} {'ratio':>7}")
     for name, (sdk, mine) in rows.items():
-        print(f"  {name:<12} {sdk:9.1f} µs {mine:9.1f} µs {mine / sdk:6.2f}x")
+        print(f"  {name:<16} {sdk:9.1f} µs {mine:9.1f} µs {mine / sdk:6.2f}x")
 
 
 if __name__ == "__main__":

@@ -3,11 +3,13 @@
 A mounted tool is a raw :class:`ToolDefinition` whose parameters are the server's
 ``inputSchema`` verbatim; its MCP hints decide what the scheduler may assume
 (``readOnlyHint``: parallel-safe; ``idempotentHint`` or ``readOnlyHint``: idempotent),
-and a declared ``outputSchema`` becomes its output schema. The definition's body
-refuses arguments that are not an object before anything is sent, and checks a
-successful result's ``structuredContent`` against the ``outputSchema`` the way a
-local tool's declared output is checked (a schema outside the structured-output
-subset is checked as full JSON Schema).
+and a declared ``outputSchema`` becomes its output schema. The definition's body is
+the mount's call itself, given the remote name and a check compiled here once: the
+call refuses arguments that are not an object before anything is sent
+(:func:`object_arguments`), and passes a successful result's ``structuredContent``
+to the check, which tests it against the ``outputSchema`` the way a local tool's
+declared output is tested (a schema outside the structured-output subset is checked
+as full JSON Schema).
 """
 
 from __future__ import annotations
