@@ -18,7 +18,9 @@ from __future__ import annotations
 from ._core._homes import fixup_module_metadata as _fixup_module_metadata
 from ._mcp._convert import blocks_from_mcp as blocks_from_mcp
 from ._mcp._convert import blocks_to_mcp as blocks_to_mcp
+from ._mcp._mount import ElicitHandler as ElicitHandler
 from ._mcp._mount import McpMount as McpMount
+from ._mcp._mount import SampleHandler as SampleHandler
 from ._mcp._mount import open_mcp_mount as open_mcp_mount
 from ._mcp._serve import ERROR_META_KEY as ERROR_META_KEY
 from ._mcp._serve import mcp_asgi_app as mcp_asgi_app
@@ -28,7 +30,9 @@ from ._mcp._serve import serve_mcp_stdio as serve_mcp_stdio
 
 __all__ = [
     "ERROR_META_KEY",
+    "ElicitHandler",
     "McpMount",
+    "SampleHandler",
     "blocks_from_mcp",
     "blocks_to_mcp",
     "mcp_asgi_app",

@@ -17,7 +17,7 @@ OBJECT: dict[str, Any] = {"type": "object", "properties": {}}
 
 
 def tool(name: str, **fields: Any) -> types.Tool:
-    return types.Tool(name=name, inputSchema=fields.pop("inputSchema", OBJECT), **fields)
+    return types.Tool(name=name, input_schema=fields.pop("input_schema", OBJECT), **fields)
 
 
 class PagedSession:
@@ -31,7 +31,7 @@ class PagedSession:
         cursor = params.cursor if params is not None else None
         self.cursors.append(cursor)
         tools, next_cursor = self.pages[cursor]
-        return types.ListToolsResult(tools=tools, nextCursor=next_cursor)
+        return types.ListToolsResult(tools=tools, next_cursor=next_cursor)
 
 
 async def test_every_page_is_listed_in_order() -> None:
@@ -56,20 +56,20 @@ def test_a_tool_listed_twice_is_refused() -> None:
 @pytest.mark.parametrize("schema", [{"type": "string"}, {"properties": {}}])
 def test_an_input_schema_that_is_not_an_object_schema_is_refused(schema: dict[str, Any]) -> None:
     with pytest.raises(McpMountError, match='srv: tool "a" has an inputSchema that is not an'):
-        checked_tools("srv", "", [tool("a", inputSchema=schema)])
+        checked_tools("srv", "", [tool("a", input_schema=schema)])
 
 
 async def test_a_definition_calls_the_tool_by_its_remote_name() -> None:
-    seen: list[tuple[str, Any, Any]] = []
+    seen: list[tuple[str, Any, Any, Any]] = []
     answer = ToolReturn("ok")
 
-    async def call(remote: str, args: Any, ctx: Any) -> ToolReturn:
-        seen.append((remote, args, ctx))
+    async def call(remote: str, check: Any, args: Any, ctx: Any) -> ToolReturn:
+        seen.append((remote, check, args, ctx))
         return answer
 
     schema = {"type": "object", "properties": {"q": {"type": "string"}}}
     definition = mounted_definition(
-        "x_find", tool("find", description="Find.", inputSchema=schema), call
+        "x_find", tool("find", description="Find.", input_schema=schema), call
     )
     assert (definition.name, definition.description, definition.parameters) == (
         "x_find",
@@ -78,10 +78,10 @@ async def test_a_definition_calls_the_tool_by_its_remote_name() -> None:
     )
     ctx = object()
     assert await definition.execute({"q": "a"}, ctx) is answer  # type: ignore[arg-type]
-    assert seen == [("find", {"q": "a"}, ctx)]
+    assert seen == [("find", None, {"q": "a"}, ctx)]
 
 
-async def no_call(remote: str, args: Any, ctx: Any) -> ToolReturn:
+async def no_call(remote: str, check: Any, args: Any, ctx: Any) -> ToolReturn:
     raise AssertionError("not called")
 
 
@@ -89,9 +89,9 @@ async def no_call(remote: str, args: Any, ctx: Any) -> ToolReturn:
     ("hints", "parallel", "idempotent"),
     [
         (None, False, False),
-        (types.ToolAnnotations(readOnlyHint=True), True, True),
-        (types.ToolAnnotations(idempotentHint=True), False, True),
-        (types.ToolAnnotations(readOnlyHint=False, idempotentHint=False), False, False),
+        (types.ToolAnnotations(read_only_hint=True), True, True),
+        (types.ToolAnnotations(idempotent_hint=True), False, True),
+        (types.ToolAnnotations(read_only_hint=False, idempotent_hint=False), False, False),
     ],
 )
 def test_the_hints_decide_parallel_safety_and_idempotence(
@@ -113,7 +113,7 @@ def test_the_tools_title_fills_the_annotations_title_only_when_it_has_none() -> 
 
 def test_a_declared_output_schema_is_the_definitions_output_schema() -> None:
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
-    definition = mounted_definition("t", tool("t", outputSchema=schema), no_call)
+    definition = mounted_definition("t", tool("t", output_schema=schema), no_call)
     declared = output_schema(definition)
     assert declared is not None
     assert thaw(declared) == schema

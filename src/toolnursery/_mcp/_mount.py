@@ -1,35 +1,44 @@
-"""Mounting an MCP server: its tools registered as raw definitions, one session each.
+"""Mounting an MCP server: its tools registered as raw definitions, one ``Client`` each.
 
-One task owns the connection (transport, then the SDK's ``ClientSession``, both
-entered and left in that task, as anyio requires). Between the transport and the
-session sits a pump: when the transport's read side ends — the server exited or the
-connection broke — the pump sees it first, the mount unregisters its tools and fails
-every call in flight with :class:`McpServerGoneError`.
+One task owns the connection: the SDK's ``Client`` (and, under it, the transport)
+is entered and left in that task, as anyio requires. The client negotiates the
+revision: ``server/discover`` first (2026-07-28), the ``initialize`` handshake for
+a server that does not know it (2025-11-25 and before). For a stdio or HTTP server
+the transport's read side is pumped (``_transport``): when the server exits or the
+connection breaks the pump sees it first, the mount unregisters its tools, and
+every call in flight fails with :class:`McpServerGoneError` naming the cause.
 
-A call runs its request in a task of its own under a shielded scope, so that when
-the call is cancelled (a batch abort, a timeout) the body can send
-``notifications/cancelled`` and wait, within a bound, for the server's answer
-before the call unwinds.
+A call runs its ``tools/call`` in the calling task. Cancelling it (a batch abort, a
+timeout) cancels the SDK's request, which sends ``notifications/cancelled`` (or, on
+a 2026-07-28 HTTP connection, closes the request's stream) and returns at once:
+a server that follows the spec never answers a cancelled request, so nothing waits
+for one.
 
-The transports live in ``_transport``, the tool list and the definitions made from
-it in ``_listing``; this module owns the session and its lifetime.
+A server may ask the user something mid-call: pushed as ``elicitation/create`` on a
+handshake-era connection, or returned as an input-required result on a 2026-07-28
+one (the call is then retried with the answers). Either way the question goes to the
+mount's ``on_elicit`` callback, or else to the host's approval service (a question
+that asks for nothing but a yes), or is declined with the reason. Sampling requests
+go to ``on_sample``, or are declined.
+
+The tool list and the definitions made from it live in ``_listing``.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
-import anyio
 import mcp.types as types
 import trio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp.client.session import ClientSession
-from mcp.shared.exceptions import McpError
-from mcp.shared.message import SessionMessage
+from mcp.client import Client, ClientRequestContext
+from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
+from mcp.shared.exceptions import MCPError
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import TypeAdapter
 
 from .._core._content import TextContent, ToolReturn
 from .._core._errors import (
@@ -39,19 +48,67 @@ from .._core._errors import (
     McpServerGoneError,
     RegistrationError,
 )
-from .._core._execution import ToolRunContext
-from .._core._groups import bare_cancelled, innermost
+from .._core._execution import ApprovalRequest, ApprovalService, ToolRunContext
+from .._core._groups import innermost
 from .._core._json import thaw
 from .._core._progress import ProgressReport, current_sink
 from .._pipeline._registry import Disposer, ToolRegistry, ToolScope
 from ._convert import blocks_from_mcp
-from ._listing import checked_tools, list_all_tools, mounted_definition
-from ._transport import open_transport
+from ._listing import (
+    OutputCheck,
+    checked_tools,
+    list_all_tools,
+    mounted_definition,
+    object_arguments,
+)
+from ._transport import WatchedTransport, connection_target, describe
 
-__all__ = ["McpMount", "open_mcp_mount"]
+__all__ = ["ElicitHandler", "McpMount", "SampleHandler", "open_mcp_mount"]
 
 _log: Final = logging.getLogger("toolnursery.mcp")
-_PING_BOUND: Final = 5.0
+
+ElicitHandler: TypeAlias = Callable[[types.ElicitRequestParams], Awaitable[types.ElicitResult]]
+"""``on_elicit(params)``: answers a mounted server's question to the user."""
+
+SampleHandler: TypeAlias = Callable[
+    [types.CreateMessageRequestParams], Awaitable[types.CreateMessageResult]
+]
+"""``on_sample(params)``: answers a mounted server's request for a model completion."""
+
+_CALL_RESULT: Final[TypeAdapter[types.CallToolResult | types.InputRequiredResult]] = TypeAdapter(
+    types.CallToolResult | types.InputRequiredResult
+)
+
+
+def _client_version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("toolnursery")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+_CLIENT_INFO: Final = types.Implementation(name="toolnursery", version=_client_version())
+_INPUT_ROUNDS: Final = 10
+"""Input-required rounds one call may take before it fails (the SDK's own default)."""
+_STATE_ONLY_BACKOFF: Final = (0.05, 0.25)
+"""First and longest pause before retrying an input-required result that asks nothing."""
+
+
+_SERVER_INFO_KEY: Final = "io.modelcontextprotocol/serverInfo"
+
+
+def _blocks(content: Sequence[types.ContentBlock]) -> tuple[Any, ...]:
+    # Plain text is most of what tools return: it skips the general conversion.
+    texts = [
+        block.text
+        for block in content
+        if type(block) is types.TextContent and block.annotations is None and block.meta is None
+    ]
+    if len(texts) == len(content):
+        return tuple(TextContent(text) for text in texts)
+    return blocks_from_mcp(content)
 
 
 class McpMount:
@@ -60,20 +117,30 @@ class McpMount:
     Made by :func:`open_mcp_mount`; valid inside its ``async with`` block.
     """
 
-    def __init__(self, owner: ToolRegistry | ToolScope, label: str, prefix: str, settle: float):
+    def __init__(
+        self,
+        owner: ToolRegistry | ToolScope,
+        label: str,
+        prefix: str,
+        on_elicit: ElicitHandler | None,
+        on_sample: SampleHandler | None,
+    ):
         self._owner = owner
         self._label = label
         self._prefix = prefix
-        self._settle = settle
-        self._session: ClientSession | None = None
+        self._on_elicit = on_elicit
+        self._on_sample = on_sample
+        self._client: Client | None = None
         self._registered: dict[str, tuple[types.Tool, Disposer]] = {}
-        self._in_flight: set[trio.CancelScope] = set()
+        self._calls: dict[int, ToolRunContext] = {}
         self._gone: str | None = None
         self._relist = trio.Event()
-        self._suspicion = trio.Event()
         self._garbage: list[str] = []
+        self._cause: Callable[[], str | None] = lambda: None
         self.server_info: types.Implementation | None = None
-        """The server's ``serverInfo`` from initialisation."""
+        """The server's ``serverInfo`` (``None`` if a 2026-07-28 server did not say)."""
+        self.protocol_version: str | None = None
+        """The negotiated revision, e.g. ``"2026-07-28"`` or ``"2025-11-25"``."""
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -88,41 +155,56 @@ class McpMount:
     async def refresh(self) -> None:
         """List the server's tools again and update the registrations to match.
 
+        All or nothing: when the new list cannot be registered, every previous
+        registration stays as it was.
+
         Raises:
             McpMountError: the new list cannot be registered; the previous
                 registrations are kept.
             McpServerGoneError: the connection has ended.
         """
-        session = self._require_session()
+        client = self._require_client()
         try:
-            tools = await list_all_tools(session)
-        except McpError as exc:
+            tools = await list_all_tools(client.session)
+        except MCPError as exc:
+            if self._gone is not None:
+                raise McpServerGoneError(self._label, self._gone) from exc
             raise McpMountError(f"{self._label}: tools/list failed: {exc.error.message}") from exc
         self._apply(tools)
 
     # -- registration ----------------------------------------------------------------
 
     def _apply(self, tools: Sequence[types.Tool]) -> None:
+        """Make the registrations match ``tools``, all or nothing."""
         wanted = checked_tools(self._label, self._prefix, tools)
-        definitions = {
-            name: mounted_definition(name, tool, self._call)
-            for name, tool in wanted.items()
-            if name not in self._registered or self._registered[name][0] != tool
-        }
-        keep = {n: e for n, e in self._registered.items() if n in wanted and n not in definitions}
-        for name, (_, dispose) in self._registered.items():
-            if name not in keep:
-                dispose()
-        added: dict[str, tuple[types.Tool, Disposer]] = {}
+        current = self._registered
+        new = {n: t for n, t in wanted.items() if n not in current}
+        changed = {n: t for n, t in wanted.items() if n in current and current[n][0] != t}
+        done: dict[str, tuple[types.Tool, Disposer]] = {}
+        swapped: list[str] = []
         try:
-            for name, definition in definitions.items():
-                added[name] = (wanted[name], self._owner.register(definition))
+            for name, tool in new.items():
+                done[name] = (tool, self._owner.register(self._definition(name, tool)))
+            for name, tool in changed.items():
+                # A name is registered once: the old definition goes before the new one
+                # comes, and comes back if the new one is refused.
+                current[name][1]()
+                swapped.append(name)
+                done[name] = (tool, self._owner.register(self._definition(name, tool)))
         except RegistrationError as exc:
-            for _, dispose in added.values():
+            for _, dispose in done.values():
                 dispose()
-            self._registered = keep
+            for name in swapped:
+                old = current[name][0]
+                current[name] = (old, self._owner.register(self._definition(name, old)))
             raise McpMountError(f"{self._label}: cannot register its tools: {exc}") from exc
-        self._registered = {n: keep.get(n) or added[n] for n in wanted}
+        for name, (_, dispose) in current.items():
+            if name not in wanted:
+                dispose()
+        self._registered = {n: done.get(n) or current[n] for n in wanted}
+
+    def _definition(self, name: str, tool: types.Tool) -> Any:
+        return mounted_definition(name, tool, self._call)
 
     def _unregister_all(self) -> None:
         registered, self._registered = self._registered, {}
@@ -131,133 +213,213 @@ class McpMount:
 
     # -- calls -----------------------------------------------------------------------
 
-    def _require_session(self) -> ClientSession:
-        if self._gone is not None or self._session is None:
+    def _require_client(self) -> Client:
+        if self._gone is not None or self._client is None:
             raise McpServerGoneError(self._label, self._gone)
-        return self._session
+        return self._client
 
-    async def _call(self, tool: str, args: Any, ctx: ToolRunContext) -> ToolReturn:
-        session = self._require_session()
-        arguments = thaw(args) if isinstance(args, Mapping) else {}
-        request = types.ClientRequest(
-            types.CallToolRequest(
-                params=types.CallToolRequestParams(name=tool, arguments=arguments)
-            )
-        )
-        outcome: list[types.CallToolResult | McpError] = []
-        request_id: list[int] = []
-        abandoned = False
-        done = trio.Event()
-        scope = trio.CancelScope(shield=True)
+    async def _call(
+        self, tool: str, check: OutputCheck | None, args: Any, ctx: ToolRunContext
+    ) -> ToolReturn:
+        arguments = thaw(object_arguments(args))
+        session = self._require_client().session
         sink = current_sink()
+        on_progress = None
+        live = True
+        if sink is not None:
+            call_id = ctx.call_id
 
-        async def progress(progress: float, total: float | None, message: str | None) -> None:
-            # Runs in the session's receive task: the call's sink was read in the
-            # call's own task, above.
-            if sink is not None:
-                sink(ProgressReport(progress=progress, total=total, message=message))
-
-        async def send() -> None:
-            try:
-                with scope:
-                    if abandoned:
-                        return
-                    # send_request numbers the request synchronously, before its first
-                    # checkpoint: the id read here is the one it is about to use.
-                    request_id.append(session._request_id)
-                    try:
-                        outcome.append(
-                            await session.send_request(
-                                request, types.CallToolResult, progress_callback=progress
-                            )
+            async def on_progress(
+                progress: float, total: float | None, message: str | None
+            ) -> None:
+                # Runs in the client's receive task, possibly after the call returned.
+                if live:
+                    sink(
+                        ProgressReport(
+                            progress=progress, total=total, message=message, call_id=call_id
                         )
-                    except McpError as exc:
-                        outcome.append(exc)
-            finally:
-                done.set()
+                    )
 
-        self._in_flight.add(scope)
+        key = id(ctx)
+        self._calls[key] = ctx
         try:
-            with bare_cancelled():
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(send)
-                    try:
-                        await done.wait()
-                    except trio.Cancelled:
-                        abandoned = True
-                        if request_id and not done.is_set():
-                            scope.deadline = trio.current_time() + self._settle
-                            with trio.CancelScope(shield=True) as notify:
-                                notify.deadline = scope.deadline
-                                await self._notify_cancelled(session, request_id[0])
-                        raise
+            responses: dict[str, Any] | None = None
+            state: str | None = None
+            pause = _STATE_ONLY_BACKOFF[0]
+            for _ in range(_INPUT_ROUNDS + 1):
+                params = (
+                    types.CallToolRequestParams(name=tool, arguments=arguments)
+                    if responses is None and state is None
+                    else types.CallToolRequestParams(
+                        name=tool,
+                        arguments=arguments,
+                        input_responses=responses,
+                        request_state=state,
+                    )
+                )
+                request = types.CallToolRequest(params=params)
+                answer = await session.send_request(
+                    request, _CALL_RESULT, progress_callback=on_progress
+                )
+                if isinstance(answer, types.CallToolResult):
+                    break
+                state = answer.request_state
+                if answer.input_requests:
+                    pause = _STATE_ONLY_BACKOFF[0]
+                    responses = await self._answer_all(answer.input_requests, ctx, tool)
+                else:
+                    await trio.sleep(pause)
+                    pause = min(pause * 2, _STATE_ONLY_BACKOFF[1])
+                    responses = None
+            else:
+                raise McpCallError(
+                    f'MCP tool "{tool}" asked for input more than {_INPUT_ROUNDS} times',
+                    code=MCP_REQUEST_FAILED,
+                )
+        except MCPError as exc:
+            if exc.code == types.CONNECTION_CLOSED or self._gone is not None:
+                raise McpServerGoneError(self._label, self._gone or self._why()) from None
+            raise McpCallError(exc.error.message, code=MCP_REQUEST_FAILED) from None
         finally:
-            self._in_flight.discard(scope)
-        if not outcome:
-            raise McpServerGoneError(self._label, self._gone)
-        answer = outcome[0]
-        if isinstance(answer, McpError):
-            if answer.error.code == types.CONNECTION_CLOSED or self._gone is not None:
-                raise McpServerGoneError(self._label, self._gone or answer.error.message)
-            raise McpCallError(answer.error.message, code=MCP_REQUEST_FAILED)
-        content = blocks_from_mcp(answer.content)
-        if answer.isError:
+            live = False
+            del self._calls[key]
+        content = _blocks(answer.content)
+        if answer.is_error:
             text = "\n".join(b.text for b in content if isinstance(b, TextContent))
             raise McpCallError(text or f'MCP tool "{tool}" failed')
-        return ToolReturn(content, meta=answer.meta, structured=answer.structuredContent)
+        meta = answer.meta
+        if meta is not None and _SERVER_INFO_KEY in meta:
+            # The 2026 server identity stamp rides on every result; it describes the
+            # server (``McpMount.server_info``), not this call.
+            meta = {k: v for k, v in meta.items() if k != _SERVER_INFO_KEY} or None
+        structured = answer.structured_content
+        if check is not None:
+            check(structured)
+        return ToolReturn(content, meta=meta, structured=structured)
 
-    async def _notify_cancelled(self, session: ClientSession, request_id: int) -> None:
-        notification = types.ClientNotification(
-            types.CancelledNotification(
-                params=types.CancelledNotificationParams(requestId=request_id, reason="cancelled")
+    # -- questions from the server ---------------------------------------------------
+
+    async def _answer_all(
+        self, requests: Mapping[str, types.InputRequest], ctx: ToolRunContext, tool: str
+    ) -> dict[str, Any]:
+        answers: dict[str, Any] = {}
+        for key, request in requests.items():
+            answer = await self._answer(request, ctx, tool)
+            if isinstance(answer, types.ErrorData):
+                raise McpCallError(
+                    f'MCP tool "{tool}" needed input the mount could not give: {answer.message}',
+                    code=MCP_REQUEST_FAILED,
+                )
+            answers[key] = answer
+        return answers
+
+    async def _answer(
+        self, request: types.InputRequest, ctx: ToolRunContext | None, tool: str | None
+    ) -> types.ElicitResult | types.CreateMessageResult | types.ErrorData:
+        if isinstance(request, types.ElicitRequest):
+            return await self._elicit(request.params, ctx, tool)
+        if isinstance(request, types.CreateMessageRequest):
+            if self._on_sample is None:
+                return _declined("sampling", "on_sample=")
+            return await self._on_sample(request.params)
+        return _declined("roots", None)
+
+    async def _elicit(
+        self, params: types.ElicitRequestParams, ctx: ToolRunContext | None, tool: str | None
+    ) -> types.ElicitResult | types.ErrorData:
+        if self._on_elicit is not None:
+            return await self._on_elicit(params)
+        approval = self._approval()
+        if approval is None:
+            return _declined("elicitation", "on_elicit=")
+        if not _asks_only_yes(params):
+            return types.ErrorData(
+                code=types.INVALID_REQUEST,
+                message="elicitation declined: the host's approval service answers yes or no; "
+                "this form asks for data (give the mount an on_elicit= callback)",
+            )
+        if ctx is None:
+            return types.ErrorData(
+                code=types.INVALID_REQUEST,
+                message="elicitation declined: it names no call the host can ask about",
+            )
+        outcome = await approval.request(
+            ApprovalRequest(
+                agent=ctx.agent,
+                tool_name=ctx.name,
+                call_id=ctx.call_id,
+                reason=params.message,
+                signal=ctx.signal,
             )
         )
-        try:
-            await session.send_notification(notification)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            pass  # the connection is gone; the call settles as gone
+        if outcome == "allowed-once":
+            return types.ElicitResult(action="accept", content={})
+        return types.ElicitResult(action="decline" if outcome == "rejected" else "cancel")
+
+    def _approval(self) -> ApprovalService | None:
+        owner = self._owner
+        registry = owner.registry if isinstance(owner, ToolScope) else owner
+        return registry.approval
+
+    async def _pushed_elicit(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        # A handshake-era server pushes its question; it belongs to a call only when
+        # exactly one is in flight.
+        calls = tuple(self._calls.values())
+        return await self._elicit(params, calls[0] if len(calls) == 1 else None, None)
+
+    async def _pushed_sample(
+        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.ErrorData:
+        if self._on_sample is None:
+            return _declined("sampling", "on_sample=")
+        return await self._on_sample(params)
 
     # -- the connection --------------------------------------------------------------
+
+    def _why(self) -> str:
+        # The connection ended and the task that owns it has not said why yet.
+        cause = self._cause()
+        return "the connection closed" if cause is None else f"the connection failed: {cause}"
 
     def _ended(self, why: str) -> None:
         if self._gone is None:
             self._gone = why
             self._unregister_all()
-            for scope in tuple(self._in_flight):
-                scope.cancel()
 
     async def _handle_message(self, message: Any) -> None:
-        # Runs inside the session's receive loop: it must never wait on the session.
+        # Runs in the client's receive task: it must never wait on the session.
         if isinstance(message, Exception):
             self._garbage.append(str(message))
-            return
-        if isinstance(message, types.ServerNotification) and isinstance(
-            message.root, types.ToolListChangedNotification
-        ):
+        elif isinstance(message, types.ToolListChangedNotification):
             self._relist.set()
 
-    def _suspect(self) -> None:
-        self._suspicion.set()
-
-    async def _watchdog(self) -> None:
-        # A broken HTTP response stream may be one request's trouble or the server
-        # gone; the SDK's client waits forever on the request either way. A ping
-        # tells them apart.
-        while self._gone is None:
-            await self._suspicion.wait()
-            self._suspicion = trio.Event()
-            session = self._session
-            if session is None:
-                continue
-            answered = False
-            with trio.move_on_after(_PING_BOUND):
-                try:
-                    await session.send_ping()
-                    answered = True
-                except Exception:
-                    pass
-            if not answered:
-                self._ended("it stopped answering")
+    async def _listener(self, *, task_status: trio.TaskStatus[None]) -> None:
+        # A 2026-07-28 server announces tool list changes on a subscriptions/listen
+        # stream, not on a standing channel; the mount is ready once it is heard.
+        client = self._client
+        tools = None if client is None else client.server_capabilities.tools
+        if (
+            client is None
+            or client.protocol_version not in MODERN_PROTOCOL_VERSIONS
+            or tools is None
+            or not tools.list_changed
+        ):
+            task_status.started()
+            return
+        listening = False
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                listening = True
+                task_status.started()
+                async for _ in subscription:
+                    self._relist.set()
+        except (MCPError, ListenNotSupportedError, SubscriptionLost) as exc:
+            if not listening:
+                task_status.started()
+            if self._gone is None:
+                _log.warning("%s: no longer hears of tool list changes: %s", self._label, exc)
 
     async def _relister(self) -> None:
         while True:
@@ -270,18 +432,20 @@ class McpMount:
             except (McpMountError, McpServerGoneError) as exc:
                 _log.warning("%s: keeping the previous tools: %s", self._label, exc)
 
-    async def _pump(
-        self,
-        source: MemoryObjectReceiveStream[SessionMessage | Exception],
-        sink: MemoryObjectSendStream[SessionMessage | Exception],
-    ) -> None:
-        try:
-            async with sink:
-                async for message in source:
-                    await sink.send(message)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            pass
-        self._ended("the connection closed")
+
+def _declined(what: str, option: str | None) -> types.ErrorData:
+    how = f" (give the mount an {option} callback)" if option else ""
+    return types.ErrorData(
+        code=types.INVALID_REQUEST, message=f"{what} declined: this client does not offer it{how}"
+    )
+
+
+def _asks_only_yes(params: types.ElicitRequestParams) -> bool:
+    """Whether a question needs nothing but consent: a form with no required field."""
+    if not isinstance(params, types.ElicitRequestFormParams):
+        return False
+    schema: Mapping[str, Any] = params.requested_schema
+    return not schema.get("required")
 
 
 @asynccontextmanager
@@ -296,21 +460,32 @@ async def open_mcp_mount(
     cwd: str | None = None,
     headers: Mapping[str, str] | None = None,
     init_timeout: float = 10.0,
-    settle_timeout: float = 5.0,
     on_log: Callable[[types.LoggingMessageNotificationParams], object] | None = None,
+    on_elicit: ElicitHandler | None = None,
+    on_sample: SampleHandler | None = None,
 ) -> AsyncIterator[McpMount]:
     """Mount an MCP server's tools into ``owner`` for the duration of the block.
 
     Give exactly one of ``command`` (a stdio server: the program and its
     arguments), ``url`` (a streamable-HTTP endpoint) or ``server`` (an in-process
-    SDK server, ``mcp.server.lowlevel.Server`` or ``FastMCP``). Each tool is
-    registered as a raw definition named ``prefix + name`` whose parameters are the
-    server's ``inputSchema``, verbatim; ``readOnlyHint`` makes it parallel-safe,
+    SDK server, ``mcp.server.Server`` or ``MCPServer``). The mount speaks
+    2026-07-28 to a server that answers ``server/discover`` and the handshake era
+    (2025-11-25 and before) to one that does not. Each tool is registered as a raw
+    definition named ``prefix + name`` whose parameters are the server's
+    ``inputSchema``, verbatim; ``readOnlyHint`` makes it parallel-safe,
     ``idempotentHint`` (or ``readOnlyHint``) idempotent, a declared ``outputSchema``
-    becomes its output schema, and every hint is kept as the definition's ``mcp_annotations``.
+    becomes its output schema (a result's ``structuredContent`` is checked against
+    it), and every hint is kept as the definition's ``mcp_annotations``. Arguments
+    that are not an object are refused before anything is sent.
     ``notifications/tools/list_changed`` re-lists the tools and updates the
-    registrations. When the block ends the tools are unregistered and the session
-    and transport are closed.
+    registrations. When the block ends the tools are unregistered and the
+    connection is closed.
+
+    A server's question to the user (elicitation) goes to ``on_elicit``; without
+    one, a question that asks for nothing but consent goes to the host's approval
+    service (``allowed-once`` accepts, ``rejected`` declines, anything else
+    cancels), and any other question is declined with the reason. A sampling
+    request goes to ``on_sample``, or is declined.
 
     Args:
         owner: the registry or scope to register the tools in.
@@ -321,11 +496,11 @@ async def open_mcp_mount(
         env: extra environment variables for a stdio server.
         cwd: the working directory of a stdio server.
         headers: extra HTTP headers for a streamable-HTTP server.
-        init_timeout: seconds the server may take to start, initialise and list
+        init_timeout: seconds the server may take to start, negotiate and list
             its tools.
-        settle_timeout: seconds a cancelled call waits for the server's answer
-            after ``notifications/cancelled`` before it gives up on it.
         on_log: called with each ``notifications/message`` the server sends.
+        on_elicit: answers the server's elicitation requests.
+        on_sample: answers the server's sampling requests.
 
     Yields:
         The :class:`McpMount`.
@@ -335,14 +510,15 @@ async def open_mcp_mount(
             ``init_timeout``, answered something that is not MCP, or lists tools that
             cannot be registered.
         ValueError: not exactly one of ``command``, ``url``, ``server`` is given, or
-            a timeout is not a positive number.
+            ``init_timeout`` is not a positive number.
     """
     given = [x is not None for x in (command, url, server)]
     if sum(given) != 1:
         raise ValueError("open_mcp_mount() takes exactly one of command=, url=, server=")
-    for what, value in (("init_timeout", init_timeout), ("settle_timeout", settle_timeout)):
-        if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
-            raise ValueError(f"open_mcp_mount(): {what} must be a positive number of seconds")
+    if not (
+        isinstance(init_timeout, int | float) and math.isfinite(init_timeout) and init_timeout > 0
+    ):
+        raise ValueError("open_mcp_mount(): init_timeout must be a positive number of seconds")
     if command is not None:
         if isinstance(command, str) or not command:
             raise ValueError("open_mcp_mount(command=...) takes a non-empty list of strings")
@@ -351,7 +527,7 @@ async def open_mcp_mount(
         label = url
     else:
         label = f"in-process:{getattr(server, 'name', type(server).__name__)}"
-    mount = McpMount(owner, label, prefix, float(settle_timeout))
+    mount = McpMount(owner, label, prefix, on_elicit, on_sample)
 
     async def logged(params: types.LoggingMessageNotificationParams) -> None:
         if on_log is not None:
@@ -359,40 +535,56 @@ async def open_mcp_mount(
 
     closing = trio.Event()
     started = False
+    target = connection_target(command, url, server, env, cwd, headers, mount._ended)
+    if isinstance(target, WatchedTransport):
+        mount._cause = target.cause
+    client = Client(
+        target,
+        logging_callback=logged,
+        log_level="debug" if on_log is not None else None,
+        message_handler=mount._handle_message,
+        elicitation_callback=(
+            mount._pushed_elicit if on_elicit is not None or mount._approval() else None
+        ),
+        sampling_callback=mount._pushed_sample if on_sample is not None else None,
+        client_info=_CLIENT_INFO,
+        cache=None,
+    )
 
     async def connection(*, task_status: trio.TaskStatus[None]) -> None:
         nonlocal started
+        # The deadline covers connecting, negotiating and the first tools/list, and
+        # is lifted once they are done.
+        setup = trio.CancelScope(deadline=trio.current_time() + init_timeout)
         try:
-            async with open_transport(command, url, server, env, cwd, headers, mount._suspect) as (
-                read,
-                write,
-            ):
-                sink, pumped = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(mount._pump, read, sink)
-                    async with ClientSession(
-                        pumped,
-                        write,
-                        logging_callback=logged,
-                        message_handler=mount._handle_message,
-                    ) as session:
-                        await _initialize(mount, session, label, init_timeout)
-                        nursery.start_soon(mount._relister)
-                        nursery.start_soon(mount._watchdog)
-                        started = True
-                        task_status.started()
-                        try:
-                            await closing.wait()
-                        finally:
-                            mount._ended("the mount was closed")
+            with setup:
+                async with client, trio.open_nursery() as nursery:
+                    tools = await list_all_tools(client.session)
+                    mount._client = client
+                    mount.server_info = client.server_info
+                    mount.protocol_version = client.protocol_version
+                    await nursery.start(mount._listener)
+                    setup.deadline = math.inf
+                    mount._apply(tools)
+                    nursery.start_soon(mount._relister)
+                    started = True
+                    task_status.started()
+                    try:
+                        await closing.wait()
+                    finally:
+                        # Not closing: the transport failed and cancelled this task.
+                        mount._ended("the mount was closed" if closing.is_set() else mount._why())
                     nursery.cancel_scope.cancel()
         except Exception as exc:
             if not started:
                 raise
             # The transport failed under a live mount (a broken HTTP connection):
             # that is the server going away, not an error of the caller's block.
-            mount._ended(f"the transport failed: {innermost(exc)}")
-            _log.warning("%s: the transport failed: %s", label, innermost(exc))
+            mount._ended(f"the transport failed: {describe(exc)}")
+            _log.warning("%s: the transport failed: %s", label, describe(exc))
+            return
+        if setup.cancelled_caught:
+            raise _no_answer(label, init_timeout, mount._garbage)
 
     try:
         async with trio.open_nursery() as outer:
@@ -410,27 +602,20 @@ async def open_mcp_mount(
         if started or isinstance(leaf, McpMountError):
             raise leaf from None
         raise _mount_error(label, leaf) from leaf
-    except (McpError, OSError) as exc:
+    except (MCPError, OSError) as exc:
         if started:
             raise
         raise _mount_error(label, exc) from exc
 
 
+def _no_answer(label: str, limit: float, garbage: Sequence[str]) -> McpMountError:
+    detail = f"; it answered: {garbage[0]}" if garbage else ""
+    return McpMountError(
+        f"{label}: no answer to the handshake and tools/list within {limit:g}s{detail}"
+    )
+
+
 def _mount_error(label: str, exc: Exception) -> McpMountError:
-    if isinstance(exc, McpError):
+    if isinstance(exc, MCPError):
         return McpMountError(f"{label}: initialisation failed: {exc.error.message}")
-    return McpMountError(f"{label}: could not connect: {exc}")
-
-
-async def _initialize(mount: McpMount, session: ClientSession, label: str, limit: float) -> None:
-    with trio.move_on_after(limit) as waited:
-        result = await session.initialize()
-        tools = await list_all_tools(session)
-    if waited.cancelled_caught:
-        detail = f"; it answered: {mount._garbage[0]}" if mount._garbage else ""
-        raise McpMountError(
-            f"{label}: no answer to initialize and tools/list within {limit:g}s{detail}"
-        )
-    mount.server_info = result.serverInfo
-    mount._session = session
-    mount._apply(tools)
+    return McpMountError(f"{label}: could not connect: {describe(exc)}")

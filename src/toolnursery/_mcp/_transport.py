@@ -1,179 +1,170 @@
-"""The three ways to reach an MCP server, each as the SDK's pair of message streams.
+"""The three ways to reach an MCP server, as what the SDK's ``Client`` connects to.
 
-A stdio program, a streamable-HTTP endpoint or an in-process SDK server:
-:func:`open_transport` enters the SDK's client for the one given and yields its read
-and write streams. The HTTP path adds two repairs around the SDK's 1.x client: a gate
-that hands it one message at a time, and an httpx transport that reports a connection
-breaking mid-request, which the mount answers with a ping.
+A stdio program or a streamable-HTTP endpoint becomes a :class:`WatchedTransport`:
+the SDK's transport with a pump on its read side, so that the end of the connection
+(the server exited, the HTTP client gave up on it) is seen when it happens — with
+or without a call in flight — and reported with its cause. An in-process SDK server
+is handed to ``Client`` as it is (the SDK connects to it directly).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from types import TracebackType
 from typing import Any, Final
 
 import anyio
-import httpx
+import httpx2
 import trio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
-__all__ = ["PostGate", "WatchedTransport", "open_transport"]
+__all__ = ["WatchedTransport", "connection_target", "describe"]
 
-_Streams = tuple[
-    MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]
-]
+_Streams = tuple[Any, Any]
+
+_HTTP_TIMEOUT: Final = 30.0
+_HTTP_READ_TIMEOUT: Final = 300.0
 
 
-class PostGate:
-    """One message at a time into the SDK's streamable-HTTP client.
+class WatchedTransport:
+    """An SDK transport whose read side is pumped, so its end is reported once.
 
-    The 1.x client starts a task per request whose closure reads the loop's
-    *current* message, so a second message that arrives before that task has
-    started is posted twice and the first never (seen under trio, which runs the
-    tasks of a batch in either order). The gate hands the client the next message
-    only once the previous one's POST has begun (an httpx request hook counts
-    them), or after a short bound.
+    ``ended(why)`` is called when the server's side of the connection ends (the
+    read stream closes, or the transport fails under a live connection), before the
+    SDK's session sees the end; it is not called when the transport is closed
+    from this side. ``cause()`` may name why it ended (the last connection failure).
     """
 
-    def __init__(self) -> None:
-        self.count = 0
-        self._changed = trio.Event()
-
-    async def seen(self, request: Any) -> None:
-        """The httpx request hook: count a POST as begun."""
-        if request.method == "POST":
-            self.count += 1
-            self._changed.set()
-            self._changed = trio.Event()
-
-    async def gate(
+    def __init__(
         self,
-        source: MemoryObjectReceiveStream[SessionMessage],
-        sink: MemoryObjectSendStream[SessionMessage],
+        opener: Callable[[], AbstractAsyncContextManager[_Streams]],
+        ended: Callable[[str], None],
+        cause: Callable[[], str | None] = lambda: None,
     ) -> None:
-        """Pass ``source`` on to ``sink`` one message per POST begun (or per bound)."""
-        async with source, sink:
-            async for message in source:
-                before = self.count
-                await sink.send(message)
-                with trio.move_on_after(_POST_START_BOUND):
-                    while self.count == before:
-                        await self._changed.wait()
+        self._opener = opener
+        self._ended = ended
+        self._cause = cause
+        self._stack: AbstractAsyncContextManager[_Streams] | None = None
+
+    def cause(self) -> str | None:
+        """The last connection failure seen, if any."""
+        return self._cause()
+
+    async def __aenter__(self) -> _Streams:
+        self._stack = self._run()
+        return await self._stack.__aenter__()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        assert self._stack is not None
+        return await self._stack.__aexit__(exc_type, exc, tb)
+
+    @asynccontextmanager
+    async def _run(self) -> AsyncIterator[_Streams]:
+        closing = False
+        async with self._opener() as (read, write), trio.open_nursery() as nursery:
+            sink, pumped = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+            async def pump() -> None:
+                why = "the connection closed"
+                try:
+                    async with sink:
+                        async for message in read:
+                            await sink.send(message)
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    pass
+                except Exception as exc:
+                    why = f"the transport failed: {describe(exc)}"
+                    raise
+                finally:
+                    if not closing:
+                        cause = self._cause()
+                        self._ended(why if cause is None else f"{why} after: {cause}")
+
+            nursery.start_soon(pump)
+            try:
+                yield pumped, write
+            finally:
+                closing = True
+                nursery.cancel_scope.cancel()
+                pumped.close()
 
 
-_POST_START_BOUND: Final = 5.0
+class _RecordingTransport(httpx2.AsyncBaseTransport):
+    """Keeps the last connection failure: the SDK's client ends the connection on
+    one without saying why, and the mount reports the cause."""
 
-
-class WatchedTransport(httpx.AsyncBaseTransport):
-    """An httpx transport that reports a connection failing mid-request or mid-body."""
-
-    def __init__(self, inner: httpx.AsyncBaseTransport, broken: Callable[[], None]) -> None:
+    def __init__(self, inner: httpx2.AsyncBaseTransport, failures: list[str]) -> None:
         self._inner = inner
-        self._broken = broken
+        self._failures = failures
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         try:
-            response = await self._inner.handle_async_request(request)
-        except httpx.TransportError:
-            self._broken()
+            return await self._inner.handle_async_request(request)
+        except httpx2.TransportError as exc:
+            self._failures.append(describe(exc))
             raise
-        response.stream = _WatchedBody(response.stream, self._broken)
-        return response
 
     async def aclose(self) -> None:
         await self._inner.aclose()
 
 
-class _WatchedBody(httpx.AsyncByteStream):
-    """A response body that reports a transport error while it is read."""
-
-    def __init__(self, inner: Any, broken: Callable[[], None]) -> None:
-        self._inner = inner
-        self._broken = broken
-        self._chunks: Any = None
-
-    def __aiter__(self) -> _WatchedBody:
-        self._chunks = self._inner.__aiter__()
-        return self
-
-    async def __anext__(self) -> bytes:
-        try:
-            chunk: bytes = await self._chunks.__anext__()
-        except httpx.TransportError:
-            self._broken()
-            raise
-        return chunk
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
+def describe(exc: BaseException) -> str:
+    """One line naming an exception: its message, or its type when it has none."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-@asynccontextmanager
-async def open_transport(
+def connection_target(
     command: Sequence[str] | None,
     url: str | None,
     server: Any,
     env: Mapping[str, str] | None,
     cwd: str | None,
     headers: Mapping[str, str] | None,
-    broken: Callable[[], None],
-) -> AsyncIterator[_Streams]:
-    """Connect to the server given by exactly one of ``command``, ``url``, ``server``.
+    ended: Callable[[str], None],
+) -> Any:
+    """What ``mcp.Client`` connects to for exactly one of ``command``, ``url``, ``server``.
 
     Args:
         command: a stdio server's program and arguments.
         url: a streamable-HTTP endpoint.
-        server: an in-process SDK server (low-level ``Server`` or ``FastMCP``).
+        server: an in-process SDK server (low-level ``Server`` or ``MCPServer``).
         env: extra environment variables for a stdio server.
         cwd: the working directory of a stdio server.
         headers: extra HTTP headers for a streamable-HTTP server.
-        broken: called when an HTTP connection fails mid-request or mid-body.
-
-    Yields:
-        The read and write streams a ``ClientSession`` runs on.
+        ended: called with the cause when the server's side of a stdio or HTTP
+            connection ends.
     """
     if command is not None:
-        from mcp.client.stdio import StdioServerParameters, stdio_client
-
         params = StdioServerParameters(
             command=command[0], args=list(command[1:]), env=dict(env) if env else None, cwd=cwd
         )
-        async with stdio_client(params) as streams:
-            yield streams
-    elif url is not None:
-        from mcp.client.streamable_http import streamable_http_client
+        return WatchedTransport(lambda: stdio_client(params), ended)
+    if url is not None:
+        endpoint = url
+        failures: list[str] = []
 
-        posts = PostGate()
-        async with (
-            httpx.AsyncClient(
-                headers=dict(headers or {}),
-                timeout=httpx.Timeout(30, read=300),
-                event_hooks={"request": [posts.seen]},
-                transport=WatchedTransport(httpx.AsyncHTTPTransport(), broken),
-            ) as client,
-            streamable_http_client(url, http_client=client) as (read, write, _),
-            trio.open_nursery() as nursery,
-        ):
-            gated, gate_source = anyio.create_memory_object_stream[SessionMessage](0)
-            nursery.start_soon(posts.gate, gate_source, write)
-            try:
-                yield read, gated
-            finally:
-                nursery.cancel_scope.cancel()
-    else:
-        from mcp.shared.memory import create_client_server_memory_streams
+        @asynccontextmanager
+        async def http() -> AsyncIterator[_Streams]:
+            async with (
+                httpx2.AsyncClient(
+                    headers=dict(headers or {}),
+                    timeout=httpx2.Timeout(_HTTP_TIMEOUT, read=_HTTP_READ_TIMEOUT),
+                    transport=_RecordingTransport(httpx2.AsyncHTTPTransport(), failures),
+                ) as client,
+                streamable_http_client(endpoint, http_client=client) as streams,
+            ):
+                yield streams
 
-        lowlevel = getattr(server, "_mcp_server", server)
-        async with (
-            create_client_server_memory_streams() as (client_streams, server_streams),
-            trio.open_nursery() as nursery,
-        ):
-            nursery.start_soon(
-                lambda: lowlevel.run(*server_streams, lowlevel.create_initialization_options())
-            )
-            try:
-                yield client_streams
-            finally:
-                nursery.cancel_scope.cancel()
+        return WatchedTransport(http, ended, lambda: failures[-1] if failures else None)
+    return server
