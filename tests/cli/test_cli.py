@@ -400,6 +400,87 @@ def test_a_tools_spec_that_does_not_load_is_a_usage_error(
     assert message in captured.err
 
 
+EXITS = [
+    ("import sys\nsys.exit(0)", "code 0"),
+    ("import sys\nsys.exit(None)", "code 0"),
+    ("import sys\nsys.exit()", "code 0"),
+    ("raise SystemExit", "code 0"),
+    ("raise SystemExit(3)", "code 3"),
+    ("import sys\nsys.exit('no tools today')", "message 'no tools today' (code 1)"),
+]
+
+
+@pytest.mark.parametrize(("source", "status"), EXITS)
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "{calls}"],
+        ["bench", "--calls", "{calls}"],
+        ["replay", "{log}", "--markdown"],
+        ["serve"],
+    ],
+)
+def test_a_tools_module_that_exits_at_import_is_an_error_not_a_silent_success(
+    tmp_path: Path, capsys: Capture, source: str, status: str, argv: list[str]
+) -> None:
+    module = tools_module(tmp_path, source)
+    calls = write_calls(tmp_path, {"id": "a", "name": "list_dir"})
+    log = tmp_path / "log.jsonl"
+    log.write_text("")
+    spec = f"{module}:registry"
+    args = [a.format(calls=calls, log=log) for a in argv]
+    before = set(sys.modules)
+    assert main([*args, "--tools", spec]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"toolnursery: error: --tools {spec!r}: the tools module {str(module)!r} exited "
+        f"during import with {status}\n"
+    )
+    left = {name for name in set(sys.modules) - before if name.startswith("_toolnursery_tools_")}
+    assert left == set()  # nothing half-imported is left to be found
+
+
+def test_a_tools_factory_that_exits_is_an_error(tmp_path: Path, capsys: Capture) -> None:
+    module = tools_module(tmp_path, "import sys\ndef make():\n    sys.exit(0)\n")
+    calls = write_calls(tmp_path, {"id": "a", "name": "list_dir"})
+    assert main(["run", str(calls), "--tools", f"{module}:make"]) == 2
+    assert capsys.readouterr().err.endswith(": calling make() exited with code 0\n")
+
+
+def test_a_tools_module_interrupted_at_import_exits_130(tmp_path: Path, capsys: Capture) -> None:
+    module = tools_module(tmp_path, "raise KeyboardInterrupt\n")
+    calls = write_calls(tmp_path, {"id": "a", "name": "list_dir"})
+    assert main(["run", str(calls), "--tools", f"{module}:registry"]) == 130
+    assert capsys.readouterr() == ("", "toolnursery: interrupted\n")
+
+
+def test_a_tools_module_by_name_that_exits_fails_the_process(tmp_path: Path) -> None:
+    tools_module(tmp_path, "import sys\nsys.exit(0)\n", name="exiting_tools_for_cli.py")
+    calls = write_calls(tmp_path, {"id": "a", "name": "list_dir"})
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "toolnursery",
+            "run",
+            str(calls),
+            "--tools",
+            "exiting_tools_for_cli:registry",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert (completed.returncode, completed.stdout) == (2, "")
+    assert completed.stderr == (
+        "toolnursery: error: --tools 'exiting_tools_for_cli:registry': the tools module "
+        "'exiting_tools_for_cli' exited during import with code 0\n"
+    )
+
+
 def test_load_registry_accepts_a_registry_object_spec(tmp_path: Path) -> None:
     module = tools_module(
         tmp_path, "from toolnursery import ToolRegistry\nregistry = ToolRegistry()\n"
