@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -263,6 +264,7 @@ def test_max_parallel_caps_the_pool(tmp_path: Path, capsys: Capture) -> None:
     assert max(int(result_of(line).content[0].text) for line in lines) == 2  # type: ignore[union-attr]
 
 
+@pytest.mark.usefixtures("sigint_default")
 def test_ctrl_c_cancels_the_batch_and_prints_every_result(tmp_path: Path, capsys: Capture) -> None:
     module = tools_module(
         tmp_path,
@@ -304,6 +306,7 @@ def test_ctrl_c_cancels_the_batch_and_prints_every_result(tmp_path: Path, capsys
     assert "interrupted: the batch was cancelled (3 of 4 aborted)" in err
 
 
+@pytest.mark.usefixtures("sigint_default")
 def test_a_second_ctrl_c_stops_at_once(tmp_path: Path, capsys: Capture) -> None:
     module = tools_module(
         tmp_path,
@@ -338,6 +341,55 @@ def test_a_second_ctrl_c_stops_at_once(tmp_path: Path, capsys: Capture) -> None:
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.endswith("toolnursery: interrupted\n")
+
+
+@pytest.mark.usefixtures("sigint_ignored")
+def test_ctrl_c_ignored_when_run_starts_leaves_the_batch_running(
+    tmp_path: Path, capsys: Capture
+) -> None:
+    module = tools_module(
+        tmp_path,
+        """
+        import signal
+        from toolnursery import ToolDefinition, ToolRegistry
+
+        def interrupt(args, ctx):
+            signal.raise_signal(signal.SIGINT)  # a Ctrl-C meant for the script in front
+            return "still here"
+
+        registry = ToolRegistry()
+        registry.register(ToolDefinition("interrupt", "i", {}, interrupt))
+        """,
+    )
+    calls = write_calls(tmp_path, {"id": "a", "name": "interrupt"})
+    assert main(["run", str(calls), "--tools", f"{module}:registry"]) == 0
+    lines, err = output(capsys)
+    assert [result_of(line).content for line in lines] == [(TextContent("still here"),)]
+    assert err == ""
+    assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+
+
+@pytest.mark.time_limit(180)
+def test_the_ctrl_c_tests_pass_when_pytest_starts_with_sigint_ignored(tmp_path: Path) -> None:
+    """pytest started by a script in the background runs with SIGINT ignored; a test
+    that needs Ctrl-C must set that up itself, not hang."""
+    here = Path(__file__)
+    script = (
+        "import signal, sys, pytest\n"
+        "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        f"sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', '-k', 'ctrl_c and not "
+        f"sigint_ignored', {str(here)!r}]))\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=150,  # a hang fails here, by name, instead of stalling the run
+        cwd=here.parents[2],
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "3 passed" in completed.stdout
 
 
 def test_tools_by_module_name_registry_or_factory(
@@ -530,7 +582,7 @@ def test_usage_errors_exit_2(
 
 def test_argument_errors_and_help(capsys: Capture) -> None:
     assert main(["run", "x", "--max-parallel", "0"]) == 2
-    assert "expected a positive integer, got '0'" in capsys.readouterr().err
+    assert "expected a positive integer of at most 100000, got '0'" in capsys.readouterr().err
     assert main([]) == 2
     assert "demo" in capsys.readouterr().err
     assert main(["--help"]) == 0
