@@ -240,7 +240,7 @@ def test_max_parallel_caps_the_pool(tmp_path: Path, capsys: Capture) -> None:
     module = tools_module(
         tmp_path,
         """
-        import trio
+        import trio.testing
         from toolnursery import ToolDefinition, ToolRegistry
 
         state = {"now": 0, "peak": 0}
@@ -248,7 +248,8 @@ def test_max_parallel_caps_the_pool(tmp_path: Path, capsys: Capture) -> None:
         async def body(args, ctx):
             state["now"] += 1
             state["peak"] = max(state["peak"], state["now"])
-            await trio.sleep(0.001)
+            # Every body the pool let start is running now, however slow the machine.
+            await trio.testing.wait_all_tasks_blocked()
             state["now"] -= 1
             return str(state["peak"])
 
