@@ -6,14 +6,17 @@ A test that hangs fails with its name instead of stalling the run, in three step
    limit in real time (the autojump clock's virtual hours do not count); the failure
    chains the hang's traceback. Property tests (hypothesis) get the limit per example.
 2. SIGALRM (where there is one) bounds every test's setup, call and teardown: the limit
-   of a sync test or a docs example, and the backstop of a trio test stuck where a
-   cancel scope cannot reach it (code that never yields, a thread it waits for). A
-   blocking system call is interrupted: Python runs the handler, which fails the test.
-3. A watchdog ends the whole run when neither worked (a C call that holds the GIL or
-   retries through signals, a masked SIGALRM): a thread writes the test's name and every
-   thread's traceback to the real stderr and exits with status 1; should the GIL never
-   come back, :func:`faulthandler.dump_traceback_later` does the same from C a little
-   later. CI then ends, naming the test, instead of waiting for its own timeout.
+   of a sync test or a docs example, and the backstop of a trio test stuck where its
+   cancel scope did not reach. A blocking system call is interrupted: Python runs the
+   handler, which fails the test. Inside a trio run, where raising would tear trio's loop
+   apart (unless the signal came in a task's own code), the handler cancels the whole
+   run and the test fails once it has unwound.
+3. A watchdog ends the whole run when neither worked (a trio run that does not unwind:
+   a shielded wait, a thread it waits for; a C call that holds the GIL or retries
+   through signals; a masked SIGALRM): it writes the test's name and every thread's
+   traceback to the real stderr and exits with status 1 (a thread does it, or, should
+   the GIL never come back, :func:`faulthandler.dump_traceback_later` from C a little
+   later). CI then ends, naming the test, instead of waiting for its own timeout.
 
 ``@pytest.mark.time_limit(seconds)`` gives one test another limit. Each step after the
 first waits as long again as the limit, up to :data:`BACKSTOP_S`.
@@ -95,54 +98,82 @@ def _later(seconds: float) -> float:
 
 
 @contextlib.contextmanager
-def _alarm(seconds: float, what: str) -> Iterator[None]:
-    """Fail the test (``pytest.fail``) if this block takes more than ``seconds``."""
-    if not hasattr(signal, "SIGALRM"):
-        yield
-        return
+def _bounded(item: pytest.Item, seconds: float, what: str) -> Iterator[None]:
+    """Fail ``item`` if this block takes more than ``seconds``; end the run if it cannot.
 
-    def expire(signum: int, frame: object) -> None:
-        pytest.fail(f"{what} took longer than {seconds:g} s")
+    Outside trio, or in a trio task's own code, SIGALRM's handler raises ``pytest.fail``
+    where the test is. Where trio's loop was running (a sync test waiting in
+    ``trio.run``, a trio test its cancel scope did not end), raising would tear the loop
+    apart and leave its run state behind, failing every later test that runs trio; so
+    the alarm cancels everything in the run, through the one trio call that is safe in a
+    signal handler, and the test fails once the run has unwound. A run that has not
+    unwound after as long again (a shielded wait, a thread) ends the test run, as the
+    watchdog does.
+    """
+    later = _later(seconds)
+    message = f"{what} took longer than {seconds:g} s"
 
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-@contextlib.contextmanager
-def _watchdog(item: pytest.Item, seconds: float, what: str) -> Iterator[None]:
-    """End the run, naming ``item``, if this block is still running after ``seconds``."""
-    fd = _stderr[-1] if _stderr else 2
-    note = (
-        f"\n{item.nodeid}: {what} still running after {seconds:g} s and could not be "
-        "interrupted: ending the test run (exit status 1)\n"
-    ).encode()
-
-    def expire() -> None:
-        os.write(fd, note)
+    def end_run(after: float, why: str) -> None:
+        fd = _stderr[-1] if _stderr else 2
+        os.write(
+            fd,
+            f"\n{item.nodeid}: {what} still running after {after:g} s{why}: "
+            "ending the test run (exit status 1)\n".encode(),
+        )
         faulthandler.dump_traceback(fd, all_threads=True)
         os._exit(1)
 
-    timer = threading.Timer(seconds, expire)
+    deadline = seconds + 2 * later
+    timer = threading.Timer(deadline, end_run, (deadline, " and could not be interrupted"))
     timer.daemon = True
     timer.start()
-    # The last resort runs in C, without the GIL, if the thread above cannot.
-    faulthandler.dump_traceback_later(seconds + _later(seconds), exit=True, file=fd)
+    # The last resort runs in C, without the GIL, should the thread above not get it.
+    fd = _stderr[-1] if _stderr else 2
+    faulthandler.dump_traceback_later(deadline + later, exit=True, file=fd)
     try:
-        yield
+        if not hasattr(signal, "SIGALRM"):
+            yield
+            return
+        cancelled = False
+
+        def expire(signum: int, frame: object) -> None:
+            nonlocal cancelled
+            if not trio.lowlevel.in_trio_run() or _in_task_code():
+                pytest.fail(message)  # raised in the test's code, it unwinds as any error
+            if cancelled:
+                end_run(seconds + later, " and did not unwind when its trio run was cancelled")
+            cancelled = True
+            trio.lowlevel.current_trio_token().run_sync_soon(_cancel_everything)
+            signal.setitimer(signal.ITIMER_REAL, later)
+
+        previous = signal.signal(signal.SIGALRM, expire)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        try:
+            yield
+        except BaseException as exc:
+            if cancelled and not isinstance(exc, pytest.fail.Exception):
+                raise pytest.fail.Exception(f"{message}: cancelled") from exc
+            raise
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        if cancelled:  # the code under test absorbed the cancellation and returned
+            pytest.fail(f"{message}: cancelled")
     finally:
         faulthandler.cancel_dump_traceback_later()
         timer.cancel()
 
 
-@contextlib.contextmanager
-def _bounded(item: pytest.Item, seconds: float, what: str) -> Iterator[None]:
-    with _watchdog(item, seconds + _later(seconds), what), _alarm(seconds, what):
-        yield
+def _in_task_code() -> bool:
+    """Whether the signal interrupted a trio task's own code (one that never yields, say)
+    rather than trio's loop or code trio protects from ``KeyboardInterrupt``."""
+    return trio.lowlevel.in_trio_task() and not trio.lowlevel.currently_ki_protected()
+
+
+def _cancel_everything() -> None:
+    """Cancel every task of the current trio run (the system nursery holds the main task)."""
+    for nursery in trio.lowlevel.current_root_task().child_nurseries:
+        nursery.cancel_scope.cancel()
 
 
 @pytest.hookimpl(wrapper=True)
