@@ -91,8 +91,9 @@ def version() -> str:
 def bounded_int(limit: int) -> Callable[[str], int]:
     """An argparse ``type=`` for a count or size: an integer from 1 to ``limit``.
 
-    argparse names the option in its error: ``argument -n: expected a positive
-    integer of at most 100000, got '99999999999999999999'``.
+    The returned function raises :class:`argparse.ArgumentTypeError` for anything
+    else; argparse names the option in its one-line error: ``argument -n: expected a
+    positive integer of at most 100000, got '99999999999999999999'``.
     """
 
     def parse(text: str) -> int:
