@@ -30,6 +30,9 @@ def docs_workdir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         os.chdir(previous)
 
 
+# Every test's time limit, the docs' examples included (tests/time_limits.py).
+pytest_plugins = ["time_limits"]
+
 pytest_collect_file = Sybil(
     parsers=[PythonCodeBlockParser(), SkipParser(), ClearNamespaceParser()],
     patterns=["*.md"],

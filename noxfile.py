@@ -2,9 +2,35 @@
 
 from __future__ import annotations
 
+import glob
+import os
+import shutil
+import subprocess
+
 import nox
 
 nox.options.sessions = ["tests", "lint", "typecheck"]
+
+PYTHONS = ["3.11", "3.12", "3.13"]
+
+
+def _find_pyenv_pythons() -> None:
+    """Put pyenv's interpreters of ``PYTHONS`` on PATH when ``pythonX.Y`` does not run
+    (a pyenv shim for a version that is installed but not selected fails)."""
+    root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+    found = []
+    for version in PYTHONS:
+        command = shutil.which(f"python{version}")
+        if command and subprocess.run([command, "-c", ""], capture_output=True).returncode == 0:
+            continue
+        folders = sorted(glob.glob(os.path.join(root, "versions", f"{version}.*", "bin")))
+        if folders:
+            found.append(folders[-1])
+    if found:
+        os.environ["PATH"] = os.pathsep.join([*found, os.environ.get("PATH", "")])
+
+
+_find_pyenv_pythons()
 
 
 @nox.session
@@ -14,10 +40,11 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", *session.posargs)
 
 
-@nox.session(python=["3.11", "3.12", "3.13"])
+@nox.session(python=PYTHONS)
 def matrix(session: nox.Session) -> None:
     """The test suite on each supported Python (``nox -s matrix-3.13`` for one)."""
     session.install("-e", ".[test]")
+    session.run("python", "-c", "import platform; print('Python', platform.python_version())")
     session.run("pytest", "-q", "-p", "no:cacheprovider", *session.posargs)
 
 

@@ -137,8 +137,17 @@ def maybe_crash(args: Any, ctx: Any) -> str:
 
 
 def work(args: Any, ctx: Any) -> str:
-    """Sleep in the worker and record the interval it ran in."""
+    """Sleep in the worker and record the interval it ran in; with ``meet`` (a folder),
+    first wait there until ``meet_n`` bodies are running at once (bounded)."""
     start = time.time()
+    if "meet" in args:
+        Path(args["meet"], ctx.call_id).write_text("here")
+        deadline = time.monotonic() + 60
+        # Polling: the bodies run in separate worker processes; files are what they share.
+        while len(list(Path(args["meet"]).iterdir())) < args["meet_n"]:
+            if time.monotonic() > deadline:
+                return "gave up"
+            time.sleep(0.02)
     time.sleep(args["seconds"])
     Path(args["runs"], f"{ctx.call_id}-{uuid.uuid4().hex}").write_text(f"{start} {time.time()}")
     return "worked"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -239,7 +240,7 @@ def test_max_parallel_caps_the_pool(tmp_path: Path, capsys: Capture) -> None:
     module = tools_module(
         tmp_path,
         """
-        import trio
+        import trio.testing
         from toolnursery import ToolDefinition, ToolRegistry
 
         state = {"now": 0, "peak": 0}
@@ -247,7 +248,8 @@ def test_max_parallel_caps_the_pool(tmp_path: Path, capsys: Capture) -> None:
         async def body(args, ctx):
             state["now"] += 1
             state["peak"] = max(state["peak"], state["now"])
-            await trio.sleep(0.001)
+            # Every body the pool let start is running now, however slow the machine.
+            await trio.testing.wait_all_tasks_blocked()
             state["now"] -= 1
             return str(state["peak"])
 
@@ -263,6 +265,7 @@ def test_max_parallel_caps_the_pool(tmp_path: Path, capsys: Capture) -> None:
     assert max(int(result_of(line).content[0].text) for line in lines) == 2  # type: ignore[union-attr]
 
 
+@pytest.mark.usefixtures("sigint_default")
 def test_ctrl_c_cancels_the_batch_and_prints_every_result(tmp_path: Path, capsys: Capture) -> None:
     module = tools_module(
         tmp_path,
@@ -304,6 +307,7 @@ def test_ctrl_c_cancels_the_batch_and_prints_every_result(tmp_path: Path, capsys
     assert "interrupted: the batch was cancelled (3 of 4 aborted)" in err
 
 
+@pytest.mark.usefixtures("sigint_default")
 def test_a_second_ctrl_c_stops_at_once(tmp_path: Path, capsys: Capture) -> None:
     module = tools_module(
         tmp_path,
@@ -338,6 +342,57 @@ def test_a_second_ctrl_c_stops_at_once(tmp_path: Path, capsys: Capture) -> None:
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.endswith("toolnursery: interrupted\n")
+
+
+@pytest.mark.usefixtures("sigint_ignored")
+def test_ctrl_c_ignored_when_run_starts_leaves_the_batch_running(
+    tmp_path: Path, capsys: Capture
+) -> None:
+    module = tools_module(
+        tmp_path,
+        """
+        import signal
+        from toolnursery import ToolDefinition, ToolRegistry
+
+        def interrupt(args, ctx):
+            signal.raise_signal(signal.SIGINT)  # a Ctrl-C meant for the script in front
+            return "still here"
+
+        registry = ToolRegistry()
+        registry.register(ToolDefinition("interrupt", "i", {}, interrupt))
+        """,
+    )
+    calls = write_calls(tmp_path, {"id": "a", "name": "interrupt"})
+    assert main(["run", str(calls), "--tools", f"{module}:registry"]) == 0
+    lines, err = output(capsys)
+    assert [result_of(line).content for line in lines] == [(TextContent("still here"),)]
+    assert err == ""
+    assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+
+
+@pytest.mark.time_limit(100)
+def test_the_ctrl_c_tests_pass_when_pytest_starts_with_sigint_ignored() -> None:
+    """pytest started by a script in the background runs with SIGINT ignored; a test
+    that needs Ctrl-C must set that up itself, not hang."""
+    here = Path(__file__)
+    script = (
+        "import signal, sys, pytest\n"
+        "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        f"sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', '-k', 'ctrl_c and not "
+        f"sigint_ignored', {str(here)!r}]))\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        # A hang there fails (or ends that run) in at most 3 x 15 s, naming the test.
+        env={**os.environ, "TOOLNURSERY_TEST_TIME_LIMIT": "15"},
+        timeout=90,
+        cwd=here.parents[2],
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "3 passed" in completed.stdout
 
 
 def test_tools_by_module_name_registry_or_factory(
@@ -400,6 +455,87 @@ def test_a_tools_spec_that_does_not_load_is_a_usage_error(
     assert message in captured.err
 
 
+EXITS = [
+    ("import sys\nsys.exit(0)", "code 0"),
+    ("import sys\nsys.exit(None)", "code 0"),
+    ("import sys\nsys.exit()", "code 0"),
+    ("raise SystemExit", "code 0"),
+    ("raise SystemExit(3)", "code 3"),
+    ("import sys\nsys.exit('no tools today')", "message 'no tools today' (code 1)"),
+]
+
+
+@pytest.mark.parametrize(("source", "status"), EXITS)
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "{calls}"],
+        ["bench", "--calls", "{calls}"],
+        ["replay", "{log}", "--markdown"],
+        ["serve"],
+    ],
+)
+def test_a_tools_module_that_exits_at_import_is_an_error_not_a_silent_success(
+    tmp_path: Path, capsys: Capture, source: str, status: str, argv: list[str]
+) -> None:
+    module = tools_module(tmp_path, source)
+    calls = write_calls(tmp_path, {"id": "a", "name": "list_dir"})
+    log = tmp_path / "log.jsonl"
+    log.write_text("")
+    spec = f"{module}:registry"
+    args = [a.format(calls=calls, log=log) for a in argv]
+    before = set(sys.modules)
+    assert main([*args, "--tools", spec]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"toolnursery: error: --tools {spec!r}: the tools module {str(module)!r} exited "
+        f"during import with {status}\n"
+    )
+    left = {name for name in set(sys.modules) - before if name.startswith("_toolnursery_tools_")}
+    assert left == set()  # nothing half-imported is left to be found
+
+
+def test_a_tools_factory_that_exits_is_an_error(tmp_path: Path, capsys: Capture) -> None:
+    module = tools_module(tmp_path, "import sys\ndef make():\n    sys.exit(0)\n")
+    calls = write_calls(tmp_path, {"id": "a", "name": "list_dir"})
+    assert main(["run", str(calls), "--tools", f"{module}:make"]) == 2
+    assert capsys.readouterr().err.endswith(": calling make() exited with code 0\n")
+
+
+def test_a_tools_module_interrupted_at_import_exits_130(tmp_path: Path, capsys: Capture) -> None:
+    module = tools_module(tmp_path, "raise KeyboardInterrupt\n")
+    calls = write_calls(tmp_path, {"id": "a", "name": "list_dir"})
+    assert main(["run", str(calls), "--tools", f"{module}:registry"]) == 130
+    assert capsys.readouterr() == ("", "toolnursery: interrupted\n")
+
+
+def test_a_tools_module_by_name_that_exits_fails_the_process(tmp_path: Path) -> None:
+    tools_module(tmp_path, "import sys\nsys.exit(0)\n", name="exiting_tools_for_cli.py")
+    calls = write_calls(tmp_path, {"id": "a", "name": "list_dir"})
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "toolnursery",
+            "run",
+            str(calls),
+            "--tools",
+            "exiting_tools_for_cli:registry",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert (completed.returncode, completed.stdout) == (2, "")
+    assert completed.stderr == (
+        "toolnursery: error: --tools 'exiting_tools_for_cli:registry': the tools module "
+        "'exiting_tools_for_cli' exited during import with code 0\n"
+    )
+
+
 def test_load_registry_accepts_a_registry_object_spec(tmp_path: Path) -> None:
     module = tools_module(
         tmp_path, "from toolnursery import ToolRegistry\nregistry = ToolRegistry()\n"
@@ -449,7 +585,7 @@ def test_usage_errors_exit_2(
 
 def test_argument_errors_and_help(capsys: Capture) -> None:
     assert main(["run", "x", "--max-parallel", "0"]) == 2
-    assert "expected a positive integer, got '0'" in capsys.readouterr().err
+    assert "expected a positive integer of at most 100000, got '0'" in capsys.readouterr().err
     assert main([]) == 2
     assert "demo" in capsys.readouterr().err
     assert main(["--help"]) == 0

@@ -26,6 +26,7 @@ from toolnursery import (
 )
 from toolnursery.__main__ import main
 from toolnursery._cli._bench import BenchReport, bundled_calls, measure, render, resized
+from toolnursery._cli._common import MAX_CALLS, MAX_PARALLEL, MAX_REPEAT
 
 Capture = pytest.CaptureFixture[str]
 QUICK = ["--repeat", "2", "--progress", "never"]
@@ -313,8 +314,23 @@ def test_calls_to_tools_the_registry_lacks_are_a_usage_error(
     )
 
 
-@pytest.mark.parametrize("option", ["-n", "--repeat", "--max-parallel"])
-def test_counts_must_be_positive(capsys: Capture, option: str) -> None:
+@pytest.mark.parametrize(
+    ("option", "limit"),
+    [("-n", MAX_CALLS), ("--repeat", MAX_REPEAT), ("--max-parallel", MAX_PARALLEL)],
+)
+def test_counts_must_be_positive(capsys: Capture, option: str, limit: int) -> None:
     code, err = error_of(capsys, ["bench", option, "0"])
     assert code == 2
-    assert err.endswith(f"argument {option}: expected a positive integer, got '0'\n")
+    assert err.endswith(
+        f"argument {option}: expected a positive integer of at most {limit}, got '0'\n"
+    )
+
+
+@pytest.mark.time_limit(20)
+def test_a_huge_n_is_refused_before_anything_is_built(capsys: Capture) -> None:
+    code, err = error_of(capsys, ["bench", "-n", "99999999999999999999"])
+    assert code == 2
+    assert err.splitlines()[-1] == (
+        f"toolnursery bench: error: argument -n: expected a positive integer of at most "
+        f"{MAX_CALLS}, got '99999999999999999999'"
+    )

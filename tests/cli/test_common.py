@@ -13,28 +13,90 @@ import pytest
 import toolnursery
 from support import tools_module, write_calls
 from toolnursery import ToolCall
+from toolnursery.__main__ import main
 from toolnursery._cli._common import (
+    MAX_CALLS,
+    MAX_PARALLEL,
+    MAX_REPEAT,
+    MAX_WIDTH,
     UsageError,
+    bounded_int,
     load_registry,
     open_log,
-    positive_int,
     read_calls,
     sandbox_registry,
     say,
     version,
 )
+from toolnursery._cli._main import _parser
 
 
-def test_positive_int_takes_one_and_up() -> None:
-    assert positive_int("1") == 1
-    assert positive_int("12") == 12
+def test_bounded_int_takes_one_up_to_its_limit() -> None:
+    count = bounded_int(12)
+    assert count("1") == 1
+    assert count("12") == 12
 
 
-@pytest.mark.parametrize("text", ["0", "-3", "x", "1.5", ""])
-def test_positive_int_refuses_anything_else_naming_it(text: str) -> None:
+@pytest.mark.parametrize("text", ["0", "-3", "x", "1.5", "", "13", "99999999999999999999"])
+def test_bounded_int_refuses_anything_else_naming_it_and_the_limit(text: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError) as raised:
-        positive_int(text)
-    assert str(raised.value) == f"expected a positive integer, got {text!r}"
+        bounded_int(12)(text)
+    assert str(raised.value) == f"expected a positive integer of at most 12, got {text!r}"
+
+
+def test_bounded_int_cuts_a_number_too_long_to_convert() -> None:
+    text = "9" * 10_000  # past int()'s digit limit: a ValueError, not a huge int
+    with pytest.raises(argparse.ArgumentTypeError) as raised:
+        bounded_int(12)(text)
+    assert str(raised.value) == f"expected a positive integer of at most 12, got {'9' * 37!r}..."
+
+
+HUGE = "99999999999999999999"
+
+BOUNDED = [
+    (["bench", "-n"], MAX_CALLS),
+    (["bench", "--repeat"], MAX_REPEAT),
+    (["bench", "--max-parallel"], MAX_PARALLEL),
+    (["run", "calls.jsonl", "--max-parallel"], MAX_PARALLEL),
+    (["run", "calls.jsonl", "--show", "--width"], MAX_WIDTH),
+    (["demo", "--max-parallel"], MAX_PARALLEL),
+    (["replay", "log.jsonl", "--width"], MAX_WIDTH),
+]
+
+
+@pytest.mark.parametrize(("argv", "limit"), BOUNDED)
+def test_every_count_option_refuses_a_huge_number_in_one_line_naming_it(
+    capsys: pytest.CaptureFixture[str], argv: list[str], limit: int
+) -> None:
+    assert main([*argv, HUGE]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.splitlines()[-1] == (
+        f"toolnursery {argv[0]}: error: argument {argv[-1]}: expected a positive integer "
+        f"of at most {limit}, got {HUGE!r}"
+    )
+    assert _parser().parse_args([*argv, str(limit)]) is not None  # the limit itself is taken
+
+
+def _typed_options() -> list[tuple[str, argparse.Action]]:
+    commands = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return [
+        (name, action)
+        for name, sub in commands.choices.items()
+        for action in sub._actions
+        if action.type is not None
+    ]
+
+
+def test_no_option_of_any_command_takes_an_unbounded_number() -> None:
+    typed = _typed_options()
+    for _, action in typed:
+        assert callable(action.type)
+        with pytest.raises(argparse.ArgumentTypeError):
+            action.type(HUGE)  # a count, a size or a port: each has a ceiling
+    options = {(name, action.option_strings[-1]) for name, action in typed}
+    # every count or size option is pinned by the test above; serve --http is a port
+    assert options == {(argv[0], argv[-1]) for argv, _ in BOUNDED} | {("serve", "--http")}
 
 
 def test_read_calls_reads_a_file(tmp_path: Path) -> None:

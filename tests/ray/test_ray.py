@@ -411,15 +411,18 @@ _AGENT = textwrap.dedent(
     from toolnursery import ToolCall, ToolDefinition, ToolRegistry, run_tool_calls
     from toolnursery.ray import ray_tool
 
-    address, runs, label = sys.argv[1:4]
+    address, runs, meet, label = sys.argv[1:5]
     ray.init(address=address, log_to_driver=False)
     registry = ToolRegistry()
     definition = ToolDefinition("work", "w", {"type": "object"}, ray_bodies.work)
     registry.register(ray_tool(definition, num_cpus=0.1, fleet_limit=2, fleet_key="fleet-test"))
-    calls = [
-        ToolCall(f"{label}{i}", "work", json.dumps({"seconds": 0.4, "runs": runs}))
-        for i in range(5)
-    ]
+    # Each agent's first body waits for the other's: the two agents overlap however
+    # long either takes to start (the fleet limit is reached, not hoped for).
+    first = {"meet": meet, "meet_n": 2}
+    calls = []
+    for i in range(5):
+        arguments = {"seconds": 0.4, "runs": runs, **(first if i == 0 else {})}
+        calls.append(ToolCall(f"{label}{i}", "work", json.dumps(arguments)))
     results = trio.run(run_tool_calls, registry, calls)
     print(json.dumps([r.content[0].text for r in results]))
     ray.shutdown()
@@ -436,13 +439,14 @@ def _agent_env() -> dict[str, str]:
 
 
 async def test_a_fleet_limit_holds_across_two_agent_processes(cluster: str, tmp_path: Path) -> None:
-    runs = tmp_path / "runs"
+    runs, meet = tmp_path / "runs", tmp_path / "meet"
     runs.mkdir()
+    meet.mkdir()
     outputs: dict[str, bytes] = {}
 
     async def agent(label: str) -> None:
         done = await trio.run_process(
-            [sys.executable, "-c", _AGENT, cluster, str(runs), label],
+            [sys.executable, "-c", _AGENT, cluster, str(runs), str(meet), label],
             capture_stdout=True,
             capture_stderr=True,
             env=_agent_env(),

@@ -51,9 +51,12 @@ from .._tools._definition import ToolDefinition
 from ._common import (
     EXIT_FAILED,
     EXIT_OK,
+    MAX_CALLS,
+    MAX_PARALLEL,
+    MAX_REPEAT,
     UsageError,
+    bounded_int,
     load_registry,
-    positive_int,
     read_calls,
     say,
     version,
@@ -162,24 +165,25 @@ def add_bench_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     )
     bench.add_argument(
         "-n",
-        type=positive_int,
+        type=bounded_int(MAX_CALLS),
         metavar="N",
-        help=f"the batch's size: the calls repeated (or cut) to N (default: the calls "
-        f"given, or {DEFAULT_CALLS} generated ones)",
+        help=f"the batch's size: the calls repeated (or cut) to N, at most {MAX_CALLS} "
+        f"(default: the calls given, or {DEFAULT_CALLS} generated ones)",
     )
     bench.add_argument(
         "--max-parallel",
-        type=positive_int,
+        type=bounded_int(MAX_PARALLEL),
         metavar="K",
-        help="the most tool bodies running at once, on both sides (default: N, no cap)",
+        help=f"the most tool bodies running at once, on both sides, at most {MAX_PARALLEL} "
+        "(default: N, no cap)",
     )
     bench.add_argument(
         "--repeat",
-        type=positive_int,
+        type=bounded_int(MAX_REPEAT),
         default=DEFAULT_REPEAT,
         metavar="R",
         help=f"timed runs of each side; the report gives their median and spread "
-        f"(default: {DEFAULT_REPEAT})",
+        f"(default: {DEFAULT_REPEAT}, at most {MAX_REPEAT})",
     )
     bench.add_argument("--json", action="store_true", help="print the report as one JSON object")
     bench.add_argument(

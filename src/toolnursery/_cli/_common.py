@@ -14,6 +14,7 @@ import importlib.util
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Final
@@ -31,10 +32,14 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_USAGE",
+    "MAX_CALLS",
+    "MAX_PARALLEL",
+    "MAX_REPEAT",
+    "MAX_WIDTH",
     "UsageError",
+    "bounded_int",
     "load_registry",
     "open_log",
-    "positive_int",
     "read_calls",
     "require_rich",
     "sandbox_registry",
@@ -50,6 +55,17 @@ EXIT_USAGE: Final = 2
 """Bad usage or input: nothing ran (or a corrupt log)."""
 EXIT_INTERRUPTED: Final = 130
 """Ctrl-C cancelled the batch (every result is still printed)."""
+
+# The largest counts and sizes the options take: each is far past any real use, and
+# bounds what a mistyped number can make the command build (a batch, a card's lines).
+MAX_CALLS: Final = 100_000
+"""The most calls ``bench -n`` builds."""
+MAX_PARALLEL: Final = 100_000
+"""The largest ``--max-parallel``."""
+MAX_REPEAT: Final = 100
+"""The most timed repetitions ``bench --repeat`` runs."""
+MAX_WIDTH: Final = 1_000
+"""The widest cards ``--width`` draws, in columns."""
 
 
 class UsageError(Exception):
@@ -72,19 +88,36 @@ def version() -> str:
         return "unknown"
 
 
-def positive_int(text: str) -> int:
-    """An argparse ``type=`` for counts: ``text`` as an integer of at least 1.
+def bounded_int(limit: int) -> Callable[[str], int]:
+    """An argparse ``type=`` for a count or size: an integer from 1 to ``limit``.
 
-    Raises:
-        argparse.ArgumentTypeError: ``text`` is not such an integer.
+    The returned function raises :class:`argparse.ArgumentTypeError` for anything
+    else; argparse names the option in its one-line error: ``argument -n: expected a
+    positive integer of at most 100000, got '99999999999999999999'``.
     """
+
+    def parse(text: str) -> int:
+        value = _integer(text)
+        if value is None or not 1 <= value <= limit:
+            raise argparse.ArgumentTypeError(
+                f"expected a positive integer of at most {limit}, got {_shown(text)}"
+            )
+        return value
+
+    parse.__name__ = f"integer from 1 to {limit}"
+    return parse
+
+
+def _integer(text: str) -> int | None:
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
+        return int(text)
+    except ValueError:  # not an integer, or more digits than int() converts
+        return None
+
+
+def _shown(text: str) -> str:
+    """``text`` quoted for an error line, cut when it is long."""
+    return repr(text) if len(text) <= 40 else repr(text[:37]) + "..."
 
 
 def require_rich(what: str) -> None:
@@ -175,7 +208,8 @@ def load_registry(spec: str) -> ToolRegistry:
     a callable taking no arguments that returns one.
 
     Raises:
-        UsageError: the spec is malformed, does not import, or names something else.
+        UsageError: the spec is malformed, does not import (an exception or a
+            ``sys.exit()`` while importing), or names something else.
     """
     module_name, colon, attr = spec.rpartition(":")
     if not colon or not module_name or not attr:
@@ -198,6 +232,10 @@ def load_registry(spec: str) -> ToolRegistry:
         )
     try:
         made = target()
+    except SystemExit as exc:
+        raise UsageError(
+            f"--tools {spec!r}: calling {attr}() exited with {_exit_status(exc)}"
+        ) from None
     except Exception as exc:
         raise UsageError(f"--tools {spec!r}: calling {attr}() raised {_describe(exc)}") from exc
     if not isinstance(made, ToolRegistry):
@@ -220,6 +258,13 @@ def _import(module_name: str, spec: str) -> Any:
         raise
     except ModuleNotFoundError as exc:
         raise UsageError(f"--tools {spec!r}: cannot import {module_name!r}: {exc}") from exc
+    except SystemExit as exc:
+        # sys.exit() at import would end the command with that code, having run
+        # nothing and said nothing: a module that exits is a module that failed.
+        raise UsageError(
+            f"--tools {spec!r}: the tools module {module_name!r} exited during import "
+            f"with {_exit_status(exc)}"
+        ) from None
     except Exception as exc:
         raise UsageError(
             f"--tools {spec!r}: importing {module_name!r} raised {_describe(exc)}"
@@ -235,13 +280,22 @@ def _import_file(path: Path, spec: str) -> Any:
         raise UsageError(f"--tools {spec!r}: {str(path)!r} is not a Python file")
     module = importlib.util.module_from_spec(loader_spec)
     sys.modules[name] = module
+    loaded = False
     try:
         loader_spec.loader.exec_module(module)
-    except Exception:
-        # A module that failed half-way must not be found by the next import.
-        del sys.modules[name]
-        raise
+        loaded = True
+    finally:
+        if not loaded:  # a module that failed (or exited) half-way must not be found again
+            sys.modules.pop(name, None)
     return module
+
+
+def _exit_status(exc: SystemExit) -> str:
+    """``SystemExit``'s status as Python would exit with it (``None`` is 0)."""
+    code = exc.code
+    if code is None or isinstance(code, int):
+        return f"code {int(code or 0)}"
+    return f"message {str(code)!r} (code 1)"
 
 
 def _describe(exc: BaseException) -> str:

@@ -20,8 +20,10 @@ from ._common import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
+    MAX_PARALLEL,
+    MAX_WIDTH,
     UsageError,
-    positive_int,
+    bounded_int,
     say,
     version,
 )
@@ -131,10 +133,10 @@ def _parser() -> argparse.ArgumentParser:
 def _batch_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-parallel",
-        type=positive_int,
+        type=bounded_int(MAX_PARALLEL),
         default=10,
         metavar="N",
-        help="the most tool bodies running at once (default: 10)",
+        help=f"the most tool bodies running at once (default: 10, at most {MAX_PARALLEL})",
     )
     parser.add_argument(
         "--log", metavar="PATH", help="append the batch's events to a JSON-lines log"
@@ -144,9 +146,9 @@ def _batch_options(parser: argparse.ArgumentParser) -> None:
 def _width(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--width",
-        type=positive_int,
+        type=bounded_int(MAX_WIDTH),
         metavar="N",
-        help="the cards' width in columns (default: the terminal's, else 80)",
+        help=f"the cards' width in columns (default: the terminal's, else 80; at most {MAX_WIDTH})",
     )
 
 

@@ -219,7 +219,7 @@ async def _run_batch(
     results: list[ToolExecutionResult] = []
     try:
         async with trio.open_nursery() as nursery:
-            if threading.current_thread() is threading.main_thread():
+            if _listens_for_ctrl_c():
                 await nursery.start(_cancel_on_sigint, cancel, on_interrupt)
             async with open_tool_batch(
                 registry,
@@ -248,6 +248,14 @@ async def _run_batch(
         # The signal task is ours, not the caller's: report the failure itself.
         raise collapse(group) from None
     return cancel.cancelled, results
+
+
+def _listens_for_ctrl_c() -> bool:
+    """Whether Ctrl-C should cancel the batch: in the main thread, unless SIGINT is
+    ignored (a script's background job, ``nohup``), which the batch leaves as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    return signal.getsignal(signal.SIGINT) != signal.SIG_IGN
 
 
 async def _cancel_on_sigint(
