@@ -37,6 +37,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import trio
 
@@ -86,6 +87,7 @@ async def open_tool_batch(
     max_parallel: int = 10,
     recorder: ToolCallRecorder | None = None,
     batch_id: str | None = None,
+    deps: Any = None,
 ) -> AsyncIterator[ToolBatch]:
     """Open a batch that runs calls as they are submitted, results in model order.
 
@@ -115,6 +117,8 @@ async def open_tool_batch(
         batch_id: the batch's id in the events and in each call's
             ``ctx.idempotency_key`` (a non-empty string; a resumed batch passes its
             old id). Default: 128 random bits, as 32 hex digits.
+        deps: the run's dependencies: every body reads them as ``ctx.deps``, and
+            ``@tool`` parameters marked ``Depends(...)`` are resolved from them.
 
     Raises:
         ValueError: ``max_parallel`` is not a positive integer, ``batch_id`` is not a
@@ -129,7 +133,7 @@ async def open_tool_batch(
     # exception in the block aborts this batch without firing the caller's signal.
     fusion = fuse(signal) if signal is not None else None
     own = fusion.signal if fusion is not None else CancelSignal()
-    batch = ToolBatch(registry, own, agent, max_parallel, recorder, batch_id)
+    batch = ToolBatch(registry, own, agent, max_parallel, recorder, batch_id, deps)
     raised: BaseException | None = None
     try:
         async with trio.open_nursery() as batch_nursery:
@@ -165,6 +169,7 @@ async def run_tool_calls(
     recorder: ToolCallRecorder | None = None,
     batch_id: str | None = None,
     resume_from: str | os.PathLike[str] | None = None,
+    deps: Any = None,
 ) -> list[ToolExecutionResult]:
     """Run one model response's tool calls; return one result per call, in model order.
 
@@ -192,6 +197,8 @@ async def run_tool_calls(
             started, unfinished call of a tool that is not idempotent gets the
             ``INTERRUPTED`` result instead of running twice (see docs/durability.md);
             ``batch_id`` then names the batch to resume.
+        deps: the run's dependencies: every body reads them as ``ctx.deps``, and
+            ``@tool`` parameters marked ``Depends(...)`` are resolved from them.
 
     Returns:
         One frozen result per call, in model order.
@@ -217,6 +224,7 @@ async def run_tool_calls(
             max_parallel=max_parallel,
             recorder=recorder,
             batch_id=batch_id,
+            deps=deps,
         )
     # The same batch signal as open_tool_batch's: a body cancelling ``ctx.signal``
     # aborts this batch, not the caller's signal.
@@ -228,6 +236,7 @@ async def run_tool_calls(
         max_parallel,
         recorder,
         batch_id,
+        deps,
     )
     try:
         for call in calls:
@@ -260,6 +269,7 @@ async def _resume(
     max_parallel: int,
     recorder: ToolCallRecorder | None,
     batch_id: str | None,
+    deps: Any = None,
 ) -> list[ToolExecutionResult]:
     """Resume a batch that a crash interrupted, from its log (``resume_from=log``).
 
@@ -287,6 +297,7 @@ async def _resume(
             max_parallel=max_parallel,
             recorder=planned.recorder(recorder),
             batch_id=plan.batch_id,
+            deps=deps,
         )
     else:
         planned.recorder(recorder)
