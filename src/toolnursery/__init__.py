@@ -125,7 +125,6 @@ from ._tools._definition import ToolOptions as ToolOptions
 from ._tools._inject import Dependency as Dependency
 from ._tools._inject import DependencyError as DependencyError
 from ._tools._inject import Depends as Depends
-from ._tools._inject import DependsHook as DependsHook
 from ._tools._output import OutputRenderer as OutputRenderer
 from ._tools._output import attach_output as attach_output
 from ._tools._output import output_schema as output_schema
@@ -181,7 +180,6 @@ __all__ = [
     "Dependency",
     "DependencyError",
     "Depends",
-    "DependsHook",
     "Disposer",
     "DuplicateCallIdError",
     "EmbeddedResource",

@@ -114,7 +114,7 @@ class DependencyError(ToolError):
     code = "MISSING_DEPENDENCY"
 
 
-DependsHook: TypeAlias = Callable[[object], "Dependency | None"]
+DependsHook: TypeAlias = Callable[[object], Dependency | None]
 """``@tool(depends=...)``: maps a foreign marker (``Annotated`` metadata or a default
 value) to a :class:`Dependency`, or ``None`` to leave it alone."""
 
@@ -199,7 +199,7 @@ class Injected:
         """
         call = self.call
         if call is None:
-            return self._lookup(ctx.deps)
+            return self._lookup(getattr(ctx, "deps", None))  # a remote context has none
         if self.use_cache and call in cache:
             return cache[call]
         value = call(ctx) if self.takes_ctx else call()
@@ -219,7 +219,7 @@ class Injected:
         """Resolve for one call from an async body (a callable's awaitable is awaited)."""
         call = self.call
         if call is None:
-            return self._lookup(ctx.deps)
+            return self._lookup(getattr(ctx, "deps", None))  # a remote context has none
         if self.use_cache and call in cache:
             return cache[call]
         value = call(ctx) if self.takes_ctx else call()
