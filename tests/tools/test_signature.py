@@ -257,3 +257,28 @@ def test_a_string_overrides_the_docstring_entry_on_both_paths(path: str) -> None
 def test_meta_with_a_timezone_has_no_pydantic_form() -> None:
     with pytest.raises(RegistrationError, match=r"msgspec.Meta\(tz=...\) has no pydantic form"):
         define("pydantic", Annotated[datetime.datetime, msgspec.Meta(tz=True)])
+
+
+@pytest.mark.parametrize("path", PATHS)
+async def test_record_classes_arrive_as_themselves_on_both_paths(path: str) -> None:
+    for annotation, args, expected, bad in [
+        (Address, {"city": "Oslo"}, {"city": "Oslo"}, []),
+        (Budget, {"amount": 3}, Budget(3, "EUR"), {"amount": "3"}),
+        (
+            list[Meeting],
+            [{"title": "t", "start": "2026-12-01T10:00:00Z"}],
+            [Meeting("t", datetime.datetime(2026, 12, 1, 10, tzinfo=datetime.UTC))],
+            [{"title": "t"}],
+        ),
+    ]:
+        definition = define(path, annotation)
+        assert await run(definition, {"value": args}) in (
+            repr({"value": expected}),
+            repr({"value": expected, "extra": None}),
+        )
+        with pytest.raises(ToolArgsError) as info:
+            await run(definition, {"value": bad})
+        assert '"value' in info.value.violations[0]
+    schema = define(path, Address).parameters
+    address = schema["$defs"]["Address"] if path == "pydantic" else schema["properties"]["value"]
+    assert address["properties"]["city"]["description"] == "the city."

@@ -498,19 +498,20 @@ def _tool_from_function(
     summary, arg_docs = parse_docstring(inspect.getdoc(fn))
     defaults = [p.default for p in params]
     if pydantic_seen or uses_pydantic([p.annotation for p in params], defaults):
-        params = for_pydantic(params, owner)
+        params, converters = for_pydantic(params, owner)
         schema, parse = signature_plan(
             tool_name, owner, [tuple(p) for p in params], arg_docs, inspect.Parameter.empty
         )
     else:
         params, converters = for_struct(params, owner)
+        schema, parse = _signature_struct_plan(fn, tool_name, owner, params, arg_docs)
+    if converters:
         plan = [
             p._replace(kind=Kind.CONVERTED, payload=converters[p.name])
             if p.name in converters
             else p
             for p in plan
         ]
-        schema, parse = _signature_struct_plan(fn, tool_name, owner, params, arg_docs)
     if strict:
         schema, parse = _strict_plan(owner, schema, parse)
     invoke, suspends = invoker(fn, plan, body_async)

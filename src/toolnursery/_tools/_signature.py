@@ -31,6 +31,7 @@ import msgspec.inspect as mi
 
 from .._core._errors import RegistrationError, ToolArgsError
 from .._core._execution import ToolRunContext
+from ._docstrings import field_docs
 from ._inject import DependsHook, Injected, is_context, marker
 
 __all__ = [
@@ -218,48 +219,51 @@ def _is_pydantic(extra: object) -> bool:
     )
 
 
-# -- msgspec's path ----------------------------------------------------------------------
+# -- the two paths ----------------------------------------------------------------------
 
 
 def for_struct(
     params: list[Param], owner: str
 ) -> tuple[list[Param], dict[str, Callable[[Any], Any]]]:
-    """Plain-path annotations: bare ``dict`` and TypedDict/dataclass/attrs classes as Structs.
+    """msgspec's path: bare ``dict`` as ``dict[str, Any]``, record classes as Structs.
 
     Returns the parameters to build the arguments Struct from and, by name, the
-    converters that turn a validated Struct value back into the declared class.
+    converters that turn a validated value back into the declared class.
     """
-    shapes = _Shapes(owner)
-    out: list[Param] = []
-    converters: dict[str, Callable[[Any], Any]] = {}
-    for param in params:
-        shapes.classes = False
-        mapped = shapes.map(param.annotation)
-        out.append(param._replace(annotation=mapped))
-        if shapes.classes:
-            converters[param.name] = _converter(param.name, param.annotation)
-    return out, converters
+    return _Shapes(owner, pydantic=False).params(params)
 
 
-def _converter(name: str, declared: Any) -> Callable[[Any], Any]:
-    to_builtins = msgspec.to_builtins
-    convert = msgspec.convert
-
-    def to_declared(value: Any) -> Any:
-        try:
-            return convert(to_builtins(value), declared, strict=False)
-        except (msgspec.ValidationError, TypeError, ValueError) as exc:
-            raise ToolArgsError([f'"{name}" is invalid: {exc}']) from exc
-
-    return to_declared
+def for_pydantic(
+    params: list[Param], owner: str
+) -> tuple[list[Param], dict[str, Callable[[Any], Any]]]:
+    """pydantic's path: ``msgspec.Meta`` as the ``pydantic.Field`` it means, record
+    classes (TypedDict, dataclass, attrs) as pydantic models; converters as above."""
+    return _Shapes(owner, pydantic=True).params(params)
 
 
 class _Shapes:
-    def __init__(self, owner: str) -> None:
+    """Rewrite annotations for one path; remember the classes made for record classes."""
+
+    def __init__(self, owner: str, *, pydantic: bool) -> None:
         self.owner = owner
-        self.structs: dict[type, type[msgspec.Struct]] = {}
+        self.pydantic = pydantic
+        self.made: dict[type, type] = {}
         self.active: set[type] = set()
         self.classes = False
+        self.name = ""
+
+    def params(self, params: list[Param]) -> tuple[list[Param], dict[str, Callable[[Any], Any]]]:
+        out: list[Param] = []
+        converters: dict[str, Callable[[Any], Any]] = {}
+        for param in params:
+            self.classes = False
+            self.name = param.name
+            mapped = self.map(param.annotation)
+            out.append(param._replace(annotation=mapped))
+            if self.classes:
+                dump = _pydantic_dump(mapped) if self.pydantic else msgspec.to_builtins
+                converters[param.name] = _converter(param.name, param.annotation, dump)
+        return out, converters
 
     def map(self, annotation: Any) -> Any:
         if annotation is dict:
@@ -267,13 +271,17 @@ class _Shapes:
         origin = typing.get_origin(annotation)
         if origin is dict and not typing.get_args(annotation):
             return _ANY_OBJECT
+        if origin is typing.Annotated and self.pydantic:
+            inner, *extras = typing.get_args(annotation)
+            kept = [self._field(e) if isinstance(e, msgspec.Meta) else e for e in extras]
+            return typing.Annotated[(self.map(inner), *kept)]
         if isinstance(annotation, type) and origin is None and _is_record(annotation):
             self.classes = True
-            return self._struct(annotation)
+            return self._record(annotation)
         return _rebuild(annotation, self.map)
 
-    def _struct(self, cls: type) -> type[msgspec.Struct]:
-        made = self.structs.get(cls)
+    def _record(self, cls: type) -> type:
+        made = self.made.get(cls)
         if made is not None:
             return made
         if cls in self.active:
@@ -285,47 +293,59 @@ class _Shapes:
         except (NameError, TypeError, ValueError) as exc:
             raise RegistrationError(f"{self.owner}: {cls.__qualname__}: {exc}") from exc
         assert isinstance(info, mi.TypedDictType | mi.DataclassType)
-        fields: list[tuple[str, Any] | tuple[str, Any, Any]] = []
+        fields: list[tuple[str, Any, Any]] = []
         for field in info.fields:
             annotation = self.map(_strip_required(hints[field.name]))
             if field.required:
-                fields.append((field.encode_name, annotation))
+                default: Any = _EMPTY
             elif field.default is msgspec.NODEFAULT or _mutable(field.default):
-                # Absent stays absent: the class applies its own default (or factory).
-                fields.append((field.encode_name, annotation, msgspec.UNSET))
+                default = _ABSENT  # absent stays absent: the class applies its own default
             else:
-                fields.append((field.encode_name, annotation, field.default))
+                default = field.default
+            fields.append((field.encode_name, annotation, default))
         self.active.discard(cls)
         try:
-            struct = msgspec.defstruct(
-                cls.__name__, fields, frozen=True, kw_only=True, module=cls.__module__
-            )
+            made = self._pydantic_model(cls, fields) if self.pydantic else _struct(cls, fields)
         except (TypeError, ValueError) as exc:
             raise RegistrationError(f"{self.owner}: {cls.__qualname__}: {exc}") from exc
-        struct.__doc__ = cls.__doc__  # its field descriptions
-        self.structs[cls] = struct
-        return struct
+        self.made[cls] = made
+        return made
+
+    def _pydantic_model(self, cls: type, fields: list[tuple[str, Any, Any]]) -> type:
+        import pydantic
+
+        docs = field_docs(cls)
+        spec: dict[str, Any] = {}
+        for name, annotation, default in fields:
+            info: dict[str, Any] = {}
+            if docs.get(name):
+                info["description"] = docs[name]
+            if default is _ABSENT:
+                info["default_factory"] = _none
+            elif default is not _EMPTY:
+                info["default"] = default
+            spec[name] = (annotation, pydantic.Field(**info))
+        return pydantic.create_model(cls.__name__, __module__=cls.__module__, **spec)  # type: ignore[no-any-return]
+
+    def _field(self, meta: msgspec.Meta) -> Any:
+        import pydantic
+
+        if meta.tz is not None:
+            raise RegistrationError(
+                f'{self.owner}: parameter "{self.name}": msgspec.Meta(tz=...) has no '
+                "pydantic form; use pydantic's AwareDatetime/NaiveDatetime"
+            )
+        kwargs: dict[str, Any] = {}
+        for key in _META_TO_FIELD:
+            value = getattr(meta, key)
+            if value is not None:
+                kwargs[key] = list(value) if key == "examples" else value
+        if meta.extra_json_schema:
+            kwargs["json_schema_extra"] = dict(meta.extra_json_schema)
+        return pydantic.Field(**kwargs)
 
 
-def _is_record(cls: type) -> bool:
-    if issubclass(cls, msgspec.Struct):
-        return False
-    if typing.is_typeddict(cls) or dataclasses.is_dataclass(cls):
-        return True
-    return hasattr(cls, "__attrs_attrs__")
-
-
-def _strip_required(annotation: Any) -> Any:
-    while typing.get_origin(annotation) in (typing.Required, typing.NotRequired):
-        annotation = typing.get_args(annotation)[0]
-    return annotation
-
-
-def _mutable(value: object) -> bool:
-    return isinstance(value, list | dict | set | bytearray)
-
-
-# -- pydantic's path ---------------------------------------------------------------------
+_ABSENT: Final = object()
 
 _META_TO_FIELD: Final = (
     "gt",
@@ -342,38 +362,59 @@ _META_TO_FIELD: Final = (
 )
 
 
-def for_pydantic(params: list[Param], owner: str) -> list[Param]:
-    """Pydantic-path annotations: every ``msgspec.Meta`` as the ``pydantic.Field`` it means."""
-
-    def where(name: str) -> Callable[[Any], Any]:
-        def map_meta(annotation: Any) -> Any:
-            if typing.get_origin(annotation) is not typing.Annotated:
-                return _rebuild(annotation, map_meta)
-            inner, *extras = typing.get_args(annotation)
-            kept = [_field(e, owner, name) if isinstance(e, msgspec.Meta) else e for e in extras]
-            return typing.Annotated[(map_meta(inner), *kept)]
-
-        return map_meta
-
-    return [p._replace(annotation=where(p.name)(p.annotation)) for p in params]
+def _none() -> None:
+    return None
 
 
-def _field(meta: msgspec.Meta, owner: str, name: str) -> Any:
+def _struct(cls: type, fields: list[tuple[str, Any, Any]]) -> type:
+    spec = [
+        (n, a) if d is _EMPTY else (n, a, msgspec.UNSET if d is _ABSENT else d)
+        for n, a, d in fields
+    ]
+    struct = msgspec.defstruct(cls.__name__, spec, frozen=True, kw_only=True, module=cls.__module__)
+    struct.__doc__ = cls.__doc__  # its field descriptions
+    return struct
+
+
+def _pydantic_dump(annotation: Any) -> Callable[[Any], Any]:
     import pydantic
 
-    if meta.tz is not None:
-        raise RegistrationError(
-            f'{owner}: parameter "{name}": msgspec.Meta(tz=...) has no pydantic form; '
-            "use pydantic's AwareDatetime/NaiveDatetime"
-        )
-    kwargs: dict[str, Any] = {}
-    for key in _META_TO_FIELD:
-        value = getattr(meta, key)
-        if value is not None:
-            kwargs[key] = list(value) if key == "examples" else value
-    if meta.extra_json_schema:
-        kwargs["json_schema_extra"] = dict(meta.extra_json_schema)
-    return pydantic.Field(**kwargs)
+    adapter = pydantic.TypeAdapter(annotation)
+
+    def dump(value: Any) -> Any:
+        return adapter.dump_python(value, mode="json", exclude_unset=True)
+
+    return dump
+
+
+def _converter(name: str, declared: Any, dump: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    convert = msgspec.convert
+
+    def to_declared(value: Any) -> Any:
+        try:
+            return convert(dump(value), declared, strict=False)
+        except (msgspec.ValidationError, TypeError, ValueError) as exc:
+            raise ToolArgsError([f'"{name}" is invalid: {exc}']) from exc
+
+    return to_declared
+
+
+def _is_record(cls: type) -> bool:
+    if issubclass(cls, msgspec.Struct) or "pydantic" in getattr(cls, "__module__", ""):
+        return False
+    if typing.is_typeddict(cls) or dataclasses.is_dataclass(cls):
+        return True
+    return hasattr(cls, "__attrs_attrs__")
+
+
+def _strip_required(annotation: Any) -> Any:
+    while typing.get_origin(annotation) in (typing.Required, typing.NotRequired):
+        annotation = typing.get_args(annotation)[0]
+    return annotation
+
+
+def _mutable(value: object) -> bool:
+    return isinstance(value, list | dict | set | bytearray)
 
 
 # -- calling the body ---------------------------------------------------------------------
