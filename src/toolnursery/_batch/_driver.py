@@ -66,6 +66,7 @@ class ToolBatch:
         max_parallel: int,
         recorder: ToolCallRecorder | None,
         batch_id: str | None = None,
+        *,
         deps: Any = None,
     ) -> None:
         self.registry = registry

@@ -133,7 +133,7 @@ async def open_tool_batch(
     # exception in the block aborts this batch without firing the caller's signal.
     fusion = fuse(signal) if signal is not None else None
     own = fusion.signal if fusion is not None else CancelSignal()
-    batch = ToolBatch(registry, own, agent, max_parallel, recorder, batch_id, deps)
+    batch = ToolBatch(registry, own, agent, max_parallel, recorder, batch_id, deps=deps)
     raised: BaseException | None = None
     try:
         async with trio.open_nursery() as batch_nursery:
@@ -236,7 +236,7 @@ async def run_tool_calls(
         max_parallel,
         recorder,
         batch_id,
-        deps,
+        deps=deps,
     )
     try:
         for call in calls:
