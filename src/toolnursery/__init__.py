@@ -122,6 +122,9 @@ from ._tools._define import tool as tool
 from ._tools._definition import ToolDefinition as ToolDefinition
 from ._tools._definition import ToolOptionArgs as ToolOptionArgs
 from ._tools._definition import ToolOptions as ToolOptions
+from ._tools._inject import Dependency as Dependency
+from ._tools._inject import DependencyError as DependencyError
+from ._tools._inject import Depends as Depends
 from ._tools._output import OutputRenderer as OutputRenderer
 from ._tools._output import attach_output as attach_output
 from ._tools._output import output_schema as output_schema
@@ -174,6 +177,9 @@ __all__ = [
     "ContentAnnotations",
     "ContentBlock",
     "Deny",
+    "Dependency",
+    "DependencyError",
+    "Depends",
     "Disposer",
     "DuplicateCallIdError",
     "EmbeddedResource",

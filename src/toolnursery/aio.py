@@ -71,6 +71,7 @@ async def run_tool_calls(
     agent: ToolScope | None = None,
     max_parallel: int = 10,
     recorder: ToolCallRecorder | None = None,
+    deps: Any = None,
 ) -> list[ToolExecutionResult]:
     """Run one model response's tool calls from asyncio; results in model order.
 
@@ -99,6 +100,7 @@ async def run_tool_calls(
             agent=agent,
             max_parallel=max_parallel,
             recorder=recorder,
+            deps=deps,
         )
 
     host.spawn(job, run)
@@ -109,7 +111,9 @@ async def run_tool_calls(
             fusion.close()
 
 
-async def execute(registry: ToolRegistry, input: ToolExecutionInput) -> ToolExecutionResult:
+async def execute(
+    registry: ToolRegistry, input: ToolExecutionInput, *, deps: Any = None
+) -> ToolExecutionResult:
     """Run one call through ``registry``'s pipeline from asyncio.
 
     The asyncio form of :meth:`ToolRegistry.execute`. The call runs under a signal
@@ -131,7 +135,7 @@ async def execute(registry: ToolRegistry, input: ToolExecutionInput) -> ToolExec
         input = msgspec.structs.replace(input, signal=fusion.signal)
 
     async def run() -> ToolExecutionResult:
-        return await registry.execute(input)
+        return await registry.execute(input, deps=deps)
 
     host.spawn(job, run)
     try:
@@ -229,6 +233,7 @@ async def open_tool_batch(
     agent: ToolScope | None = None,
     max_parallel: int = 10,
     recorder: ToolCallRecorder | None = None,
+    deps: Any = None,
 ) -> AsyncIterator[AsyncioToolBatch]:
     """Open a batch from asyncio that runs calls as they are submitted.
 
@@ -265,6 +270,7 @@ async def open_tool_batch(
                 agent=agent,
                 max_parallel=max_parallel,
                 recorder=recorder,
+                deps=deps,
             ) as batch:
                 view._batch = batch
                 job.on_abort = batch.close

@@ -126,3 +126,22 @@ async def test_input_signal_must_be_a_cancel_signal() -> None:
     registry.register(tool())
     with pytest.raises(TypeError, match="must be a CancelSignal"):
         await registry.execute(ToolExecutionInput("c1", "echo", {}, None))  # type: ignore[arg-type]
+
+
+async def test_the_context_is_generic_in_its_deps_and_carries_them() -> None:
+    """``ToolRunContext[D]`` subscripts at run time; bodies see the run's deps or None."""
+    assert ToolRunContext[dict[str, int]].__origin__ is ToolRunContext  # type: ignore[attr-defined]
+    execution = ToolExecution("c", "n", {}, CancelSignal(), None, None, ToolExecutionToken())
+    assert ToolRunContext(execution, CancelSignal(), []).deps is None
+    assert ToolRunContext(execution, CancelSignal(), [], {"db": 1}).deps == {"db": 1}
+    seen: list[Any] = []
+
+    async def body(args: Any, ctx: ToolRunContext[dict[str, int]]) -> str:
+        seen.append(ctx.deps)
+        return "ok"
+
+    registry = ToolRegistry()
+    registry.register(tool(body=body))
+    await registry.execute(call(), deps={"db": 2})
+    await registry.execute(call())
+    assert seen == [{"db": 2}, None]

@@ -480,7 +480,10 @@ def test_struct_schema_is_inlined_with_required_and_optional_keys() -> None:
     assert "$defs" not in text
     assert schema["required"] == ["target"]
     props = schema["properties"]
-    assert props["target"] == {"type": "string", "description": "where to deploy, fully qualified."}
+    assert props["target"] == {
+        "type": "string",
+        "description": "where to deploy,\nfully qualified.",
+    }
     assert props["count"] == {"type": "integer", "default": 1}
     assert props["ratio"] == {"type": "number", "default": 0.5}
     assert props["dry_run"] == {"type": "boolean", "default": False}
@@ -717,7 +720,7 @@ def test_tool_derives_name_description_and_schema() -> None:
         {
             "type": "object",
             "properties": {
-                "pattern": {"type": "string", "description": "the regular expression."},
+                "pattern": {"type": "string", "description": "the regular\nexpression."},
                 "path": {
                     "type": "string",
                     "description": "the directory to search.",
@@ -826,7 +829,7 @@ def test_parse_docstring_sections() -> None:
     """
     assert parse_docstring(doc) == (
         "Summary line.\n\nBody paragraph.",
-        {"a": "first continued.", "b": "second."},
+        {"a": "first\ncontinued.", "b": "second."},
     )
     assert parse_docstring(None) == ("", {})
     assert parse_docstring("Only a summary.") == ("Only a summary.", {})

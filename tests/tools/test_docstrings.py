@@ -81,7 +81,7 @@ def test_docstrings_in_every_style_give_description_and_parameters(fn: Any) -> N
         definition.description == "Search files for a pattern.\n\nReads every file under the path."
     )
     props = definition.parameters["properties"]
-    assert props["pattern"]["description"] == "the regular expression."
+    assert props["pattern"]["description"] == "the regular\nexpression."
     assert props["path"]["description"] == "where to look."
 
 

@@ -257,9 +257,10 @@ def _refusal(annotation: Any) -> str:
         (Mutable, "@tool f: parameters Struct Mutable must be declared with frozen=True"),
         (Loop, "@tool f: parameters Struct Loop is recursive; it cannot be inlined"),
         (
-            Annotated[int, "a note"],
-            "@tool f: parameter \"value\": Annotated metadata 'a note' is not enforced here; "
-            "use msgspec.Meta (or pydantic parameters, with pydantic installed)",
+            Annotated[int, object],
+            "@tool f: parameter \"value\": Annotated metadata <class 'object'> is not enforced "
+            "here; use msgspec.Meta (or pydantic parameters, with pydantic installed), "
+            "a description string, or Depends(...)",
         ),
     ],
 )
@@ -272,7 +273,8 @@ def test_foreign_constraints_are_refused_without_pydantic(monkeypatch: pytest.Mo
     monkeypatch.delitem(sys.modules, "pydantic")
     assert _refusal(Annotated[int, annotated_types.Gt(1)]) == (
         '@tool f: parameter "value": Annotated metadata Gt(gt=1) is not enforced here; '
-        "use msgspec.Meta (or pydantic parameters, with pydantic installed)"
+        "use msgspec.Meta (or pydantic parameters, with pydantic installed), "
+        "a description string, or Depends(...)"
     )
 
 

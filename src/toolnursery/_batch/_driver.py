@@ -7,6 +7,8 @@ suspend) or in its :class:`~toolnursery._batch._pool.WorkerPool`.
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 import trio
 
@@ -65,8 +67,11 @@ class ToolBatch:
         recorder: ToolCallRecorder | None,
         batch_id: str | None = None,
         hook_abort_grace: float | None = None,
+        *,
+        deps: Any = None,
     ) -> None:
         self.registry = registry
+        self.deps = deps  # what the batch's bodies read as ctx.deps
         self.signal = signal
         self.agent = agent
         self.max_parallel = max_parallel
@@ -129,6 +134,7 @@ class ToolBatch:
             index=len(calls),
             tool_call=call,
             batch_id=self.id,
+            deps=self.deps,
         )
         record.timings = self._timings
         ids = self._ids

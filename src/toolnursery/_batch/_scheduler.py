@@ -37,6 +37,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import trio
 
@@ -92,6 +93,7 @@ async def open_tool_batch(
     recorder: ToolCallRecorder | None = None,
     batch_id: str | None = None,
     hook_abort_grace: float | None = None,
+    deps: Any = None,
 ) -> AsyncIterator[ToolBatch]:
     """Open a batch that runs calls as they are submitted, results in model order.
 
@@ -123,6 +125,8 @@ async def open_tool_batch(
             old id). Default: 128 random bits, as 32 hex digits.
         hook_abort_grace: seconds a policy hook may still run after the batch's abort
             before it is cancelled (default: the registry's ``hook_abort_grace``).
+        deps: the run's dependencies: every body reads them as ``ctx.deps``, and
+            ``@tool`` parameters marked ``Depends(...)`` are resolved from them.
 
     Raises:
         ValueError: ``max_parallel`` is not a positive integer, ``batch_id`` is not a
@@ -140,7 +144,7 @@ async def open_tool_batch(
     # exception in the block aborts this batch without firing the caller's signal.
     fusion = fuse(signal) if signal is not None else None
     own = fusion.signal if fusion is not None else CancelSignal()
-    batch = ToolBatch(registry, own, agent, max_parallel, recorder, batch_id, grace)
+    batch = ToolBatch(registry, own, agent, max_parallel, recorder, batch_id, grace, deps=deps)
     raised: BaseException | None = None
     try:
         async with trio.open_nursery() as batch_nursery:
@@ -177,6 +181,7 @@ async def run_tool_calls(
     batch_id: str | None = None,
     resume_from: str | os.PathLike[str] | None = None,
     hook_abort_grace: float | None = None,
+    deps: Any = None,
 ) -> list[ToolExecutionResult]:
     """Run one model response's tool calls; return one result per call, in model order.
 
@@ -206,6 +211,8 @@ async def run_tool_calls(
             ``batch_id`` then names the batch to resume.
         hook_abort_grace: seconds a policy hook may still run after the batch's abort
             before it is cancelled (default: the registry's ``hook_abort_grace``).
+        deps: the run's dependencies: every body reads them as ``ctx.deps``, and
+            ``@tool`` parameters marked ``Depends(...)`` are resolved from them.
 
     Returns:
         One frozen result per call, in model order.
@@ -235,6 +242,7 @@ async def run_tool_calls(
             recorder=recorder,
             batch_id=batch_id,
             hook_abort_grace=grace,
+            deps=deps,
         )
     # The same batch signal as open_tool_batch's: a body cancelling ``ctx.signal``
     # aborts this batch, not the caller's signal.
@@ -247,6 +255,7 @@ async def run_tool_calls(
         recorder,
         batch_id,
         grace,
+        deps=deps,
     )
     try:
         for call in calls:
@@ -280,6 +289,7 @@ async def _resume(
     recorder: ToolCallRecorder | None,
     batch_id: str | None,
     hook_abort_grace: float | None = None,
+    deps: Any = None,
 ) -> list[ToolExecutionResult]:
     """Resume a batch that a crash interrupted, from its log (``resume_from=log``).
 
@@ -308,6 +318,7 @@ async def _resume(
             recorder=planned.recorder(recorder),
             batch_id=plan.batch_id,
             hook_abort_grace=hook_abort_grace,
+            deps=deps,
         )
     else:
         planned.recorder(recorder)

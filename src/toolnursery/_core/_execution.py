@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeAlias
 
 import msgspec
 
@@ -10,6 +10,17 @@ from ._content import HookContext
 from ._progress import LogLevel, report_log, report_progress
 from ._scope import AgentScope
 from ._signal import CancelSignal
+
+if TYPE_CHECKING:
+    # A default (PEP 696) for type checkers only: an unparametrised ``ToolRunContext``
+    # reads as ``ToolRunContext[Any]``; at run time a plain TypeVar does.
+    from typing_extensions import TypeVar
+
+    DepsT = TypeVar("DepsT", default=Any, covariant=True)
+else:
+    from typing import TypeVar
+
+    DepsT = TypeVar("DepsT", covariant=True)
 
 __all__ = [
     "ApprovalOutcome",
@@ -70,25 +81,30 @@ class ToolExecution(msgspec.Struct, frozen=True):
     token: ToolExecutionToken
 
 
-class ToolRunContext:
+class ToolRunContext(Generic[DepsT]):
     """What a tool body receives beside its arguments: the interface bodies annotate with.
 
     The execution's fields, the signal the body runs under (the caller's; or one
     derived from it under a deadline or a wrapper's replacement signal), the batch id
-    and idempotency key, :meth:`defer_context`, and progress and log reports.
+    and idempotency key, the run's dependencies (:attr:`deps`, typed by the parameter:
+    ``ToolRunContext[MyDeps]``), :meth:`defer_context`, and progress and log reports.
 
     The pipeline hands each attempt of a body a small context object of its own (a
     subclass; a retry's next attempt gets a fresh one), which shows the call and nothing
     of the pipeline's bookkeeping. ``ToolRunContext(execution, signal, deferred)`` makes a
     standalone one — to run a body by hand or in a test — whose :meth:`defer_context`
-    appends to ``deferred``.
+    appends to ``deferred`` and whose :attr:`deps` is ``deps``.
     """
 
     __slots__ = ()
 
     def __new__(
-        cls, execution: ToolExecution, signal: CancelSignal, deferred: list[HookContext]
-    ) -> ToolRunContext:
+        cls,
+        execution: ToolExecution,
+        signal: CancelSignal,
+        deferred: list[HookContext],
+        deps: Any = None,
+    ) -> ToolRunContext[Any]:
         # The interface itself makes a standalone context (as ``pathlib.Path(...)`` made a
         # ``PosixPath``); the pipeline makes its contexts without this call.
         return object.__new__(_StandaloneRunContext if cls is ToolRunContext else cls)
@@ -101,6 +117,12 @@ class ToolRunContext:
     @property
     def signal(self) -> CancelSignal:
         """The signal the body runs under (read-only; poll it from a sync body)."""
+        raise NotImplementedError
+
+    @property
+    def deps(self) -> DepsT:
+        """The dependencies the run was given (``deps=`` of ``run_tool_calls``,
+        ``open_tool_batch`` or ``registry.execute``); ``None`` when it was given none."""
         raise NotImplementedError
 
     @property
@@ -175,17 +197,26 @@ class ToolRunContext:
         report_log(level, data, logger=logger, call_id=self.call_id)
 
 
-class _StandaloneRunContext(ToolRunContext):
-    """A run context made by hand: ``ToolRunContext(execution, signal, deferred)``."""
+class _StandaloneRunContext(ToolRunContext[Any]):
+    """A run context made by hand: ``ToolRunContext(execution, signal, deferred, deps)``."""
 
-    __slots__ = ("_deferred", "_execution", "_signal")
+    __slots__ = ("_deferred", "_deps", "_execution", "_signal")
 
     def __init__(
-        self, execution: ToolExecution, signal: CancelSignal, deferred: list[HookContext]
+        self,
+        execution: ToolExecution,
+        signal: CancelSignal,
+        deferred: list[HookContext],
+        deps: Any = None,
     ) -> None:
         self._execution = execution
         self._signal = signal
         self._deferred = deferred
+        self._deps = deps
+
+    @property
+    def deps(self) -> Any:
+        return self._deps
 
     @property
     def execution(self) -> ToolExecution:

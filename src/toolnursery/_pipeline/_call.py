@@ -171,6 +171,7 @@ class CallRecord:
         "caller",
         "clean",
         "deadline",
+        "deps",
         "derived",
         "fixed",
         "frozen",
@@ -201,6 +202,7 @@ class CallRecord:
         index: int = 0,
         tool_call: ToolCall | None = None,
         batch_id: str | None = None,
+        deps: Any = None,
     ) -> None:
         self.call_id = call_id
         self.name = name
@@ -210,6 +212,7 @@ class CallRecord:
         self.index = index
         self.tool_call = tool_call
         self.batch_id = batch_id  # None under registry.execute()
+        self.deps = deps  # what the run's bodies read as ctx.deps
         self.args: Any = UNPARSED  # the frozen snapshot (or UNSET: not lossless JSON)
         self.arguments_json = True
         self.frozen = False
@@ -335,7 +338,7 @@ class CallRecord:
         )
 
 
-class AttemptContext(ToolRunContext):
+class AttemptContext(ToolRunContext[Any]):
     """The run context of one attempt of a body: the call, and nothing of its record.
 
     Made per attempt by :func:`~toolnursery._pipeline._dispatch.invoke` (a retry's next
@@ -381,6 +384,10 @@ class AttemptContext(ToolRunContext):
     @property
     def batch_id(self) -> str | None:
         return self._record.batch_id
+
+    @property
+    def deps(self) -> Any:
+        return self._record.deps
 
     def defer_context(self, context: HookContext) -> None:
         self._record.defer_context(context)

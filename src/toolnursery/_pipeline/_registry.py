@@ -296,14 +296,15 @@ class ToolRegistry(_Owner):
             return EXCLUSIVE  # not lossless JSON: the call fails before dispatch anyway
         return classify(definition, arguments)
 
-    async def execute(self, input: ToolExecutionInput) -> ToolExecutionResult:
+    async def execute(self, input: ToolExecutionInput, *, deps: Any = None) -> ToolExecutionResult:
         """Run one call through the whole pipeline and return its frozen result.
 
         Never raises for anything a tool, listener or argument does: failures become
         ``is_error`` results. ``trio.Cancelled`` from a scope the registry does not own
-        (the caller's) propagates after the body has unwound.
+        (the caller's) propagates after the body has unwound. The body reads ``deps``
+        as ``ctx.deps``; ``@tool`` parameters marked ``Depends(...)`` are resolved from it.
         """
-        return await _execute(self, input)
+        return await _execute(self, input, deps)
 
     def statistics(self) -> ToolStatistics:
         """A frozen snapshot of every call through this registry so far.

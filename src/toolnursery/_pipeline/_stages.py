@@ -104,7 +104,9 @@ def start(record: CallRecord, plan: ToolPlan, arguments: Any, *, frozen: bool) -
         record.resolve(ABORTED_BEFORE_DISPATCH_RESULT, FINAL)
 
 
-def begin(registry: ToolRegistry, input: ToolExecutionInput, *, frozen: bool = False) -> CallRecord:
+def begin(
+    registry: ToolRegistry, input: ToolExecutionInput, *, frozen: bool = False, deps: Any = None
+) -> CallRecord:
     """Read the input once and :func:`start` its record.
 
     Raises:
@@ -127,6 +129,7 @@ def begin(registry: ToolRegistry, input: ToolExecutionInput, *, frozen: bool = F
         signal=signal,
         agent=agent,
         parent=input.parent,
+        deps=deps,
     )
     record.timings = registry.phase_timings
     start(record, registry._plan(input.name, agent), input.arguments, frozen=frozen)
@@ -281,14 +284,16 @@ def check_trio() -> None:
         ) from None
 
 
-async def execute(registry: ToolRegistry, input: ToolExecutionInput) -> ToolExecutionResult:
-    """Run one call through prepare, dispatch and finalize.
+async def execute(
+    registry: ToolRegistry, input: ToolExecutionInput, deps: Any = None
+) -> ToolExecutionResult:
+    """Run one call through prepare, dispatch and finalize (bodies read ``deps`` as ``ctx.deps``).
 
     With the registry's ``phase_timings`` on, each phase with work is timed (two clock
     reads); off, a phase costs no clock read.
     """
     check_trio()
-    call = begin(registry, input)
+    call = begin(registry, input, deps=deps)
     plan = call.plan
     assert plan is not None
     stats = plan.stats

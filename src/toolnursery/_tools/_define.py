@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import inspect
 import re
-import typing
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeAlias, TypeVar, Unpack, overload
 
@@ -40,10 +39,12 @@ from ._definition import MAX_TIMEOUT_MS as MAX_TIMEOUT_MS  # re-exported for cal
 from ._definition import ToolDefinition, ToolOptionArgs, ToolOptions, option_problem
 from ._docstrings import field_docs as _field_docs
 from ._docstrings import parse_docstring as parse_docstring
+from ._inject import DependsHook
 from ._output import OutputRenderer, attach_output
 from ._pydantic_params import model_plan, signature_plan, uses_pydantic
 from ._raw import mark_validating
 from ._schema import SchemaProp, Validator, compile_spec, validator_for
+from ._signature import Kind, Param, for_pydantic, for_struct, invoker, read_signature
 from ._strict import from_strict_arguments, strict_json_schema
 from ._struct_schema import struct_schema
 
@@ -380,7 +381,15 @@ def _readable(exc: msgspec.ValidationError) -> str:
 
 
 @overload
-def tool(fn: Callable[..., Any], /) -> ToolDefinition: ...
+def tool(
+    fn: Callable[..., Any],
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    depends: DependsHook | None = None,
+    **options: Unpack[ToolOptionArgs[Any]],
+) -> ToolDefinition: ...
 
 
 @overload
@@ -390,6 +399,7 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    depends: DependsHook | None = None,
     **options: Unpack[ToolOptionArgs[Any]],
 ) -> Callable[[Callable[..., Any]], ToolDefinition]: ...
 
@@ -400,25 +410,33 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    depends: DependsHook | None = None,
     **options: Unpack[ToolOptionArgs[Any]],
 ) -> ToolDefinition | Callable[[Callable[..., Any]], ToolDefinition]:
     """Turn a typed function into a :class:`ToolDefinition` (use as ``@tool`` or ``@tool(...)``).
 
     The decorated name is bound to the **definition**, not to the function: register
     it, or call ``definition.execute(args, ctx)``. The tool's parameters are the
-    function's annotated parameters (a parameter with a default is optional); the
-    one annotated :class:`ToolRunContext`, if any, receives the run context instead.
+    function's annotated parameters (a parameter with a default is optional), except
+    two kinds the model never sees: one annotated :class:`ToolRunContext` (or
+    ``ToolRunContext[Deps]``) receives the run context, and one marked
+    :func:`Depends` — its default, or ``Annotated[T, Depends(...)]`` — receives a
+    value resolved from the run's ``deps`` for each call (a missing one fails the call
+    with :class:`DependencyError`, naming the parameter, before the body runs).
     The name defaults to the function's name, the description to the docstring's
     summary and free text (no section: arguments, returns, raises, examples), and each
     parameter's description comes from the docstring's entry for it (Google, Sphinx or
-    NumPy style) or ``Annotated[T, msgspec.Meta(description=...)]``. Supported
-    annotations: ``str``, ``int``, ``float``, ``bool``, ``datetime``, ``date``,
-    ``time``, ``timedelta``, ``UUID``, ``Decimal``, ``Literal``/``Enum``, unions of
-    those, ``list``, ``tuple[T, ...]``, ``set``, ``dict[str, T]``, frozen Structs,
-    ``T | None``, ``Any``, ``Annotated[T, msgspec.Meta(...)]``; with pydantic
-    installed, ``BaseModel`` parameters and ``pydantic.Field`` metadata (the whole
-    signature is then checked by pydantic). Annotations must be resolvable at
-    decoration time.
+    NumPy style; line breaks kept), or, overriding it, ``Annotated[T, "text"]`` or
+    ``Annotated[T, msgspec.Meta(description=...)]``. Supported annotations: ``str``,
+    ``int``, ``float``, ``bool``, ``datetime``, ``date``, ``time``, ``timedelta``,
+    ``UUID``, ``Decimal``, ``Literal``/``Enum``, unions of those, ``list``,
+    ``tuple[T, ...]``, ``set``, ``dict`` (string keys), frozen Structs, TypedDict,
+    dataclass and attrs classes (the body receives instances of them), ``T | None``,
+    ``Any``, ``Annotated[T, msgspec.Meta(...)]``; with pydantic installed,
+    ``BaseModel`` parameters and ``pydantic.Field`` / ``annotated_types`` metadata
+    (the whole signature is then checked by pydantic, ``msgspec.Meta`` included).
+    Any other ``Annotated`` metadata is refused on either path. Annotations must be
+    resolvable at decoration time.
 
     Example::
 
@@ -439,22 +457,28 @@ def tool(
         fn: the function (when used as a bare ``@tool``).
         name: the tool name; defaults to ``fn.__name__``.
         description: the model-facing description; defaults to the docstring summary.
+        depends: maps another library's dependency markers to :func:`Depends`:
+            called with each ``Annotated`` metadata item and each default value, it
+            returns a :class:`Dependency` to inject the parameter, or ``None``
+            (``lambda m: Depends(m.name) if isinstance(m, TheirDepends) else None``).
         **options: the tool's options, as for :func:`define_tool`.
 
     Returns:
-        The definition, or (when called with options only) a decorator producing it.
+        The definition, or (when called without ``fn``) a decorator producing it.
 
     Raises:
-        RegistrationError: a parameter is unannotated, variadic, or has an annotation
-            the schema cannot express (the message names the parameter), or an option
-            is unknown or invalid.
+        RegistrationError: a parameter is unannotated, variadic, has an annotation
+            the schema cannot express or ``Annotated`` metadata nothing reads (the
+            message names the parameter), a ``Depends()`` without a dependency
+            annotates no class, a sync body depends on an async callable, or an
+            option is unknown or invalid.
     """
 
     def decorate(function: Callable[..., Any]) -> ToolDefinition:
         tool_name = name if name is not None else getattr(function, "__name__", "tool")
         owner = f"@tool {tool_name}"
         checked, output, render_output, strict = _options(owner, options)
-        definition = _tool_from_function(function, tool_name, description, checked, strict)
+        definition = _tool_from_function(function, tool_name, description, checked, strict, depends)
         return _with_output(owner, definition, output, render_output)
 
     if fn is None:
@@ -468,44 +492,41 @@ def _tool_from_function(
     description: str | None,
     options: ToolOptions,
     strict: bool,
+    depends: DependsHook | None = None,
 ) -> ToolDefinition:
     owner = f"@tool {tool_name}"
-    try:
-        signature = inspect.signature(fn)
-        hints = typing.get_type_hints(fn, include_extras=True)
-    except (NameError, TypeError, ValueError) as exc:
-        raise RegistrationError(f"{owner}: cannot read the signature: {exc}") from exc
+    body_async = is_async(fn)
+    params, plan, pydantic_seen = read_signature(fn, owner, depends, body_async)
     summary, arg_docs = parse_docstring(inspect.getdoc(fn))
-    params: list[tuple[str, Any, Any]] = []  # (name, annotation, default or empty)
-    plan: list[tuple[str, bool, bool]] = []  # (name, is the context, positional-only)
-    for param in signature.parameters.values():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise RegistrationError(
-                f'{owner}: parameter "{param.name}" is variadic; tool parameters must be named'
-            )
-        annotation = hints.get(param.name, param.empty)
-        if annotation is param.empty:
-            raise RegistrationError(f'{owner}: parameter "{param.name}" needs a type annotation')
-        is_context = annotation is ToolRunContext
-        plan.append((param.name, is_context, param.kind is param.POSITIONAL_ONLY))
-        if not is_context:
-            params.append((param.name, annotation, param.default))
-    if uses_pydantic([a for _, a, _ in params], [d for _, _, d in params]):
-        schema, parse = signature_plan(tool_name, owner, params, arg_docs, inspect.Parameter.empty)
+    defaults = [p.default for p in params]
+    if pydantic_seen or uses_pydantic([p.annotation for p in params], defaults):
+        params, converters = for_pydantic(params, owner)
+        schema, parse = signature_plan(
+            tool_name, owner, [tuple(p) for p in params], arg_docs, inspect.Parameter.empty
+        )
     else:
+        params, converters = for_struct(params, owner)
         schema, parse = _signature_struct_plan(fn, tool_name, owner, params, arg_docs)
+    if converters:
+        plan = [
+            p._replace(kind=Kind.CONVERTED, payload=converters[p.name])
+            if p.name in converters
+            else p
+            for p in plan
+        ]
     if strict:
         schema, parse = _strict_plan(owner, schema, parse)
+    invoke, suspends = invoker(fn, plan, body_async)
     definition = _definition(
         tool_name,
         description if description is not None else summary,
         schema,
         parse,
-        _invoker(fn, plan),
-        is_async(fn),
+        invoke,
+        body_async,
         options,
     )
-    mark_may_suspend(definition.execute, fn)
+    mark_may_suspend(definition.execute, suspends)
     return definition
 
 
@@ -513,7 +534,7 @@ def _signature_struct_plan(
     fn: Callable[..., Any],
     tool_name: str,
     owner: str,
-    params: list[tuple[str, Any, Any]],
+    params: list[Param],
     arg_docs: Mapping[str, str],
 ) -> tuple[dict[str, Any], _Parse]:
     fields = [(n, a) if d is inspect.Parameter.empty else (n, a, d) for n, a, d in params]
@@ -524,22 +545,3 @@ def _signature_struct_plan(
     except (TypeError, ValueError) as exc:
         raise RegistrationError(f"{owner}: {exc}") from exc
     return _struct_plan(args_type, owner, arg_docs, "parameter")
-
-
-def _invoker(fn: Callable[..., Any], plan: list[tuple[str, bool, bool]]) -> _Invoke:
-    positional = tuple((n, c) for n, c, p in plan if p)
-    keyword = tuple((n, c) for n, c, p in plan if not p)
-    if not positional:
-
-        def invoke_keywords(typed: Any, ctx: ToolRunContext) -> Any:
-            return fn(**{n: ctx if c else getattr(typed, n) for n, c in keyword})
-
-        return invoke_keywords
-
-    def invoke(typed: Any, ctx: ToolRunContext) -> Any:
-        return fn(
-            *[ctx if c else getattr(typed, n) for n, c in positional],
-            **{n: ctx if c else getattr(typed, n) for n, c in keyword},
-        )
-
-    return invoke

@@ -30,7 +30,7 @@ def parse_docstring(
     Returns:
         ``(description, descriptions)``: the summary and the text after it up to the
         first section, and each wanted entry's text by name (``*args``/``**kw`` without
-        the stars; continuation lines joined with spaces).
+        the stars; its line breaks and blank lines kept, indentation removed).
     """
     if not doc:
         return "", {}
@@ -41,8 +41,12 @@ def parse_docstring(
             continue
         name = meta.arg_name if isinstance(meta, docstring_parser.DocstringParam) else None
         name = (name if name is not None else meta.args[-1]).lstrip("*")
-        found.setdefault(name, " ".join(meta.description.split()))
+        found.setdefault(name, _lines(meta.description))
     return (parsed.description or "").strip(), found
+
+
+def _lines(text: str) -> str:
+    return "\n".join(line.strip() for line in text.strip().splitlines())
 
 
 def field_docs(cls: type) -> dict[str, str]:
