@@ -31,16 +31,6 @@ from toolnursery import (
     tool,
 )
 
-# Return values that are pydantic models become JSON once any value a tool returns is
-# rendered (issue 21 item 2, another branch); until then those results are errors, after
-# the side effect. Flip this when that lands: the marked assertions then run.
-PYDANTIC_RETURNS_RENDERED = False
-
-renders_pydantic = pytest.mark.xfail(
-    not PYDANTIC_RETURNS_RENDERED,
-    reason="pydantic return values are rendered on another branch (issue 21 item 2)",
-    strict=True,
-)
 
 
 # -- the environment ---------------------------------------------------------------------
@@ -442,7 +432,6 @@ async def test_a_pydantic_return_has_its_side_effect_once() -> None:
     assert len(env.inbox.emails) == 3
 
 
-@renders_pydantic
 async def test_pydantic_returns_are_rendered_as_json() -> None:
     env = make_env()
     results = await replay(
