@@ -18,7 +18,6 @@ from typing import Annotated, Any
 
 import msgspec
 import pydantic
-import pytest
 
 from support import text
 from toolnursery import (
@@ -30,8 +29,6 @@ from toolnursery import (
     run_tool_calls,
     tool,
 )
-
-
 
 # -- the environment ---------------------------------------------------------------------
 
