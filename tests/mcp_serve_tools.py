@@ -91,6 +91,33 @@ def make() -> ToolRegistry:
     async def count(args: Any, ctx: Any) -> dict[str, int]:
         return {"n": int(args.get("n", 0))}
 
+    async def boom(args: Any, ctx: Any) -> str:
+        raise RuntimeError("the body failed")
+
+    async def key(args: Any, ctx: Any) -> str:
+        return str(ctx.idempotency_key)
+
+    def threaded(args: Any, ctx: Any) -> str:
+        # A plain def: runs in a worker thread, and reports from there.
+        ctx.report_progress(1, 2, "half")
+        ctx.log("warning", "from the thread")
+        ctx.report_progress(2, 2, "all")
+        return "threaded"
+
+    async def badnote(args: Any, ctx: Any) -> str:
+        try:
+            ctx.report_progress(1, 2, args.get("message", 7))
+        except ValueError as exc:
+            return f"refused: {exc}"
+        return "sent"
+
+    async def huge(args: Any, ctx: Any) -> str:
+        try:
+            ctx.report_progress(10**400)
+        except ValueError as exc:
+            return f"refused: {exc}"
+        return "sent"
+
     registry.register(
         define_tool(
             name="echo",
@@ -124,6 +151,14 @@ def make() -> ToolRegistry:
             output={"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]},
         )
     )
+    for name, body in (
+        ("boom", boom),
+        ("key", key),
+        ("threaded", threaded),
+        ("badnote", badnote),
+        ("huge", huge),
+    ):
+        registry.register(ToolDefinition(name, f"The {name} tool.", {"type": "object"}, body))
     registry.guard(lambda execution: "not allowed" if execution.name == "forbidden" else None)
     install_timeout_policy(registry)
     return registry

@@ -15,14 +15,23 @@ per-call channel that is drained before the response is sent.
 
 from __future__ import annotations
 
+import contextlib
+import hmac
 import ipaddress
 import math
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import AsyncIterator, Callable, Container, Sequence
+from contextlib import asynccontextmanager
 from typing import Any, Final
 
 import mcp.types as types
 import trio
+from mcp.server.connection import Connection
+from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from .._core._content import ToolExecutionResult
 from .._core._execution import ToolExecutionInput
@@ -34,10 +43,24 @@ from .._pipeline._registry import ToolRegistry, ToolScope
 from .._tools._output import output_schema
 from ._convert import annotations_to_mcp, blocks_to_mcp
 
-__all__ = ["ERROR_META_KEY", "mcp_asgi_app", "mcp_server", "serve_mcp_http", "serve_mcp_stdio"]
+__all__ = [
+    "ERROR_META_KEY",
+    "RemoteServeError",
+    "check_bind",
+    "mcp_asgi_app",
+    "mcp_server",
+    "serve_mcp_http",
+    "serve_mcp_stdio",
+]
 
 ERROR_META_KEY: Final = "toolnursery/error"
 """The ``_meta`` key of a failed call's ``{name, code}``."""
+
+_UNCODED: Final = {"name": "ToolError", "code": "TOOL_ERROR"}
+"""The ``{name, code}`` of a failed call whose result carries none."""
+
+_LEVEL_KEY: Final = "toolnursery/log-level"
+"""A session's ``logging/setLevel``, in its connection's state (an index in ``_LEVELS``)."""
 
 _LEVELS: Final = (
     "debug",
@@ -57,8 +80,10 @@ def mcp_server(
     scope: ToolScope | None = None,
     name: str = "toolnursery",
     version: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
     instructions: str | None = None,
-) -> Server[Any, Any]:
+) -> Server[Any]:
     """An MCP server (the SDK's low-level ``Server``) serving ``registry``'s tools.
 
     ``tools/list`` gives each visible tool's name, description and parameters (its
@@ -68,101 +93,214 @@ def mcp_server(
     a failed call (a denial, a timeout, invalid arguments, an unknown tool, a body
     that raised) is an ``isError`` result whose text is the model-facing
     ``Error: …`` message and whose ``_meta["toolnursery/error"]`` is its
-    ``{name, code}``; a structured output is ``structuredContent``. The server
-    answers ``logging/setLevel``; tool bodies' progress and log messages become
-    ``notifications/progress`` (when the client asked for progress) and
-    ``notifications/message``. It advertises ``tools.listChanged`` (the client
-    is told when the registry changes while the session is open).
+    ``{name, code}``; a structured output is ``structuredContent``. Each call's
+    ``ctx.idempotency_key`` is unique across sessions and reconnects. The server
+    answers ``logging/setLevel`` (per session); tool bodies' progress and log
+    messages become ``notifications/progress`` (when the client asked for
+    progress) and ``notifications/message``. It advertises ``tools.listChanged``:
+    a client is told when the registry changes while its session is open (on
+    2026-07-28, through ``subscriptions/listen``).
+
+    The server holds nothing of the registry's until it runs: it listens for the
+    registry's changes while it runs (the SDK enters its lifespan), and forgets
+    each session when that session ends.
 
     Args:
         registry: the tools to serve.
         scope: serve this scope's view, and run calls as its agent.
         name: the server name in ``serverInfo``.
         version: the server version (default: toolnursery's).
+        title: the server's human-readable title in ``serverInfo``.
+        description: the server's description in ``serverInfo``.
         instructions: instructions for the client, if any.
 
     Returns:
         The server; run it with the SDK, :func:`serve_mcp_stdio` or
         :func:`serve_mcp_http`.
     """
-    server: Server[Any, Any] = Server(
-        name, version=version or _version(), instructions=instructions
+    bus = InMemorySubscriptionBus()
+
+    @asynccontextmanager
+    async def lifespan(_: Server[Any]) -> AsyncIterator[_Served]:
+        async with trio.open_nursery() as nursery:
+            served = _Served(bus)
+            nursery.start_soon(served.announce_changes)
+            dispose = registry.on_change(served.changed)
+            try:
+                yield served
+            finally:
+                dispose()
+                nursery.cancel_scope.cancel()
+
+    async def list_tools(
+        ctx: ServerRequestContext[_Served], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=_tools(registry, scope))
+
+    async def call_tool(
+        ctx: ServerRequestContext[_Served], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        return await _call(registry, scope, ctx, params)
+
+    async def set_level(
+        ctx: ServerRequestContext[_Served], params: types.SetLevelRequestParams
+    ) -> types.EmptyResult:
+        _connection(ctx).state[_LEVEL_KEY] = _LEVELS.index(params.level)
+        return types.EmptyResult()
+
+    async def initialized(
+        ctx: ServerRequestContext[_Served], params: types.NotificationParams
+    ) -> None:
+        ctx.lifespan_context.track(_connection(ctx))
+
+    server: Server[Any] = _ToolServer(
+        name,
+        version=version or _version(),
+        title=title,
+        description=description,
+        instructions=instructions,
+        lifespan=lifespan,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_subscriptions_listen=ListenHandler(bus),
     )
-    level = {"min": 0}
-    sessions: set[Any] = set()
-
-    async def list_tools(request: types.ListToolsRequest) -> types.ServerResult:
-        sessions.add(server.request_context.session)
-        return types.ServerResult(types.ListToolsResult(tools=_tools(registry, scope)))
-
-    async def call_tool(request: types.CallToolRequest) -> types.ServerResult:
-        context = server.request_context
-        session = context.session
-        sessions.add(session)
-        params = request.params
-        token = context.meta.progressToken if context.meta is not None else None
-        request_id = context.request_id
-        signal = CancelSignal()
-        execution = ToolExecutionInput(
-            call_id=str(request_id),
-            name=params.name,
-            arguments=params.arguments if params.arguments is not None else {},
-            signal=signal,
-            agent=scope,
-        )
-        outcome: list[ToolExecutionResult] = []
-        send_report, reports = trio.open_memory_channel[CallReport](math.inf)
-
-        async def forward() -> None:
-            async for report in reports:
-                if isinstance(report, ProgressReport):
-                    if token is not None:
-                        await session.send_progress_notification(
-                            token,
-                            report.progress,
-                            total=report.total,
-                            message=report.message,
-                            related_request_id=str(request_id),
-                        )
-                elif _LEVELS.index(report.level) >= level["min"]:
-                    await session.send_log_message(
-                        report.level,
-                        report.data,
-                        logger=report.logger,
-                        related_request_id=str(request_id),
-                    )
-
-        async def run() -> None:
-            # Shielded: MCP cancellation reaches the call through its signal, so it
-            # ends through the pipeline like any other cancellation.
-            with trio.CancelScope(shield=True), send_report, reporting(send_report.send_nowait):
-                outcome.append(await registry.execute(execution))
-
-        with bare_cancelled():
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(forward)
-                try:
-                    await _wait_for(nursery, run)
-                except trio.Cancelled:
-                    signal.cancel("cancelled by the MCP client")
-                    raise
-        return types.ServerResult(_call_result(outcome[0]))
-
-    async def set_level(request: types.SetLevelRequest) -> types.ServerResult:
-        level["min"] = _LEVELS.index(request.params.level)
-        return types.ServerResult(types.EmptyResult())
-
-    server.request_handlers[types.ListToolsRequest] = list_tools
-    server.request_handlers[types.CallToolRequest] = call_tool
-    server.request_handlers[types.SetLevelRequest] = set_level
-
-    def changed() -> None:
-        for session in tuple(sessions):
-            _notify_soon(session)
-
-    registry.on_change(changed)
-    server.create_initialization_options = _with_list_changed(server)  # type: ignore[method-assign]
+    # Registered here rather than as ``on_set_logging_level``, which warns that the
+    # 2026-07-28 revision deprecates logging: this server still serves 2025-11-25.
+    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
+    server.add_notification_handler(
+        "notifications/initialized", types.NotificationParams, initialized
+    )
     return server
+
+
+class _ToolServer(Server[Any]):
+    """The SDK's server, advertising ``tools.listChanged`` whoever runs it."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
+class _Served:
+    """One run of a server: its open sessions, and the registry's changes to announce.
+
+    A session (a 2025 connection) is tracked from its ``notifications/initialized``
+    until the SDK closes it; 2026-07-28 clients hear of changes on their
+    ``subscriptions/listen`` streams, through the bus.
+    """
+
+    def __init__(self, bus: InMemorySubscriptionBus) -> None:
+        self.bus = bus
+        self.connections: set[Connection] = set()
+        self._token = trio.lowlevel.current_trio_token()
+        self._send, self._receive = trio.open_memory_channel[None](1)
+
+    def track(self, connection: Connection) -> None:
+        if connection not in self.connections:
+            self.connections.add(connection)
+            connection.exit_stack.callback(self.connections.discard, connection)
+
+    def changed(self) -> None:
+        # A registry may change from a worker thread (a sync tool body registering).
+        if trio.lowlevel.in_trio_run():
+            self._wake()
+        else:
+            trio.from_thread.run_sync(self._wake, trio_token=self._token)
+
+    def _wake(self) -> None:
+        # Changes coalesce: one announcement covers every change made before it.
+        with contextlib.suppress(trio.WouldBlock, trio.ClosedResourceError):
+            self._send.send_nowait(None)
+
+    async def announce_changes(self) -> None:
+        async for _ in self._receive:
+            for connection in tuple(self.connections):
+                await connection.send_tool_list_changed()
+            await self.bus.publish(ToolsListChanged())
+
+
+def _connection(ctx: ServerRequestContext[Any]) -> Connection:
+    # The SDK hands low-level handlers a per-request session whose connection is not
+    # public; the connection is what outlives the request (state, teardown).
+    connection: Connection = ctx.session._connection
+    return connection
+
+
+async def _call(
+    registry: ToolRegistry,
+    scope: ToolScope | None,
+    ctx: ServerRequestContext[Any],
+    params: types.CallToolRequestParams,
+) -> types.CallToolResult:
+    """Run one ``tools/call`` through the pipeline, forwarding its reports."""
+    signal = CancelSignal()
+    execution = ToolExecutionInput(
+        # Unique per call: the request id repeats across sessions and reconnects, and
+        # the call id is the idempotency key under ``registry.execute()``.
+        call_id=f"{ctx.request_id}@{uuid.uuid4().hex}",
+        name=params.name,
+        arguments=params.arguments if params.arguments is not None else {},
+        signal=signal,
+        agent=scope,
+    )
+    outcome: list[ToolExecutionResult] = []
+    send_report, reports = trio.open_memory_channel[CallReport](math.inf)
+    allowed = _log_levels(ctx)
+
+    async def forward() -> None:
+        async for report in reports:
+            try:
+                if isinstance(report, ProgressReport):
+                    await ctx.session.report_progress(report.progress, report.total, report.message)
+                elif report.level in allowed():
+                    await ctx.session.send_notification(
+                        types.LoggingMessageNotification(
+                            params=types.LoggingMessageNotificationParams(
+                                level=report.level, data=report.data, logger=report.logger
+                            )
+                        ),
+                        related_request_id=ctx.request_id,
+                    )
+            except Exception:  # a notification is advisory, never the call's fate
+                continue
+
+    async def run() -> None:
+        # Shielded: MCP cancellation reaches the call through its signal, so it
+        # ends through the pipeline like any other cancellation.
+        with trio.CancelScope(shield=True), send_report, reporting(send_report.send_nowait):
+            outcome.append(await registry.execute(execution))
+
+    with bare_cancelled():
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(forward)
+            try:
+                await _wait_for(nursery, run)
+            except trio.Cancelled:
+                signal.cancel("cancelled by the MCP client")
+                raise
+    return _call_result(outcome[0])
+
+
+def _log_levels(ctx: ServerRequestContext[Any]) -> Callable[[], Container[str]]:
+    """The levels a call's log messages may be sent at, read when each is sent.
+
+    2025: the session's ``logging/setLevel`` (all levels until one is set); 2026-07-28:
+    the request's own opt-in (``_meta``), none without one.
+    """
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        requested = (ctx.meta or {}).get(types.LOG_LEVEL_META_KEY)
+        fixed = _LEVELS[_LEVELS.index(requested) :] if requested in _LEVELS else ()
+        return lambda: fixed
+    state = _connection(ctx).state
+    return lambda: _LEVELS[state.get(_LEVEL_KEY, 0) :]
 
 
 async def _wait_for(nursery: trio.Nursery, run: Callable[[], Any]) -> None:
@@ -180,37 +318,6 @@ async def _wait_for(nursery: trio.Nursery, run: Callable[[], Any]) -> None:
     await done.wait()
 
 
-def _notify_soon(session: Any) -> None:
-    # on_change listeners are synchronous; the notification is sent by the SDK's
-    # session task group, which outlives any one request.
-    group = getattr(session, "_task_group", None)
-    if group is None:
-        return
-
-    async def send() -> None:
-        try:
-            await session.send_tool_list_changed()
-        except Exception:  # the session closed meanwhile: nobody to tell
-            return
-
-    group.start_soon(send)
-
-
-def _with_list_changed(server: Server[Any, Any]) -> Callable[..., Any]:
-    original = server.create_initialization_options
-
-    def create_initialization_options(
-        notification_options: NotificationOptions | None = None,
-        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
-    ) -> Any:
-        return original(
-            notification_options or NotificationOptions(tools_changed=True),
-            experimental_capabilities,
-        )
-
-    return create_initialization_options
-
-
 def _tools(registry: ToolRegistry, scope: ToolScope | None) -> list[types.Tool]:
     tools: list[types.Tool] = []
     for schema in registry.schemas(scope):
@@ -222,8 +329,8 @@ def _tools(registry: ToolRegistry, scope: ToolScope | None) -> list[types.Tool]:
                 name=schema.name,
                 title=hints.title if hints is not None else None,
                 description=schema.description,
-                inputSchema=schema.parameters,
-                outputSchema=thaw(output) if output is not None else None,
+                input_schema=schema.parameters,
+                output_schema=thaw(output) if output is not None else None,
                 annotations=annotations_to_mcp(hints) if hints is not None else None,
             )
         )
@@ -234,11 +341,15 @@ def _call_result(result: ToolExecutionResult) -> types.CallToolResult:
     meta: dict[str, Any] | None = None
     if result.error is not None:
         meta = {ERROR_META_KEY: {"name": result.error.name, "code": result.error.code}}
+    elif result.is_error:
+        # A failure without a code of its own (a denial, a body raising something
+        # other than a ToolError) still tells the client it failed, and how.
+        meta = {ERROR_META_KEY: _UNCODED}
     structured = result.structured_content
     return types.CallToolResult(
         content=blocks_to_mcp(result.content),
-        isError=result.is_error,
-        structuredContent=thaw(structured) if isinstance(structured, dict) else None,
+        is_error=result.is_error,
+        structured_content=thaw(structured) if isinstance(structured, dict) else None,
         _meta=meta,
     )
 
@@ -276,21 +387,29 @@ def mcp_asgi_app(
     name: str = "toolnursery",
     path: str = "/mcp",
     allowed_hosts: Sequence[str] | None = None,
+    token: str | None = None,
 ) -> Any:
     """An ASGI application serving ``registry`` over streamable HTTP at ``path``.
 
     It handles the ASGI lifespan itself (the SDK's session manager runs from
-    startup to shutdown); requests to any other path get 404.
+    startup to shutdown); requests to any other path get 404. It serves both
+    revisions: 2025-11-25 sessions (``Mcp-Session-Id``) and 2026-07-28 stateless
+    requests.
 
     With ``allowed_hosts``, requests are protected against DNS rebinding: a
     request whose ``Host`` header is not one of them gets 421, and one whose
     ``Origin`` header is present but not ``http://`` or ``https://`` one of them
     gets 403. A pattern ending in ``:*`` matches the host on any port
     (``"localhost:*"``). Without it (the default) headers are not checked.
+
+    With ``token``, every request must carry ``Authorization: Bearer <token>``;
+    one that does not gets 401.
     """
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
     from mcp.server.transport_security import TransportSecuritySettings
 
+    if token is not None and not token.strip():
+        raise ValueError("mcp_asgi_app(): token must not be empty")
     security = None
     if allowed_hosts is not None:
         hosts = list(allowed_hosts)
@@ -304,18 +423,38 @@ def mcp_asgi_app(
     manager = StreamableHTTPSessionManager(
         app=mcp_server(registry, scope=scope, name=name), security_settings=security
     )
+    expected = None if token is None else f"Bearer {token}".encode()
 
     async def app(asgi_scope: Any, receive: Any, send: Any) -> None:
         kind = asgi_scope["type"]
         if kind == "lifespan":
             await _lifespan(manager, receive, send)
-        elif kind == "http" and asgi_scope["path"].rstrip("/") == path.rstrip("/"):
+        elif kind != "http":
+            return
+        elif asgi_scope["path"].rstrip("/") != path.rstrip("/"):
+            await _respond(send, 404, b"not found")
+        elif expected is not None and not _authorized(asgi_scope, expected):
+            await _respond(
+                send, 401, b"unauthorized", [(b"www-authenticate", b'Bearer realm="mcp"')]
+            )
+        else:
             await manager.handle_request(asgi_scope, receive, send)
-        elif kind == "http":
-            await send({"type": "http.response.start", "status": 404, "headers": []})
-            await send({"type": "http.response.body", "body": b"not found"})
 
     return app
+
+
+def _authorized(asgi_scope: Any, expected: bytes) -> bool:
+    given = next(
+        (value for key, value in asgi_scope["headers"] if key.lower() == b"authorization"), b""
+    )
+    return hmac.compare_digest(given, expected)
+
+
+async def _respond(
+    send: Any, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": headers or []})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _lifespan(manager: Any, receive: Any, send: Any) -> None:
@@ -328,6 +467,14 @@ async def _lifespan(manager: Any, receive: Any, send: Any) -> None:
     await send({"type": "lifespan.shutdown.complete"})
 
 
+class RemoteServeError(ValueError):
+    """Raised when :func:`serve_mcp_http` is asked to bind beyond loopback unsafely.
+
+    A non-loopback address serves the tools to the network: it needs
+    ``allow_remote=True`` and a bearer ``token``.
+    """
+
+
 async def serve_mcp_http(
     registry: ToolRegistry,
     host: str = "127.0.0.1",
@@ -336,6 +483,8 @@ async def serve_mcp_http(
     scope: ToolScope | None = None,
     name: str = "toolnursery",
     path: str = "/mcp",
+    allow_remote: bool = False,
+    token: str | None = None,
     task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``registry`` over streamable HTTP (hypercorn on trio) until cancelled.
@@ -346,7 +495,9 @@ async def serve_mcp_http(
     Bound to a loopback address (``127.0.0.1``, ``localhost``, ``::1``), the server
     answers only requests addressed to a loopback name (``Host`` and, when present,
     ``Origin``), so a web page the user visits cannot reach it through DNS
-    rebinding; see :func:`mcp_asgi_app`'s ``allowed_hosts``.
+    rebinding; see :func:`mcp_asgi_app`'s ``allowed_hosts``. Any other address
+    exposes the tools to the network: it needs ``allow_remote=True`` and a
+    ``token``, which every request must then present as ``Authorization: Bearer``.
 
     Args:
         registry: the tools to serve.
@@ -355,21 +506,45 @@ async def serve_mcp_http(
         scope: serve this scope's view, and run calls as its agent.
         name: the server name in ``serverInfo``.
         path: the endpoint's path.
+        allow_remote: allow binding an address beyond loopback.
+        token: the bearer token requests must carry (required beyond loopback).
         task_status: reports the URL once the server listens.
+
+    Raises:
+        RemoteServeError: ``host`` is not loopback, and ``allow_remote`` is not set
+            or no ``token`` is given.
     """
     from hypercorn.config import Config
     from hypercorn.trio import serve
 
+    check_bind(host, allow_remote=allow_remote, token=token)
+    loopback = _loopback_hosts(host)
     config = Config()
-    config.bind = [f"{host}:{port}"]
+    bare = host.removeprefix("[").removesuffix("]")
+    config.bind = [f"[{bare}]:{port}" if ":" in bare else f"{bare}:{port}"]
     config.loglevel = "WARNING"
     config.accesslog = None
     app = mcp_asgi_app(
-        registry, scope=scope, name=name, path=path, allowed_hosts=_loopback_hosts(host)
+        registry, scope=scope, name=name, path=path, allowed_hosts=loopback, token=token
     )
     async with trio.open_nursery() as nursery:
         urls = await nursery.start(serve, app, config)
         task_status.started(urls[0] + path)
+
+
+def check_bind(host: str, *, allow_remote: bool, token: str | None) -> None:
+    """Refuse to serve on ``host`` beyond loopback without the opt-in and a token.
+
+    Raises:
+        RemoteServeError: ``host`` is not a loopback address, and ``allow_remote``
+            is false or ``token`` is missing.
+    """
+    if _loopback_hosts(host) is None and not (allow_remote and token):
+        raise RemoteServeError(
+            f"refusing to serve MCP on {host!r}: beyond loopback the tools are open to the "
+            "network; opt in with allow_remote and a bearer token (toolnursery serve: "
+            "--allow-remote with --token-file or TOOLNURSERY_SERVE_TOKEN)"
+        )
 
 
 def _loopback_hosts(host: str) -> list[str] | None:
