@@ -18,8 +18,9 @@ from __future__ import annotations
 import contextlib
 import hmac
 import ipaddress
+import itertools
 import math
-import uuid
+import secrets
 from collections.abc import AsyncIterator, Callable, Container, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Final
@@ -33,7 +34,7 @@ from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
-from .._core._content import ToolExecutionResult
+from .._core._content import ContentBlock, TextContent, ToolExecutionResult
 from .._core._execution import ToolExecutionInput
 from .._core._groups import bare_cancelled
 from .._core._json import thaw
@@ -201,7 +202,14 @@ class _Served:
         self.bus = bus
         self.connections: set[Connection] = set()
         self._token = trio.lowlevel.current_trio_token()
+        # Call keys: random per run (a restarted server never repeats one), counted
+        # within it (cheaper than a uuid per call).
+        self._key_prefix = secrets.token_hex(8)
+        self._key_count = itertools.count()
         self._send, self._receive = trio.open_memory_channel[None](1)
+
+    def next_call_key(self) -> str:
+        return f"{self._key_prefix}-{next(self._key_count)}"
 
     def track(self, connection: Connection) -> None:
         if connection not in self.connections:
@@ -237,7 +245,7 @@ def _connection(ctx: ServerRequestContext[Any]) -> Connection:
 async def _call(
     registry: ToolRegistry,
     scope: ToolScope | None,
-    ctx: ServerRequestContext[Any],
+    ctx: ServerRequestContext[_Served],
     params: types.CallToolRequestParams,
 ) -> types.CallToolResult:
     """Run one ``tools/call`` through the pipeline, forwarding its reports."""
@@ -245,17 +253,62 @@ async def _call(
     execution = ToolExecutionInput(
         # Unique per call: the request id repeats across sessions and reconnects, and
         # the call id is the idempotency key under ``registry.execute()``.
-        call_id=f"{ctx.request_id}@{uuid.uuid4().hex}",
+        call_id=f"{ctx.request_id}@{ctx.lifespan_context.next_call_key()}",
         name=params.name,
         arguments=params.arguments if params.arguments is not None else {},
         signal=signal,
         agent=scope,
     )
     outcome: list[ToolExecutionResult] = []
-    send_report, reports = trio.open_memory_channel[CallReport](math.inf)
-    allowed = _log_levels(ctx)
+    with bare_cancelled():
+        async with trio.open_nursery() as nursery:
+            forwarder = _Forwarder(ctx, nursery)
 
-    async def forward() -> None:
+            async def run() -> None:
+                # Shielded: MCP cancellation reaches the call through its signal, so
+                # it ends through the pipeline like any other cancellation.
+                with trio.CancelScope(shield=True), forwarder, reporting(forwarder.sink):
+                    outcome.append(await registry.execute(execution))
+
+            try:
+                await _wait_for(nursery, run)
+            except trio.Cancelled:
+                signal.cancel("cancelled by the MCP client")
+                raise
+    return _call_result(outcome[0])
+
+
+class _Forwarder:
+    """A call's reports, sent to the client in order by a task started on the first.
+
+    The sink is synchronous (bodies report without awaiting) and always runs in the
+    trio thread; a call that reports nothing costs no task.
+    """
+
+    def __init__(self, ctx: ServerRequestContext[Any], nursery: trio.Nursery) -> None:
+        self._ctx = ctx
+        self._nursery = nursery
+        self._send: trio.MemorySendChannel[CallReport] | None = None
+
+    def sink(self, report: CallReport) -> None:
+        if self._send is None:
+            self._send, receive = trio.open_memory_channel[CallReport](math.inf)
+            self._nursery.start_soon(self._forward, receive, _log_levels(self._ctx))
+        self._send.send_nowait(report)
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._send is not None:
+            self._send.close()
+
+    async def _forward(
+        self,
+        reports: trio.MemoryReceiveChannel[CallReport],
+        allowed: Callable[[], Container[str]],
+    ) -> None:
+        ctx = self._ctx
         async for report in reports:
             try:
                 if isinstance(report, ProgressReport):
@@ -271,22 +324,6 @@ async def _call(
                     )
             except Exception:  # a notification is advisory, never the call's fate
                 continue
-
-    async def run() -> None:
-        # Shielded: MCP cancellation reaches the call through its signal, so it
-        # ends through the pipeline like any other cancellation.
-        with trio.CancelScope(shield=True), send_report, reporting(send_report.send_nowait):
-            outcome.append(await registry.execute(execution))
-
-    with bare_cancelled():
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(forward)
-            try:
-                await _wait_for(nursery, run)
-            except trio.Cancelled:
-                signal.cancel("cancelled by the MCP client")
-                raise
-    return _call_result(outcome[0])
 
 
 def _log_levels(ctx: ServerRequestContext[Any]) -> Callable[[], Container[str]]:
@@ -347,11 +384,23 @@ def _call_result(result: ToolExecutionResult) -> types.CallToolResult:
         meta = {ERROR_META_KEY: _UNCODED}
     structured = result.structured_content
     return types.CallToolResult(
-        content=blocks_to_mcp(result.content),
+        content=_content(result.content),
         is_error=result.is_error,
         structured_content=thaw(structured) if isinstance(structured, dict) else None,
         _meta=meta,
     )
+
+
+def _content(blocks: Sequence[ContentBlock]) -> list[types.ContentBlock]:
+    # The common result, plain text, skips the generic (validating) conversion.
+    texts = [
+        block.text
+        for block in blocks
+        if type(block) is TextContent and block.annotations is None and block.meta is None
+    ]
+    if len(texts) == len(blocks):
+        return [types.TextContent(type="text", text=text) for text in texts]
+    return blocks_to_mcp(blocks)
 
 
 def _version() -> str:
