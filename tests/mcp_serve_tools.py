@@ -12,6 +12,7 @@ from typing import Any
 import trio
 
 from toolnursery import (
+    Ask,
     AudioContent,
     EmbeddedResource,
     ImageContent,
@@ -22,6 +23,7 @@ from toolnursery import (
     ToolDefinition,
     ToolRegistry,
     define_tool,
+    elicit,
     install_timeout_policy,
     report_log,
     report_progress,
@@ -48,7 +50,7 @@ def make() -> ToolRegistry:
     registry.state = state  # type: ignore[attr-defined]
 
     async def echo(args: Any, ctx: Any) -> str:
-        return str(args["text"])
+        return str(args.get("text", "ran"))
 
     async def slow(args: Any, ctx: Any) -> str:
         state.slow_started.set()
@@ -111,6 +113,13 @@ def make() -> ToolRegistry:
             return f"refused: {exc}"
         return "sent"
 
+    async def question(args: Any, ctx: Any) -> str:
+        answer = await elicit(
+            "What is your name?",
+            {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+        )
+        return f"{answer.action}: {(answer.content or {}).get('name')}"
+
     async def huge(args: Any, ctx: Any) -> str:
         try:
             ctx.report_progress(10**400)
@@ -157,8 +166,17 @@ def make() -> ToolRegistry:
         ("threaded", threaded),
         ("badnote", badnote),
         ("huge", huge),
+        ("question", question),
+        ("ask_me", echo),
     ):
         registry.register(ToolDefinition(name, f"The {name} tool.", {"type": "object"}, body))
+
+    async def ask_for_ask_me(execution: Any, next: Any) -> Any:
+        if execution.name == "ask_me":
+            return Ask("May ask_me run?")
+        return await next()
+
+    registry.on_pre_execute(ask_for_ask_me)
     registry.guard(lambda execution: "not allowed" if execution.name == "forbidden" else None)
     install_timeout_policy(registry)
     return registry

@@ -22,6 +22,8 @@ from ._batch._scheduler import open_tool_batch as open_tool_batch
 from ._batch._scheduler import run_tool_calls as run_tool_calls
 from ._core import _execution
 from ._core._arguments import parse_arguments as parse_arguments
+from ._core._asking import Elicitation as Elicitation
+from ._core._asking import elicit as elicit
 from ._core._content import AudioContent as AudioContent
 from ._core._content import ContentAnnotations as ContentAnnotations
 from ._core._content import ContentBlock as ContentBlock
@@ -61,6 +63,7 @@ from ._core._errors import TOOL_TIMEOUT as TOOL_TIMEOUT
 from ._core._errors import AbortError as AbortError
 from ._core._errors import AsyncioHostError as AsyncioHostError
 from ._core._errors import DuplicateCallIdError as DuplicateCallIdError
+from ._core._errors import ElicitationUnavailableError as ElicitationUnavailableError
 from ._core._errors import FileToolError as FileToolError
 from ._core._errors import IncompleteCallError as IncompleteCallError
 from ._core._errors import InterruptedCallError as InterruptedCallError
@@ -176,6 +179,8 @@ __all__ = [
     "Deny",
     "Disposer",
     "DuplicateCallIdError",
+    "Elicitation",
+    "ElicitationUnavailableError",
     "EmbeddedResource",
     "ExecuteWrapper",
     "FileToolError",
@@ -252,6 +257,7 @@ __all__ = [
     "open_tool_batch",
     "output_schema",
     "parse_arguments",
+    "elicit",
     "report_log",
     "report_progress",
     "reporting",

@@ -12,6 +12,7 @@ import gc
 import os
 import subprocess
 import sys
+import time
 import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -33,6 +34,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 
 import mcp_serve_tools
 from toolnursery import ToolRegistry, define_tool
+from toolnursery._mcp._asking import APPROVAL_KEY
 from toolnursery.mcp import ERROR_META_KEY, RemoteServeError, mcp_server, serve_mcp_http
 
 pytestmark = [
@@ -578,3 +580,83 @@ def test_serve_shows_the_real_import_error(tmp_path: Path) -> None:
     assert done.returncode != 0
     assert "pip install" not in done.stderr
     assert "starlette is broken here" in done.stderr
+
+
+def answering(action: str, content: dict[str, Any] | None) -> Any:
+    asked: list[str] = []
+
+    async def on_elicit(context: Any, params: Any) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action=action, content=content)  # type: ignore[arg-type]
+
+    on_elicit.asked = asked  # type: ignore[attr-defined]
+    return on_elicit
+
+
+@BOTH
+@pytest.mark.parametrize(
+    ("action", "content", "expected"),
+    [
+        ("accept", {"approve": True}, "ran"),
+        ("accept", {"approve": False}, 'Error: the user declined tool "ask_me"'),
+        ("decline", None, 'Error: the user declined tool "ask_me"'),
+    ],
+)
+async def test_an_ask_without_an_approval_service_asks_the_client(
+    mode: str, action: str, content: dict[str, Any] | None, expected: str
+) -> None:
+    on_elicit = answering(action, content)
+    with trio.fail_after(LIMIT):
+        async with Client(
+            mcp_server(mcp_serve_tools.make()), mode=mode, elicitation_callback=on_elicit
+        ) as client:
+            result = await client.call_tool("ask_me", {})
+    assert on_elicit.asked == ["May ask_me run?"]
+    assert first_text(result) == expected
+    assert result.is_error is (expected != "ran")
+
+
+async def test_an_ask_stays_a_denial_when_the_client_cannot_answer() -> None:
+    with trio.fail_after(LIMIT):
+        async with Client(mcp_server(mcp_serve_tools.make()), mode=LEGACY) as client:
+            result = await client.call_tool("ask_me", {})
+    assert result.is_error
+    assert first_text(result) == "Error: May ask_me run?"
+
+
+async def test_a_forged_2026_answer_does_not_approve() -> None:
+    with trio.fail_after(LIMIT):
+        async with Client(mcp_server(mcp_serve_tools.make()), mode=MODERN) as client:
+            forged = {APPROVAL_KEY: types.ElicitResult(action="accept", content={"approve": True})}
+            result = await client.session.call_tool(
+                "ask_me",
+                {},
+                input_responses=forged,  # type: ignore[arg-type]
+                request_state=f"{time.time()!r}.0000",
+                allow_input_required=True,
+            )
+    assert isinstance(result, types.InputRequiredResult)
+    assert result.input_requests is not None
+    assert list(result.input_requests) == [APPROVAL_KEY]
+
+
+async def test_a_body_asks_the_user() -> None:
+    on_elicit = answering("accept", {"name": "Ada"})
+    with trio.fail_after(LIMIT):
+        async with Client(
+            mcp_server(mcp_serve_tools.make()), mode=LEGACY, elicitation_callback=on_elicit
+        ) as client:
+            result = await client.call_tool("question", {})
+    assert first_text(result) == "accept: Ada"
+    assert on_elicit.asked == ["What is your name?"]
+
+
+@pytest.mark.parametrize("mode", [LEGACY, MODERN])
+async def test_a_body_that_cannot_ask_gets_a_clear_error(mode: str) -> None:
+    with trio.fail_after(LIMIT):
+        async with Client(mcp_server(mcp_serve_tools.make()), mode=mode) as client:
+            result = await client.call_tool("question", {})
+    assert result.is_error
+    assert error_code(result) == "ELICITATION_UNAVAILABLE"
+    expected = "2026-07-28" if mode == MODERN else "did not declare elicitation"
+    assert expected in first_text(result)

@@ -19,6 +19,8 @@ The tree::
     │   │                             asyncio loop hosts the trio run
     │   ├── IncompleteCallError       INCOMPLETE_CALL: a streamed call the model never
     │   │                             finished (the stream broke off, or it was garbled)
+    │   ├── ElicitationUnavailableError  ELICITATION_UNAVAILABLE: a body asked the user
+    │   │                             (``elicit``) and nobody can be asked
     │   ├── McpServerGoneError        MCP_SERVER_GONE: a mounted MCP server's connection
     │   │                             ended before the call finished
     │   ├── McpCallError              MCP_TOOL_ERROR / MCP_REQUEST_FAILED: a mounted
@@ -70,6 +72,7 @@ __all__ = [
     "McpCallError",
     "McpMountError",
     "McpServerGoneError",
+    "ElicitationUnavailableError",
     "NotJSONError",
     "OutputSchemaError",
     "OutsideRootError",
@@ -246,6 +249,17 @@ class IncompleteCallError(ToolError):
     """
 
     code = "INCOMPLETE_CALL"
+
+
+class ElicitationUnavailableError(ToolError):
+    """Raised when a body asks the user (``elicit``) and nobody can be asked.
+
+    No asker is installed around the call, or the one installed cannot reach the
+    user (an MCP client that did not declare elicitation, or a 2026-07-28 client,
+    which a running call cannot ask).
+    """
+
+    code = "ELICITATION_UNAVAILABLE"
 
 
 class McpServerGoneError(ToolError):

@@ -34,6 +34,7 @@ from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
+from .._core._asking import asking
 from .._core._content import ContentBlock, TextContent, ToolExecutionResult
 from .._core._execution import ToolExecutionInput
 from .._core._groups import bare_cancelled
@@ -42,6 +43,7 @@ from .._core._progress import CallReport, ProgressReport, reporting
 from .._core._signal import CancelSignal
 from .._pipeline._registry import ToolRegistry, ToolScope
 from .._tools._output import output_schema
+from ._asking import CallQuestions, ask_the_client, new_secret
 from ._convert import annotations_to_mcp, blocks_to_mcp
 
 __all__ = [
@@ -126,11 +128,14 @@ def mcp_server(
         async with trio.open_nursery() as nursery:
             served = _Served(bus)
             nursery.start_soon(served.announce_changes)
-            dispose = registry.on_change(served.changed)
+            disposers = [registry.on_change(served.changed)]
+            if registry.approval is None:
+                disposers.append(ask_the_client(registry))
             try:
                 yield served
             finally:
-                dispose()
+                for dispose in disposers:
+                    dispose()
                 nursery.cancel_scope.cancel()
 
     async def list_tools(
@@ -140,7 +145,7 @@ def mcp_server(
 
     async def call_tool(
         ctx: ServerRequestContext[_Served], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         return await _call(registry, scope, ctx, params)
 
     async def set_level(
@@ -205,6 +210,7 @@ class _Served:
         # Call keys: random per run (a restarted server never repeats one), counted
         # within it (cheaper than a uuid per call).
         self._key_prefix = secrets.token_hex(8)
+        self.secret = new_secret()
         self._key_count = itertools.count()
         self._send, self._receive = trio.open_memory_channel[None](1)
 
@@ -247,8 +253,9 @@ async def _call(
     scope: ToolScope | None,
     ctx: ServerRequestContext[_Served],
     params: types.CallToolRequestParams,
-) -> types.CallToolResult:
-    """Run one ``tools/call`` through the pipeline, forwarding its reports."""
+) -> types.CallToolResult | types.InputRequiredResult:
+    """Run one ``tools/call`` through the pipeline, forwarding its reports and
+    putting its questions to the client."""
     signal = CancelSignal()
     execution = ToolExecutionInput(
         # Unique per call: the request id repeats across sessions and reconnects, and
@@ -260,14 +267,22 @@ async def _call(
         agent=scope,
     )
     outcome: list[ToolExecutionResult] = []
+    questions = CallQuestions(ctx, params, ctx.lifespan_context.secret)
     with bare_cancelled():
         async with trio.open_nursery() as nursery:
             forwarder = _Forwarder(ctx, nursery)
 
             async def run() -> None:
                 # Shielded: MCP cancellation reaches the call through its signal, so
-                # it ends through the pipeline like any other cancellation.
-                with trio.CancelScope(shield=True), forwarder, reporting(forwarder.sink):
+                # it ends through the pipeline like any other cancellation. The
+                # questions' context variables are set in this task, which runs it.
+                questions.install()
+                with (
+                    trio.CancelScope(shield=True),
+                    forwarder,
+                    reporting(forwarder.sink),
+                    asking(questions.elicit),
+                ):
                     outcome.append(await registry.execute(execution))
 
             try:
@@ -275,6 +290,8 @@ async def _call(
             except trio.Cancelled:
                 signal.cancel("cancelled by the MCP client")
                 raise
+    if questions.input_required is not None:
+        return questions.input_required
     return _call_result(outcome[0])
 
 
