@@ -37,7 +37,6 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from .._core._asking import asking
 from .._core._content import ContentBlock, TextContent, ToolExecutionResult
 from .._core._execution import ToolExecutionInput
-from .._core._groups import bare_cancelled
 from .._core._json import thaw
 from .._core._progress import CallReport, ProgressReport, reporting
 from .._core._signal import CancelSignal
@@ -126,7 +125,7 @@ def mcp_server(
     @asynccontextmanager
     async def lifespan(_: Server[Any]) -> AsyncIterator[_Served]:
         async with trio.open_nursery() as nursery:
-            served = _Served(bus)
+            served = _Served(bus, nursery)
             nursery.start_soon(served.announce_changes)
             disposers = [registry.on_change(served.changed)]
             if registry.approval is None:
@@ -159,6 +158,11 @@ def mcp_server(
     ) -> None:
         ctx.lifespan_context.track(_connection(ctx))
 
+    def input_schema(tool: str) -> dict[str, Any] | None:
+        # For the 2026-07-28 ``Mcp-Param-*`` header check: one tool, not a listing.
+        definition = registry.get(tool, scope)
+        return None if definition is None else thaw(definition.parameters)
+
     server: Server[Any] = _ToolServer(
         name,
         version=version or _version(),
@@ -166,6 +170,7 @@ def mcp_server(
         description=description,
         instructions=instructions,
         lifespan=lifespan,
+        get_tool_input_schema=input_schema,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_subscriptions_listen=ListenHandler(bus),
@@ -203,8 +208,10 @@ class _Served:
     ``subscriptions/listen`` streams, through the bus.
     """
 
-    def __init__(self, bus: InMemorySubscriptionBus) -> None:
+    def __init__(self, bus: InMemorySubscriptionBus, nursery: trio.Nursery) -> None:
         self.bus = bus
+        self.nursery = nursery
+        """Runs the calls' pipelines and report forwarders (each awaited by its call)."""
         self.connections: set[Connection] = set()
         self._token = trio.lowlevel.current_trio_token()
         # Call keys: random per run (a restarted server never repeats one), counted
@@ -266,30 +273,40 @@ async def _call(
         signal=signal,
         agent=scope,
     )
+    served = ctx.lifespan_context
+    questions = CallQuestions(ctx, params, served.secret)
+    forwarder = _Forwarder(ctx, served.nursery)
     outcome: list[ToolExecutionResult] = []
-    questions = CallQuestions(ctx, params, ctx.lifespan_context.secret)
-    with bare_cancelled():
-        async with trio.open_nursery() as nursery:
-            forwarder = _Forwarder(ctx, nursery)
+    failure: list[Exception] = []
+    done = trio.Event()
 
-            async def run() -> None:
-                # Shielded: MCP cancellation reaches the call through its signal, so
-                # it ends through the pipeline like any other cancellation. The
-                # questions' context variables are set in this task, which runs it.
-                questions.install()
-                with (
-                    trio.CancelScope(shield=True),
-                    forwarder,
-                    reporting(forwarder.sink),
-                    asking(questions.elicit),
-                ):
-                    outcome.append(await registry.execute(execution))
+    async def run() -> None:
+        # In the server's nursery (a nursery per call costs more than the call's
+        # pipeline), out of reach of the request's cancellation: MCP cancellation
+        # reaches the call through its signal, so it ends through the pipeline like
+        # any other cancellation. The handler waits for it whatever happens, so the
+        # call never outlives it (nor does it see the server's nursery cancelled).
+        try:
+            questions.install()
+            with forwarder, reporting(forwarder.sink), asking(questions.elicit):
+                outcome.append(await registry.execute(execution))
+        except Exception as exc:  # re-raised by the handler, not the server's nursery
+            failure.append(exc)
+        finally:
+            done.set()
 
-            try:
-                await _wait_for(nursery, run)
-            except trio.Cancelled:
-                signal.cancel("cancelled by the MCP client")
-                raise
+    served.nursery.start_soon(run)
+    try:
+        await done.wait()
+    except trio.Cancelled:
+        signal.cancel("cancelled by the MCP client")
+        with trio.CancelScope(shield=True):
+            await done.wait()
+            await forwarder.finished()
+        raise
+    await forwarder.finished()
+    if failure:
+        raise failure[0]
     if questions.input_required is not None:
         return questions.input_required
     return _call_result(outcome[0])
@@ -306,12 +323,19 @@ class _Forwarder:
         self._ctx = ctx
         self._nursery = nursery
         self._send: trio.MemorySendChannel[CallReport] | None = None
+        self._done: trio.Event | None = None
 
     def sink(self, report: CallReport) -> None:
         if self._send is None:
             self._send, receive = trio.open_memory_channel[CallReport](math.inf)
+            self._done = trio.Event()
             self._nursery.start_soon(self._forward, receive, _log_levels(self._ctx))
         self._send.send_nowait(report)
+
+    async def finished(self) -> None:
+        """Wait until every report made has been sent (or dropped)."""
+        if self._done is not None:
+            await self._done.wait()
 
     def __enter__(self) -> None:
         return None
@@ -326,6 +350,18 @@ class _Forwarder:
         allowed: Callable[[], Container[str]],
     ) -> None:
         ctx = self._ctx
+        try:
+            await self._send_all(ctx, reports, allowed)
+        finally:
+            assert self._done is not None
+            self._done.set()
+
+    async def _send_all(
+        self,
+        ctx: ServerRequestContext[Any],
+        reports: trio.MemoryReceiveChannel[CallReport],
+        allowed: Callable[[], Container[str]],
+    ) -> None:
         async for report in reports:
             try:
                 if isinstance(report, ProgressReport):
@@ -355,21 +391,6 @@ def _log_levels(ctx: ServerRequestContext[Any]) -> Callable[[], Container[str]]:
         return lambda: fixed
     state = _connection(ctx).state
     return lambda: _LEVELS[state.get(_LEVEL_KEY, 0) :]
-
-
-async def _wait_for(nursery: trio.Nursery, run: Callable[[], Any]) -> None:
-    """Run ``run`` in ``nursery`` and wait for it; a cancellation of the waiter is
-    re-raised after ``run`` (shielded) has finished, when the nursery closes."""
-    done = trio.Event()
-
-    async def task() -> None:
-        try:
-            await run()
-        finally:
-            done.set()
-
-    nursery.start_soon(task)
-    await done.wait()
 
 
 def _tools(registry: ToolRegistry, scope: ToolScope | None) -> list[types.Tool]:
