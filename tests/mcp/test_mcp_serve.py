@@ -660,3 +660,71 @@ async def test_a_body_that_cannot_ask_gets_a_clear_error(mode: str) -> None:
     assert error_code(result) == "ELICITATION_UNAVAILABLE"
     expected = "2026-07-28" if mode == MODERN else "did not declare elicitation"
     assert expected in first_text(result)
+
+
+async def test_a_dropped_http_stream_loses_no_result() -> None:
+    registry = ToolRegistry()
+    release = trio.Event()
+    finished = trio.Event()
+
+    async def gate(args: Any, ctx: Any) -> str:
+        await release.wait()
+        return "through the gate"
+
+    registry.register(define_tool(name="gate", description="d", parameters={}, execute=gate))
+    registry.on_result(lambda execution, result: finished.set())
+    headers = {"Accept": "application/json, text/event-stream"}
+    with trio.fail_after(LIMIT):
+        async with trio.open_nursery() as nursery:
+            url = await nursery.start(serve_mcp_http, registry, "127.0.0.1", 0)
+            async with httpx2.AsyncClient() as http:
+                opened = await http.post(
+                    url,
+                    headers=headers,
+                    json={
+                        "jsonrpc": "2.0",
+                        "id": 1,
+                        "method": "initialize",
+                        "params": {
+                            "protocolVersion": "2025-11-25",
+                            "capabilities": {},
+                            "clientInfo": {"name": "resumer", "version": "1"},
+                        },
+                    },
+                )
+                session = {
+                    **headers,
+                    "Mcp-Session-Id": opened.headers["mcp-session-id"],
+                    "MCP-Protocol-Version": "2025-11-25",
+                }
+                await http.post(
+                    url,
+                    headers=session,
+                    json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                )
+                call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call"}
+                call["params"] = {"name": "gate", "arguments": {}}
+                async with http.stream("POST", url, headers=session, json=call) as stream:
+                    first = b""
+                    async for chunk in stream.aiter_bytes():
+                        first += chunk
+                        if b"\n\n" in first.replace(b"\r\n", b"\n"):
+                            break  # the priming event: then the stream drops
+                event_id = next(
+                    line.removeprefix("id:").strip()
+                    for line in first.decode().splitlines()
+                    if line.startswith("id:")
+                )
+                release.set()
+                await finished.wait()
+                replayed = b""
+                async with http.stream(
+                    "GET", url, headers={**session, "Last-Event-ID": event_id}
+                ) as stream:
+                    async for chunk in stream.aiter_bytes():
+                        replayed += chunk
+                        if b"through the gate" in replayed:
+                            break
+            nursery.cancel_scope.cancel()
+    assert b'"id":2' in replayed
+    assert b"through the gate" in replayed

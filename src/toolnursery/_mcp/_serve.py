@@ -44,6 +44,7 @@ from .._pipeline._registry import ToolRegistry, ToolScope
 from .._tools._output import output_schema
 from ._asking import CallQuestions, ask_the_client, new_secret
 from ._convert import annotations_to_mcp, blocks_to_mcp
+from ._events import MemoryEventStore
 
 __all__ = [
     "ERROR_META_KEY",
@@ -475,6 +476,8 @@ def mcp_asgi_app(
     path: str = "/mcp",
     allowed_hosts: Sequence[str] | None = None,
     token: str | None = None,
+    max_events: int = 10_000,
+    retry_ms: int | None = 1000,
 ) -> Any:
     """An ASGI application serving ``registry`` over streamable HTTP at ``path``.
 
@@ -491,6 +494,12 @@ def mcp_asgi_app(
 
     With ``token``, every request must carry ``Authorization: Bearer <token>``;
     one that does not gets 401.
+
+    Streams are resumable: the server keeps the latest ``max_events`` messages it
+    sent on SSE streams (0: none, streams are not resumable), and a client whose
+    stream dropped reconnects with ``Last-Event-ID`` and gets what it missed, the
+    call's result included; ``retry_ms`` is the reconnection delay suggested to
+    clients.
     """
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
     from mcp.server.transport_security import TransportSecuritySettings
@@ -508,7 +517,10 @@ def mcp_asgi_app(
             ],
         )
     manager = StreamableHTTPSessionManager(
-        app=mcp_server(registry, scope=scope, name=name), security_settings=security
+        app=mcp_server(registry, scope=scope, name=name),
+        security_settings=security,
+        event_store=MemoryEventStore(max_events) if max_events else None,
+        retry_interval=retry_ms if max_events else None,
     )
     expected = None if token is None else f"Bearer {token}".encode()
 
