@@ -21,6 +21,7 @@ import trio
 from toolnursery import (
     AudioContent,
     ContentBlock,
+    Disposer,
     EmbeddedResource,
     ImageContent,
     ResourceContents,
@@ -28,6 +29,7 @@ from toolnursery import (
     ToolDefinition,
     ToolRegistry,
     define_tool,
+    elicit,
     report_log,
     report_progress,
 )
@@ -93,6 +95,63 @@ async def json_schema_2020_12(args: Any, ctx: Any) -> str:
     return f"hello {args.get('name', 'nobody')}"
 
 
+# -- questions to the user (the newer suites' scenarios) ---------------------------
+
+_NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+
+async def elicitation(args: Any, ctx: Any) -> str:
+    answer = await elicit(args.get("message", "?"), data.ELICITATION_SCHEMA)
+    return f"User response: <action: {answer.action}, content: {answer.content}>"
+
+
+async def elicitation_defaults(args: Any, ctx: Any) -> str:
+    answer = await elicit("Please review your details", data.DEFAULTS_SCHEMA)
+    return f"Elicitation completed: action={answer.action}, content={answer.content}"
+
+
+async def elicitation_enums(args: Any, ctx: Any) -> str:
+    answer = await elicit("Please choose", data.ENUMS_SCHEMA)
+    return f"Elicitation completed: action={answer.action}, content={answer.content}"
+
+
+async def input_required_elicitation(args: Any, ctx: Any) -> str:
+    answer = await elicit("What is your name?", _NAME, key="user_name")
+    return f"Hello, {(answer.content or {}).get('name')}!"
+
+
+async def input_required_request_state(args: Any, ctx: Any) -> str:
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    answer = await elicit("Please confirm", schema, key="confirm")
+    # Reached only with a requestState the server verified.
+    return f"state-ok: {(answer.content or {}).get('ok')}"
+
+
+async def input_required_multi_round(args: Any, ctx: Any) -> str:
+    name = await elicit("Step 1: What is your name?", _NAME, key="step1")
+    color_schema = {
+        "type": "object",
+        "properties": {"color": {"type": "string"}},
+        "required": ["color"],
+    }
+    color = await elicit("Step 2: What is your favorite color?", color_schema, key="step2")
+    return f"{(name.content or {}).get('name')} likes {(color.content or {}).get('color')}"
+
+
+_QUESTIONS: dict[str, tuple[dict[str, Any], Callable[[Any, Any], Awaitable[Any]]]] = {
+    "test_elicitation": (
+        {"message": {"type": "string", "required": True}},
+        elicitation,
+    ),
+    "test_elicitation_sep1034_defaults": ({}, elicitation_defaults),
+    "test_elicitation_sep1330_enums": ({}, elicitation_enums),
+    "test_input_required_result_elicitation": ({}, input_required_elicitation),
+    "test_input_required_result_request_state": ({}, input_required_request_state),
+    "test_input_required_result_tampered_state": ({}, input_required_request_state),
+    "test_input_required_result_multi_round": ({}, input_required_multi_round),
+}
+
+
 _BODIES: dict[str, Callable[[Any, Any], Awaitable[Any]]] = {
     "test_simple_text": simple_text,
     "test_image_content": image_content,
@@ -106,7 +165,8 @@ _BODIES: dict[str, Callable[[Any, Any], Awaitable[Any]]] = {
 
 
 def make() -> ToolRegistry:
-    """A fresh registry with every tool of :data:`mcp_conformance_data.TOOLS`."""
+    """A fresh registry with every tool of :data:`mcp_conformance_data.TOOLS`, then the
+    tools that ask the user and ``test_trigger_tool_change``."""
     made = ToolRegistry()
     for name, description, schema in data.TOOLS:
         if name == data.SCHEMA_TOOL:
@@ -117,7 +177,43 @@ def make() -> ToolRegistry:
                     name=name, description=description, parameters={}, execute=_BODIES[name]
                 )
             )
+    _register_questions(made)
     return made
+
+
+def _register_questions(made: ToolRegistry) -> None:
+    """The tools that ask the user, and one that changes the tool list."""
+    for name, (parameters, body) in _QUESTIONS.items():
+        made.register(
+            define_tool(name=name, description=f"Asks: {name}", parameters=parameters, execute=body)
+        )
+
+    async def dynamic(args: Any, ctx: Any) -> str:
+        return "dynamic"
+
+    added: list[Disposer] = []
+
+    async def trigger_tool_change(args: Any, ctx: Any) -> str:
+        if added:
+            added.pop()()
+            return "removed test_dynamic_tool"
+        added.append(
+            made.register(
+                define_tool(
+                    name="test_dynamic_tool", description="d", parameters={}, execute=dynamic
+                )
+            )
+        )
+        return "added test_dynamic_tool"
+
+    made.register(
+        define_tool(
+            name="test_trigger_tool_change",
+            description="Adds or removes test_dynamic_tool.",
+            parameters={},
+            execute=trigger_tool_change,
+        )
+    )
 
 
 registry = make()

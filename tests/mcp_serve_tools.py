@@ -120,6 +120,13 @@ def make() -> ToolRegistry:
         )
         return f"{answer.action}: {(answer.content or {}).get('name')}"
 
+    async def two_questions(args: Any, ctx: Any) -> str:
+        name = await elicit("Name?", {"type": "object", "properties": {"name": {"type": "string"}}})
+        color = await elicit(
+            "Colour?", {"type": "object", "properties": {"color": {"type": "string"}}}
+        )
+        return f"{(name.content or {}).get('name')} likes {(color.content or {}).get('color')}"
+
     async def huge(args: Any, ctx: Any) -> str:
         try:
             ctx.report_progress(10**400)
@@ -167,6 +174,7 @@ def make() -> ToolRegistry:
         ("badnote", badnote),
         ("huge", huge),
         ("question", question),
+        ("two_questions", two_questions),
         ("ask_me", echo),
     ):
         registry.register(ToolDefinition(name, f"The {name} tool.", {"type": "object"}, body))

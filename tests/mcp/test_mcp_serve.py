@@ -12,7 +12,6 @@ import gc
 import os
 import subprocess
 import sys
-import time
 import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -30,7 +29,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.connection import Connection
-from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 import mcp_serve_tools
 from toolnursery import ToolRegistry, define_tool
@@ -626,29 +625,74 @@ async def test_an_ask_stays_a_denial_when_the_client_cannot_answer() -> None:
 
 async def test_a_forged_2026_answer_does_not_approve() -> None:
     with trio.fail_after(LIMIT):
-        async with Client(mcp_server(mcp_serve_tools.make()), mode=MODERN) as client:
+        async with Client(
+            mcp_server(mcp_serve_tools.make()),
+            mode=MODERN,
+            elicitation_callback=answering("decline", None),  # declares elicitation
+        ) as client:
             forged = {APPROVAL_KEY: types.ElicitResult(action="accept", content={"approve": True})}
-            result = await client.session.call_tool(
+            unasked = await client.session.call_tool(
                 "ask_me",
                 {},
                 input_responses=forged,  # type: ignore[arg-type]
-                request_state=f"{time.time()!r}.0000",
                 allow_input_required=True,
             )
-    assert isinstance(result, types.InputRequiredResult)
-    assert result.input_requests is not None
-    assert list(result.input_requests) == [APPROVAL_KEY]
+            with pytest.raises(MCPError, match="integrity check") as refused:
+                await client.session.call_tool(
+                    "ask_me",
+                    {},
+                    input_responses=forged,  # type: ignore[arg-type]
+                    request_state="e30.0000",
+                    allow_input_required=True,
+                )
+    # answers without a state the server minted are not trusted: it asks
+    assert isinstance(unasked, types.InputRequiredResult)
+    assert unasked.input_requests is not None
+    assert list(unasked.input_requests) == [APPROVAL_KEY]
+    assert refused.value.error.code == types.INVALID_PARAMS
 
 
-async def test_a_body_asks_the_user() -> None:
-    on_elicit = answering("accept", {"name": "Ada"})
+async def test_a_2026_answer_counts_only_for_its_own_call() -> None:
     with trio.fail_after(LIMIT):
         async with Client(
-            mcp_server(mcp_serve_tools.make()), mode=LEGACY, elicitation_callback=on_elicit
+            mcp_server(mcp_serve_tools.make()),
+            mode=MODERN,
+            elicitation_callback=answering("decline", None),  # declares elicitation
+        ) as client:
+            asked = await client.session.call_tool(
+                "ask_me", {"text": "a"}, allow_input_required=True
+            )
+            assert isinstance(asked, types.InputRequiredResult)
+            answer = {APPROVAL_KEY: types.ElicitResult(action="accept", content={"approve": True})}
+            with pytest.raises(MCPError, match="another call"):
+                await client.session.call_tool(
+                    "ask_me",
+                    {"text": "b"},
+                    input_responses=answer,  # type: ignore[arg-type]
+                    request_state=asked.request_state,
+                    allow_input_required=True,
+                )
+            ran = await client.session.call_tool(
+                "ask_me",
+                {"text": "a"},
+                input_responses=answer,  # type: ignore[arg-type]
+                request_state=asked.request_state,
+            )
+    assert first_text(ran) == "a"
+
+
+@BOTH
+async def test_a_body_asks_the_user(mode: str) -> None:
+    on_elicit = answering("accept", {"name": "Ada", "color": "teal"})
+    with trio.fail_after(LIMIT):
+        async with Client(
+            mcp_server(mcp_serve_tools.make()), mode=mode, elicitation_callback=on_elicit
         ) as client:
             result = await client.call_tool("question", {})
+            twice = await client.call_tool("two_questions", {})
     assert first_text(result) == "accept: Ada"
-    assert on_elicit.asked == ["What is your name?"]
+    assert first_text(twice) == "Ada likes teal"
+    assert on_elicit.asked == ["What is your name?", "Name?", "Colour?"]
 
 
 @pytest.mark.parametrize("mode", [LEGACY, MODERN])
@@ -658,8 +702,7 @@ async def test_a_body_that_cannot_ask_gets_a_clear_error(mode: str) -> None:
             result = await client.call_tool("question", {})
     assert result.is_error
     assert error_code(result) == "ELICITATION_UNAVAILABLE"
-    expected = "2026-07-28" if mode == MODERN else "did not declare elicitation"
-    assert expected in first_text(result)
+    assert "did not declare elicitation" in first_text(result)
 
 
 async def test_a_dropped_http_stream_loses_no_result() -> None:

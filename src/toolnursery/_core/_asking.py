@@ -34,8 +34,8 @@ class Elicitation(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
     content: dict[str, Any] | None = None
 
 
-Asker: TypeAlias = Callable[[str, Mapping[str, Any]], Awaitable[Elicitation]]
-"""Puts a question (message, requested JSON Schema) to the user; returns the answer."""
+Asker: TypeAlias = Callable[[str, Mapping[str, Any], "str | None"], Awaitable[Elicitation]]
+"""Puts a question (message, requested JSON Schema, key) to the user; returns the answer."""
 
 _asker: ContextVar[Asker | None] = ContextVar("toolnursery_asker", default=None)
 
@@ -50,13 +50,21 @@ def asking(asker: Asker) -> Iterator[None]:
         _asker.reset(token)
 
 
-async def elicit(message: str, requested_schema: Mapping[str, Any]) -> Elicitation:
+async def elicit(
+    message: str, requested_schema: Mapping[str, Any], *, key: str | None = None
+) -> Elicitation:
     """Ask the user a question from a tool body, and wait for the answer.
+
+    Served over MCP at 2026-07-28, a call that asks ends with the question, and
+    runs again from the start once the client answers: this time ``elicit()``
+    returns the answer. What the body did before asking, it does again.
 
     Args:
         message: the question, for a person.
         requested_schema: the JSON Schema of the answer (an object of plain-typed
             properties, as MCP's form elicitation allows).
+        key: the question's name, unique within the call (default: its position
+            among the call's questions); 2026-07-28 clients see it.
 
     Returns:
         The user's answer.
@@ -76,4 +84,4 @@ async def elicit(message: str, requested_schema: Mapping[str, Any]) -> Elicitati
         raise ElicitationUnavailableError(
             "this call cannot ask the user: nothing that runs it takes questions"
         )
-    return await asker(message, requested_schema)
+    return await asker(message, requested_schema, key)

@@ -2,15 +2,18 @@
 
 On 2025-11-25 a question is an ``elicitation/create`` request on the call's stream
 (the client must have declared ``elicitation``). On 2026-07-28 a server sends no
-requests: the only question a served call asks is the approval of an ``Ask``, made
-before the body runs, so the call answers ``input_required`` with the question and
-runs when the client retries with the answer. The retry's ``requestState`` is an
-HMAC of the question's tool and arguments and its time, so an answer counts only for
-the call it was given for, and only for :data:`ANSWER_TTL_S`.
+requests: a call that asks ends with an ``input_required`` result carrying the
+question, and the client retries the call with the answer — the body runs again
+from the start, and this time ``elicit()`` returns the answer (what the body did
+before asking, it does again). Answers accumulate across rounds in the
+``requestState``, which is sealed with an HMAC over the call's tool and arguments:
+a state that was altered, is older than :data:`ANSWER_TTL_S`, or was minted for
+another call is refused with a JSON-RPC error.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import json
@@ -18,20 +21,28 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 import mcp.types as types
+import msgspec
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from .._core._asking import Elicitation
 from .._core._decisions import Allow, Ask, Deny, PreToolDecision
-from .._core._errors import ElicitationUnavailableError
+from .._core._errors import ElicitationUnavailableError, ToolError
 from .._core._execution import ToolExecution
 from .._pipeline._registry import Disposer, ToolRegistry
 
-__all__ = ["ANSWER_TTL_S", "APPROVAL_KEY", "CallQuestions", "ask_the_client", "new_secret"]
+__all__ = [
+    "ANSWER_TTL_S",
+    "APPROVAL_KEY",
+    "CallQuestions",
+    "InputRequired",
+    "ask_the_client",
+    "new_secret",
+]
 
 APPROVAL_KEY: Final = "toolnursery/approval"
 """The ``inputRequests`` key of a 2026-07-28 approval question."""
@@ -48,6 +59,13 @@ _APPROVAL_SCHEMA: Final = {
 _questions: ContextVar[CallQuestions | None] = ContextVar("toolnursery_mcp_questions", default=None)
 
 
+class InputRequired(ToolError):
+    """Raised when a served 2026-07-28 call asks its client: the call ends here, and
+    answers ``input_required`` (its result is replaced; observers see this error)."""
+
+    code = "INPUT_REQUIRED"
+
+
 class CallQuestions:
     """How one served call asks its client; installed around the call's pipeline."""
 
@@ -57,10 +75,16 @@ class CallQuestions:
         params: types.CallToolRequestParams,
         secret: bytes,
     ) -> None:
+        """Raises:
+        MCPError: the retry's ``requestState`` is not one this server minted for
+            this call (altered, expired, or another call's).
+        """
         self._ctx = ctx
         self._params = params
         self._secret = secret
+        self._count = 0
         self.modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        self._answers: dict[str, Elicitation] = self._verified() if self.modern else {}
         self.input_required: types.InputRequiredResult | None = None
         """Set when the call must end by asking a 2026-07-28 client."""
 
@@ -70,16 +94,22 @@ class CallQuestions:
 
     def _can_elicit(self) -> bool:
         wanted = types.ClientCapabilities(elicitation=types.ElicitationCapability())
-        return not self.modern and self._ctx.session.check_client_capability(wanted)
+        return self._ctx.session.check_client_capability(wanted)
 
-    async def elicit(self, message: str, schema: Mapping[str, Any]) -> Elicitation:
+    async def elicit(
+        self, message: str, schema: Mapping[str, Any], key: str | None = None
+    ) -> Elicitation:
         """Ask the client's user (an :data:`~toolnursery._core._asking.Asker`)."""
-        if self.modern:
-            raise ElicitationUnavailableError(
-                "the MCP client speaks 2026-07-28, where a running call cannot ask it"
-            )
+        if key is None:
+            key = f"toolnursery/elicit/{self._count}"
+            self._count += 1
+        if self.modern and key in self._answers:
+            return self._answers[key]
         if not self._can_elicit():
             raise ElicitationUnavailableError("the MCP client did not declare elicitation")
+        if self.modern:
+            self._ask(key, message, schema)
+            raise InputRequired(f"waiting for the client's answer to {key!r}")
         try:
             result = await self._ctx.session.elicit_form(
                 message, dict(schema), related_request_id=self._ctx.request_id
@@ -93,53 +123,68 @@ class CallQuestions:
     async def approve(self, name: str, reason: str | None) -> PreToolDecision | None:
         """The client's decision on an ``Ask``; ``None`` when it cannot be asked."""
         message = reason if reason is not None else f'Allow the tool "{name}" to run?'
-        if self.modern:
-            answer = self._answer()
-            if answer is None:
-                self.input_required = types.InputRequiredResult(
-                    input_requests={
-                        APPROVAL_KEY: types.ElicitRequest(
-                            params=types.ElicitRequestFormParams(
-                                message=message, requested_schema=dict(_APPROVAL_SCHEMA)
-                            )
-                        )
-                    },
-                    request_state=self._state(time.time()),
-                )
+        answer = self._answers.get(APPROVAL_KEY)
+        if answer is None:
+            if not self._can_elicit():
+                return None
+            if self.modern:
+                self._ask(APPROVAL_KEY, message, _APPROVAL_SCHEMA)
                 return Deny(f'tool "{name}" waits for the client\'s approval')
-        elif self._can_elicit():
             try:
-                answer = await self.elicit(message, _APPROVAL_SCHEMA)
+                answer = await self.elicit(message, _APPROVAL_SCHEMA, APPROVAL_KEY)
             except ElicitationUnavailableError:
                 return None
-        else:
-            return None
         if answer.action == "accept" and (answer.content or {}).get("approve") is True:
             return Allow()
         return Deny(f'the user declined tool "{name}"')
 
-    def _answer(self) -> Elicitation | None:
-        """The retry's answer, if its ``requestState`` is one minted for this call."""
-        state = self._params.request_state
-        response = (self._params.input_responses or {}).get(APPROVAL_KEY)
-        if state is None or not isinstance(response, types.ElicitResult):
-            return None
-        stamp, _, _ = state.rpartition(".")
-        try:
-            minted = float(stamp)
-        except ValueError:
-            return None
-        if not (0 <= time.time() - minted <= ANSWER_TTL_S):
-            return None
-        if not hmac.compare_digest(state, self._state(minted)):
-            return None
-        return Elicitation(action=response.action, content=response.content)
+    def _ask(self, key: str, message: str, schema: Mapping[str, Any]) -> None:
+        request = types.ElicitRequest(
+            params=types.ElicitRequestFormParams(message=message, requested_schema=dict(schema))
+        )
+        self.input_required = types.InputRequiredResult(
+            input_requests={key: request}, request_state=self._seal(key)
+        )
 
-    def _state(self, minted: float) -> str:
-        params = self._params
-        bound = json.dumps([params.name, params.arguments, repr(minted)], sort_keys=True)
-        digest = hmac.new(self._secret, bound.encode(), hashlib.sha256).hexdigest()
-        return f"{minted!r}.{digest}"
+    def _seal(self, asked: str) -> str:
+        payload = {
+            "t": time.time(),
+            "call": [self._params.name, self._params.arguments],
+            "asked": asked,
+            "answers": {key: msgspec.to_builtins(answer) for key, answer in self._answers.items()},
+        }
+        body = base64.urlsafe_b64encode(json.dumps(payload).encode()).decode()
+        return f"{body}.{self._mac(body)}"
+
+    def _mac(self, body: str) -> str:
+        return hmac.new(self._secret, body.encode(), hashlib.sha256).hexdigest()
+
+    def _verified(self) -> dict[str, Elicitation]:
+        """The answers so far: the state's, and the retry's to the question it asked."""
+        state = self._params.request_state
+        if state is None:  # a first round (responses without a state are not trusted)
+            return {}
+        body, _, mac = state.rpartition(".")
+        if not hmac.compare_digest(mac, self._mac(body)):
+            _refuse("requestState failed its integrity check")
+        payload = json.loads(base64.urlsafe_b64decode(body))
+        if not (0 <= time.time() - payload["t"] <= ANSWER_TTL_S):
+            _refuse("requestState has expired; call the tool again")
+        if payload["call"] != [self._params.name, self._params.arguments]:
+            _refuse("requestState belongs to another call")
+        answers = {
+            key: msgspec.convert(answer, Elicitation) for key, answer in payload["answers"].items()
+        }
+        response = (self._params.input_responses or {}).get(payload["asked"])
+        if isinstance(response, types.ElicitResult):
+            answers[payload["asked"]] = Elicitation(
+                action=response.action, content=response.content
+            )
+        return answers
+
+
+def _refuse(message: str) -> NoReturn:
+    raise MCPError(types.INVALID_PARAMS, message)
 
 
 def new_secret() -> bytes:
