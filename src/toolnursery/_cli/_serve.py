@@ -89,6 +89,7 @@ def serve_command(options: argparse.Namespace) -> int:
     if options.http is None and (options.allow_remote or token is not None):
         raise UsageError("--allow-remote and a token apply to --http only")
     try:
+        from .._mcp import _http as tn_http
         from .._mcp import _serve as tn_mcp
     except ImportError as exc:
         if importlib.util.find_spec("mcp") is None:
@@ -101,8 +102,8 @@ def serve_command(options: argparse.Namespace) -> int:
     if options.http is not None:
         host, _ = options.http
         try:
-            tn_mcp.check_bind(host, allow_remote=options.allow_remote, token=token)
-        except tn_mcp.RemoteServeError as exc:
+            tn_http.check_bind(host, allow_remote=options.allow_remote, token=token)
+        except tn_http.RemoteServeError as exc:
             raise UsageError(str(exc)) from None
     registry = load_registry(options.tools) if options.tools is not None else None
     with ExitStack() as stack:
@@ -117,7 +118,7 @@ def serve_command(options: argparse.Namespace) -> int:
             async with trio.open_nursery() as nursery:
                 url = await nursery.start(
                     partial(
-                        tn_mcp.serve_mcp_http,
+                        tn_http.serve_mcp_http,
                         registry,
                         host,
                         port,
