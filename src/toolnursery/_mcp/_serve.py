@@ -289,13 +289,14 @@ async def _call(
     served.nursery.start_soon(run)
     try:
         await done.wait()
+        await forwarder.finished()
     except trio.Cancelled:
         signal.cancel("cancelled by the MCP client")
+        forwarder.abandon()
         with trio.CancelScope(shield=True):
             await done.wait()
             await forwarder.finished()
         raise
-    await forwarder.finished()
     if failure:
         raise failure[0]
     if questions.input_required is not None:
@@ -315,13 +316,20 @@ class _Forwarder:
         self._nursery = nursery
         self._send: trio.MemorySendChannel[CallReport] | None = None
         self._done: trio.Event | None = None
+        self._scope = trio.CancelScope()
 
     def sink(self, report: CallReport) -> None:
+        if self._scope.cancel_called:
+            return  # abandoned: the request is gone, nobody to tell
         if self._send is None:
             self._send, receive = trio.open_memory_channel[CallReport](math.inf)
             self._done = trio.Event()
             self._nursery.start_soon(self._forward, receive, _log_levels(self._ctx))
         self._send.send_nowait(report)
+
+    def abandon(self) -> None:
+        """Stop sending (the request was cancelled): the task ends at once."""
+        self._scope.cancel()
 
     async def finished(self) -> None:
         """Wait until every report made has been sent (or dropped)."""
@@ -342,7 +350,8 @@ class _Forwarder:
     ) -> None:
         ctx = self._ctx
         try:
-            await self._send_all(ctx, reports, allowed)
+            with self._scope, reports:
+                await self._send_all(ctx, reports, allowed)
         finally:
             assert self._done is not None
             self._done.set()
