@@ -127,6 +127,14 @@ def make() -> ToolRegistry:
         )
         return f"{(name.content or {}).get('name')} likes {(color.content or {}).get('color')}"
 
+    async def chatty_slow(args: Any, ctx: Any) -> str:
+        ctx.report_progress(1, message="started")
+        try:
+            await trio.sleep_forever()
+        finally:
+            ctx.report_progress(2, message="cancelled")  # nobody left to tell
+        return "never"
+
     async def huge(args: Any, ctx: Any) -> str:
         try:
             ctx.report_progress(10**400)
@@ -175,6 +183,7 @@ def make() -> ToolRegistry:
         ("huge", huge),
         ("question", question),
         ("two_questions", two_questions),
+        ("chatty_slow", chatty_slow),
         ("ask_me", echo),
     ):
         registry.register(ToolDefinition(name, f"The {name} tool.", {"type": "object"}, body))

@@ -424,6 +424,31 @@ async def test_mcp_cancellation_reaches_the_body_through_the_calls_signal() -> N
     assert outcomes[0].error.code == "ABORTED"
 
 
+@BOTH
+async def test_a_cancelled_call_that_reports_ends_cleanly(mode: str) -> None:
+    registry = mcp_serve_tools.make()
+    outcomes: list[Any] = []
+    registry.on_result(lambda execution, result: outcomes.append(result))
+    heard = trio.Event()
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        heard.set()
+
+    with trio.fail_after(LIMIT):
+        async with Client(mcp_server(registry), mode=mode) as client:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(
+                    functools.partial(client.call_tool, progress_callback=on_progress),
+                    "chatty_slow",
+                    {},
+                )
+                await heard.wait()
+                nursery.cancel_scope.cancel()
+            again = await client.call_tool("echo", {"text": "after"})
+    assert first_text(again) == "after"
+    assert [r.error.code for r in outcomes if r.error is not None] == ["ABORTED"]
+
+
 async def hundred_limited_calls(client: Client) -> list[types.CallToolResult]:
     """100 concurrent calls of the tool limited to 3 bodies at once."""
     results: list[types.CallToolResult] = []
