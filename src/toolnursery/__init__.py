@@ -249,6 +249,7 @@ __all__ = [
     "assert_supported_output_schema",
     "attach_output",
     "define_tool",
+    "elicit",
     "from_strict_arguments",
     "install_destructive_ask",
     "install_otel_tracing",
@@ -257,7 +258,6 @@ __all__ = [
     "open_tool_batch",
     "output_schema",
     "parse_arguments",
-    "elicit",
     "report_log",
     "report_progress",
     "reporting",
@@ -267,8 +267,7 @@ __all__ = [
     "thaw",
     "tool",
     "validate_args",
-    "validate_structured_value",
-]
+    "validate_structured_value",]
 
 # Names that moved to a submodule stay importable from here for one release, with a
 # DeprecationWarning naming their new home; they are in neither __all__ nor dir().
