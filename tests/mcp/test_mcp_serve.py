@@ -527,6 +527,9 @@ def live_connections() -> int:
 async def test_departed_clients_leave_nothing_behind(mode: str) -> None:
     registry = mcp_serve_tools.make()
     listeners = len(registry._change)
+    for _ in range(3):
+        mcp_server(registry)  # a server that never runs holds nothing
+    assert len(registry._change) == listeners
     server = mcp_server(registry)
     with trio.fail_after(LIMIT):
         for cycle in range(5):
