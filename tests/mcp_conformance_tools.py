@@ -22,6 +22,7 @@ from toolnursery import (
     AudioContent,
     ContentBlock,
     Disposer,
+    ElicitationUnavailableError,
     EmbeddedResource,
     ImageContent,
     ResourceContents,
@@ -32,6 +33,7 @@ from toolnursery import (
     elicit,
     report_log,
     report_progress,
+    sample,
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -138,6 +140,26 @@ async def input_required_multi_round(args: Any, ctx: Any) -> str:
     return f"{(name.content or {}).get('name')} likes {(color.content or {}).get('color')}"
 
 
+async def sampling(args: Any, ctx: Any) -> str:
+    answer = await sample(args.get("prompt", "?"), max_tokens=100)
+    return f"LLM response: {answer.text}"
+
+
+async def input_required_sampling(args: Any, ctx: Any) -> str:
+    answer = await sample("What is the capital of France?", max_tokens=100, key="capital_question")
+    return f"The model says: {answer.text}"
+
+
+async def input_required_capabilities(args: Any, ctx: Any) -> str:
+    # Ask only what the client can answer: its name if it takes questions, then its model.
+    try:
+        name = await elicit("What is your name?", _NAME, key="user_name")
+    except ElicitationUnavailableError:
+        name = None
+    greeting = await sample("Generate a greeting", max_tokens=50, key="greeting")
+    return f"{greeting.text} ({name.action if name else 'no name asked'})"
+
+
 _QUESTIONS: dict[str, tuple[dict[str, Any], Callable[[Any, Any], Awaitable[Any]]]] = {
     "test_elicitation": (
         {"message": {"type": "string", "required": True}},
@@ -149,6 +171,9 @@ _QUESTIONS: dict[str, tuple[dict[str, Any], Callable[[Any, Any], Awaitable[Any]]
     "test_input_required_result_request_state": ({}, input_required_request_state),
     "test_input_required_result_tampered_state": ({}, input_required_request_state),
     "test_input_required_result_multi_round": ({}, input_required_multi_round),
+    "test_sampling": ({"prompt": {"type": "string", "required": True}}, sampling),
+    "test_input_required_result_sampling": ({}, input_required_sampling),
+    "test_input_required_result_capabilities": ({}, input_required_capabilities),
 }
 
 

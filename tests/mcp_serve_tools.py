@@ -27,6 +27,7 @@ from toolnursery import (
     install_timeout_policy,
     report_log,
     report_progress,
+    sample,
 )
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
@@ -135,6 +136,10 @@ def make() -> ToolRegistry:
             ctx.report_progress(2, message="cancelled")  # nobody left to tell
         return "never"
 
+    async def ask_model(args: Any, ctx: Any) -> str:
+        answer = await sample("What is the capital of France?", max_tokens=20)
+        return f"{answer.model}: {answer.text}"
+
     async def huge(args: Any, ctx: Any) -> str:
         try:
             ctx.report_progress(10**400)
@@ -184,6 +189,7 @@ def make() -> ToolRegistry:
         ("question", question),
         ("two_questions", two_questions),
         ("chatty_slow", chatty_slow),
+        ("ask_model", ask_model),
         ("ask_me", echo),
     ):
         registry.register(ToolDefinition(name, f"The {name} tool.", {"type": "object"}, body))

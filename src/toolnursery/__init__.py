@@ -23,7 +23,9 @@ from ._batch._scheduler import run_tool_calls as run_tool_calls
 from ._core import _execution
 from ._core._arguments import parse_arguments as parse_arguments
 from ._core._asking import Elicitation as Elicitation
+from ._core._asking import Sample as Sample
 from ._core._asking import elicit as elicit
+from ._core._asking import sample as sample
 from ._core._content import AudioContent as AudioContent
 from ._core._content import ContentAnnotations as ContentAnnotations
 from ._core._content import ContentBlock as ContentBlock
@@ -213,6 +215,7 @@ __all__ = [
     "ResourceLink",
     "ResultObserver",
     "ResumeError",
+    "Sample",
     "SchemaProp",
     "SchemaSpec",
     "SchemaType",
@@ -262,12 +265,14 @@ __all__ = [
     "report_progress",
     "reporting",
     "run_tool_calls",
+    "sample",
     "schema_spec_to_json_schema",
     "strict_json_schema",
     "thaw",
     "tool",
     "validate_args",
-    "validate_structured_value",]
+    "validate_structured_value",
+]
 
 # Names that moved to a submodule stay importable from here for one release, with a
 # DeprecationWarning naming their new home; they are in neither __all__ nor dir().

@@ -799,3 +799,29 @@ async def test_a_dropped_http_stream_loses_no_result() -> None:
             nursery.cancel_scope.cancel()
     assert b'"id":2' in replayed
     assert b"through the gate" in replayed
+
+
+@BOTH
+async def test_a_body_asks_the_clients_model(mode: str) -> None:
+    prompts: list[str] = []
+
+    async def on_sample(context: Any, params: types.CreateMessageRequestParams) -> Any:
+        prompts.append(params.messages[0].content.text)  # type: ignore[union-attr]
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(type="text", text="Paris"),
+            model="tiny",
+            stop_reason="endTurn",
+        )
+
+    with trio.fail_after(LIMIT):
+        async with Client(
+            mcp_server(mcp_serve_tools.make()), mode=mode, sampling_callback=on_sample
+        ) as client:
+            answered = await client.call_tool("ask_model", {})
+        async with Client(mcp_server(mcp_serve_tools.make()), mode=mode) as client:
+            unanswered = await client.call_tool("ask_model", {})
+    assert first_text(answered) == "tiny: Paris"
+    assert prompts == ["What is the capital of France?"]
+    assert error_code(unanswered) == "ELICITATION_UNAVAILABLE"
+    assert "did not declare sampling" in first_text(unanswered)

@@ -20,7 +20,8 @@ The tree::
     │   ├── IncompleteCallError       INCOMPLETE_CALL: a streamed call the model never
     │   │                             finished (the stream broke off, or it was garbled)
     │   ├── ElicitationUnavailableError  ELICITATION_UNAVAILABLE: a body asked the user
-    │   │                             (``elicit``) and nobody can be asked
+    │   │                             (``elicit``) or the client's model (``sample``)
+    │   │                             and nobody can be asked
     │   ├── McpServerGoneError        MCP_SERVER_GONE: a mounted MCP server's connection
     │   │                             ended before the call finished
     │   ├── McpCallError              MCP_TOOL_ERROR / MCP_REQUEST_FAILED: a mounted
@@ -252,11 +253,10 @@ class IncompleteCallError(ToolError):
 
 
 class ElicitationUnavailableError(ToolError):
-    """Raised when a body asks the user (``elicit``) and nobody can be asked.
+    """Raised when a body asks the user or the client's model and nobody can be asked.
 
-    No asker is installed around the call, or the one installed cannot reach the
-    user (an MCP client that did not declare elicitation, or a 2026-07-28 client,
-    which a running call cannot ask).
+    A body asked with ``elicit`` or ``sample``, but no asker is installed around the call, or the one installed cannot reach anyone
+    (an MCP client that did not declare elicitation, or sampling).
     """
 
     code = "ELICITATION_UNAVAILABLE"

@@ -27,9 +27,10 @@ import mcp.types as types
 import msgspec
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ServerMessageMetadata
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
-from .._core._asking import Elicitation
+from .._core._asking import Elicitation, Sample
 from .._core._decisions import Allow, Ask, Deny, PreToolDecision
 from .._core._errors import ElicitationUnavailableError, ToolError
 from .._core._execution import ToolExecution
@@ -84,7 +85,7 @@ class CallQuestions:
         self._secret = secret
         self._count = 0
         self.modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
-        self._answers: dict[str, Elicitation] = self._verified() if self.modern else {}
+        self._answers: dict[str, Elicitation | Sample] = self._verified() if self.modern else {}
         self.input_required: types.InputRequiredResult | None = None
         """Set when the call must end by asking a 2026-07-28 client."""
 
@@ -92,27 +93,38 @@ class CallQuestions:
         """Make this the questions of the calls run in this context (until reset)."""
         return _questions.set(self)
 
+    def _can(self, capability: types.ClientCapabilities) -> bool:
+        return self._ctx.session.check_client_capability(capability)
+
     def _can_elicit(self) -> bool:
-        wanted = types.ClientCapabilities(elicitation=types.ElicitationCapability())
-        return self._ctx.session.check_client_capability(wanted)
+        return self._can(types.ClientCapabilities(elicitation=types.ElicitationCapability()))
+
+    def _key(self, kind: str, key: str | None) -> str:
+        if key is None:
+            key = f"toolnursery/{kind}/{self._count}"
+            self._count += 1
+        return key
 
     async def elicit(
-        self, message: str, schema: Mapping[str, Any], key: str | None = None
+        self, message: str, requested_schema: Mapping[str, Any], key: str | None = None
     ) -> Elicitation:
-        """Ask the client's user (an :data:`~toolnursery._core._asking.Asker`)."""
-        if key is None:
-            key = f"toolnursery/elicit/{self._count}"
-            self._count += 1
-        if self.modern and key in self._answers:
-            return self._answers[key]
+        """Ask the client's user (see :class:`~toolnursery._core._asking.Asker`)."""
+        key = self._key("elicit", key)
+        answer = self._answers.get(key)
+        if isinstance(answer, Elicitation):
+            return answer
         if not self._can_elicit():
             raise ElicitationUnavailableError("the MCP client did not declare elicitation")
+        request = types.ElicitRequest(
+            params=types.ElicitRequestFormParams(
+                message=message, requested_schema=dict(requested_schema)
+            )
+        )
         if self.modern:
-            self._ask(key, message, schema)
-            raise InputRequired(f"waiting for the client's answer to {key!r}")
+            self._ask(key, "elicit", request)
         try:
-            result = await self._ctx.session.elicit_form(
-                message, dict(schema), related_request_id=self._ctx.request_id
+            result = await self._ctx.session.send_request(
+                request, types.ElicitResult, metadata=self._related()
             )
         except MCPError as exc:
             raise ElicitationUnavailableError(
@@ -120,38 +132,78 @@ class CallQuestions:
             ) from exc
         return Elicitation(action=result.action, content=result.content)
 
+    async def sample(
+        self, prompt: str, max_tokens: int, system_prompt: str | None, key: str | None = None
+    ) -> Sample:
+        """Ask the client's model (see :class:`~toolnursery._core._asking.Asker`)."""
+        key = self._key("sample", key)
+        answer = self._answers.get(key)
+        if isinstance(answer, Sample):
+            return answer
+        if not self._can(types.ClientCapabilities(sampling=types.SamplingCapability())):
+            raise ElicitationUnavailableError("the MCP client did not declare sampling")
+        request = types.CreateMessageRequest(
+            params=types.CreateMessageRequestParams(
+                messages=[
+                    types.SamplingMessage(
+                        role="user", content=types.TextContent(type="text", text=prompt)
+                    )
+                ],
+                max_tokens=max_tokens,
+                system_prompt=system_prompt,
+            )
+        )
+        if self.modern:
+            self._ask(key, "sample", request)
+        try:
+            result = await self._ctx.session.send_request(
+                request, types.CreateMessageResult, metadata=self._related()
+            )
+        except MCPError as exc:
+            raise ElicitationUnavailableError(
+                f"the MCP client could not answer: {exc.error.message}"
+            ) from exc
+        return _sample(result)
+
+    def _related(self) -> ServerMessageMetadata:
+        return ServerMessageMetadata(related_request_id=self._ctx.request_id)
+
     async def approve(self, name: str, reason: str | None) -> PreToolDecision | None:
         """The client's decision on an ``Ask``; ``None`` when it cannot be asked."""
         message = reason if reason is not None else f'Allow the tool "{name}" to run?'
         answer = self._answers.get(APPROVAL_KEY)
-        if answer is None:
+        if not isinstance(answer, Elicitation):
             if not self._can_elicit():
                 return None
-            if self.modern:
-                self._ask(APPROVAL_KEY, message, _APPROVAL_SCHEMA)
-                return Deny(f'tool "{name}" waits for the client\'s approval')
             try:
                 answer = await self.elicit(message, _APPROVAL_SCHEMA, APPROVAL_KEY)
+            except InputRequired:
+                return Deny(f'tool "{name}" waits for the client\'s approval')
             except ElicitationUnavailableError:
                 return None
         if answer.action == "accept" and (answer.content or {}).get("approve") is True:
             return Allow()
         return Deny(f'the user declined tool "{name}"')
 
-    def _ask(self, key: str, message: str, schema: Mapping[str, Any]) -> None:
-        request = types.ElicitRequest(
-            params=types.ElicitRequestFormParams(message=message, requested_schema=dict(schema))
-        )
+    def _ask(self, key: str, kind: str, request: types.InputRequest) -> NoReturn:
+        """End this 2026-07-28 round with ``request``, to be answered on the retry."""
         self.input_required = types.InputRequiredResult(
-            input_requests={key: request}, request_state=self._seal(key)
+            input_requests={key: request}, request_state=self._seal(key, kind)
         )
+        raise InputRequired(f"waiting for the client's answer to {key!r}")
 
-    def _seal(self, asked: str) -> str:
+    def _seal(self, asked: str, kind: str) -> str:
         payload = {
             "t": time.time(),
             "call": [self._params.name, self._params.arguments],
-            "asked": asked,
-            "answers": {key: msgspec.to_builtins(answer) for key, answer in self._answers.items()},
+            "asked": [asked, kind],
+            "answers": {
+                key: [
+                    "sample" if isinstance(answer, Sample) else "elicit",
+                    msgspec.to_builtins(answer),
+                ]
+                for key, answer in self._answers.items()
+            },
         }
         body = base64.urlsafe_b64encode(json.dumps(payload).encode()).decode()
         return f"{body}.{self._mac(body)}"
@@ -159,7 +211,7 @@ class CallQuestions:
     def _mac(self, body: str) -> str:
         return hmac.new(self._secret, body.encode(), hashlib.sha256).hexdigest()
 
-    def _verified(self) -> dict[str, Elicitation]:
+    def _verified(self) -> dict[str, Elicitation | Sample]:
         """The answers so far: the state's, and the retry's to the question it asked."""
         state = self._params.request_state
         if state is None:  # a first round (responses without a state are not trusted)
@@ -172,15 +224,25 @@ class CallQuestions:
             _refuse("requestState has expired; call the tool again")
         if payload["call"] != [self._params.name, self._params.arguments]:
             _refuse("requestState belongs to another call")
-        answers = {
-            key: msgspec.convert(answer, Elicitation) for key, answer in payload["answers"].items()
+        answers: dict[str, Elicitation | Sample] = {
+            key: msgspec.convert(value, Sample)
+            if kind == "sample"
+            else msgspec.convert(value, Elicitation)
+            for key, (kind, value) in payload["answers"].items()
         }
-        response = (self._params.input_responses or {}).get(payload["asked"])
-        if isinstance(response, types.ElicitResult):
-            answers[payload["asked"]] = Elicitation(
-                action=response.action, content=response.content
-            )
+        asked, kind = payload["asked"]
+        response = (self._params.input_responses or {}).get(asked)
+        if kind == "elicit" and isinstance(response, types.ElicitResult):
+            answers[asked] = Elicitation(action=response.action, content=response.content)
+        elif kind == "sample" and isinstance(response, types.CreateMessageResult):
+            answers[asked] = _sample(response)
         return answers
+
+
+def _sample(result: types.CreateMessageResult) -> Sample:
+    content = result.content
+    text = content.text if isinstance(content, types.TextContent) else None
+    return Sample(text=text, model=result.model, stop_reason=result.stop_reason)
 
 
 def _refuse(message: str) -> NoReturn:

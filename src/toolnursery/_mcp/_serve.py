@@ -279,7 +279,7 @@ async def _call(
         # call never outlives it (nor does it see the server's nursery cancelled).
         try:
             questions.install()
-            with forwarder, reporting(forwarder.sink), asking(questions.elicit):
+            with forwarder, reporting(forwarder.sink), asking(questions):
                 outcome.append(await registry.execute(execution))
         except Exception as exc:  # re-raised by the handler, not the server's nursery
             failure.append(exc)
