@@ -160,6 +160,12 @@ async def input_required_capabilities(args: Any, ctx: Any) -> str:
     return f"{greeting.text} ({name.action if name else 'no name asked'})"
 
 
+async def missing_capability(args: Any, ctx: Any) -> str:
+    # Needs the client's model: a client that did not declare sampling gets -32021.
+    answer = await sample("Say something", max_tokens=20)
+    return f"LLM response: {answer.text}"
+
+
 _QUESTIONS: dict[str, tuple[dict[str, Any], Callable[[Any, Any], Awaitable[Any]]]] = {
     "test_elicitation": (
         {"message": {"type": "string", "required": True}},
@@ -174,6 +180,7 @@ _QUESTIONS: dict[str, tuple[dict[str, Any], Callable[[Any, Any], Awaitable[Any]]
     "test_sampling": ({"prompt": {"type": "string", "required": True}}, sampling),
     "test_input_required_result_sampling": ({}, input_required_sampling),
     "test_input_required_result_capabilities": ({}, input_required_capabilities),
+    "test_missing_capability": ({}, missing_capability),
 }
 
 

@@ -723,14 +723,27 @@ async def test_a_body_asks_the_user(mode: str) -> None:
     assert on_elicit.asked == ["What is your name?", "Name?", "Colour?"]
 
 
-@pytest.mark.parametrize("mode", [LEGACY, MODERN])
-async def test_a_body_that_cannot_ask_gets_a_clear_error(mode: str) -> None:
+async def test_a_body_that_cannot_ask_gets_a_clear_error() -> None:
     with trio.fail_after(LIMIT):
-        async with Client(mcp_server(mcp_serve_tools.make()), mode=mode) as client:
+        async with Client(mcp_server(mcp_serve_tools.make()), mode=LEGACY) as client:
             result = await client.call_tool("question", {})
     assert result.is_error
     assert error_code(result) == "ELICITATION_UNAVAILABLE"
     assert "did not declare elicitation" in first_text(result)
+
+
+@pytest.mark.parametrize(
+    ("tool", "capability"), [("question", "elicitation"), ("ask_model", "sampling")]
+)
+async def test_a_2026_call_needing_an_undeclared_capability_is_refused(
+    tool: str, capability: str
+) -> None:
+    with trio.fail_after(LIMIT):
+        async with Client(mcp_server(mcp_serve_tools.make()), mode=MODERN) as client:
+            with pytest.raises(MCPError) as refused:
+                await client.call_tool(tool, {})
+    assert refused.value.error.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
+    assert refused.value.error.data == {"requiredCapabilities": {capability: {}}}
 
 
 async def test_a_dropped_http_stream_loses_no_result() -> None:
@@ -819,9 +832,13 @@ async def test_a_body_asks_the_clients_model(mode: str) -> None:
             mcp_server(mcp_serve_tools.make()), mode=mode, sampling_callback=on_sample
         ) as client:
             answered = await client.call_tool("ask_model", {})
-        async with Client(mcp_server(mcp_serve_tools.make()), mode=mode) as client:
-            unanswered = await client.call_tool("ask_model", {})
     assert first_text(answered) == "tiny: Paris"
     assert prompts == ["What is the capital of France?"]
+
+
+async def test_a_body_that_cannot_sample_gets_a_clear_error() -> None:
+    with trio.fail_after(LIMIT):
+        async with Client(mcp_server(mcp_serve_tools.make()), mode=LEGACY) as client:
+            unanswered = await client.call_tool("ask_model", {})
     assert error_code(unanswered) == "ELICITATION_UNAVAILABLE"
     assert "did not declare sampling" in first_text(unanswered)

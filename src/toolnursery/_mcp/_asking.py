@@ -88,13 +88,20 @@ class CallQuestions:
         self._answers: dict[str, Elicitation | Sample] = self._verified() if self.modern else {}
         self.input_required: types.InputRequiredResult | None = None
         """Set when the call must end by asking a 2026-07-28 client."""
+        self.missing: types.ClientCapabilities | None = None
+        """What a 2026-07-28 client lacked when the call asked it (the protocol's
+        answer to such a call is a -32021 error, should the body not carry on)."""
 
     def install(self) -> object:
         """Make this the questions of the calls run in this context (until reset)."""
         return _questions.set(self)
 
     def _can(self, capability: types.ClientCapabilities) -> bool:
-        return self._ctx.session.check_client_capability(capability)
+        if self._ctx.session.check_client_capability(capability):
+            return True
+        if self.modern:
+            self.missing = capability
+        return False
 
     def _can_elicit(self) -> bool:
         return self._can(types.ClientCapabilities(elicitation=types.ElicitationCapability()))
@@ -167,6 +174,16 @@ class CallQuestions:
 
     def _related(self) -> ServerMessageMetadata:
         return ServerMessageMetadata(related_request_id=self._ctx.request_id)
+
+    def missing_capability_error(self) -> MCPError:
+        """The 2026-07-28 answer to a call whose question the client could not take."""
+        assert self.missing is not None
+        data = types.MissingRequiredClientCapabilityErrorData(required_capabilities=self.missing)
+        return MCPError(
+            types.MISSING_REQUIRED_CLIENT_CAPABILITY,
+            "the call needs a client capability the client did not declare",
+            data.model_dump(by_alias=True, mode="json", exclude_none=True),
+        )
 
     async def approve(self, name: str, reason: str | None) -> PreToolDecision | None:
         """The client's decision on an ``Ask``; ``None`` when it cannot be asked."""

@@ -301,7 +301,14 @@ async def _call(
         raise failure[0]
     if questions.input_required is not None:
         return questions.input_required
-    return _call_result(outcome[0])
+    result = outcome[0]
+    if questions.missing is not None and _code(result) == "ELICITATION_UNAVAILABLE":
+        raise questions.missing_capability_error()
+    return _call_result(result)
+
+
+def _code(result: ToolExecutionResult) -> str | None:
+    return None if result.error is None else result.error.code
 
 
 class _Forwarder:
