@@ -103,8 +103,12 @@ def serve_command(options: argparse.Namespace) -> int:
         host, _ = options.http
         try:
             tn_http.check_bind(host, allow_remote=options.allow_remote, token=token)
-        except tn_http.RemoteServeError as exc:
-            raise UsageError(str(exc)) from None
+        except tn_http.RemoteServeError:
+            raise UsageError(
+                f"refusing to serve MCP on {host!r}: beyond loopback the tools are open to "
+                f"the network; pass --allow-remote and a bearer token (--token-file or "
+                f"{TOKEN_ENV})"
+            ) from None
     registry = load_registry(options.tools) if options.tools is not None else None
     with ExitStack() as stack:
         if registry is None:

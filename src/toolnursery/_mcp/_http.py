@@ -196,8 +196,7 @@ def check_bind(host: str, *, allow_remote: bool, token: str | None) -> None:
     if _loopback_hosts(host) is None and not (allow_remote and token):
         raise RemoteServeError(
             f"refusing to serve MCP on {host!r}: beyond loopback the tools are open to the "
-            "network; opt in with allow_remote and a bearer token (toolnursery serve: "
-            "--allow-remote with --token-file or TOOLNURSERY_SERVE_TOKEN)"
+            "network; pass allow_remote=True and a bearer token"
         )
 
 
