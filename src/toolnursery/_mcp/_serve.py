@@ -20,11 +20,12 @@ import contextlib
 import itertools
 import math
 import secrets
-from collections.abc import AsyncIterator, Callable, Container, Sequence
+from collections.abc import AsyncIterator, Callable, Container
 from contextlib import asynccontextmanager
 from typing import Any, Final
 
 import mcp.types as types
+import msgspec
 import trio
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
@@ -34,7 +35,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from .._core._asking import asking
-from .._core._content import ContentBlock, TextContent, ToolExecutionResult
+from .._core._content import ToolExecutionResult
 from .._core._execution import ToolExecutionInput
 from .._core._json import thaw
 from .._core._progress import CallReport, ProgressReport, reporting
@@ -42,7 +43,7 @@ from .._core._signal import CancelSignal
 from .._pipeline._registry import ToolRegistry, ToolScope
 from .._tools._output import output_schema
 from ._asking import CallQuestions, ask_the_client, new_secret
-from ._convert import annotations_to_mcp, blocks_to_mcp
+from ._convert import annotations_to_mcp
 
 __all__ = ["ERROR_META_KEY", "mcp_server", "serve_mcp_stdio"]
 
@@ -135,7 +136,7 @@ def mcp_server(
 
     async def call_tool(
         ctx: ServerRequestContext[_Served], params: types.CallToolRequestParams
-    ) -> types.CallToolResult | types.InputRequiredResult:
+    ) -> Any:  # a CallToolResult's wire form, or an InputRequiredResult
         return await _call(registry, scope, ctx, params)
 
     async def set_level(
@@ -251,7 +252,7 @@ async def _call(
     scope: ToolScope | None,
     ctx: ServerRequestContext[_Served],
     params: types.CallToolRequestParams,
-) -> types.CallToolResult | types.InputRequiredResult:
+) -> dict[str, Any] | types.InputRequiredResult:
     """Run one ``tools/call`` through the pipeline, forwarding its reports and
     putting its questions to the client."""
     signal = CancelSignal()
@@ -419,33 +420,25 @@ def _tools(registry: ToolRegistry, scope: ToolScope | None) -> list[types.Tool]:
     return tools
 
 
-def _call_result(result: ToolExecutionResult) -> types.CallToolResult:
-    meta: dict[str, Any] | None = None
+def _call_result(result: ToolExecutionResult) -> dict[str, Any]:
+    """The wire form of a ``CallToolResult``: toolnursery's content and structured
+    values are wire JSON already, and the SDK validates the result before sending it
+    (a model built here would be built, dumped and validated again)."""
+    wire: dict[str, Any] = {
+        "content": list(msgspec.to_builtins(result.content)),
+        "isError": result.is_error,
+        "resultType": "complete",  # required from 2026-07-28; older peers ignore it
+    }
     if result.error is not None:
-        meta = {ERROR_META_KEY: {"name": result.error.name, "code": result.error.code}}
+        wire["_meta"] = {ERROR_META_KEY: {"name": result.error.name, "code": result.error.code}}
     elif result.is_error:
         # A failure without a code of its own (a denial, a body raising something
         # other than a ToolError) still tells the client it failed, and how.
-        meta = {ERROR_META_KEY: _UNCODED}
+        wire["_meta"] = {ERROR_META_KEY: dict(_UNCODED)}
     structured = result.structured_content
-    return types.CallToolResult(
-        content=_content(result.content),
-        is_error=result.is_error,
-        structured_content=thaw(structured) if isinstance(structured, dict) else None,
-        _meta=meta,
-    )
-
-
-def _content(blocks: Sequence[ContentBlock]) -> list[types.ContentBlock]:
-    # The common result, plain text, skips the generic (validating) conversion.
-    texts = [
-        block.text
-        for block in blocks
-        if type(block) is TextContent and block.annotations is None and block.meta is None
-    ]
-    if len(texts) == len(blocks):
-        return [types.TextContent(type="text", text=text) for text in texts]
-    return blocks_to_mcp(blocks)
+    if isinstance(structured, dict):
+        wire["structuredContent"] = msgspec.to_builtins(structured)
+    return wire
 
 
 def _version() -> str:
