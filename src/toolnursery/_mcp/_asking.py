@@ -76,9 +76,11 @@ class CallQuestions:
         params: types.CallToolRequestParams,
         secret: bytes,
     ) -> None:
-        """Raises:
-        MCPError: the retry's ``requestState`` is not one this server minted for
-            this call (altered, expired, or another call's).
+        """The questions of the call ``params`` describes, with the answers so far.
+
+        Raises:
+            MCPError: the retry's ``requestState`` is not one this server minted for
+                this call (altered, expired, or another call's).
         """
         self._ctx = ctx
         self._params = params
