@@ -1,10 +1,17 @@
 """Per-call cost of MCP both ways, beside calling the MCP SDK directly.
 
 What it measures (µs per call; the median of ``--repeat`` timed runs of N calls, one
-after another on one session; every run in this process on trio):
+after another on one session; every run in this process on trio). In-process rows
+are this process's CPU time (steady on a busy machine: nothing else runs in it);
+stdio rows are wall-clock time (the server is another process):
 
-* **sdk in-process**: the SDK's ``ClientSession.call_tool`` against an SDK low-level
-  server over in-memory streams — the floor for a mounted in-process server.
+* **sdk in-process**: the SDK's ``Client.call_tool`` against an SDK low-level server
+  over in-memory streams (the 2025-11-25 handshake) — the floor for a mounted
+  in-process server, and for a served one.
+* **served in-process**: the same client against ``mcp_server(registry)`` (a no-op
+  tool through the whole pipeline).
+* **sdk / served in-process 2026**: the same two at 2026-07-28 (the SDK's direct,
+  stateless in-process dispatch).
 * **mounted in-process**: ``registry.execute`` of the same server's tool mounted with
   ``open_mcp_mount(server=...)`` — the pipeline plus the mount on top of the floor.
 * **sdk stdio**: ``call_tool`` against an SDK server in a subprocess over stdio.
@@ -13,14 +20,17 @@ after another on one session; every run in this process on trio):
 * **bare nursery**: the same no-op body run in a trio nursery (the house baseline;
   MCP's IPC dwarfs it, it is here for scale).
 
-Ratios: mounted / sdk in-process, serve stdio / sdk stdio.
+Ratios: mounted / sdk in-process, served / sdk in-process (each revision), serve
+stdio / sdk stdio.
 
-Run: ``python benchmarks/bench_mcp.py`` (``--quick`` for fewer calls).
+Run: ``python benchmarks/bench_mcp.py`` (``--quick`` for fewer calls; ``--serve`` for
+the serve rows only).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -31,30 +41,25 @@ from typing import Any
 
 import mcp.types as types
 import trio
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 from mcp.server.lowlevel import Server
-from mcp.shared.memory import create_connected_server_and_client_session
 
 from toolnursery import ToolDefinition, ToolExecutionInput, ToolRegistry
-from toolnursery.mcp import open_mcp_mount
+from toolnursery.mcp import mcp_server, open_mcp_mount
 
 SDK_SERVER = """
 import anyio, mcp.types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
-server = Server("bench")
 
-async def list_tools(request):
-    return types.ServerResult(types.ListToolsResult(tools=[
-        types.Tool(name="noop", inputSchema={"type": "object"})]))
+async def list_tools(ctx, params):
+    return types.ListToolsResult(tools=[types.Tool(name="noop", input_schema={"type": "object"})])
 
-async def call_tool(request):
-    return types.ServerResult(types.CallToolResult(
-        content=[types.TextContent(type="text", text="ok")]))
+async def call_tool(ctx, params):
+    return types.CallToolResult(content=[types.TextContent(type="text", text="ok")])
 
-server.request_handlers[types.ListToolsRequest] = list_tools
-server.request_handlers[types.CallToolRequest] = call_tool
+server = Server("bench", on_list_tools=list_tools, on_call_tool=call_tool)
 
 async def main():
     async with stdio_server() as (read, write):
@@ -76,31 +81,33 @@ def make():
 """
 
 
-def sdk_server() -> Server[Any, Any]:
-    server: Server[Any, Any] = Server("bench")
-
-    async def list_tools(request: types.ListToolsRequest) -> types.ServerResult:
-        return types.ServerResult(
-            types.ListToolsResult(tools=[types.Tool(name="noop", inputSchema={"type": "object"})])
+def sdk_server() -> Server[Any]:
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(
+            tools=[types.Tool(name="noop", input_schema={"type": "object"})]
         )
 
-    async def call_tool(request: types.CallToolRequest) -> types.ServerResult:
-        return types.ServerResult(
-            types.CallToolResult(content=[types.TextContent(type="text", text="ok")])
-        )
+    async def call_tool(ctx: Any, params: Any) -> types.CallToolResult:
+        return types.CallToolResult(content=[types.TextContent(type="text", text="ok")])
 
-    server.request_handlers[types.ListToolsRequest] = list_tools
-    server.request_handlers[types.CallToolRequest] = call_tool
-    return server
+    return Server("bench", on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-async def timed(run: Callable[[], Awaitable[object]], n: int, repeat: int) -> float:
+def noop_registry() -> ToolRegistry:
+    registry = ToolRegistry()
+    registry.register(ToolDefinition("noop", "does nothing", {"type": "object"}, _noop))
+    return registry
+
+
+async def timed(
+    run: Callable[[], Awaitable[object]], n: int, repeat: int, clock: Callable[[], float]
+) -> float:
     await run()  # warm-up
     samples = []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = clock()
         await run()
-        samples.append((time.perf_counter() - start) / n * 1e6)
+        samples.append((clock() - start) / n * 1e6)
     return statistics.median(samples)
 
 
@@ -112,23 +119,25 @@ def sequential(call: Callable[[], Awaitable[object]], n: int) -> Callable[[], Aw
     return run
 
 
-async def bench_sdk_in_process(n: int, repeat: int) -> float:
-    async with create_connected_server_and_client_session(sdk_server()) as session:
-        return await timed(sequential(lambda: session.call_tool("noop", {}), n), n, repeat)
+async def bench_client(
+    server: Any, mode: str, n: int, repeat: int, clock: Callable[[], float] = time.process_time
+) -> float:
+    async with Client(server, mode=mode) as client:
+        return await timed(sequential(lambda: client.call_tool("noop", {}), n), n, repeat, clock)
 
 
 async def bench_mounted_in_process(n: int, repeat: int) -> float:
     registry = ToolRegistry()
     async with open_mcp_mount(registry, server=sdk_server()):
         execution = ToolExecutionInput("c", "noop", {})
-        return await timed(sequential(lambda: registry.execute(execution), n), n, repeat)
+        return await timed(
+            sequential(lambda: registry.execute(execution), n), n, repeat, time.process_time
+        )
 
 
 async def bench_stdio(args: list[str], n: int, repeat: int) -> float:
-    params = StdioServerParameters(command=sys.executable, args=args)
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        return await timed(sequential(lambda: session.call_tool("noop", {}), n), n, repeat)
+    params = StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ))
+    return await bench_client(params, "legacy", n, repeat, time.perf_counter)
 
 
 async def bench_bare_nursery(n: int, repeat: int) -> float:
@@ -139,37 +148,54 @@ async def bench_bare_nursery(n: int, repeat: int) -> float:
             for _ in range(n):
                 nursery.start_soon(definition.execute, {}, None)
 
-    return await timed(run, n, repeat)
+    return await timed(run, n, repeat, time.process_time)
 
 
 async def _noop(args: Any, ctx: Any) -> str:
     return "ok"
 
 
-async def main(n: int, repeat: int) -> None:
+async def main(n: int, repeat: int, serve_only: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         server_py = Path(tmp, "sdk_server.py")
         server_py.write_text(SDK_SERVER)
         tools_py = Path(tmp, "bench_tools.py")
         tools_py.write_text(TOOLS)
         rows = {
-            "sdk in-process": await bench_sdk_in_process(n, repeat),
-            "mounted in-process": await bench_mounted_in_process(n, repeat),
+            "sdk in-process": await bench_client(sdk_server(), "legacy", n, repeat),
+            "served in-process": await bench_client(
+                mcp_server(noop_registry()), "legacy", n, repeat
+            ),
+            "sdk in-process 2026": await bench_client(sdk_server(), "2026-07-28", n, repeat),
+            "served in-process 2026": await bench_client(
+                mcp_server(noop_registry()), "2026-07-28", n, repeat
+            ),
             "sdk stdio": await bench_stdio([str(server_py)], n, repeat),
             "serve stdio": await bench_stdio(
                 ["-m", "toolnursery", "serve", "--tools", f"{tools_py}:make"], n, repeat
             ),
             "bare nursery": await bench_bare_nursery(n, repeat),
         }
+        if not serve_only:
+            rows["mounted in-process"] = await bench_mounted_in_process(n, repeat)
     print(f"N = {n} sequential calls on one session, median of {repeat} runs")
     for name, us in rows.items():
-        print(f"  {name:<20} {us:9.1f} µs/call")
-    print(f"  mounted / sdk in-process: {rows['mounted in-process'] / rows['sdk in-process']:.2f}x")
-    print(f"  serve / sdk over stdio:   {rows['serve stdio'] / rows['sdk stdio']:.2f}x")
+        print(f"  {name:<24} {us:9.1f} µs/call")
+    ratios = [
+        ("served / sdk in-process", "served in-process", "sdk in-process"),
+        ("served / sdk in-process 2026", "served in-process 2026", "sdk in-process 2026"),
+        ("serve / sdk over stdio", "serve stdio", "sdk stdio"),
+        ("mounted / sdk in-process", "mounted in-process", "sdk in-process"),
+    ]
+    for label, numerator, denominator in ratios:
+        if numerator in rows:
+            print(f"  {label:<30} {rows[numerator] / rows[denominator]:.2f}x")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer calls and runs")
+    parser.add_argument("--serve", action="store_true", help="the serve rows only")
     options = parser.parse_args()
-    trio.run(main, 100 if options.quick else 500, 3 if options.quick else 7)
+    n, repeat = (100, 3) if options.quick else (500, 7)
+    trio.run(main, n, repeat, options.serve)

@@ -21,6 +21,8 @@ import trio
 from toolnursery import (
     AudioContent,
     ContentBlock,
+    Disposer,
+    ElicitationUnavailableError,
     EmbeddedResource,
     ImageContent,
     ResourceContents,
@@ -28,8 +30,10 @@ from toolnursery import (
     ToolDefinition,
     ToolRegistry,
     define_tool,
+    elicit,
     report_log,
     report_progress,
+    sample,
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -93,6 +97,93 @@ async def json_schema_2020_12(args: Any, ctx: Any) -> str:
     return f"hello {args.get('name', 'nobody')}"
 
 
+# -- questions to the user (the newer suites' scenarios) ---------------------------
+
+_NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+
+async def elicitation(args: Any, ctx: Any) -> str:
+    answer = await elicit(args.get("message", "?"), data.ELICITATION_SCHEMA)
+    return f"User response: <action: {answer.action}, content: {answer.content}>"
+
+
+async def elicitation_defaults(args: Any, ctx: Any) -> str:
+    answer = await elicit("Please review your details", data.DEFAULTS_SCHEMA)
+    return f"Elicitation completed: action={answer.action}, content={answer.content}"
+
+
+async def elicitation_enums(args: Any, ctx: Any) -> str:
+    answer = await elicit("Please choose", data.ENUMS_SCHEMA)
+    return f"Elicitation completed: action={answer.action}, content={answer.content}"
+
+
+async def input_required_elicitation(args: Any, ctx: Any) -> str:
+    answer = await elicit("What is your name?", _NAME, key="user_name")
+    return f"Hello, {(answer.content or {}).get('name')}!"
+
+
+async def input_required_request_state(args: Any, ctx: Any) -> str:
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    answer = await elicit("Please confirm", schema, key="confirm")
+    # Reached only with a requestState the server verified.
+    return f"state-ok: {(answer.content or {}).get('ok')}"
+
+
+async def input_required_multi_round(args: Any, ctx: Any) -> str:
+    name = await elicit("Step 1: What is your name?", _NAME, key="step1")
+    color_schema = {
+        "type": "object",
+        "properties": {"color": {"type": "string"}},
+        "required": ["color"],
+    }
+    color = await elicit("Step 2: What is your favorite color?", color_schema, key="step2")
+    return f"{(name.content or {}).get('name')} likes {(color.content or {}).get('color')}"
+
+
+async def sampling(args: Any, ctx: Any) -> str:
+    answer = await sample(args.get("prompt", "?"), max_tokens=100)
+    return f"LLM response: {answer.text}"
+
+
+async def input_required_sampling(args: Any, ctx: Any) -> str:
+    answer = await sample("What is the capital of France?", max_tokens=100, key="capital_question")
+    return f"The model says: {answer.text}"
+
+
+async def input_required_capabilities(args: Any, ctx: Any) -> str:
+    # Ask only what the client can answer: its name if it takes questions, then its model.
+    try:
+        name = await elicit("What is your name?", _NAME, key="user_name")
+    except ElicitationUnavailableError:
+        name = None
+    greeting = await sample("Generate a greeting", max_tokens=50, key="greeting")
+    return f"{greeting.text} ({name.action if name else 'no name asked'})"
+
+
+async def missing_capability(args: Any, ctx: Any) -> str:
+    # Needs the client's model: a client that did not declare sampling gets -32021.
+    answer = await sample("Say something", max_tokens=20)
+    return f"LLM response: {answer.text}"
+
+
+_QUESTIONS: dict[str, tuple[dict[str, Any], Callable[[Any, Any], Awaitable[Any]]]] = {
+    "test_elicitation": (
+        {"message": {"type": "string", "required": True}},
+        elicitation,
+    ),
+    "test_elicitation_sep1034_defaults": ({}, elicitation_defaults),
+    "test_elicitation_sep1330_enums": ({}, elicitation_enums),
+    "test_input_required_result_elicitation": ({}, input_required_elicitation),
+    "test_input_required_result_request_state": ({}, input_required_request_state),
+    "test_input_required_result_tampered_state": ({}, input_required_request_state),
+    "test_input_required_result_multi_round": ({}, input_required_multi_round),
+    "test_sampling": ({"prompt": {"type": "string", "required": True}}, sampling),
+    "test_input_required_result_sampling": ({}, input_required_sampling),
+    "test_input_required_result_capabilities": ({}, input_required_capabilities),
+    "test_missing_capability": ({}, missing_capability),
+}
+
+
 _BODIES: dict[str, Callable[[Any, Any], Awaitable[Any]]] = {
     "test_simple_text": simple_text,
     "test_image_content": image_content,
@@ -106,7 +197,8 @@ _BODIES: dict[str, Callable[[Any, Any], Awaitable[Any]]] = {
 
 
 def make() -> ToolRegistry:
-    """A fresh registry with every tool of :data:`mcp_conformance_data.TOOLS`."""
+    """A fresh registry with every tool of :data:`mcp_conformance_data.TOOLS`, then the
+    tools that ask the user and ``test_trigger_tool_change``."""
     made = ToolRegistry()
     for name, description, schema in data.TOOLS:
         if name == data.SCHEMA_TOOL:
@@ -117,7 +209,43 @@ def make() -> ToolRegistry:
                     name=name, description=description, parameters={}, execute=_BODIES[name]
                 )
             )
+    _register_questions(made)
     return made
+
+
+def _register_questions(made: ToolRegistry) -> None:
+    """The tools that ask the user, and one that changes the tool list."""
+    for name, (parameters, body) in _QUESTIONS.items():
+        made.register(
+            define_tool(name=name, description=f"Asks: {name}", parameters=parameters, execute=body)
+        )
+
+    async def dynamic(args: Any, ctx: Any) -> str:
+        return "dynamic"
+
+    added: list[Disposer] = []
+
+    async def trigger_tool_change(args: Any, ctx: Any) -> str:
+        if added:
+            added.pop()()
+            return "removed test_dynamic_tool"
+        added.append(
+            made.register(
+                define_tool(
+                    name="test_dynamic_tool", description="d", parameters={}, execute=dynamic
+                )
+            )
+        )
+        return "added test_dynamic_tool"
+
+    made.register(
+        define_tool(
+            name="test_trigger_tool_change",
+            description="Adds or removes test_dynamic_tool.",
+            parameters={},
+            execute=trigger_tool_change,
+        )
+    )
 
 
 registry = make()

@@ -12,6 +12,7 @@ from typing import Any
 import trio
 
 from toolnursery import (
+    Ask,
     AudioContent,
     EmbeddedResource,
     ImageContent,
@@ -22,9 +23,11 @@ from toolnursery import (
     ToolDefinition,
     ToolRegistry,
     define_tool,
+    elicit,
     install_timeout_policy,
     report_log,
     report_progress,
+    sample,
 )
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
@@ -48,7 +51,7 @@ def make() -> ToolRegistry:
     registry.state = state  # type: ignore[attr-defined]
 
     async def echo(args: Any, ctx: Any) -> str:
-        return str(args["text"])
+        return str(args.get("text", "ran"))
 
     async def slow(args: Any, ctx: Any) -> str:
         state.slow_started.set()
@@ -91,6 +94,59 @@ def make() -> ToolRegistry:
     async def count(args: Any, ctx: Any) -> dict[str, int]:
         return {"n": int(args.get("n", 0))}
 
+    async def boom(args: Any, ctx: Any) -> str:
+        raise RuntimeError("the body failed")
+
+    async def key(args: Any, ctx: Any) -> str:
+        return str(ctx.idempotency_key)
+
+    def threaded(args: Any, ctx: Any) -> str:
+        # A plain def: runs in a worker thread, and reports from there.
+        ctx.report_progress(1, 2, "half")
+        ctx.log("warning", "from the thread")
+        ctx.report_progress(2, 2, "all")
+        return "threaded"
+
+    async def badnote(args: Any, ctx: Any) -> str:
+        try:
+            ctx.report_progress(1, 2, args.get("message", 7))
+        except ValueError as exc:
+            return f"refused: {exc}"
+        return "sent"
+
+    async def question(args: Any, ctx: Any) -> str:
+        answer = await elicit(
+            "What is your name?",
+            {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+        )
+        return f"{answer.action}: {(answer.content or {}).get('name')}"
+
+    async def two_questions(args: Any, ctx: Any) -> str:
+        name = await elicit("Name?", {"type": "object", "properties": {"name": {"type": "string"}}})
+        color = await elicit(
+            "Colour?", {"type": "object", "properties": {"color": {"type": "string"}}}
+        )
+        return f"{(name.content or {}).get('name')} likes {(color.content or {}).get('color')}"
+
+    async def chatty_slow(args: Any, ctx: Any) -> str:
+        ctx.report_progress(1, message="started")
+        try:
+            await trio.sleep_forever()
+        finally:
+            ctx.report_progress(2, message="cancelled")  # nobody left to tell
+        return "never"
+
+    async def ask_model(args: Any, ctx: Any) -> str:
+        answer = await sample("What is the capital of France?", max_tokens=20)
+        return f"{answer.model}: {answer.text}"
+
+    async def huge(args: Any, ctx: Any) -> str:
+        try:
+            ctx.report_progress(10**400)
+        except ValueError as exc:
+            return f"refused: {exc}"
+        return "sent"
+
     registry.register(
         define_tool(
             name="echo",
@@ -124,6 +180,26 @@ def make() -> ToolRegistry:
             output={"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]},
         )
     )
+    for name, body in (
+        ("boom", boom),
+        ("key", key),
+        ("threaded", threaded),
+        ("badnote", badnote),
+        ("huge", huge),
+        ("question", question),
+        ("two_questions", two_questions),
+        ("chatty_slow", chatty_slow),
+        ("ask_model", ask_model),
+        ("ask_me", echo),
+    ):
+        registry.register(ToolDefinition(name, f"The {name} tool.", {"type": "object"}, body))
+
+    async def ask_for_ask_me(execution: Any, next: Any) -> Any:
+        if execution.name == "ask_me":
+            return Ask("May ask_me run?")
+        return await next()
+
+    registry.on_pre_execute(ask_for_ask_me)
     registry.guard(lambda execution: "not allowed" if execution.name == "forbidden" else None)
     install_timeout_policy(registry)
     return registry

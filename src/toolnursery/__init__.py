@@ -22,6 +22,10 @@ from ._batch._scheduler import open_tool_batch as open_tool_batch
 from ._batch._scheduler import run_tool_calls as run_tool_calls
 from ._core import _execution
 from ._core._arguments import parse_arguments as parse_arguments
+from ._core._asking import Elicitation as Elicitation
+from ._core._asking import Sample as Sample
+from ._core._asking import elicit as elicit
+from ._core._asking import sample as sample
 from ._core._content import AudioContent as AudioContent
 from ._core._content import ContentAnnotations as ContentAnnotations
 from ._core._content import ContentBlock as ContentBlock
@@ -61,6 +65,7 @@ from ._core._errors import TOOL_TIMEOUT as TOOL_TIMEOUT
 from ._core._errors import AbortError as AbortError
 from ._core._errors import AsyncioHostError as AsyncioHostError
 from ._core._errors import DuplicateCallIdError as DuplicateCallIdError
+from ._core._errors import ElicitationUnavailableError as ElicitationUnavailableError
 from ._core._errors import FileToolError as FileToolError
 from ._core._errors import IncompleteCallError as IncompleteCallError
 from ._core._errors import InterruptedCallError as InterruptedCallError
@@ -182,6 +187,8 @@ __all__ = [
     "Depends",
     "Disposer",
     "DuplicateCallIdError",
+    "Elicitation",
+    "ElicitationUnavailableError",
     "EmbeddedResource",
     "ExecuteWrapper",
     "FileToolError",
@@ -214,6 +221,7 @@ __all__ = [
     "ResourceLink",
     "ResultObserver",
     "ResumeError",
+    "Sample",
     "SchemaProp",
     "SchemaSpec",
     "SchemaType",
@@ -250,6 +258,7 @@ __all__ = [
     "assert_supported_output_schema",
     "attach_output",
     "define_tool",
+    "elicit",
     "from_strict_arguments",
     "install_destructive_ask",
     "install_otel_tracing",
@@ -262,6 +271,7 @@ __all__ = [
     "report_progress",
     "reporting",
     "run_tool_calls",
+    "sample",
     "schema_spec_to_json_schema",
     "strict_json_schema",
     "thaw",

@@ -1,7 +1,7 @@
 """MCP both ways: mount MCP servers' tools into a registry, serve a registry over MCP.
 
 Needs the ``mcp`` extra (``pip install 'toolnursery[mcp]'``: the official MCP SDK,
-1.x, and hypercorn for streamable HTTP). See ``docs/mcp.md``.
+2.x, and hypercorn for streamable HTTP). See ``docs/mcp.md``.
 
 - :func:`open_mcp_mount` — an MCP server's tools (stdio command, streamable-HTTP URL,
   or an in-process SDK server) as tools of a registry or scope, for the block.
@@ -18,20 +18,22 @@ from __future__ import annotations
 from ._core._homes import fixup_module_metadata as _fixup_module_metadata
 from ._mcp._convert import blocks_from_mcp as blocks_from_mcp
 from ._mcp._convert import blocks_to_mcp as blocks_to_mcp
+from ._mcp._http import RemoteServeError as RemoteServeError
+from ._mcp._http import mcp_asgi_app as mcp_asgi_app
+from ._mcp._http import serve_mcp_http as serve_mcp_http
 from ._mcp._mount import ElicitHandler as ElicitHandler
 from ._mcp._mount import McpMount as McpMount
 from ._mcp._mount import SampleHandler as SampleHandler
 from ._mcp._mount import open_mcp_mount as open_mcp_mount
 from ._mcp._serve import ERROR_META_KEY as ERROR_META_KEY
-from ._mcp._serve import mcp_asgi_app as mcp_asgi_app
 from ._mcp._serve import mcp_server as mcp_server
-from ._mcp._serve import serve_mcp_http as serve_mcp_http
 from ._mcp._serve import serve_mcp_stdio as serve_mcp_stdio
 
 __all__ = [
     "ERROR_META_KEY",
     "ElicitHandler",
     "McpMount",
+    "RemoteServeError",
     "SampleHandler",
     "blocks_from_mcp",
     "blocks_to_mcp",

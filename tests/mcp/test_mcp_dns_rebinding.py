@@ -14,13 +14,13 @@ import trio
 
 pytest.importorskip("mcp")
 
-import httpx
+import httpx2
 
 import mcp_conformance_tools
 from toolnursery.mcp import serve_mcp_http
 
 pytestmark = [
-    pytest.mark.filterwarnings("ignore:Async generator 'httpx:ResourceWarning"),
+    pytest.mark.filterwarnings("ignore:Async generator 'http:ResourceWarning"),
     pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
 ]
 
@@ -45,7 +45,7 @@ async def initialize_with(headers: dict[str, str]) -> list[int]:
         async with trio.open_nursery() as nursery:
             url: str = await nursery.start(serve_mcp_http, registry, "127.0.0.1", 0)
             port = url.split(":")[2].split("/")[0]
-            async with httpx.AsyncClient() as client:
+            async with httpx2.AsyncClient() as client:
                 for name, value in headers.items():
                     sent: dict[str, Any] = {"Accept": "application/json, text/event-stream"}
                     sent[name] = value.replace("PORT", port)

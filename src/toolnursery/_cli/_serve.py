@@ -7,16 +7,20 @@ works without the ``mcp`` extra.
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import os
 from contextlib import ExitStack
 from functools import partial
-from typing import Any
+from typing import Any, Final
 
 import trio
 
-from .._pipeline._registry import ToolRegistry
 from ._common import EXIT_OK, UsageError, load_registry, sandbox_registry, say
 
-__all__ = ["add_serve_parser", "parse_host_port", "serve_command"]
+__all__ = ["TOKEN_ENV", "add_serve_parser", "parse_host_port", "serve_command"]
+
+TOKEN_ENV: Final = "TOOLNURSERY_SERVE_TOKEN"
+"""The environment variable holding ``serve --http``'s bearer token (without --token-file)."""
 
 
 def add_serve_parser(commands: Any) -> None:
@@ -46,6 +50,18 @@ def add_serve_parser(commands: Any) -> None:
         type=parse_host_port,
         help="serve streamable HTTP on HOST:PORT (PORT 0: any free port) instead of stdio",
     )
+    serve.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow --http on an address beyond loopback (needs a token: --token-file or "
+        f"{TOKEN_ENV})",
+    )
+    serve.add_argument(
+        "--token-file",
+        metavar="PATH",
+        help="a file holding the bearer token every HTTP request must carry (Authorization: "
+        f"Bearer TOKEN); default: the {TOKEN_ENV} environment variable",
+    )
     serve.add_argument("--name", default="toolnursery", help="the server name MCP clients see")
 
 
@@ -69,12 +85,30 @@ def serve_command(options: argparse.Namespace) -> int:
     """
     if options.tools is not None and options.root is not None:
         raise UsageError("--root applies to the bundled example tools, not to --tools")
+    token = _token(options)
+    if options.http is None and (options.allow_remote or token is not None):
+        raise UsageError("--allow-remote and a token apply to --http only")
     try:
+        from .._mcp import _http as tn_http
         from .._mcp import _serve as tn_mcp
     except ImportError as exc:
+        if importlib.util.find_spec("mcp") is None:
+            raise UsageError(
+                f"serve needs the MCP SDK: pip install 'toolnursery[mcp]' ({exc})"
+            ) from None
         raise UsageError(
-            f"serve needs the MCP SDK: pip install 'toolnursery[mcp]' ({exc})"
-        ) from None
+            f"serve could not load its MCP support: {type(exc).__name__}: {exc}"
+        ) from exc
+    if options.http is not None:
+        host, _ = options.http
+        try:
+            tn_http.check_bind(host, allow_remote=options.allow_remote, token=token)
+        except tn_http.RemoteServeError:
+            raise UsageError(
+                f"refusing to serve MCP on {host!r}: beyond loopback the tools are open to "
+                f"the network; pass --allow-remote and a bearer token (--token-file or "
+                f"{TOKEN_ENV})"
+            ) from None
     registry = load_registry(options.tools) if options.tools is not None else None
     with ExitStack() as stack:
         if registry is None:
@@ -87,7 +121,15 @@ def serve_command(options: argparse.Namespace) -> int:
         async def serve_http() -> None:
             async with trio.open_nursery() as nursery:
                 url = await nursery.start(
-                    _serve_http, tn_mcp.serve_mcp_http, registry, host, port, options.name
+                    partial(
+                        tn_http.serve_mcp_http,
+                        registry,
+                        host,
+                        port,
+                        name=options.name,
+                        allow_remote=options.allow_remote,
+                        token=token,
+                    )
                 )
                 say(f"serving MCP at {url}")
                 print(url, flush=True)
@@ -96,13 +138,16 @@ def serve_command(options: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-async def _serve_http(
-    serve: Any,
-    registry: ToolRegistry,
-    host: str,
-    port: int,
-    name: str,
-    *,
-    task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
-) -> None:
-    await serve(registry, host, port, name=name, task_status=task_status)
+def _token(options: argparse.Namespace) -> str | None:
+    """The bearer token: --token-file's content, else the environment's, else none."""
+    if options.token_file is not None:
+        try:
+            with open(options.token_file, encoding="utf-8") as file:
+                text = file.read().strip()
+        except OSError as exc:
+            raise UsageError(f"--token-file: cannot read {options.token_file!r}: {exc}") from None
+        if not text:
+            raise UsageError(f"--token-file: {options.token_file!r} is empty")
+        return text
+    text = os.environ.get(TOKEN_ENV, "").strip()
+    return text or None

@@ -19,6 +19,9 @@ The tree::
     │   │                             asyncio loop hosts the trio run
     │   ├── IncompleteCallError       INCOMPLETE_CALL: a streamed call the model never
     │   │                             finished (the stream broke off, or it was garbled)
+    │   ├── ElicitationUnavailableError  ELICITATION_UNAVAILABLE: a body asked the user
+    │   │                             (``elicit``) or the client's model (``sample``)
+    │   │                             and nobody can be asked
     │   ├── McpServerGoneError        MCP_SERVER_GONE: a mounted MCP server's connection
     │   │                             ended before the call finished
     │   ├── McpCallError              MCP_TOOL_ERROR / MCP_REQUEST_FAILED: a mounted
@@ -70,6 +73,7 @@ __all__ = [
     "McpCallError",
     "McpMountError",
     "McpServerGoneError",
+    "ElicitationUnavailableError",
     "NotJSONError",
     "OutputSchemaError",
     "OutsideRootError",
@@ -246,6 +250,16 @@ class IncompleteCallError(ToolError):
     """
 
     code = "INCOMPLETE_CALL"
+
+
+class ElicitationUnavailableError(ToolError):
+    """Raised when a body asks the user or the client's model and nobody can be asked.
+
+    A body asked with ``elicit`` or ``sample``, but no asker is installed around the call, or the one installed cannot reach anyone
+    (an MCP client that did not declare elicitation, or sampling).
+    """
+
+    code = "ELICITATION_UNAVAILABLE"
 
 
 class McpServerGoneError(ToolError):

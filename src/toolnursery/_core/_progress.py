@@ -9,7 +9,9 @@ recorder records its calls' reports as ``progress`` events. Sinks live in a
 context variable, so a batch's worker tasks (which inherit the context of the task
 that opened the batch) report to the sinks installed around the batch. A report made
 through ``ctx`` carries the call's id. With no sink installed, reporting costs one
-context-variable read and does nothing.
+context-variable read and does nothing. A sink installed in a trio task is always
+called in the trio thread: a report made in a worker thread (a sync body under
+``trio.to_thread``) reaches it through ``trio.from_thread``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from contextvars import ContextVar, Token
 from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
+import trio
 
 __all__ = [
     "CallReport",
@@ -105,6 +108,18 @@ def install_sink(sink: ReportSink) -> Token[ReportSink | None]:
             sink(report)
             outer(report)
 
+    if trio.lowlevel.in_trio_run():
+        # Sinks wake trio tasks (a channel's send_nowait): from a worker thread, that
+        # must hop to the trio thread first, or it corrupts the run.
+        token = trio.lowlevel.current_trio_token()
+        in_trio = chained
+
+        def chained(report: CallReport) -> None:
+            if trio.lowlevel.in_trio_run():
+                in_trio(report)
+            else:
+                trio.from_thread.run_sync(in_trio, report, trio_token=token)
+
     return _sink.set(chained)
 
 
@@ -134,17 +149,28 @@ def report_progress(
         call_id: the reporting call's id (``ctx.report_progress`` passes it).
 
     Raises:
-        ValueError: ``progress`` or ``total`` is not a finite number.
+        ValueError: ``progress`` or ``total`` is not a finite number (``progress`` is
+            required; ``total`` may be ``None``), or ``message`` is not a str.
     """
     sink = _sink.get()
     if sink is None:
         return
-    for what, value in (("progress", progress), ("total", total)):
-        if value is not None and not (
-            isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-        ):
-            raise ValueError(f"report_progress(): {what} must be a finite number, got {value!r}")
+    if not _finite(progress):
+        raise ValueError(f"report_progress(): progress must be a finite number, got {progress!r}")
+    if total is not None and not _finite(total):
+        raise ValueError(f"report_progress(): total must be a finite number, got {total!r}")
+    if message is not None and not isinstance(message, str):
+        raise ValueError(f"report_progress(): message must be a str, got {message!r}")
     sink(ProgressReport(progress=progress, total=total, message=message, call_id=call_id))
+
+
+def _finite(value: object) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int too large for a float
+        return False
 
 
 def report_log(
