@@ -139,7 +139,9 @@ def read_batches(path: str | os.PathLike[str]) -> tuple[list[ReplayedBatch], lis
         LogFormatError: a line is not an event (the message names it).
         OSError: the log cannot be read.
     """
-    batches: dict[str, dict[int, ReplayedCall]] = {}
+    # Keyed by index and call id: a line for another call at the same index (an edited
+    # or merged log) is shown as a row of its own, never as this call's result.
+    batches: dict[str, dict[tuple[int, str], ReplayedCall]] = {}
     torn: list[int] = []
     for number, event, _ in iter_log(path):
         if event is None:
@@ -147,20 +149,21 @@ def read_batches(path: str | os.PathLike[str]) -> tuple[list[ReplayedBatch], lis
             continue
         calls = batches.setdefault(event.batch, {})
         if isinstance(event, ToolCallEvent):
-            known = calls.get(event.index)
-            if known is None:
-                calls[event.index] = ReplayedCall(event.index, event.call, None, [])
+            key = (event.index, event.call.id)
+            if key not in calls:
+                calls[key] = ReplayedCall(event.index, event.call, None, [])
             continue
-        entry = calls.get(event.index)
+        key = (event.index, event.call_id)
+        entry = calls.get(key)
         if entry is None:  # its tool_call line is missing: keep what is known
             entry = ReplayedCall(event.index, ToolCall(event.call_id, "unknown tool"), None, [])
         if isinstance(event, ToolResultEvent):
-            calls[event.index] = entry._replace(result=event.result)
+            calls[key] = entry._replace(result=event.result)
         elif isinstance(event, ContextEvent):
-            calls[event.index] = entry
+            calls[key] = entry
             entry.contexts.append(event.context)
     out = [
-        ReplayedBatch(batch, [calls[index] for index in sorted(calls)])
+        ReplayedBatch(batch, [calls[key] for key in sorted(calls)])
         for batch, calls in batches.items()
     ]
     return out, torn

@@ -78,7 +78,9 @@ def parse_calls(text: str, source: str) -> list[ToolCall]:
         source: how to name the input in messages (a path, or ``<stdin>``).
 
     Returns:
-        The calls; a call without an ``id`` gets ``call_<n>`` (its 1-based position).
+        The calls; a call without an ``id`` gets ``call_<n>`` (``toolu_<n>`` for an
+        Anthropic block; ``n`` is its 1-based position), with a ``_1``, ``_2``...
+        suffix while another call of the input was given that id.
 
     Raises:
         CallsInputError: the input is not JSON / JSON lines, or an item is not a call.
@@ -95,7 +97,27 @@ def parse_calls(text: str, source: str) -> list[ToolCall]:
     calls: list[ToolCall] = []
     for where, value in items:
         _collect(value, where, calls, 0, whole=whole_line)
-    return calls
+    return _name_unnamed(calls)
+
+
+# A made-up id is held as this prefix + the fallback until every given id is known.
+_MADE_UP = "\x00made-up:"
+
+
+def _name_unnamed(calls: list[ToolCall]) -> list[ToolCall]:
+    """Give the calls that came without an id one no given id takes."""
+    if not any(call.id.startswith(_MADE_UP) for call in calls):
+        return calls
+    from ..providers._common import given_ids, made_up_id
+
+    taken = given_ids(call.id for call in calls if not call.id.startswith(_MADE_UP))
+    named: list[ToolCall] = []
+    for call in calls:
+        if call.id.startswith(_MADE_UP):
+            prefix, _, number = call.id[len(_MADE_UP) :].rpartition("_")
+            call = msgspec.structs.replace(call, id=made_up_id(prefix + "_", int(number), taken))
+        named.append(call)
+    return named
 
 
 def _json_lines(
@@ -267,7 +289,7 @@ def _name(value: dict[str, Any], where: str, prefix: str = "") -> str:
 
 def _id(value: Any, key: str, where: str, fallback: str) -> str:
     if value is None:
-        return fallback
+        return _MADE_UP + fallback
     if not isinstance(value, str):
         raise CallsInputError(f'{where}: "{key}" must be a string, got {_kind(value)}')
     return value

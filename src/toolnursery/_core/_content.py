@@ -280,7 +280,9 @@ class ToolCall(msgspec.Struct, frozen=True, rename="camel"):
         id: the model's call id.
         name: the tool name.
         arguments: the raw JSON text of the arguments (``""`` means ``{}``; text that
-            is not JSON is passed on to the tool as the string itself), or the
+            is not JSON is passed on to the tool as the string itself, except an object
+            cut off before its end, as a token limit leaves it, which gets
+            ``INVALID_ARGS``), or the
             already-parsed arguments as a mapping (what Anthropic and MCP hand out),
             taken as the value its JSON text would parse to. Any other value gives the
             call an ``INVALID_ARGS`` result; it does not run.

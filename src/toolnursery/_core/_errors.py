@@ -395,8 +395,9 @@ class LogFormatError(ToolnurseryError, ValueError):
 
 
 class ResumeError(ToolnurseryError, ValueError):
-    """Raised when a log cannot resume a batch: it records other calls under that batch
-    id, or the batch id is not in the log at all."""
+    """Raised when a log cannot resume a batch: under that batch id it records other
+    calls than these (a line at one of their indices is for another call id, tool or
+    arguments). A batch id the log does not hold is not an error: every call runs."""
 
 
 class RemoteToolError(ToolError):
