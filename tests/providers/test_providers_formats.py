@@ -138,8 +138,8 @@ def test_strict_mode_recurses_into_nested_objects_and_arrays() -> None:
         ),
         ({"type": "object", "properties": {"x": {}}}, "type", "#/properties/x"),
         (
-            {"type": "object", "properties": {"x": {"type": "array", "uniqueItems": True}}},
-            "uniqueItems",
+            {"type": "object", "properties": {"x": {"type": "array", "contains": {}}}},
+            "contains",
             "#/properties/x",
         ),
     ],

@@ -81,8 +81,8 @@ def test_strict_tool_reads_null_as_absent() -> None:
             'strict mode needs "additionalProperties": false (at #/properties/t',
         ),
         (
-            {"type": "object", "properties": {"s": {"type": "string", "minLength": 1}}},
-            'strict mode does not take "minLength" (at #/properties/s)',
+            {"type": "object", "properties": {"s": {"type": "string", "patternProperties": {}}}},
+            'strict mode does not take "patternProperties" (at #/properties/s)',
         ),
         (
             {"type": "object", "properties": {"p": {"type": "string", "format": "decimal"}}},
@@ -223,3 +223,20 @@ def test_a_strict_tool_keeps_a_required_none_and_reads_an_optional_list() -> Non
     sent = {"v": None, "items": [{"v": None, "n": None}]}
     assert JUDGE(rows.parameters).is_valid(sent)
     assert rows.execute(snapshot(sent), None) == "None [Row(v=None, n=0)]"  # type: ignore[arg-type]
+
+
+def test_constraints_the_tool_checks_are_left_out_of_the_strict_schema() -> None:
+    """minLength, maxLength and uniqueItems: the provider does not take them, the tool
+    still refuses a call that breaks them."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "s": {"type": "string", "minLength": 1, "maxLength": 3},
+            "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+        },
+        "required": ["s", "tags"],
+    }
+    strict = strict_json_schema(schema)
+    assert strict["properties"]["s"] == {"type": "string"}
+    assert strict["properties"]["tags"] == {"type": "array", "items": {"type": "string"}}
+    assert schema["properties"]["s"]["minLength"] == 1  # the tool's own schema keeps them

@@ -39,20 +39,22 @@ UNSUPPORTED: Final = frozenset(
         "contains",
         "minContains",
         "maxContains",
-        "uniqueItems",
-        "minLength",
-        "maxLength",
     }
 )
 """Keywords strict mode does not take (the schema is refused, naming the keyword)."""
+
+LOCAL_ONLY: Final = frozenset({"uniqueItems", "minLength", "maxLength"})
+"""Constraints strict mode does not take but toolnursery checks when the call arrives:
+left out of the strict schema (the provider does not enforce them; the tool does)."""
 
 FORMATS: Final = frozenset(
     {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
 )
 """The string formats strict mode takes."""
 
-_DROPPED: Final = ("default", "title")
-"""Annotations strict mode has no use for (every property is sent), removed."""
+_DROPPED: Final = ("default", "title", *sorted(LOCAL_ONLY))
+"""Annotations strict mode has no use for (every property is sent), and the
+:data:`LOCAL_ONLY` constraints, removed."""
 
 
 def strict_json_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -63,7 +65,8 @@ def strict_json_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     "null"]``, ``None`` added to an ``enum``, or ``{"type": "null"}`` added to an
     ``anyOf``) — a model then sends ``null`` for "not given", which
     :func:`from_strict_arguments` turns back into an absent key. ``default`` and
-    ``title`` are dropped. ``$defs`` are rewritten in place; ``$ref`` stays.
+    ``title`` are dropped, and so are ``minLength``, ``maxLength`` and ``uniqueItems``
+    (:data:`LOCAL_ONLY`): the tool's own validation still enforces them. ``$defs`` are rewritten in place; ``$ref`` stays.
 
     Args:
         schema: an object-rooted JSON Schema, e.g. a definition's ``parameters``.
