@@ -64,6 +64,7 @@ from ._core._errors import TOOL_ABORTED_BEFORE_DISPATCH as TOOL_ABORTED_BEFORE_D
 from ._core._errors import TOOL_TIMEOUT as TOOL_TIMEOUT
 from ._core._errors import AbortError as AbortError
 from ._core._errors import AsyncioHostError as AsyncioHostError
+from ._core._errors import DependencyError as DependencyError
 from ._core._errors import DuplicateCallIdError as DuplicateCallIdError
 from ._core._errors import ElicitationUnavailableError as ElicitationUnavailableError
 from ._core._errors import FileToolError as FileToolError
@@ -128,7 +129,6 @@ from ._tools._definition import ToolDefinition as ToolDefinition
 from ._tools._definition import ToolOptionArgs as ToolOptionArgs
 from ._tools._definition import ToolOptions as ToolOptions
 from ._tools._inject import Dependency as Dependency
-from ._tools._inject import DependencyError as DependencyError
 from ._tools._inject import Depends as Depends
 from ._tools._output import OutputRenderer as OutputRenderer
 from ._tools._output import attach_output as attach_output

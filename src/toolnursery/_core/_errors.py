@@ -12,6 +12,8 @@ The tree::
     │   ├── DuplicateCallIdError      DUPLICATE_CALL_ID: a call id seen before in a batch
     │   ├── InterruptedCallError      INTERRUPTED: a resumed call had started, unfinished,
     │   │                             when the process died, and may not run twice
+    │   ├── DependencyError           MISSING_DEPENDENCY: a ``Depends(...)`` parameter
+    │   │                             could not be resolved from the run's ``deps``
     │   ├── OutputSchemaError         UNSUPPORTED_SCHEMA: a schema outside the subset
     │   ├── ToolOutputError           INVALID_TOOL_OUTPUT: a body returned a value its
     │   │                             declared output does not allow
@@ -51,6 +53,7 @@ from collections.abc import Sequence
 
 __all__ = [
     "DUPLICATE_CALL_ID",
+    "MISSING_DEPENDENCY",
     "INTERRUPTED",
     "INVALID_TOOL_OUTPUT",
     "MCP_REQUEST_FAILED",
@@ -65,6 +68,7 @@ __all__ = [
     "TOOL_TIMEOUT",
     "AbortError",
     "AsyncioHostError",
+    "DependencyError",
     "DuplicateCallIdError",
     "FileToolError",
     "IncompleteCallError",
@@ -103,6 +107,9 @@ DUPLICATE_CALL_ID = "DUPLICATE_CALL_ID"
 INTERRUPTED = "INTERRUPTED"
 """Code of a resumed call that started but never finished before the process died,
 and whose tool is not idempotent: it is not run again, so its effect happens at most once."""
+MISSING_DEPENDENCY = "MISSING_DEPENDENCY"
+"""Code of a call whose ``Depends(...)`` parameter could not be resolved from the run's
+``deps``: the body did not run."""
 REMOTE_WORKER_DIED = "REMOTE_WORKER_DIED"
 """Code of a remote call whose Ray worker (or actor) died while it ran."""
 REMOTE_NODE_DIED = "REMOTE_NODE_DIED"
@@ -255,8 +262,9 @@ class IncompleteCallError(ToolError):
 class ElicitationUnavailableError(ToolError):
     """Raised when a body asks the user or the client's model and nobody can be asked.
 
-    A body asked with ``elicit`` or ``sample``, but no asker is installed around the call, or the one installed cannot reach anyone
-    (an MCP client that did not declare elicitation, or sampling).
+    A body asked with ``elicit`` or ``sample``, but no asker is installed around the
+    call, or the one installed cannot reach anyone (an MCP client that did not declare
+    elicitation, or sampling).
     """
 
     code = "ELICITATION_UNAVAILABLE"
@@ -346,6 +354,16 @@ class InterruptedCallError(ToolError):
             "stopped and did not finish, so its effect may or may not have happened; it "
             "was not run again because the tool is not idempotent"
         )
+
+
+class DependencyError(ToolError):
+    """Raised when a call's dependency cannot be resolved from the run's ``deps``.
+
+    The call fails with it (``code`` ``MISSING_DEPENDENCY``) before its body runs; the
+    message names the parameter and the dependency.
+    """
+
+    code = MISSING_DEPENDENCY
 
 
 class FileToolError(ToolError):

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeAlias
 
 from .._core._bodies import is_async
-from .._core._errors import RegistrationError, ToolError
+from .._core._errors import DependencyError, RegistrationError
 from .._core._execution import ToolRunContext
 
 __all__ = [
@@ -102,16 +102,6 @@ def Depends(
         The marker (a :class:`Dependency`; typed ``Any`` so it fits any default).
     """
     return Dependency(dependency, use_cache=use_cache)
-
-
-class DependencyError(ToolError):
-    """Raised when a call's dependency cannot be resolved from the run's ``deps``.
-
-    The call fails with it (``code`` ``MISSING_DEPENDENCY``) before its body runs; the
-    message names the parameter and the dependency.
-    """
-
-    code = "MISSING_DEPENDENCY"
 
 
 DependsHook: TypeAlias = Callable[[object], Dependency | None]
