@@ -16,7 +16,7 @@ import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 import trio
@@ -32,7 +32,7 @@ from mcp.server.connection import Connection
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 import mcp_serve_tools
-from toolnursery import ToolRegistry, define_tool
+from toolnursery import Depends, ToolRegistry, define_tool, tool
 from toolnursery._mcp._asking import APPROVAL_KEY
 from toolnursery.mcp import ERROR_META_KEY, RemoteServeError, mcp_server, serve_mcp_http
 
@@ -206,6 +206,55 @@ async def test_server_info_carries_title_and_description() -> None:
             info = client.server_info
     assert info is not None
     assert (info.name, info.title, info.description) == ("n", "The Tools", "What it does")
+
+
+class Db:
+    """A host object no client can supply."""
+
+    def __init__(self) -> None:
+        self.rows = {"ada": "Ada Lovelace"}
+
+
+def lookup_registry() -> ToolRegistry:
+    @tool
+    async def lookup(key: str, db: Annotated[Db, Depends("db")]) -> str:
+        """Look a key up in the host's database."""
+        return db.rows.get(key, "nobody")
+
+    registry = ToolRegistry()
+    registry.register(lookup)
+    return registry
+
+
+@BOTH
+async def test_a_served_tool_gets_the_hosts_deps_and_lists_no_dependency(mode: str) -> None:
+    deps = {"db": Db()}
+    with trio.fail_after(LIMIT):
+        async with Client(mcp_server(lookup_registry(), deps=deps), mode=mode) as client:
+            [listed] = (await client.list_tools()).tools
+            found = await client.call_tool("lookup", {"key": "ada"})
+            smuggled = await client.call_tool("lookup", {"key": "ada", "db": "mine"})
+        async with Client(mcp_server(lookup_registry()), mode=mode) as client:
+            without = await client.call_tool("lookup", {"key": "ada"})
+    assert set(listed.input_schema["properties"]) == {"key"}
+    assert first_text(found) == "Ada Lovelace"
+    assert first_text(smuggled) == "Ada Lovelace"  # a client's "db" never reaches the body
+    assert without.is_error
+    assert error_code(without) == "MISSING_DEPENDENCY"
+
+
+async def test_serve_mcp_http_passes_deps_to_every_call() -> None:
+    with trio.fail_after(LIMIT):
+        async with trio.open_nursery() as nursery:
+            url = await nursery.start(
+                functools.partial(serve_mcp_http, lookup_registry(), deps={"db": Db()}),
+                "127.0.0.1",
+                0,
+            )
+            async with Client(url, mode=MODERN) as client:
+                result = await client.call_tool("lookup", {"key": "ada"})
+            nursery.cancel_scope.cancel()
+    assert first_text(result) == "Ada Lovelace"
 
 
 @BOTH
