@@ -13,6 +13,7 @@ Run as ``python mcp_fixture_server.py MODE``:
 - ``garbage``: answer every line on stdin with text that is not JSON-RPC.
 - ``hang``: read stdin and never answer.
 - ``dupe``: list the same tool twice.
+- ``badschema``: also list a tool whose ``inputSchema`` is not valid JSON Schema.
 
 It is also importable: :func:`build` returns the server for the in-process form, and
 :data:`CALLS` counts the ``tools/call`` requests an in-process server received.
@@ -115,6 +116,15 @@ def _tools(mode: str, grown: bool) -> list[types.Tool]:
         tools.append(types.Tool(name="extra", description="Added later.", input_schema=_OBJECT))
     if mode == "dupe":
         tools.append(tools[0])
+    if mode == "badschema":
+        tools.insert(
+            1,
+            types.Tool(
+                name="broken",
+                description="An inputSchema that is not JSON Schema.",
+                input_schema={"type": "object", "properties": {"n": {"minimum": "zero"}}},
+            ),
+        )
     return tools
 
 

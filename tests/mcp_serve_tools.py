@@ -22,6 +22,7 @@ from toolnursery import (
     TextContent,
     ToolDefinition,
     ToolRegistry,
+    ToolRunContext,
     define_tool,
     elicit,
     install_timeout_policy,
@@ -140,6 +141,20 @@ def make() -> ToolRegistry:
         answer = await sample("What is the capital of France?", max_tokens=20)
         return f"{answer.model}: {answer.text}"
 
+    async def ctx_question(args: Any, ctx: ToolRunContext) -> str:
+        answer = await ctx.elicit(
+            "What is your name?",
+            {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+            key="name",
+        )
+        return f"{answer.action}: {(answer.content or {}).get('name')}"
+
+    async def ctx_ask_model(args: Any, ctx: ToolRunContext) -> str:
+        answer = await ctx.sample(
+            "What is the capital of France?", max_tokens=20, system_prompt="Be brief."
+        )
+        return f"{answer.model}: {answer.text}"
+
     async def huge(args: Any, ctx: Any) -> str:
         try:
             ctx.report_progress(10**400)
@@ -190,6 +205,8 @@ def make() -> ToolRegistry:
         ("two_questions", two_questions),
         ("chatty_slow", chatty_slow),
         ("ask_model", ask_model),
+        ("ctx_question", ctx_question),
+        ("ctx_ask_model", ctx_ask_model),
         ("ask_me", echo),
     ):
         registry.register(ToolDefinition(name, f"The {name} tool.", {"type": "object"}, body))

@@ -391,6 +391,79 @@ async def test_duplicate_tool_names_are_refused() -> None:
     assert registry.schemas() == []
 
 
+@pytest.mark.parametrize("kind", ["memory", "stdio"])
+async def test_a_tool_with_an_invalid_input_schema_is_skipped_and_reported(
+    kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    registry = ToolRegistry()
+    source: dict[str, Any] = (
+        {"server": fixture.build("badschema")}
+        if kind == "memory"
+        else {"command": stdio_command("badschema")}
+    )
+    with trio.fail_after(LIMIT), caplog.at_level("WARNING", logger="toolnursery.mcp"):
+        async with open_mcp_mount(registry, prefix="fx_", **source) as mount:
+            names = [schema.name for schema in registry.schemas()]
+            mounted_names = mount.names
+            skipped = dict(mount.skipped)
+            echoed = await registry.execute(call("fx_echo", {"text": "still here"}))
+            missing = await registry.execute(call("fx_broken"))
+            await mount.refresh()  # listed again: still skipped, reported once
+            again = dict(mount.skipped)
+    assert "fx_broken" not in names
+    assert "fx_echo" in names
+    assert mounted_names == tuple(names)
+    assert list(skipped) == ["fx_broken"]
+    assert "not a valid JSON Schema" in skipped["fx_broken"]
+    assert "minimum" in skipped["fx_broken"]
+    assert again == skipped
+    assert text(echoed) == "still here"
+    assert code(missing) == "UNKNOWN_TOOL"
+    warnings = [r.getMessage() for r in caplog.records if r.name == "toolnursery.mcp"]
+    assert len([w for w in warnings if "skipped a tool" in w]) == 1
+    assert "fx_broken" in warnings[0]
+
+
+async def test_a_tool_whose_schema_turns_invalid_leaves_and_comes_back_when_fixed() -> None:
+    import mcp.types as types
+    from mcp.server import Server
+
+    good: dict[str, Any] = {"type": "object", "properties": {"n": {"minimum": 0}}}
+    bad: dict[str, Any] = {"type": "object", "properties": {"n": {"minimum": "zero"}}}
+    listed = {"schema": good}
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(name="count", input_schema=listed["schema"]),
+                types.Tool(name="other", input_schema={"type": "object"}),
+            ]
+        )
+
+    async def call_tool(ctx: Any, params: Any) -> types.CallToolResult:
+        return types.CallToolResult(content=[types.TextContent(type="text", text=params.name)])
+
+    server = Server("shifting", on_list_tools=list_tools, on_call_tool=call_tool)
+    registry = ToolRegistry()
+    with trio.fail_after(LIMIT):
+        async with open_mcp_mount(registry, server=server) as mount:
+            assert mount.names == ("count", "other")
+            listed["schema"] = bad
+            await mount.refresh()
+            assert mount.names == ("other",)
+            assert list(mount.skipped) == ["count"]
+            gone = await registry.execute(call("count", {"n": 1}))
+            listed["schema"] = good
+            await mount.refresh()
+            assert mount.names == ("count", "other")
+            assert mount.skipped == {}
+            back = await registry.execute(call("count", {"n": 1}))
+            refused = await registry.execute(call("count", {"n": -1}))
+    assert code(gone) == "UNKNOWN_TOOL"
+    assert text(back) == "count"
+    assert code(refused) == "INVALID_ARGS"
+
+
 async def test_a_name_already_taken_is_refused_with_or_without_a_prefix() -> None:
     async def body(args: Any, ctx: Any) -> str:
         return "mine"

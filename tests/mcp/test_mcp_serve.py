@@ -16,7 +16,7 @@ import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 import trio
@@ -32,7 +32,7 @@ from mcp.server.connection import Connection
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 import mcp_serve_tools
-from toolnursery import ToolRegistry, define_tool
+from toolnursery import Depends, ToolExecutionInput, ToolRegistry, define_tool, tool
 from toolnursery._mcp._asking import APPROVAL_KEY
 from toolnursery.mcp import ERROR_META_KEY, RemoteServeError, mcp_server, serve_mcp_http
 
@@ -206,6 +206,55 @@ async def test_server_info_carries_title_and_description() -> None:
             info = client.server_info
     assert info is not None
     assert (info.name, info.title, info.description) == ("n", "The Tools", "What it does")
+
+
+class Db:
+    """A host object no client can supply."""
+
+    def __init__(self) -> None:
+        self.rows = {"ada": "Ada Lovelace"}
+
+
+def lookup_registry() -> ToolRegistry:
+    @tool
+    async def lookup(key: str, db: Annotated[Db, Depends("db")]) -> str:
+        """Look a key up in the host's database."""
+        return db.rows.get(key, "nobody")
+
+    registry = ToolRegistry()
+    registry.register(lookup)
+    return registry
+
+
+@BOTH
+async def test_a_served_tool_gets_the_hosts_deps_and_lists_no_dependency(mode: str) -> None:
+    deps = {"db": Db()}
+    with trio.fail_after(LIMIT):
+        async with Client(mcp_server(lookup_registry(), deps=deps), mode=mode) as client:
+            [listed] = (await client.list_tools()).tools
+            found = await client.call_tool("lookup", {"key": "ada"})
+            smuggled = await client.call_tool("lookup", {"key": "ada", "db": "mine"})
+        async with Client(mcp_server(lookup_registry()), mode=mode) as client:
+            without = await client.call_tool("lookup", {"key": "ada"})
+    assert set(listed.input_schema["properties"]) == {"key"}
+    assert first_text(found) == "Ada Lovelace"
+    assert first_text(smuggled) == "Ada Lovelace"  # a client's "db" never reaches the body
+    assert without.is_error
+    assert error_code(without) == "MISSING_DEPENDENCY"
+
+
+async def test_serve_mcp_http_passes_deps_to_every_call() -> None:
+    with trio.fail_after(LIMIT):
+        async with trio.open_nursery() as nursery:
+            url = await nursery.start(
+                functools.partial(serve_mcp_http, lookup_registry(), deps={"db": Db()}),
+                "127.0.0.1",
+                0,
+            )
+            async with Client(url, mode=MODERN) as client:
+                result = await client.call_tool("lookup", {"key": "ada"})
+            nursery.cancel_scope.cancel()
+    assert first_text(result) == "Ada Lovelace"
 
 
 @BOTH
@@ -723,6 +772,19 @@ async def test_a_body_asks_the_user(mode: str) -> None:
     assert on_elicit.asked == ["What is your name?", "Name?", "Colour?"]
 
 
+@BOTH
+async def test_a_body_asks_the_user_through_its_context(mode: str) -> None:
+    on_elicit = answering("accept", {"name": "Ada"})
+    with trio.fail_after(LIMIT):
+        async with Client(
+            mcp_server(mcp_serve_tools.make()), mode=mode, elicitation_callback=on_elicit
+        ) as client:
+            through_ctx = await client.call_tool("ctx_question", {})
+            module_level = await client.call_tool("question", {})
+    assert first_text(through_ctx) == first_text(module_level) == "accept: Ada"
+    assert on_elicit.asked == ["What is your name?", "What is your name?"]
+
+
 async def test_a_body_that_cannot_ask_gets_a_clear_error() -> None:
     with trio.fail_after(LIMIT):
         async with Client(mcp_server(mcp_serve_tools.make()), mode=LEGACY) as client:
@@ -834,6 +896,39 @@ async def test_a_body_asks_the_clients_model(mode: str) -> None:
             answered = await client.call_tool("ask_model", {})
     assert first_text(answered) == "tiny: Paris"
     assert prompts == ["What is the capital of France?"]
+
+
+@BOTH
+async def test_a_body_asks_the_clients_model_through_its_context(mode: str) -> None:
+    asked: list[tuple[str, str | None]] = []
+
+    async def on_sample(context: Any, params: types.CreateMessageRequestParams) -> Any:
+        asked.append((params.messages[0].content.text, params.system_prompt))  # type: ignore[union-attr]
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(type="text", text="Paris"),
+            model="tiny",
+            stop_reason="endTurn",
+        )
+
+    with trio.fail_after(LIMIT):
+        async with Client(
+            mcp_server(mcp_serve_tools.make()), mode=mode, sampling_callback=on_sample
+        ) as client:
+            answered = await client.call_tool("ctx_ask_model", {})
+    assert first_text(answered) == "tiny: Paris"
+    assert asked == [("What is the capital of France?", "Be brief.")]
+
+
+async def test_a_context_question_outside_mcp_is_unavailable() -> None:
+    registry = mcp_serve_tools.make()
+    with trio.fail_after(LIMIT):
+        asked = await registry.execute(ToolExecutionInput("c1", "ctx_question", {}))
+        sampled = await registry.execute(ToolExecutionInput("c2", "ctx_ask_model", {}))
+    assert asked.is_error
+    assert sampled.is_error
+    assert "cannot ask" in asked.content[0].text  # type: ignore[union-attr]
+    assert "cannot ask" in sampled.content[0].text  # type: ignore[union-attr]
 
 
 async def test_a_body_that_cannot_sample_gets_a_clear_error() -> None:

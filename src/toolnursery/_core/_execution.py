@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeAlias
 
 import msgspec
 
+from ._asking import Elicitation, Sample, elicit, sample
 from ._content import HookContext
 from ._progress import LogLevel, report_log, report_progress
 from ._scope import AgentScope
@@ -87,7 +89,8 @@ class ToolRunContext(Generic[DepsT]):
     The execution's fields, the signal the body runs under (the caller's; or one
     derived from it under a deadline or a wrapper's replacement signal), the batch id
     and idempotency key, the run's dependencies (:attr:`deps`, typed by the parameter:
-    ``ToolRunContext[MyDeps]``), :meth:`defer_context`, and progress and log reports.
+    ``ToolRunContext[MyDeps]``), :meth:`defer_context`, progress and log reports, and
+    questions to the user or the client's model (:meth:`elicit`, :meth:`sample`).
 
     The pipeline hands each attempt of a body a small context object of its own (a
     subclass; a retry's next attempt gets a fresh one), which shows the call and nothing
@@ -195,6 +198,52 @@ class ToolRunContext(Generic[DepsT]):
     def log(self, level: LogLevel, data: Any, *, logger: str | None = None) -> None:
         """Send a log message from this call (served over MCP: ``notifications/message``)."""
         report_log(level, data, logger=logger, call_id=self.call_id)
+
+    async def elicit(
+        self, message: str, requested_schema: Mapping[str, Any], *, key: str | None = None
+    ) -> Elicitation:
+        """Ask the user a question, and wait for the answer: :func:`elicit`.
+
+        Served over MCP at 2026-07-28, a call that asks runs again from the start
+        once the client answers; this time the question returns the answer.
+
+        Args:
+            message: the question, for a person.
+            requested_schema: the JSON Schema of the answer (an object of
+                plain-typed properties, as MCP's form elicitation allows).
+            key: the question's name, unique within the call (default: its
+                position among the call's questions).
+
+        Raises:
+            ElicitationUnavailableError: nobody can be asked (a client that did not
+                declare elicitation, a call not served over MCP).
+            TypeError: ``message`` is not a str or ``requested_schema`` not a mapping.
+        """
+        return await elicit(message, requested_schema, key=key)
+
+    async def sample(
+        self,
+        prompt: str,
+        *,
+        max_tokens: int,
+        system_prompt: str | None = None,
+        key: str | None = None,
+    ) -> Sample:
+        """Ask the client's model (MCP sampling), and wait for the answer: :func:`sample`.
+
+        Args:
+            prompt: the user message to send.
+            max_tokens: the most tokens the answer may have.
+            system_prompt: a system prompt, if any.
+            key: the question's name, unique within the call.
+
+        Raises:
+            ElicitationUnavailableError: nobody can be asked (a client that did not
+                declare sampling, a call not served over MCP).
+            TypeError: ``prompt`` is not a str.
+            ValueError: ``max_tokens`` is not a positive int.
+        """
+        return await sample(prompt, max_tokens=max_tokens, system_prompt=system_prompt, key=key)
 
 
 class _StandaloneRunContext(ToolRunContext[Any]):

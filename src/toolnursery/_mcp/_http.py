@@ -27,6 +27,7 @@ def mcp_asgi_app(
     registry: ToolRegistry,
     *,
     scope: ToolScope | None = None,
+    deps: Any = None,
     name: str = "toolnursery",
     path: str = "/mcp",
     allowed_hosts: Sequence[str] | None = None,
@@ -55,6 +56,9 @@ def mcp_asgi_app(
     stream dropped reconnects with ``Last-Event-ID`` and gets what it missed, the
     call's result included; ``retry_ms`` is the reconnection delay suggested to
     clients.
+
+    ``scope``, ``deps`` and ``name`` are :func:`mcp_server`'s: every served call
+    runs with ``deps`` (``ctx.deps``).
     """
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
     from mcp.server.transport_security import TransportSecuritySettings
@@ -72,7 +76,7 @@ def mcp_asgi_app(
             ],
         )
     manager = StreamableHTTPSessionManager(
-        app=mcp_server(registry, scope=scope, name=name),
+        app=mcp_server(registry, scope=scope, deps=deps, name=name),
         security_settings=security,
         event_store=MemoryEventStore(max_events) if max_events else None,
         retry_interval=retry_ms if max_events else None,
@@ -135,6 +139,7 @@ async def serve_mcp_http(
     port: int = 8000,
     *,
     scope: ToolScope | None = None,
+    deps: Any = None,
     name: str = "toolnursery",
     path: str = "/mcp",
     allow_remote: bool = False,
@@ -158,6 +163,7 @@ async def serve_mcp_http(
         host: the address to bind.
         port: the port to bind (0: any free port).
         scope: serve this scope's view, and run calls as its agent.
+        deps: the dependencies every served call runs with (``ctx.deps``).
         name: the server name in ``serverInfo``.
         path: the endpoint's path.
         allow_remote: allow binding an address beyond loopback.
@@ -179,7 +185,13 @@ async def serve_mcp_http(
     config.loglevel = "WARNING"
     config.accesslog = None
     app = mcp_asgi_app(
-        registry, scope=scope, name=name, path=path, allowed_hosts=loopback, token=token
+        registry,
+        scope=scope,
+        deps=deps,
+        name=name,
+        path=path,
+        allowed_hosts=loopback,
+        token=token,
     )
     async with trio.open_nursery() as nursery:
         urls = await nursery.start(serve, app, config)

@@ -53,6 +53,7 @@ from .._core._groups import innermost
 from .._core._json import thaw
 from .._core._progress import ProgressReport, current_sink
 from .._pipeline._registry import Disposer, ToolRegistry, ToolScope
+from .._tools._definition import ToolDefinition
 from ._convert import blocks_from_mcp
 from ._listing import (
     OutputCheck,
@@ -132,6 +133,7 @@ class McpMount:
         self._on_sample = on_sample
         self._client: Client | None = None
         self._registered: dict[str, tuple[types.Tool, Disposer]] = {}
+        self._skipped: dict[str, str] = {}
         self._calls: dict[int, ToolRunContext] = {}
         self._gone: str | None = None
         self._relist = trio.Event()
@@ -146,6 +148,17 @@ class McpMount:
     def names(self) -> tuple[str, ...]:
         """The registered tool names (with the prefix), in the server's order."""
         return tuple(self._registered)
+
+    @property
+    def skipped(self) -> Mapping[str, str]:
+        """The server's tools left unregistered, by name (with the prefix), with why.
+
+        A tool whose ``inputSchema`` is not valid JSON Schema cannot be checked or
+        shown to a model: it is skipped (and logged as a warning on the
+        ``toolnursery.mcp`` logger), and the server's other tools are mounted.
+        Updated by every listing (a refresh, a tool list change).
+        """
+        return dict(self._skipped)
 
     @property
     def gone(self) -> bool:
@@ -178,19 +191,30 @@ class McpMount:
         """Make the registrations match ``tools``, all or nothing."""
         wanted = checked_tools(self._label, self._prefix, tools)
         current = self._registered
-        new = {n: t for n, t in wanted.items() if n not in current}
-        changed = {n: t for n, t in wanted.items() if n in current and current[n][0] != t}
+        # A definition is made (its inputSchema compiled) before anything is
+        # registered: a tool that cannot be one is skipped, not the whole list.
+        definitions: dict[str, ToolDefinition] = {}
+        skipped: dict[str, str] = {}
+        for name, tool in wanted.items():
+            if name in current and current[name][0] == tool:
+                continue
+            try:
+                definitions[name] = self._definition(name, tool)
+            except RegistrationError as exc:
+                skipped[name] = str(exc)
+        for name in skipped:
+            del wanted[name]
         done: dict[str, tuple[types.Tool, Disposer]] = {}
         swapped: list[str] = []
         try:
-            for name, tool in new.items():
-                done[name] = (tool, self._owner.register(self._definition(name, tool)))
-            for name, tool in changed.items():
-                # A name is registered once: the old definition goes before the new one
-                # comes, and comes back if the new one is refused.
-                current[name][1]()
-                swapped.append(name)
-                done[name] = (tool, self._owner.register(self._definition(name, tool)))
+            for name, definition in definitions.items():
+                tool = wanted[name]
+                if name in current:
+                    # A name is registered once: the old definition goes before the
+                    # new one comes, and comes back if the new one is refused.
+                    current[name][1]()
+                    swapped.append(name)
+                done[name] = (tool, self._owner.register(definition))
         except RegistrationError as exc:
             for _, dispose in done.values():
                 dispose()
@@ -202,8 +226,12 @@ class McpMount:
             if name not in wanted:
                 dispose()
         self._registered = {n: done.get(n) or current[n] for n in wanted}
+        for name, why in skipped.items():
+            if self._skipped.get(name) != why:
+                _log.warning("%s: skipped a tool: %s", self._label, why)
+        self._skipped = skipped
 
-    def _definition(self, name: str, tool: types.Tool) -> Any:
+    def _definition(self, name: str, tool: types.Tool) -> ToolDefinition:
         return mounted_definition(name, tool, self._call)
 
     def _unregister_all(self) -> None:
@@ -476,7 +504,9 @@ async def open_mcp_mount(
     ``idempotentHint`` (or ``readOnlyHint``) idempotent, a declared ``outputSchema``
     becomes its output schema (a result's ``structuredContent`` is checked against
     it), and every hint is kept as the definition's ``mcp_annotations``. Arguments
-    that are not an object are refused before anything is sent.
+    that are not an object, or do not fit the ``inputSchema``, are refused before
+    anything is sent. A tool whose ``inputSchema`` is not valid JSON Schema is
+    skipped, logged and listed in :attr:`McpMount.skipped`; the others are mounted.
     ``notifications/tools/list_changed`` re-lists the tools and updates the
     registrations. When the block ends the tools are unregistered and the
     connection is closed.

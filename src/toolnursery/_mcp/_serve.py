@@ -72,6 +72,7 @@ def mcp_server(
     registry: ToolRegistry,
     *,
     scope: ToolScope | None = None,
+    deps: Any = None,
     name: str = "toolnursery",
     version: str | None = None,
     title: str | None = None,
@@ -95,6 +96,11 @@ def mcp_server(
     a client is told when the registry changes while its session is open (on
     2026-07-28, through ``subscriptions/listen``).
 
+    ``deps`` is the host's dependencies object, passed to every served call's
+    ``registry.execute(..., deps=deps)``: bodies read it as ``ctx.deps``, and
+    ``@tool`` parameters marked ``Depends(...)`` are resolved from it (they are not
+    in the listed input schema, so a client cannot supply them).
+
     The server holds nothing of the registry's until it runs: it listens for the
     registry's changes while it runs (the SDK enters its lifespan), and forgets
     each session when that session ends.
@@ -102,6 +108,7 @@ def mcp_server(
     Args:
         registry: the tools to serve.
         scope: serve this scope's view, and run calls as its agent.
+        deps: the dependencies every served call runs with (``ctx.deps``).
         name: the server name in ``serverInfo``.
         version: the server version (default: toolnursery's).
         title: the server's human-readable title in ``serverInfo``.
@@ -137,7 +144,7 @@ def mcp_server(
     async def call_tool(
         ctx: ServerRequestContext[_Served], params: types.CallToolRequestParams
     ) -> Any:  # a CallToolResult's wire form, or an InputRequiredResult
-        return await _call(registry, scope, ctx, params)
+        return await _call(registry, scope, deps, ctx, params)
 
     async def set_level(
         ctx: ServerRequestContext[_Served], params: types.SetLevelRequestParams
@@ -250,6 +257,7 @@ def _connection(ctx: ServerRequestContext[Any]) -> Connection:
 async def _call(
     registry: ToolRegistry,
     scope: ToolScope | None,
+    deps: Any,
     ctx: ServerRequestContext[_Served],
     params: types.CallToolRequestParams,
 ) -> dict[str, Any] | types.InputRequiredResult:
@@ -281,7 +289,7 @@ async def _call(
         try:
             questions.install()
             with forwarder, reporting(forwarder.sink), asking(questions):
-                outcome.append(await registry.execute(execution))
+                outcome.append(await registry.execute(execution, deps=deps))
         except Exception as exc:  # re-raised by the handler, not the server's nursery
             failure.append(exc)
         finally:
@@ -451,17 +459,22 @@ def _version() -> str:
 
 
 async def serve_mcp_stdio(
-    registry: ToolRegistry, *, scope: ToolScope | None = None, name: str = "toolnursery"
+    registry: ToolRegistry,
+    *,
+    scope: ToolScope | None = None,
+    deps: Any = None,
+    name: str = "toolnursery",
 ) -> None:
     """Serve ``registry`` over stdio until the client closes stdin.
 
     Args:
         registry: the tools to serve.
         scope: serve this scope's view, and run calls as its agent.
+        deps: the dependencies every served call runs with (``ctx.deps``).
         name: the server name in ``serverInfo``.
     """
     from mcp.server.stdio import stdio_server
 
-    server = mcp_server(registry, scope=scope, name=name)
+    server = mcp_server(registry, scope=scope, deps=deps, name=name)
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())
