@@ -488,14 +488,24 @@ def benchmark_ratios(page: str | None = None) -> str:
 
 
 def demo_timeline() -> str:
-    """The demo batch's timeline, drawn by the timeline API of ``toolnursery``.
+    """The demo batch's timeline: ``toolnursery demo --log``, drawn by ``draw_timeline``.
 
-    Off until that API is on the main branch: to switch it on, make this call it on a
-    log of ``toolnursery demo`` and add ``"demo-timeline": demo_timeline`` to
-    :data:`PICTURES` (and the image line to ``docs/tutorial.md``, see
-    ``tests/docs/test_pictures.py``).
+    Off until ``toolnursery.timeline`` is on the main branch. To switch it on, add
+    ``"demo-timeline": demo_timeline`` to :data:`PICTURES` and the image line
+    ``![...](images/generated/demo-timeline.svg)`` to ``docs/tutorial.md`` (its "A record
+    of what ran" step); ``tests/docs/test_pictures.py`` then checks it like the others.
     """
-    raise PictureError("the timeline API is not on this branch yet")
+    import subprocess
+    import sys
+    import tempfile
+
+    from toolnursery.timeline import draw_timeline  # type: ignore[import-not-found,unused-ignore]
+
+    with tempfile.TemporaryDirectory() as folder:
+        log = Path(folder) / "demo.jsonl"
+        command = [sys.executable, "-m", "toolnursery", "demo", "--log", str(log)]
+        subprocess.run(command, check=True, capture_output=True, timeout=120)
+        return str(draw_timeline(log, title="toolnursery demo"))
 
 
 PICTURES: dict[str, Callable[[], str]] = {
