@@ -102,7 +102,10 @@ def sections(module_name: str) -> list[tuple[str, list[str]]]:
 def entries(module_name: str) -> Iterator[str]:
     """The Markdown that replaces a page's marker: the module's docstring, then a heading
     per section and an entry per name."""
-    yield f"::: {module_name}\n    options:\n      show_root_heading: false\n      members: false\n"
+    yield (
+        f"::: {module_name}\n    options:\n      show_root_heading: false\n"
+        "      show_root_toc_entry: false\n      members: false\n"
+    )
     for title, names in sections(module_name):
         yield f"## {title}\n"
         for name in names:
