@@ -52,7 +52,7 @@ def matrix(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff check and format --check."""
     session.install("ruff")
-    paths = ("src", "tests", "benchmarks", "conftest.py", "docs_sphinx_roles.py")
+    paths = ("src", "tests", "benchmarks", "conftest.py", "docs_sphinx_roles.py", "docs/_gen")
     session.run("ruff", "check", *paths)
     session.run("ruff", "format", "--check", *paths)
 
@@ -73,6 +73,25 @@ def docs(session: nox.Session) -> None:
     session.run(
         "mkdocs", "build", "--strict", "--site-dir", site_dir, env={"NO_MKDOCS_2_WARNING": "1"}
     )
+
+
+@nox.session
+def browser(session: nox.Session) -> None:
+    """Build the site, then open its pages and the HTML timeline in headless Chromium.
+
+    Needs Chromium on PATH (Debian: ``apt-get install chromium``) or in
+    ``TOOLNURSERY_CHROMIUM``; without it the tests are skipped, saying so.
+    """
+    session.install("-e", ".[test,docs]")
+    site_dir = session.create_tmp() + "/site"
+    session.run(
+        "mkdocs", "build", "--strict", "--quiet", "--site-dir", site_dir,
+        env={"NO_MKDOCS_2_WARNING": "1"},
+    )  # fmt: skip
+    session.run(
+        "pytest", "-p", "no:cacheprovider", "tests/browser", *session.posargs,
+        env={"TOOLNURSERY_BROWSER": "1", "TOOLNURSERY_BROWSER_SITE": site_dir},
+    )  # fmt: skip
 
 
 @nox.session
