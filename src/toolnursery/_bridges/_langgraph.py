@@ -1,0 +1,205 @@
+"""A LangGraph node that runs an AI message's tool calls as one toolnursery batch.
+
+:class:`ToolBatchNode` takes the state ``langgraph.prebuilt.ToolNode`` takes (a list
+of messages, a state with a ``messages`` key, or a list of tool-call dicts) and
+returns what it returns (``ToolMessage``\\s with ``tool_call_id``, ``name`` and
+``status``, in model order). The calls run as one batch of the registry on the
+``toolnursery.aio`` host of the running loop, so resource keys, barriers,
+``max_parallel``, model-order commits, every policy and the recorder apply as in
+any batch. Each result is written to LangGraph's custom stream as it commits.
+Cancelling the node's task aborts the batch (started calls drain, the rest get
+``ABORTED_BEFORE_DISPATCH``) before ``CancelledError`` propagates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.messages import AIMessage, ToolMessage
+
+from .._aio._host import Job, host_for, wait_job
+from .._batch._recorder import ToolCallRecorder
+from .._batch._scheduler import open_tool_batch
+from .._core._content import TextContent, ToolCall, ToolExecutionResult
+from .._core._signal import CancelSignal
+from .._pipeline._registry import ToolRegistry, ToolScope
+from ._langchain import to_langchain
+
+__all__ = ["STREAM_KEY", "ToolBatchNode", "tool_message"]
+
+STREAM_KEY = "toolnursery"
+"""The key of the custom-stream chunks the node writes: ``{STREAM_KEY: ToolMessage}``."""
+
+_CONTEXT = object()
+"""The default of ``deps``: the graph's runtime context."""
+
+
+def tool_message(call: ToolCall, result: ToolExecutionResult) -> ToolMessage:
+    """The ``ToolMessage`` of one result: its text (or blocks), ``status``, and the
+    typed value (a tool with an output) as ``artifact``."""
+    content: str | list[str | dict[Any, Any]]
+    if all(isinstance(block, TextContent) for block in result.content):
+        content = result.text
+    else:
+        content = [_block(block) for block in result.content]
+    return ToolMessage(
+        content=content,
+        tool_call_id=call.id,
+        name=call.name,
+        status="error" if result.is_error else "success",
+        artifact=result.structured_content,
+    )
+
+
+def _block(block: Any) -> dict[str, Any]:
+    if isinstance(block, TextContent):
+        return {"type": "text", "text": block.text}
+    kind = getattr(block, "type", None)
+    data = getattr(block, "data", None)
+    mime = getattr(block, "mime_type", None)
+    if kind in ("image", "audio") and data is not None:
+        return {"type": kind, "base64": data, "mime_type": mime}
+    return {"type": "text", "text": str(block)}
+
+
+class ToolBatchNode:
+    """A drop-in for ``langgraph.prebuilt.ToolNode`` that runs the calls as one batch.
+
+    Example::
+
+        graph.add_node("tools", ToolBatchNode(registry))
+
+    The node reads the last ``AIMessage`` of the state (or a list of tool-call
+    dicts), runs its tool calls as one batch of ``registry`` and returns one
+    ``ToolMessage`` per call in model order: ``[...]`` for a list input, else
+    ``{messages_key: [...]}``. Unknown tools, invalid arguments, denials and
+    failures are ``status="error"`` messages with toolnursery's one-line text.
+
+    Args:
+        registry: the registry whose tools, policies and hooks run the calls.
+        agent: the agent scope the calls run for (default: the registry's view).
+        max_parallel: at most this many bodies at once.
+        recorder: the batch's recorder (the durable log).
+        deps: what tools see as ``ctx.deps``; by default the graph run's context
+            (``graph.ainvoke(..., context=...)``).
+        messages_key: the state key of the messages.
+        stream: write each ``ToolMessage`` to LangGraph's custom stream as it
+            commits, as ``{"toolnursery": message}`` (``stream_mode="custom"``).
+    """
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        *,
+        agent: ToolScope | None = None,
+        max_parallel: int = 10,
+        recorder: ToolCallRecorder | None = None,
+        deps: Any = _CONTEXT,
+        messages_key: str = "messages",
+        stream: bool = True,
+    ) -> None:
+        if not isinstance(registry, ToolRegistry):
+            raise TypeError(f"ToolBatchNode needs a ToolRegistry, not {type(registry).__name__}")
+        self.registry = registry
+        self.agent = agent
+        self.max_parallel = max_parallel
+        self.recorder = recorder
+        self.deps = deps
+        self.messages_key = messages_key
+        self.stream = stream
+        self.__name__ = "tools"
+
+    @property
+    def tools(self) -> list[Any]:
+        """The registry's tools as LangChain tools, to bind to the chat model."""
+        return to_langchain(self.registry, agent=self.agent)
+
+    async def __call__(self, input: Any) -> Any:
+        """Run the tool calls of ``input``; see the class docstring.
+
+        Raises:
+            ValueError: the input holds no messages, or no ``AIMessage``.
+            asyncio.CancelledError: the node's task was cancelled (after the batch
+                aborted and drained).
+        """
+        calls, as_list = self._parse(input)
+        writer, context = _runtime_parts(self.stream)
+        deps = context if self.deps is _CONTEXT else self.deps
+        messages = await self._run(calls, deps, writer)
+        return messages if as_list else {self.messages_key: messages}
+
+    async def _run(
+        self, calls: list[ToolCall], deps: Any, writer: Callable[[Any], None] | None
+    ) -> list[ToolMessage]:
+        loop = asyncio.get_running_loop()
+        host = await host_for(loop)
+        job: Job[None] = Job(loop, CancelSignal())
+        messages: list[ToolMessage] = []
+        registry, agent, recorder = self.registry, self.agent, self.recorder
+        max_parallel = self.max_parallel
+
+        async def run() -> None:
+            async with open_tool_batch(
+                registry,
+                signal=job.signal,
+                agent=agent,
+                max_parallel=max_parallel,
+                recorder=recorder,
+                deps=deps,
+            ) as batch:
+                job.on_abort = batch.close
+                for call in calls:
+                    batch.submit(call)
+                batch.close()
+                async for call, result in batch:
+                    message = tool_message(call, result)
+                    messages.append(message)
+                    if writer is not None:
+                        writer({STREAM_KEY: message})
+
+        host.spawn(job, run)
+        await wait_job(job)
+        return messages
+
+    def _parse(self, input: Any) -> tuple[list[ToolCall], bool]:
+        if isinstance(input, list) and input and _is_tool_call(input[-1]):
+            return [_call(item) for item in input], False
+        if isinstance(input, dict) and input.get("__type") == "tool_call_with_context":
+            return [_call(input["tool_call"])], False
+        as_list = isinstance(input, list)
+        if as_list:
+            messages = input
+        elif isinstance(input, dict):
+            messages = input.get(self.messages_key) or []
+        else:
+            messages = getattr(input, self.messages_key, None) or []
+        if not messages:
+            raise ValueError(f'ToolBatchNode: no messages in the input (key "{self.messages_key}")')
+        for message in reversed(messages):
+            if isinstance(message, AIMessage):
+                return [_call(item) for item in message.tool_calls], as_list
+        raise ValueError("ToolBatchNode: no AIMessage in the input")
+
+
+def _is_tool_call(item: object) -> bool:
+    return isinstance(item, dict) and item.get("type") == "tool_call"
+
+
+def _call(item: Any) -> ToolCall:
+    args = item.get("args")
+    return ToolCall(str(item.get("id") or ""), str(item.get("name") or ""), args or {})
+
+
+def _runtime_parts(stream: bool) -> tuple[Callable[[Any], None] | None, Any]:
+    """The run's stream writer (when streaming) and context; ``(None, None)`` outside a graph."""
+    try:
+        from langgraph.runtime import get_runtime
+
+        runtime = get_runtime()
+    except RuntimeError:  # called outside a graph run
+        return None, None
+    if runtime is None:
+        return None, None
+    return (runtime.stream_writer if stream else None), runtime.context
