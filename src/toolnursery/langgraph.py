@@ -24,12 +24,13 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from ._bridges._langgraph import STREAM_KEY as STREAM_KEY
+from ._bridges._langgraph import InterruptApproval as InterruptApproval
 from ._bridges._langgraph import ToolBatchNode as ToolBatchNode
 from ._bridges._langgraph import tool_message as tool_message
 from ._core._homes import fixup_module_metadata as _fixup_module_metadata
 
 del _langgraph
 
-__all__ = ["STREAM_KEY", "ToolBatchNode", "tool_message"]
+__all__ = ["STREAM_KEY", "InterruptApproval", "ToolBatchNode", "tool_message"]
 
 _fixup_module_metadata(__name__, __all__)

@@ -9,31 +9,98 @@ returns what it returns (``ToolMessage``\\s with ``tool_call_id``, ``name`` and
 any batch. Each result is written to LangGraph's custom stream as it commits.
 Cancelling the node's task aborts the batch (started calls drain, the rest get
 ``ABORTED_BEFORE_DISPATCH``) before ``CancelledError`` propagates.
+
+``Ask`` decisions become LangGraph interrupts through :class:`InterruptApproval`, the
+registry's approval service: the first unanswered ``Ask`` aborts the batch and the
+node raises LangGraph's interrupt; on resume the node runs again from its start (as
+every LangGraph node does) and the answered ``Ask`` takes the resume value.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import os
 from collections.abc import Callable
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.errors import GraphInterrupt
+from langgraph.types import interrupt
 
 from .._aio._host import Job, host_for, wait_job
 from .._batch._recorder import ToolCallRecorder
-from .._batch._scheduler import open_tool_batch
+from .._batch._scheduler import open_tool_batch, run_tool_calls
 from .._core._content import TextContent, ToolCall, ToolExecutionResult
+from .._core._execution import ApprovalOutcome, ApprovalRequest
 from .._core._signal import CancelSignal
 from .._pipeline._registry import ToolRegistry, ToolScope
 from ._langchain import to_langchain
 
-__all__ = ["STREAM_KEY", "ToolBatchNode", "tool_message"]
+__all__ = ["STREAM_KEY", "InterruptApproval", "ToolBatchNode", "tool_message"]
 
 STREAM_KEY = "toolnursery"
 """The key of the custom-stream chunks the node writes: ``{STREAM_KEY: ToolMessage}``."""
 
 _CONTEXT = object()
 """The default of ``deps``: the graph's runtime context."""
+
+_INTERRUPTED = "interrupted: a tool call waits for a human (LangGraph interrupt)"
+_APPROVED = frozenset({True, "approve", "approved", "allow", "allowed-once", "yes"})
+
+
+class _NodeRun:
+    """One run of the node, as the approval service sees it from the batch's tasks."""
+
+    __slots__ = ("context", "interrupt", "job")
+
+    def __init__(self, context: contextvars.Context, job: Job[Any]) -> None:
+        self.context = context
+        self.job = job
+        self.interrupt: GraphInterrupt | None = None
+
+
+_RUN: contextvars.ContextVar[_NodeRun | None] = contextvars.ContextVar(
+    "toolnursery.langgraph.run", default=None
+)
+
+
+class InterruptApproval:
+    """An approval service that asks through LangGraph's ``interrupt()``.
+
+    Give it to the registry (``ToolRegistry(approval=InterruptApproval())``) and run
+    the calls with an agent scope through :class:`ToolBatchNode` in a graph compiled
+    with a checkpointer. An ``Ask`` then interrupts the graph with
+    ``{"tool": name, "call_id": id, "reason": reason}``; resume it with
+    ``Command(resume=True)`` (or ``"approve"``) to run the call, anything else
+    rejects it. On resume the node runs its batch again from the start, as LangGraph
+    re-runs an interrupted node: calls that ran before the interrupt run again
+    (a barrier, or a call dispatched before the ``Ask`` was reached), so make such
+    tools idempotent. Outside a :class:`ToolBatchNode` run the answer is
+    ``"unavailable"``.
+    """
+
+    async def request(self, request: ApprovalRequest, /) -> ApprovalOutcome:
+        """Interrupt the graph for ``request`` (or take the resume value of a re-run)."""
+        run = _RUN.get()
+        if run is None:
+            return "unavailable"
+        payload = {"tool": request.tool_name, "call_id": request.call_id, "reason": request.reason}
+        try:
+            answer = run.context.run(interrupt, payload)
+        except GraphInterrupt as exc:
+            if run.interrupt is None:
+                run.interrupt = exc
+            run.job.abort(_INTERRUPTED)
+            return "cancelled"
+        return "allowed-once" if _approved(answer) else "rejected"
+
+
+def _approved(answer: object) -> bool:
+    try:
+        return answer in _APPROVED
+    except TypeError:  # an unhashable answer (a dict) is no approval
+        return False
 
 
 def tool_message(call: ToolCall, result: ToolExecutionResult) -> ToolMessage:
@@ -84,6 +151,9 @@ class ToolBatchNode:
         recorder: the batch's recorder (the durable log).
         deps: what tools see as ``ctx.deps``; by default the graph run's context
             (``graph.ainvoke(..., context=...)``).
+        resume_from: a log (a :class:`JsonlRecorder` file) to resume the batch from:
+            calls it shows committed are not run again (results are then
+            streamed when the batch ends).
         messages_key: the state key of the messages.
         stream: write each ``ToolMessage`` to LangGraph's custom stream as it
             commits, as ``{"toolnursery": message}`` (``stream_mode="custom"``).
@@ -97,6 +167,7 @@ class ToolBatchNode:
         max_parallel: int = 10,
         recorder: ToolCallRecorder | None = None,
         deps: Any = _CONTEXT,
+        resume_from: str | os.PathLike[str] | None = None,
         messages_key: str = "messages",
         stream: bool = True,
     ) -> None:
@@ -107,6 +178,7 @@ class ToolBatchNode:
         self.max_parallel = max_parallel
         self.recorder = recorder
         self.deps = deps
+        self.resume_from = resume_from
         self.messages_key = messages_key
         self.stream = stream
         self.__name__ = "tools"
@@ -123,6 +195,8 @@ class ToolBatchNode:
             ValueError: the input holds no messages, or no ``AIMessage``.
             asyncio.CancelledError: the node's task was cancelled (after the batch
                 aborted and drained).
+            GraphInterrupt: an ``Ask`` was sent to the human (see
+                :class:`InterruptApproval`).
         """
         calls, as_list = self._parse(input)
         writer, context = _runtime_parts(self.stream)
@@ -136,11 +210,29 @@ class ToolBatchNode:
         loop = asyncio.get_running_loop()
         host = await host_for(loop)
         job: Job[None] = Job(loop, CancelSignal())
+        node_run = _NodeRun(contextvars.copy_context(), job)
         messages: list[ToolMessage] = []
         registry, agent, recorder = self.registry, self.agent, self.recorder
-        max_parallel = self.max_parallel
+        max_parallel, resume_from = self.max_parallel, self.resume_from
 
         async def run() -> None:
+            _RUN.set(node_run)  # the batch's tasks start in copies of this context
+            if resume_from is not None:
+                results = await run_tool_calls(
+                    registry,
+                    calls,
+                    signal=job.signal,
+                    agent=agent,
+                    max_parallel=max_parallel,
+                    recorder=recorder,
+                    resume_from=resume_from,
+                    deps=deps,
+                )
+                for call, result in zip(calls, results, strict=True):
+                    messages.append(tool_message(call, result))
+                    if writer is not None:
+                        writer({STREAM_KEY: messages[-1]})
+                return
             async with open_tool_batch(
                 registry,
                 signal=job.signal,
@@ -161,6 +253,8 @@ class ToolBatchNode:
 
         host.spawn(job, run)
         await wait_job(job)
+        if node_run.interrupt is not None:
+            raise node_run.interrupt
         return messages
 
     def _parse(self, input: Any) -> tuple[list[ToolCall], bool]:
