@@ -25,13 +25,12 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from ._bridges._langchain import LangChainToolError as LangChainToolError
-from ._bridges._langchain import RegistryTool as RegistryTool
 from ._bridges._langchain import from_langchain as from_langchain
 from ._bridges._langchain import to_langchain as to_langchain
 from ._core._homes import fixup_module_metadata as _fixup_module_metadata
 
 del _langchain_core
 
-__all__ = ["LangChainToolError", "RegistryTool", "from_langchain", "to_langchain"]
+__all__ = ["LangChainToolError", "from_langchain", "to_langchain"]
 
 _fixup_module_metadata(__name__, __all__)

@@ -32,7 +32,7 @@ from toolnursery import (
     ToolRunContext,
     tool,
 )
-from toolnursery.langchain import LangChainToolError, RegistryTool, from_langchain, to_langchain
+from toolnursery.langchain import LangChainToolError, from_langchain, to_langchain
 
 T = TypeVar("T")
 
@@ -215,7 +215,7 @@ def test_exported_tools_run_through_the_pipeline_with_deps() -> None:
 
     registry.on_pre_execute(pre)
     [exported] = to_langchain(registry, deps="tests")
-    assert isinstance(exported, RegistryTool)
+    assert isinstance(exported, BaseTool)
     assert exported.name == "greet"
     assert exported.description == "Greet someone."
     assert exported.args == {"name": {"type": "string"}}

@@ -126,7 +126,7 @@ def from_langchain(tool: BaseTool, *, name: str | None = None) -> ToolDefinition
 
 
 class RegistryTool(BaseTool):
-    """A registry tool as a LangChain ``BaseTool``; made by :func:`to_langchain`.
+    """A registry tool as a LangChain ``BaseTool``; made by ``to_langchain``.
 
     ``ainvoke`` runs the call through the registry's pipeline on the running asyncio
     loop's trio host; cancelling the awaiting task aborts the call (the body sees the
