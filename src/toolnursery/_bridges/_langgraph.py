@@ -26,6 +26,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.errors import GraphInterrupt
+from langgraph.runtime import get_runtime
 from langgraph.types import interrupt
 
 from .._aio._host import Job, host_for, wait_job
@@ -289,8 +290,6 @@ def _call(item: Any) -> ToolCall:
 def _runtime_parts(stream: bool) -> tuple[Callable[[Any], None] | None, Any]:
     """The run's stream writer (when streaming) and context; ``(None, None)`` outside a graph."""
     try:
-        from langgraph.runtime import get_runtime
-
         runtime = get_runtime()
     except RuntimeError:  # called outside a graph run
         return None, None
