@@ -141,12 +141,22 @@ def test_outputs_that_are_not_text_come_back_as_json() -> None:
         """Content and artifact."""
         return f"{n} rows", {"rows": n}
 
+    class Opaque:
+        def __str__(self) -> str:
+            return "an opaque value"
+
+    @lc_tool
+    def opaque() -> Any:
+        """Return something without a JSON form."""
+        return Opaque()
+
     results = _batch(
-        _registry(listing, with_artifact),
+        _registry(listing, with_artifact, opaque),
         ToolCall("1", "listing", {"n": 2}),
         ToolCall("2", "with_artifact", {"n": 3}),
+        ToolCall("3", "opaque", {}),
     )
-    assert [r.text for r in results] == ['{"items":[0,1]}', "3 rows"]
+    assert [r.text for r in results] == ['{"items":[0,1]}', "3 rows", "an opaque value"]
 
 
 def test_a_batch_abort_cancels_their_asyncio_tool() -> None:

@@ -29,9 +29,13 @@ from toolnursery import (
     TOOL_ABORTED,
     TOOL_ABORTED_BEFORE_DISPATCH,
     Ask,
+    AudioContent,
     Deny,
     Depends,
+    ImageContent,
     ResourceKey,
+    ResourceLink,
+    TextContent,
     ToolCall,
     ToolExecution,
     ToolRegistry,
@@ -379,12 +383,15 @@ def test_an_ask_interrupts_the_graph_and_the_resume_value_decides() -> None:
     ]
     assert deleted == ["a.txt"]
 
-    _, state = interrupted_then("no")
+    _, state = interrupted_then({"approve": True})  # only True or an approving word runs it
     assert [(m.status, m.content) for m in _tool_messages(state)][1] == (
         "error",
         'Error: the user rejected tool "delete"',
     )
     assert deleted == ["a.txt"]
+    _, state = interrupted_then("approve")
+    assert _tool_messages(state)[1].content == "deleted a.txt"
+    assert deleted == ["a.txt", "a.txt"]
 
 
 def test_outside_a_node_run_the_interrupt_approval_is_unavailable() -> None:
@@ -409,3 +416,60 @@ def test_outside_a_node_run_the_interrupt_approval_is_unavailable() -> None:
 def test_the_node_refuses_what_is_not_a_registry() -> None:
     with pytest.raises(TypeError, match="needs a ToolRegistry, not list"):
         ToolBatchNode([add])  # type: ignore[arg-type]
+
+
+def test_other_state_shapes_send_inputs_and_a_plain_runnable() -> None:
+    class State(msgspec.Struct):
+        messages: list[Any]
+
+    node = ToolBatchNode(_registry())
+    from_attribute = _run(node(State([TURN])))
+    assert [m.tool_call_id for m in from_attribute["messages"]] == ["c1", "c2", "c3", "c4"]
+    sent = {"__type": "tool_call_with_context", "tool_call": TURN.tool_calls[1], "state": {}}
+    assert [m.content for m in _run(node(sent))["messages"]] == ["12"]
+    # Inside a LangChain runnable but outside a graph: no writer, no context.
+    from langchain_core.runnables import RunnableLambda
+
+    out = _run(RunnableLambda(node).ainvoke([TURN]))
+    assert [m.status for m in out] == ["success", "success", "error", "error"]
+
+
+def test_results_with_images_become_content_blocks_and_typed_values_artifacts() -> None:
+    @tool
+    async def snapshot(name: str) -> list[Any]:
+        """Take a picture."""
+        return [
+            TextContent(f"{name}:"),
+            ImageContent(data="aGk=", mime_type="image/png"),
+            AudioContent(data="AAA=", mime_type="audio/wav"),
+            ResourceLink(uri="file:///cat.png", name="cat.png"),
+        ]
+
+    @tool(output=Account)
+    async def owner(name: str) -> Account:
+        """Who owns it."""
+        return Account(name)
+
+    out = _run(
+        ToolBatchNode(_registry(snapshot, owner))(
+            [_ai(("1", "snapshot", {"name": "cat"}), ("2", "owner", {"name": "ada"}))]
+        )
+    )
+    assert out[0].content == [
+        {"type": "text", "text": "cat:"},
+        {"type": "image", "base64": "aGk=", "mime_type": "image/png"},
+        {"type": "audio", "base64": "AAA=", "mime_type": "audio/wav"},
+        {
+            "type": "text",
+            "text": '{"type":"resource_link","uri":"file:///cat.png","name":"cat.png"}',
+        },
+    ]
+    assert out[1].artifact == {"owner": "ada"}
+
+
+def test_the_node_offers_the_registry_tools_to_bind_to_a_model() -> None:
+    tools = ToolBatchNode(_registry()).tools
+    assert [(t.name, t.description) for t in tools] == [
+        ("add", "Add two integers."),
+        ("multiply", "Multiply two integers."),
+    ]

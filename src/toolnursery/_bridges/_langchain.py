@@ -61,13 +61,8 @@ def _failure(tool: BaseTool, exc: Exception) -> LangChainToolError:
 
 def _output(value: Any) -> str:
     """The text of what ``invoke`` returned: a string as is, anything else as JSON."""
-    if isinstance(value, str):
+    if isinstance(value, str):  # invoked with plain arguments, a tool returns its content
         return value
-    content = getattr(value, "content", None)  # a ToolMessage or another message
-    if isinstance(content, str):
-        return content
-    if isinstance(value, tuple) and len(value) == 2:  # response_format="content_and_artifact"
-        return _output(value[0])
     try:
         return render_value(value)
     except Exception:  # no JSON form: the tool's own text for it

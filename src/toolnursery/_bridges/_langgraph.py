@@ -24,6 +24,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.errors import GraphInterrupt
 from langgraph.runtime import get_runtime
@@ -32,7 +33,13 @@ from langgraph.types import interrupt
 from .._aio._host import Job, host_for, wait_job
 from .._batch._recorder import ToolCallRecorder
 from .._batch._scheduler import open_tool_batch, run_tool_calls
-from .._core._content import TextContent, ToolCall, ToolExecutionResult
+from .._core._content import (
+    AudioContent,
+    ImageContent,
+    TextContent,
+    ToolCall,
+    ToolExecutionResult,
+)
 from .._core._execution import ApprovalOutcome, ApprovalRequest
 from .._core._signal import CancelSignal
 from .._pipeline._registry import ToolRegistry, ToolScope
@@ -47,7 +54,7 @@ _CONTEXT = object()
 """The default of ``deps``: the graph's runtime context."""
 
 _INTERRUPTED = "interrupted: a tool call waits for a human (LangGraph interrupt)"
-_APPROVED = frozenset({True, "approve", "approved", "allow", "allowed-once", "yes"})
+_APPROVED = frozenset({"approve", "approved", "allow", "allowed-once", "yes"})
 
 
 class _NodeRun:
@@ -98,10 +105,7 @@ class InterruptApproval:
 
 
 def _approved(answer: object) -> bool:
-    try:
-        return answer in _APPROVED
-    except TypeError:  # an unhashable answer (a dict) is no approval
-        return False
+    return answer is True or (isinstance(answer, str) and answer in _APPROVED)
 
 
 def tool_message(call: ToolCall, result: ToolExecutionResult) -> ToolMessage:
@@ -122,14 +126,13 @@ def tool_message(call: ToolCall, result: ToolExecutionResult) -> ToolMessage:
 
 
 def _block(block: Any) -> dict[str, Any]:
+    """A content block in LangChain's standard form; a block it has none for, as JSON text."""
     if isinstance(block, TextContent):
         return {"type": "text", "text": block.text}
-    kind = getattr(block, "type", None)
-    data = getattr(block, "data", None)
-    mime = getattr(block, "mime_type", None)
-    if kind in ("image", "audio") and data is not None:
-        return {"type": kind, "base64": data, "mime_type": mime}
-    return {"type": "text", "text": str(block)}
+    if isinstance(block, ImageContent | AudioContent):
+        kind = "image" if isinstance(block, ImageContent) else "audio"
+        return {"type": kind, "base64": block.data, "mime_type": block.mime_type}
+    return {"type": "text", "text": msgspec.json.encode(block).decode()}
 
 
 class ToolBatchNode:
@@ -291,7 +294,7 @@ def _runtime_parts(stream: bool) -> tuple[Callable[[Any], None] | None, Any]:
     """The run's stream writer (when streaming) and context; ``(None, None)`` outside a graph."""
     try:
         runtime = get_runtime()
-    except RuntimeError:  # called outside a graph run
+    except (RuntimeError, KeyError):  # called outside a graph run
         return None, None
     if runtime is None:
         return None, None
