@@ -17,7 +17,9 @@ A sample is one ``ainvoke`` of each graph, interleaved (CPU time of the process:
 trio guest run's I/O thread counts too); a repetition is the median of the samples.
 Per call: (graph − baseline graph) / N. Printed: µs per call of each node, median
 (min–max) over the repetitions, and ``ToolNode`` / ours per repetition; and the ratio
-of whole turns, graph included.
+of whole turns, graph included. For where our cost goes, two more rows, in the same
+interleaving and with no graph: the node awaited directly, and the same batch through
+``toolnursery.aio.run_tool_calls`` (the asyncio crossing without the node).
 
 Run: ``python benchmarks/bench_bridges_langgraph.py`` (``--quick``: fewer samples).
 """
@@ -40,9 +42,11 @@ from langchain_core.tools import tool as langchain_tool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 
+import toolnursery.aio
 from toolnursery import (
     PostToolDecision,
     PreToolDecision,
+    ToolCall,
     ToolDispatchExecution,
     ToolExecution,
     ToolExecutionResult,
@@ -157,22 +161,30 @@ def spread(values: Sequence[float], unit: str = "") -> str:
 
 async def measure(samples: int, loops: int) -> dict[str, list[float]]:
     state = {"messages": [turn()]}
+    registry = registry_with_five_hooks()
+    node = ToolBatchNode(registry)
+    calls = [ToolCall(c["id"], c["name"], c["args"]) for c in turn().tool_calls]
     graphs = {
         "toolnode": graph_of(ToolNode([lookup])),
-        "ours": graph_of(ToolBatchNode(registry_with_five_hooks())),
+        "ours": graph_of(node),
         "baseline": graph_of(baseline),
     }
     for name in ("toolnode", "ours"):
         check(await graphs[name].ainvoke(state))
+    runs: dict[str, Callable[[], Awaitable[object]]] = {
+        name: (lambda app=app: app.ainvoke(state)) for name, app in graphs.items()
+    }
+    runs["node"] = lambda: node(state)
+    runs["aio"] = lambda: toolnursery.aio.run_tool_calls(registry, calls)
     for _ in range(20):  # warm-up
-        for app in graphs.values():
-            await app.ainvoke(state)
-    out: dict[str, list[float]] = {key: [] for key in ("toolnode", "ours", "baseline")}
+        for run in runs.values():
+            await run()
+    out: dict[str, list[float]] = {key: [] for key in runs}
     for _ in range(REPS):
         taken: dict[str, list[float]] = {key: [] for key in out}
         for _ in range(samples):
-            for name, app in graphs.items():
-                taken[name].append(await cpu(lambda app=app: app.ainvoke(state), loops))
+            for name, run in runs.items():
+                taken[name].append(await cpu(run, loops))
         for name in out:
             out[name].append(statistics.median(taken[name]))
     return out
@@ -202,6 +214,11 @@ def bench_langgraph(quick: bool = False) -> dict[str, list[float]]:
     print(f"{'ratio ToolNode / ToolBatchNode':<44} {spread(ratios, 'x')}")
     print(f"{'baseline graph, per turn (µs)':<44} {spread([e * 1e6 for e in turns['baseline']])}")
     print(f"{'whole turn, graph included: ratio':<44} {spread(whole, 'x')}")
+    for name, label in (
+        ("node", "ToolBatchNode awaited directly, no graph"),
+        ("aio", "toolnursery.aio.run_tool_calls, same batch"),
+    ):
+        print(f"{label + ' (µs per call)':<44} {spread([t / N * 1e6 for t in turns[name]])}")
     return turns
 
 
