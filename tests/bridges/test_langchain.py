@@ -224,6 +224,8 @@ def test_exported_tools_run_through_the_pipeline_with_deps() -> None:
         return await next_()
 
     registry.on_pre_execute(pre)
+    ids: list[str] = []
+    registry.on_result(lambda execution, result: ids.append(execution.call_id))
     [exported] = to_langchain(registry, deps="tests")
     assert isinstance(exported, BaseTool)
     assert exported.name == "greet"
@@ -232,6 +234,7 @@ def test_exported_tools_run_through_the_pipeline_with_deps() -> None:
     assert _run(exported.ainvoke({"name": "ada"})) == "hello ada from tests"
     assert exported.invoke({"name": "bob"}) == "hello bob from tests"
     assert seen == ["greet", "greet"]
+    assert all(id.startswith("lc-") for id in ids)  # no tool call: an id from LangChain's run
 
 
 def test_an_error_result_is_an_error_tool_message() -> None:
@@ -242,6 +245,8 @@ def test_an_error_result_is_an_error_tool_message() -> None:
         return Deny("not today")
 
     registry.on_pre_execute(pre)
+    seen: list[str] = []
+    registry.on_result(lambda execution, result: seen.append(execution.call_id))
     [exported] = to_langchain(registry)
     call = {"type": "tool_call", "id": "c9", "name": "greet", "args": {"name": "x"}}
     message = _run(exported.ainvoke(call))
@@ -251,6 +256,7 @@ def test_an_error_result_is_an_error_tool_message() -> None:
         "Error: not today",
         "c9",
     )
+    assert seen == ["c9"]  # the registry saw the model's call id
     plain = ToolRegistry()
     plain.register(greet)
     [unguarded] = to_langchain(plain)

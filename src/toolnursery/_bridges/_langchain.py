@@ -18,6 +18,7 @@ dispatches each call alone; the LangGraph node keeps the batch).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Iterable
 from typing import Any
 
@@ -120,6 +121,12 @@ def from_langchain(tool: BaseTool, *, name: str | None = None) -> ToolDefinition
     return ToolDefinition(name or tool.name, description, parameters, run_sync)
 
 
+_TOOL_CALL_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "toolnursery.langchain.tool_call_id", default=None
+)
+"""The model's id of the tool call LangChain is running (set around ``arun``)."""
+
+
 class RegistryTool(BaseTool):
     """A registry tool as a LangChain ``BaseTool``; made by ``to_langchain``.
 
@@ -137,6 +144,14 @@ class RegistryTool(BaseTool):
     agent: Any = None
     deps: Any = None
     handle_tool_error: Any = True
+
+    async def arun(self, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
+        """LangChain's ``arun``, with the model's call id kept for the registry call."""
+        token = _TOOL_CALL_ID.set(kwargs.get("tool_call_id"))
+        try:
+            return await super().arun(tool_input, *args, **kwargs)
+        finally:
+            _TOOL_CALL_ID.reset(token)
 
     async def _arun(
         self,
@@ -173,6 +188,10 @@ class RegistryTool(BaseTool):
 
 
 def _call_id(run_manager: Any) -> str:
+    """The model's call id when LangChain was given a tool call, else one from its run id."""
+    tool_call_id = _TOOL_CALL_ID.get()
+    if tool_call_id:
+        return tool_call_id
     run_id = getattr(run_manager, "run_id", None)
     return f"lc-{run_id}" if run_id is not None else "lc-call"
 
