@@ -1,0 +1,239 @@
+"""LangChain tools both ways: a ``BaseTool`` as a definition, a registry as ``BaseTool``\\s.
+
+In: a LangChain tool becomes a raw-JSON-Schema :class:`ToolDefinition` whose
+``parameters`` are the schema LangChain itself shows the model, so our validator
+checks the arguments first and the model sees one line per violation, never
+LangChain's multi-line pydantic report. A tool with an asyncio implementation runs
+as an asyncio task on the host loop (a batch abort cancels it); a sync-only tool
+runs on a worker thread (not abandoned: the batch waits for it). Whatever the tool
+raises (``ToolException`` included) becomes a one-line ``Error:`` result.
+
+Out: each tool of a registry (or of an agent scope) becomes a ``BaseTool`` whose
+``ainvoke`` runs the call through the registry's pipeline, hosted on the running
+asyncio loop by the ``toolnursery.aio`` host: validation, policies, approval,
+observers and the timeout policy all apply; the scheduler does not (LangChain
+dispatches each call alone; the LangGraph node keeps the batch).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Iterable
+from typing import Any
+
+from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import ConfigDict
+
+from .._aio._host import Job, host_for, wait_job
+from .._aio._tool import asyncio_tool
+from .._core._errors import ToolError
+from .._core._execution import ToolExecutionInput
+from .._core._json import thaw
+from .._core._jsonform import render_value
+from .._core._signal import CancelSignal
+from .._pipeline._registry import ToolRegistry, ToolScope
+from .._tools._definition import ToolDefinition
+
+__all__ = ["LangChainToolError", "RegistryTool", "from_langchain", "to_langchain"]
+
+
+class LangChainToolError(ToolError):
+    """Raised when an imported LangChain tool fails: its error, on one line.
+
+    The result reads ``Error: <the tool's message>`` (lines joined with ``"; "``),
+    with code ``LANGCHAIN_TOOL_ERROR``.
+    """
+
+    code = "LANGCHAIN_TOOL_ERROR"
+
+
+def one_line(text: str) -> str:
+    """``text`` with its non-blank lines stripped and joined by ``"; "``."""
+    return "; ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def _failure(tool: BaseTool, exc: Exception) -> LangChainToolError:
+    message = one_line(str(exc)) or type(exc).__name__
+    return LangChainToolError(f'tool "{tool.name}": {message}')
+
+
+def _output(value: Any) -> str:
+    """The text of what ``invoke`` returned: a string as is, anything else as JSON."""
+    if isinstance(value, str):  # invoked with plain arguments, a tool returns its content
+        return value
+    try:
+        return render_value(value)
+    except Exception:  # no JSON form: the tool's own text for it
+        return str(value)
+
+
+def _is_async(tool: BaseTool) -> bool:
+    if isinstance(tool, StructuredTool):
+        return tool.coroutine is not None
+    return type(tool)._arun is not BaseTool._arun
+
+
+def from_langchain(tool: BaseTool, *, name: str | None = None) -> ToolDefinition:
+    """Make a registry definition of a LangChain tool.
+
+    The parameters are the JSON Schema LangChain advertises for the tool (injected
+    arguments left out), validated by toolnursery before the tool runs. A tool with
+    an asyncio implementation (``StructuredTool.from_function(coroutine=...)``, an
+    ``async def`` under ``@tool``, a ``BaseTool`` overriding ``_arun``) runs on the
+    asyncio loop that hosts the batch (through ``toolnursery.aio``); a sync tool runs
+    on a worker thread. ``ToolException`` and any other exception become a one-line
+    error result with code ``LANGCHAIN_TOOL_ERROR``.
+
+    Args:
+        tool: the LangChain tool.
+        name: the name to register it under (default: the tool's own).
+
+    Raises:
+        TypeError: ``tool`` is not a LangChain ``BaseTool``.
+        RegistrationError: its schema is not a valid JSON Schema.
+    """
+    if not isinstance(tool, BaseTool):
+        raise TypeError(f"from_langchain needs a LangChain BaseTool, not {type(tool).__name__}")
+    function = convert_to_openai_tool(tool)["function"]
+    parameters: dict[str, Any] = dict(function.get("parameters") or {})
+    parameters.setdefault("type", "object")
+    parameters.setdefault("properties", {})
+    description = str(function.get("description") or tool.description or "")
+    if _is_async(tool):
+
+        async def run_async(args: Any, ctx: Any) -> str:
+            try:
+                return _output(await tool.ainvoke(thaw(args)))
+            except (ToolException, Exception) as exc:
+                raise _failure(tool, exc) from exc
+
+        return ToolDefinition(name or tool.name, description, parameters, asyncio_tool(run_async))
+
+    def run_sync(args: Any, ctx: Any) -> str:
+        try:
+            return _output(tool.invoke(thaw(args)))
+        except Exception as exc:
+            raise _failure(tool, exc) from exc
+
+    return ToolDefinition(name or tool.name, description, parameters, run_sync)
+
+
+_TOOL_CALL_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "toolnursery.langchain.tool_call_id", default=None
+)
+"""The model's id of the tool call LangChain is running (set around ``arun``)."""
+
+
+class RegistryTool(BaseTool):
+    """A registry tool as a LangChain ``BaseTool``; made by ``to_langchain``.
+
+    ``ainvoke`` runs the call through the registry's pipeline on the running asyncio
+    loop's trio host; cancelling the awaiting task aborts the call (the body sees the
+    abort, the observers see ``ABORTED``). An error result raises ``ToolException``
+    with the result's text, which LangChain (``handle_tool_error=True``) hands the
+    model as an error ``ToolMessage``. A sync ``invoke`` runs the call on a fresh
+    event loop.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    registry: Any
+    agent: Any = None
+    deps: Any = None
+    handle_tool_error: Any = True
+
+    async def arun(self, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
+        """LangChain's ``arun``, with the model's call id kept for the registry call."""
+        token = _TOOL_CALL_ID.set(kwargs.get("tool_call_id"))
+        try:
+            return await super().arun(tool_input, *args, **kwargs)
+        finally:
+            _TOOL_CALL_ID.reset(token)
+
+    async def _arun(
+        self,
+        run_manager: AsyncCallbackManagerForToolRun | None = None,
+        **kwargs: Any,
+    ) -> str:
+        loop = asyncio.get_running_loop()
+        host = await host_for(loop)
+        job: Job[Any] = Job(loop, CancelSignal())
+        input = ToolExecutionInput(
+            _call_id(run_manager), self.name, kwargs, signal=job.signal, agent=self.agent
+        )
+        registry: ToolRegistry = self.registry
+        deps = self.deps
+
+        async def run() -> Any:
+            return await registry.execute(input, deps=deps)
+
+        host.spawn(job, run)
+        result = await wait_job(job)
+        if result.is_error:
+            raise ToolException(result.text)
+        return str(result.text)
+
+    def _run(
+        self,
+        run_manager: CallbackManagerForToolRun | None = None,
+        **kwargs: Any,
+    ) -> str:
+        async def run() -> str:
+            return await self._arun(**kwargs)
+
+        return asyncio.run(run())
+
+
+def _call_id(run_manager: Any) -> str:
+    """The model's call id when LangChain was given a tool call, else one from its run id."""
+    tool_call_id = _TOOL_CALL_ID.get()
+    if tool_call_id:
+        return tool_call_id
+    run_id = getattr(run_manager, "run_id", None)
+    return f"lc-{run_id}" if run_id is not None else "lc-call"
+
+
+def to_langchain(
+    registry: ToolRegistry,
+    *,
+    agent: ToolScope | None = None,
+    deps: Any = None,
+    names: Iterable[str] | None = None,
+) -> list[BaseTool]:
+    """The tools of ``registry`` (as ``agent`` sees them) as LangChain tools.
+
+    Each runs through the registry's pipeline (validation, policies, approval,
+    observers, ``ctx.deps`` = ``deps``) when LangChain invokes it; LangChain dispatches
+    each call alone, so the batch scheduler (keys, barriers, model-order commits)
+    does not apply — use :class:`toolnursery.langgraph.ToolBatchNode` for that.
+
+    Args:
+        registry: the registry.
+        agent: the agent scope whose view to export (default: the registry's).
+        deps: what the tools see as ``ctx.deps``.
+        names: only these tools (default: all), in this order.
+
+    Raises:
+        KeyError: a name in ``names`` is not a tool of that view.
+    """
+    schemas = {schema.name: schema for schema in registry.schemas(agent)}
+    wanted = list(schemas) if names is None else list(names)
+    tools: list[BaseTool] = []
+    for tool_name in wanted:
+        schema = schemas.get(tool_name)
+        if schema is None:
+            raise KeyError(f'to_langchain: no tool "{tool_name}" in this registry view')
+        tools.append(
+            RegistryTool(
+                name=schema.name,
+                description=schema.description,
+                args_schema=dict(thaw(schema.parameters)),
+                registry=registry,
+                agent=agent,
+                deps=deps,
+            )
+        )
+    return tools
