@@ -1,0 +1,1 @@
+"""Bridges to agent frameworks: their tools in, our registry out (optional extras)."""
