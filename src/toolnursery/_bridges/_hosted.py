@@ -10,19 +10,28 @@ or batch and waits until everything it started has settled.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 from .._aio._host import Job, drain_job, host_for, wait_job
 from .._batch._recorder import ToolCallRecorder
 from .._batch._scheduler import open_tool_batch
-from .._core._content import ToolCall, ToolExecutionResult
+from .._core._arguments import parse_arguments
+from .._core._content import TextContent, ToolCall, ToolErrorInfo, ToolExecutionResult
+from .._core._errors import ToolArgsError, ToolError
 from .._core._execution import ToolExecutionInput
 from .._core._signal import CancelSignal
 from .._pipeline._registry import ToolRegistry, ToolScope
 
-__all__ = ["execute_hosted", "hosted_batch", "registry_and_scope"]
+__all__ = [
+    "execute_hosted",
+    "hosted_batch",
+    "registry_and_scope",
+    "one_line_error",
+    "result_text",
+    "thaw",
+]
 
 _RAISED = "the framework's run raised"
 
@@ -49,7 +58,17 @@ async def execute_hosted(
     agent: ToolScope | None,
     deps: Any,
 ) -> ToolExecutionResult:
-    """One call through ``registry``'s pipeline, awaited from asyncio."""
+    """One call through ``registry``'s pipeline, awaited from asyncio.
+
+    ``arguments`` is the model's JSON text or a mapping (as in :class:`ToolCall`);
+    text that cannot be arguments is the call's ``INVALID_ARGS`` result.
+    """
+    try:
+        arguments = parse_arguments(arguments)
+    except ToolArgsError as exc:
+        return ToolExecutionResult(
+            (TextContent(f"Error: {exc.message}"),), True, ToolErrorInfo(exc.name, exc.code)
+        )
     loop = asyncio.get_running_loop()
     host = await host_for(loop)
     job: Job[ToolExecutionResult] = Job(loop, CancelSignal())
@@ -106,3 +125,31 @@ async def hosted_batch(
         await drain_job(job, _RAISED)
         raise
     await wait_job(job)
+
+
+def result_text(result: ToolExecutionResult) -> str:
+    """What a framework hands its model of ``result``: the text, one line for a failure."""
+    text = result.text
+    return " ".join(text.split()) if result.is_error else text
+
+
+def thaw(value: Any) -> Any:
+    """Frozen arguments (read-only mappings, tuples) as plain JSON values."""
+    if isinstance(value, Mapping):
+        return {key: thaw(item) for key, item in value.items()}
+    if isinstance(value, tuple):
+        return [thaw(item) for item in value]
+    return value
+
+
+def one_line_error(exc: Exception) -> ToolError:
+    """A foreign tool's exception as the :class:`ToolError` the model reads on one line.
+
+    A :class:`ToolError` keeps its class and code; anything else becomes
+    ``ToolError(code="TOOL_ERROR")`` with the message's whitespace collapsed (a
+    framework's multi-line validation or traceback-like text would otherwise reach
+    the model as it is).
+    """
+    if isinstance(exc, ToolError):
+        return exc
+    return ToolError(" ".join(str(exc).split()) or type(exc).__name__)

@@ -41,14 +41,20 @@ from .._core._errors import RegistrationError, ToolArgsError, ToolError
 from .._core._execution import ToolRunContext
 from .._pipeline._registry import ToolRegistry, ToolScope
 from .._tools._definition import ToolDefinition
-from ._hosted import execute_hosted, hosted_batch, registry_and_scope
+from ._hosted import (
+    execute_hosted,
+    hosted_batch,
+    one_line_error,
+    registry_and_scope,
+    result_text,
+    thaw,
+)
 
 __all__ = [
     "ToolnurseryCapability",
     "ToolnurseryRunContext",
     "ToolnurseryToolset",
     "from_pydantic_ai",
-    "result_text",
 ]
 
 _ANY_ARGS: Final = SchemaValidator(core_schema.any_schema())
@@ -74,12 +80,6 @@ _BATCH: contextvars.ContextVar[_PendingBatch | None] = contextvars.ContextVar(
 _RUN_CONTEXT: contextvars.ContextVar[RunContext[Any] | None] = contextvars.ContextVar(
     "toolnursery_pydantic_ai_run_context", default=None
 )
-
-
-def result_text(result: ToolExecutionResult) -> str:
-    """What the model reads of ``result``: its text, on one line for a failure."""
-    text = result.text
-    return " ".join(text.split()) if result.is_error else text
 
 
 class ToolnurseryToolset(AbstractToolset[Any]):
@@ -314,7 +314,7 @@ def from_pydantic_ai(
 
     async def body(args: Mapping[str, Any], ctx: ToolRunContext[Any]) -> Any:
         try:
-            validated = schema.validator.validate_python(_thaw(args))
+            validated = schema.validator.validate_python(thaw(args))
         except pydantic.ValidationError as exc:
             raise ToolArgsError(_violations(exc)) from None
         try:
@@ -323,6 +323,8 @@ def from_pydantic_ai(
             raise ToolError(" ".join(str(exc.message).split()), code="MODEL_RETRY") from None
         except pai_exceptions.ToolFailed as exc:
             raise ToolError(" ".join(str(exc.message).split()), code="TOOL_FAILED") from None
+        except Exception as exc:
+            raise one_line_error(exc) from exc
 
     return ToolDefinition(
         name or definition.name,
@@ -332,14 +334,6 @@ def from_pydantic_ai(
         timeout_ms=timeout_ms,
         idempotent=idempotent,
     )
-
-
-def _thaw(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {key: _thaw(item) for key, item in value.items()}
-    if isinstance(value, tuple):
-        return [_thaw(item) for item in value]
-    return value
 
 
 def _violations(exc: pydantic.ValidationError) -> list[str]:
