@@ -243,6 +243,26 @@ async def test_our_abort_waits_for_forward_and_settles_aborted() -> None:
     assert result.error.code == "ABORTED"
 
 
+def test_concurrency_safe_tools_overlap_in_their_threads() -> None:
+    meet = threading.Barrier(2, timeout=10)
+
+    @tool  # type: ignore[untyped-decorator]
+    def rendezvous(who: str) -> str:
+        """Wait until the sibling call runs too.
+
+        Args:
+            who: the caller.
+        """
+        meet.wait()  # raises BrokenBarrierError if the calls ran one after the other
+        return who
+
+    registry = ToolRegistry()
+    registry.register(from_smolagents(rendezvous, is_concurrency_safe=lambda args: True))
+    calls = [ToolCall("c1", "rendezvous", {"who": "a"}), ToolCall("c2", "rendezvous", {"who": "b"})]
+    results = trio.run(lambda: run_tool_calls(registry, calls))
+    assert [r.text for r in results] == ["a", "b"]
+
+
 def test_from_smolagents_refuses_what_is_not_a_tool() -> None:
     with pytest.raises(
         RegistrationError, match=r"expected a smolagents\.Tool instance, got function"

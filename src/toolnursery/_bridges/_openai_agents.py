@@ -85,8 +85,7 @@ def from_function_tool(
     tool: FunctionTool,
     *,
     name: str | None = None,
-    timeout_ms: float | None = None,
-    idempotent: bool = False,
+    **options: Any,
 ) -> ToolDefinition:
     """An openai-agents ``FunctionTool`` as a toolnursery definition.
 
@@ -103,8 +102,8 @@ def from_function_tool(
     Args:
         tool: the ``FunctionTool``.
         name: the tool name (default: the tool's).
-        timeout_ms: our timeout policy's budget.
-        idempotent: whether the tool may safely run again.
+        **options: :class:`ToolDefinition` options (``timeout_ms``, ``idempotent``,
+            ``is_concurrency_safe``, ``concurrency_keys``, ``max_concurrency``…).
 
     Raises:
         RegistrationError: ``tool`` is not a ``FunctionTool``.
@@ -136,6 +135,5 @@ def from_function_tool(
         tool.description,
         dict(tool.params_json_schema),
         asyncio_tool(body),
-        timeout_ms=timeout_ms,
-        idempotent=idempotent,
+        **options,
     )

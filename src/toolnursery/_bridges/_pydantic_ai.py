@@ -278,8 +278,7 @@ def from_pydantic_ai(
     tool: Tool[Any] | Callable[..., Any],
     *,
     name: str | None = None,
-    timeout_ms: float | None = None,
-    idempotent: bool = False,
+    **options: Any,
 ) -> ToolDefinition:
     """A pydantic-ai tool as a toolnursery definition.
 
@@ -296,8 +295,8 @@ def from_pydantic_ai(
     Args:
         tool: a ``pydantic_ai.Tool`` or a function pydantic-ai can make one of.
         name: the tool name (default: the tool's).
-        timeout_ms: our timeout policy's budget.
-        idempotent: whether the tool may safely run again.
+        **options: :class:`ToolDefinition` options (``timeout_ms``, ``idempotent``,
+            ``is_concurrency_safe``, ``concurrency_keys``, ``max_concurrency``…).
 
     Raises:
         RegistrationError: ``tool`` is neither a ``Tool`` nor a callable.
@@ -331,8 +330,7 @@ def from_pydantic_ai(
         definition.description or "",
         dict(definition.parameters_json_schema),
         asyncio_tool(body),
-        timeout_ms=timeout_ms,
-        idempotent=idempotent,
+        **options,
     )
 
 

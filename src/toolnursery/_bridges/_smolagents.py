@@ -96,8 +96,7 @@ def from_smolagents(
     tool: Tool,
     *,
     name: str | None = None,
-    timeout_ms: float | None = None,
-    idempotent: bool = False,
+    **options: Any,
 ) -> ToolDefinition:
     """A smolagents ``Tool`` as a toolnursery definition.
 
@@ -114,8 +113,8 @@ def from_smolagents(
     Args:
         tool: the smolagents tool (an instance).
         name: the tool name (default: ``tool.name``).
-        timeout_ms: our timeout policy's budget.
-        idempotent: whether the tool may safely run again.
+        **options: :class:`ToolDefinition` options (``timeout_ms``, ``idempotent``,
+            ``is_concurrency_safe``, ``concurrency_keys``, ``max_concurrency``…).
 
     Raises:
         RegistrationError: ``tool`` is not a smolagents ``Tool`` instance, or an
@@ -143,6 +142,5 @@ def from_smolagents(
         tool.description,
         parameters,
         body,
-        timeout_ms=timeout_ms,
-        idempotent=idempotent,
+        **options,
     )
