@@ -166,6 +166,43 @@ def test_a_scope_limits_the_tools_the_agent_sees() -> None:
     assert "c2=4" not in output
 
 
+def test_a_response_with_an_output_call_falls_back_to_one_call_at_a_time() -> None:
+    from pydantic import BaseModel
+
+    class Answer(BaseModel):
+        text: str
+
+    async def main() -> tuple[Answer, list[Any]]:
+        recorder = ListRecorder()
+        seen: list[Any] = []
+
+        def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            [output_tool] = info.output_tools
+            return ModelResponse(
+                parts=[
+                    ToolCallPart("whoami", {}, tool_call_id="c1"),
+                    ToolCallPart(output_tool.name, {"text": "final"}, tool_call_id="c2"),
+                ]
+            )
+
+        capability = ToolnurseryCapability(_registry(), recorder=recorder)
+        agent = Agent(
+            FunctionModel(respond),
+            deps_type=str,
+            output_type=Answer,
+            capabilities=[capability],
+            end_strategy="exhaustive",
+        )
+        result = await agent.run("go", deps="ann")
+        seen.extend(_returns(result.all_messages()).items())
+        return result.output, [recorder.events, seen]
+
+    output, (events, seen) = _run(main())
+    assert output == Answer(text="final")
+    assert events == []  # no batch was opened: the call ran through execute
+    assert ("c1", "ann in batch False") in seen
+
+
 @pytest.mark.spec("B107")
 def test_cancelling_the_agent_run_aborts_the_batch() -> None:
     recorder = ListRecorder()
