@@ -165,10 +165,11 @@ class ToolnurseryCapability(AbstractCapability[Any]):
 
     Gives the agent :attr:`toolset` and wraps its tool-calling node: the calls of one
     model response that name our tools are submitted, in model order, to one
-    toolnursery batch (on ``toolnursery.aio``'s host) before pydantic-ai dispatches them, so the
-    scheduler sees them together. A response that also calls an output tool is left
-    to per-call dispatch (pydantic-ai may skip its function calls). Cancelling the
-    run aborts the batch: started calls drain, the rest are ``ABORTED_BEFORE_DISPATCH``.
+    toolnursery batch (on ``toolnursery.aio``'s host) before pydantic-ai dispatches
+    them, so the scheduler sees them together. A response that also calls an output
+    tool, or a node resumed with deferred tool results, is left to per-call dispatch
+    (pydantic-ai may skip or answer some of its calls itself). Cancelling the run
+    aborts the batch: started calls drain, the rest are ``ABORTED_BEFORE_DISPATCH``.
 
     Args:
         registry: the registry, or a scope of it.
@@ -223,6 +224,8 @@ class ToolnurseryCapability(AbstractCapability[Any]):
 
 
 def _batchable(node: Any, ctx: RunContext[Any], ours: frozenset[str]) -> list[ToolCall]:
+    if node.tool_call_results:
+        return []
     manager = ctx.tool_manager
     calls: list[ToolCall] = []
     for part in node.model_response.tool_calls:
