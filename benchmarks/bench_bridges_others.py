@@ -1,0 +1,341 @@
+"""pydantic-ai, openai-agents and smolagents: their own tool execution against our bridge.
+
+Per framework, one turn of ten calls of ``lookup(query: str, limit: int = 10)`` (odd
+calls omit ``limit``), run twice in the same process, samples interleaved:
+
+* **theirs**: the framework executes its own tool — a pydantic-ai ``Tool`` in an
+  ``Agent`` driven by ``FunctionModel``; an openai-agents ``@function_tool`` in an
+  ``Agent`` run by ``Runner`` with the SDK's ``ScriptedModel``; a smolagents ``@tool``
+  run by ``ToolCallingAgent.process_tool_calls`` (the agent's tool step, its thread
+  pool included) on a scripted ``ChatMessage``;
+* **ours**: the same framework with toolnursery's bridge, and a registry with one
+  pass-through listener in each of the five phases (pre-execute, guard, execute
+  wrapper, post-execute, result observer) — ``ToolnurseryCapability`` (one batch per
+  response), ``function_tools`` (one pipeline run per call), and the smolagents tool
+  imported with ``from_smolagents`` run as one batch by ``toolnursery.aio.run_tool_calls``
+  (every side runs on one asyncio loop, which hosts toolnursery's trio run).
+
+The pydantic-ai and openai-agents figures are whole agent turns (two model requests of
+the scripted model, the framework's run loop, ten tool calls), divided by ten: the
+framework's own per-turn costs are in both columns, so the ratio says what swapping
+the executor changes for a user. The smolagents figures are the tool step alone.
+Bodies: ``async`` awaiting one checkpoint on asyncio (pydantic-ai, openai-agents; a
+toolnursery ``@tool`` awaits a trio checkpoint), a plain ``def`` on a worker thread
+(smolagents, both sides).
+
+A repetition is the median of interleaved one-turn samples of both sides (CPU time of
+the process, so the worker threads count); the figures are the median and the
+min–max over the repetitions of µs per call, and the ratio ours / theirs per repetition.
+
+Run: ``python benchmarks/bench_bridges_others.py`` (``--quick``: fewer samples;
+``--only pydantic-ai|openai-agents|smolagents``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from importlib.metadata import version
+from typing import Any
+
+import trio
+
+import toolnursery.aio
+from toolnursery import (
+    PostToolDecision,
+    PreToolDecision,
+    ToolCall,
+    ToolDispatchExecution,
+    ToolExecution,
+    ToolExecutionResult,
+    ToolRegistry,
+    tool,
+)
+
+CALLS = 10
+REPS = 3
+
+
+def arguments(i: int) -> dict[str, Any]:
+    return {"query": f"q{i}"} if i % 2 else {"query": f"q{i}", "limit": 5}
+
+
+# -- the five pass-through hooks ---------------------------------------------------------
+
+
+async def pre(
+    execution: ToolExecution, next_: Callable[[], Awaitable[PreToolDecision]]
+) -> PreToolDecision:
+    return await next_()
+
+
+def guard(execution: ToolExecution) -> str | None:
+    return None
+
+
+async def wrap(
+    view: ToolDispatchExecution, next_: Callable[[], Awaitable[ToolExecutionResult]]
+) -> ToolExecutionResult:
+    return await next_()
+
+
+async def post(
+    execution: ToolExecution,
+    result: ToolExecutionResult,
+    next_: Callable[[], Awaitable[PostToolDecision]],
+) -> PostToolDecision:
+    return await next_()
+
+
+def observe(execution: ToolExecution, result: ToolExecutionResult) -> None:
+    return None
+
+
+def with_hooks(registry: ToolRegistry) -> ToolRegistry:
+    registry.on_pre_execute(pre)
+    registry.guard(guard)
+    registry.on_execute(wrap)
+    registry.on_post_execute(post)
+    registry.on_result(observe)
+    return registry
+
+
+@tool(name="lookup", is_concurrency_safe=lambda args: True)
+async def trio_lookup(query: str, limit: int = 10) -> str:
+    """Look a query up."""
+    await trio.lowlevel.checkpoint()
+    return f"{limit} results for {query}"
+
+
+def our_registry() -> ToolRegistry:
+    registry = ToolRegistry()
+    registry.register(trio_lookup)
+    return with_hooks(registry)
+
+
+# -- sampling ----------------------------------------------------------------------------
+
+Sample = Callable[[], float]
+"""Run one turn, return its CPU seconds."""
+
+
+def interleave(ours: Sample, theirs: Sample, samples: int) -> tuple[list[float], list[float]]:
+    ours(), theirs()  # warm up
+    ours_us: list[float] = []
+    theirs_us: list[float] = []
+    for _ in range(REPS):
+        a: list[float] = []
+        b: list[float] = []
+        for _ in range(samples):
+            a.append(ours() / CALLS * 1e6)
+            b.append(theirs() / CALLS * 1e6)
+        ours_us.append(statistics.median(a))
+        theirs_us.append(statistics.median(b))
+    return ours_us, theirs_us
+
+
+def cpu(fn: Callable[[], object]) -> float:
+    gc.collect()
+    start = time.process_time()
+    fn()
+    return time.process_time() - start
+
+
+def async_sampler(loop: asyncio.AbstractEventLoop, turn: Callable[[], Awaitable[object]]) -> Sample:
+    return lambda: cpu(lambda: loop.run_until_complete(turn()))
+
+
+# -- pydantic-ai -------------------------------------------------------------------------
+
+
+def pydantic_ai_pair(loop: asyncio.AbstractEventLoop) -> tuple[Sample, Sample]:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from toolnursery.pydantic_ai import ToolnurseryCapability
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            return ModelResponse(
+                parts=[
+                    ToolCallPart("lookup", arguments(i), tool_call_id=f"c{i}") for i in range(CALLS)
+                ]
+            )
+        return ModelResponse(parts=[TextPart("done")])
+
+    async def lookup(query: str, limit: int = 10) -> str:
+        """Look a query up."""
+        await asyncio.sleep(0)
+        return f"{limit} results for {query}"
+
+    theirs = Agent(FunctionModel(respond), tools=[lookup])
+    ours = Agent(FunctionModel(respond), capabilities=[ToolnurseryCapability(our_registry())])
+
+    async def check(agent: Agent[None, str]) -> None:
+        result = await agent.run("go")
+        returns = [
+            p.content
+            for m in result.all_messages()
+            for p in m.parts
+            if p.part_kind == "tool-return"
+        ]
+        assert returns[:2] == ["5 results for q0", "10 results for q1"], returns
+
+    loop.run_until_complete(check(theirs))
+    loop.run_until_complete(check(ours))
+    return async_sampler(loop, lambda: ours.run("go")), async_sampler(
+        loop, lambda: theirs.run("go")
+    )
+
+
+# -- openai-agents -----------------------------------------------------------------------
+
+
+def openai_agents_pair(loop: asyncio.AbstractEventLoop) -> tuple[Sample, Sample]:
+    from agents import Agent, RunConfig, Runner, function_tool
+    from agents.testing import ScriptedModel, assistant_message, function_call
+
+    from toolnursery.openai_agents import function_tools
+
+    @function_tool
+    async def lookup(query: str, limit: int = 10) -> str:
+        """Look a query up."""
+        await asyncio.sleep(0)
+        return f"{limit} results for {query}"
+
+    config = RunConfig(tracing_disabled=True)
+    ours_tools = function_tools(our_registry())
+
+    def model() -> ScriptedModel:
+        turn = [function_call("lookup", arguments(i), call_id=f"c{i}") for i in range(CALLS)]
+        return ScriptedModel([turn, [assistant_message("done")]])
+
+    async def run(tools: list[Any]) -> Any:
+        return await Runner.run(
+            Agent(name="a", model=model(), tools=tools), "go", run_config=config
+        )
+
+    for tools in ([lookup], ours_tools):
+        result = loop.run_until_complete(run(tools))
+        outputs = [i.output for i in result.new_items if i.type == "tool_call_output_item"]
+        assert outputs[:2] == ["5 results for q0", "10 results for q1"], outputs
+    return async_sampler(loop, lambda: run(ours_tools)), async_sampler(loop, lambda: run([lookup]))
+
+
+# -- smolagents --------------------------------------------------------------------------
+
+
+def smolagents_pair(loop: asyncio.AbstractEventLoop) -> tuple[Sample, Sample]:
+    from smolagents import ToolCallingAgent, tool
+    from smolagents.memory import ActionStep
+    from smolagents.models import (
+        ChatMessage,
+        ChatMessageToolCall,
+        ChatMessageToolCallFunction,
+        MessageRole,
+        Model,
+    )
+    from smolagents.monitoring import LogLevel, Timing
+
+    from toolnursery.smolagents import from_smolagents
+
+    @tool
+    def lookup(query: str, limit: int | None = None) -> str:
+        """Look a query up.
+
+        Args:
+            query: what to look for.
+            limit: how many results (10 when omitted).
+        """
+        return f"{limit or 10} results for {query}"
+
+    class Unused(Model):  # the agent needs a model; the tool step never calls it
+        def generate(self, messages: Any, **kwargs: Any) -> ChatMessage:
+            raise AssertionError("not called")
+
+    message = ChatMessage(
+        role=MessageRole.ASSISTANT,
+        tool_calls=[
+            ChatMessageToolCall(
+                ChatMessageToolCallFunction(arguments(i), "lookup"), f"c{i}", "function"
+            )
+            for i in range(CALLS)
+        ],
+    )
+    agent = ToolCallingAgent(tools=[lookup], model=Unused(), verbosity_level=LogLevel.OFF)
+    registry = ToolRegistry()
+    registry.register(from_smolagents(lookup, is_concurrency_safe=lambda args: True))
+    with_hooks(registry)
+    calls = [ToolCall(c.id, c.function.name, c.function.arguments) for c in message.tool_calls]
+
+    def theirs() -> list[Any]:
+        step = ActionStep(step_number=1, timing=Timing(start_time=0.0))
+        return list(agent.process_tool_calls(message, step))
+
+    outputs = {o.id: o.observation for o in theirs() if hasattr(o, "observation")}
+    assert [outputs["c0"], outputs["c1"]] == ["5 results for q0", "10 results for q1"], outputs
+
+    results = loop.run_until_complete(toolnursery.aio.run_tool_calls(registry, calls))
+    assert [r.text for r in results[:2]] == ["5 results for q0", "10 results for q1"]
+    ours = async_sampler(loop, lambda: toolnursery.aio.run_tool_calls(registry, calls))
+    return ours, lambda: cpu(theirs)
+
+
+# -- report ------------------------------------------------------------------------------
+
+
+def spread(values: Sequence[float], unit: str = "") -> str:
+    return f"{statistics.median(values):>8.1f}{unit} ({min(values):.1f}–{max(values):.1f}{unit})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="7 samples per repetition, not 31")
+    parser.add_argument("--only", choices=["pydantic-ai", "openai-agents", "smolagents"])
+    args = parser.parse_args()
+    samples = 7 if args.quick else 31
+    names = {
+        "pydantic-ai": "pydantic-ai-slim",
+        "openai-agents": "openai-agents",
+        "smolagents": "smolagents",
+    }
+    print(
+        f"python {sys.version.split()[0]}, trio {trio.__version__}, toolnursery "
+        f"{version('toolnursery')}, " + ", ".join(f"{n} {version(d)}" for n, d in names.items())
+    )
+    print(
+        f"{CALLS} calls per turn, five pass-through hooks on ours; CPU µs per call, median "
+        f"(min–max) of {REPS} repetitions, each the median of {samples} interleaved samples"
+    )
+    header = f"{'framework':<44} {'ours µs':>22} {'theirs µs':>22} {'ours/theirs':>24}"
+    print(header)
+    print("-" * len(header))
+    loop = asyncio.new_event_loop()
+    try:
+        pairs: list[tuple[str, Callable[[], tuple[Sample, Sample]]]] = [
+            ("pydantic-ai: agent turn (capability, 1 batch)", lambda: pydantic_ai_pair(loop)),
+            ("openai-agents: Runner turn (function_tools)", lambda: openai_agents_pair(loop)),
+            ("smolagents: tool step (from_smolagents batch)", lambda: smolagents_pair(loop)),
+        ]
+        for label, make in pairs:
+            if args.only and not label.startswith(args.only):
+                continue
+            ours, theirs = make()
+            ours_us, theirs_us = interleave(ours, theirs, samples)
+            ratios = [a / b for a, b in zip(ours_us, theirs_us, strict=True)]
+            print(
+                f"{label:<44} {spread(ours_us):>22} {spread(theirs_us):>22} {spread(ratios, 'x'):>24}"
+            )
+    finally:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+
+
+if __name__ == "__main__":
+    main()

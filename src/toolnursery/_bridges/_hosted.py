@@ -1,0 +1,155 @@
+"""Calls and batches a bridge runs from asyncio, on ``toolnursery.aio``'s trio host.
+
+The frameworks bridged here are asyncio programs; these two helpers run a call
+through the registry's pipeline, or a model response's calls as one batch, in the
+trio guest run hosted by the running loop (the host ``toolnursery.aio`` uses), with
+cancellation carried both ways: cancelling the awaiting asyncio task aborts the call
+or batch and waits until everything it started has settled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from .._aio._host import Job, drain_job, host_for, wait_job
+from .._batch._recorder import ToolCallRecorder
+from .._batch._scheduler import open_tool_batch
+from .._core._arguments import parse_arguments
+from .._core._content import TextContent, ToolCall, ToolErrorInfo, ToolExecutionResult
+from .._core._errors import ToolArgsError, ToolError
+from .._core._execution import ToolExecutionInput
+from .._core._signal import CancelSignal
+from .._pipeline._registry import ToolRegistry, ToolScope
+
+__all__ = [
+    "execute_hosted",
+    "hosted_batch",
+    "registry_and_scope",
+    "one_line_error",
+    "result_text",
+    "thaw",
+]
+
+_RAISED = "the framework's run raised"
+
+
+def registry_and_scope(target: object, what: str) -> tuple[ToolRegistry, ToolScope | None]:
+    """Split a bridge's ``registry`` argument (a registry, or a scope of one).
+
+    Raises:
+        TypeError: ``target`` is neither.
+    """
+    if isinstance(target, ToolScope):
+        return target.registry, target
+    if isinstance(target, ToolRegistry):
+        return target, None
+    raise TypeError(f"{what} must be a ToolRegistry or ToolScope, got {type(target).__name__}")
+
+
+async def execute_hosted(
+    registry: ToolRegistry,
+    call_id: str,
+    name: str,
+    arguments: Any,
+    *,
+    agent: ToolScope | None,
+    deps: Any,
+) -> ToolExecutionResult:
+    """One call through ``registry``'s pipeline, awaited from asyncio.
+
+    ``arguments`` is the model's JSON text or a mapping (as in :class:`ToolCall`);
+    text that cannot be arguments is the call's ``INVALID_ARGS`` result.
+    """
+    try:
+        arguments = parse_arguments(arguments)
+    except ToolArgsError as exc:
+        return ToolExecutionResult(
+            (TextContent(f"Error: {exc.message}"),), True, ToolErrorInfo(exc.name, exc.code)
+        )
+    loop = asyncio.get_running_loop()
+    host = await host_for(loop)
+    job: Job[ToolExecutionResult] = Job(loop, CancelSignal())
+    input = ToolExecutionInput(call_id, name, arguments, signal=job.signal, agent=agent)
+
+    async def run() -> ToolExecutionResult:
+        return await registry.execute(input, deps=deps)
+
+    host.spawn(job, run)
+    return await wait_job(job)
+
+
+@asynccontextmanager
+async def hosted_batch(
+    registry: ToolRegistry,
+    calls: Sequence[ToolCall],
+    on_result: Callable[[ToolCall, ToolExecutionResult], object],
+    *,
+    agent: ToolScope | None,
+    max_parallel: int,
+    recorder: ToolCallRecorder | None,
+    deps: Any,
+) -> AsyncIterator[None]:
+    """Run ``calls`` as one batch while the block runs; ``on_result`` as each commits.
+
+    ``on_result`` is called on the loop's thread, in model order. Leaving the block
+    waits for the batch to finish; an exception leaving it (a cancellation included)
+    aborts the batch — started calls drain, the rest are ``ABORTED_BEFORE_DISPATCH``
+    — before it propagates.
+    """
+    loop = asyncio.get_running_loop()
+    host = await host_for(loop)
+    job: Job[None] = Job(loop, CancelSignal())
+
+    async def run() -> None:
+        async with open_tool_batch(
+            registry,
+            signal=job.signal,
+            agent=agent,
+            max_parallel=max_parallel,
+            recorder=recorder,
+            deps=deps,
+        ) as batch:
+            for call in calls:
+                batch.submit(call)
+            batch.close()
+            async for call, result in batch:
+                on_result(call, result)
+
+    host.spawn(job, run)
+    try:
+        yield
+    except BaseException:
+        await drain_job(job, _RAISED)
+        raise
+    await wait_job(job)
+
+
+def result_text(result: ToolExecutionResult) -> str:
+    """What a framework hands its model of ``result``: the text, one line for a failure."""
+    text = result.text
+    return " ".join(text.split()) if result.is_error else text
+
+
+def thaw(value: Any) -> Any:
+    """Frozen arguments (read-only mappings, tuples) as plain JSON values."""
+    if isinstance(value, Mapping):
+        return {key: thaw(item) for key, item in value.items()}
+    if isinstance(value, tuple):
+        return [thaw(item) for item in value]
+    return value
+
+
+def one_line_error(exc: Exception) -> ToolError:
+    """A foreign tool's exception as the :class:`ToolError` the model reads on one line.
+
+    A :class:`ToolError` keeps its class and code; anything else becomes
+    ``ToolError(code="TOOL_ERROR")`` with the message's whitespace collapsed (a
+    framework's multi-line validation or traceback-like text would otherwise reach
+    the model as it is).
+    """
+    if isinstance(exc, ToolError):
+        return exc
+    return ToolError(" ".join(str(exc).split()) or type(exc).__name__)

@@ -1,0 +1,146 @@
+"""smolagents: a smolagents ``Tool`` as a raw-schema definition in a registry.
+
+A smolagents tool declares its arguments as ``inputs`` — a name to ``{"type",
+"description", "nullable"?}`` with smolagents' own type names — and runs in a sync
+``forward``. :func:`from_smolagents` translates ``inputs`` to the JSON Schema the
+model sees and our validator checks (``nullable`` inputs are not required and may be
+``null``; ``any`` is unconstrained; ``image`` and ``audio`` travel as strings, a path
+or URL as a tool-calling model writes them), and registers ``forward`` as a plain
+``def`` body, so it runs in one of trio's worker threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+import msgspec
+from smolagents import Tool  # type: ignore[import-untyped,unused-ignore]
+
+from .._core._errors import RegistrationError
+from .._core._execution import ToolRunContext
+from .._tools._definition import ToolDefinition
+from ._hosted import one_line_error, thaw
+
+__all__ = ["from_smolagents", "inputs_schema"]
+
+_JSON_TYPES: Final = {
+    "string": {"type": "string"},
+    "boolean": {"type": "boolean"},
+    "integer": {"type": "integer"},
+    "number": {"type": "number"},
+    "array": {"type": "array"},
+    "object": {"type": "object"},
+    "null": {"type": "null"},
+    "image": {"type": "string"},
+    "audio": {"type": "string"},
+    "any": {},
+}
+"""Each smolagents input type as JSON Schema (image/audio: a path or URL string)."""
+
+_SMOLAGENTS_KEYS: Final = frozenset({"type", "nullable", "anyOf"})
+
+_encode = msgspec.json.Encoder().encode
+
+
+def inputs_schema(
+    inputs: Mapping[str, Mapping[str, Any]], *, tool_name: str = "tool"
+) -> dict[str, Any]:
+    """The JSON Schema of a smolagents tool's ``inputs``.
+
+    Every input is required unless it is ``nullable`` (then ``null`` is accepted
+    too). A list of types, or an ``anyOf`` of typed entries, becomes an ``anyOf``;
+    other keys (``description``, ``enum``, ``items``, ``properties``…) are kept.
+
+    Raises:
+        RegistrationError: an input's type is not one of smolagents' types.
+    """
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for name, spec in inputs.items():
+        nullable = spec.get("nullable") is True
+        if "anyOf" in spec:
+            choices = [
+                _one_type(tool_name, name, entry.get("type"), entry) for entry in spec["anyOf"]
+            ]
+        else:
+            declared = spec.get("type")
+            types = declared if isinstance(declared, list) else [declared]
+            choices = [_one_type(tool_name, name, kind, {}) for kind in types]
+        if nullable and {"type": "null"} not in choices:
+            choices.append({"type": "null"})
+        schema: dict[str, Any] = {k: v for k, v in spec.items() if k not in _SMOLAGENTS_KEYS}
+        if len(choices) == 1:
+            schema.update(choices[0])
+        elif {} in choices:
+            pass  # "any" among the choices admits everything
+        else:
+            schema["anyOf"] = choices
+        properties[name] = schema
+        if not nullable:
+            required.append(name)
+    return {"type": "object", "properties": properties, "required": required}
+
+
+def _one_type(tool_name: str, name: str, kind: object, entry: Mapping[str, Any]) -> dict[str, Any]:
+    if not isinstance(kind, str) or kind not in _JSON_TYPES:
+        raise RegistrationError(
+            f'from_smolagents(): tool "{tool_name}" input "{name}" has type {kind!r}, '
+            f"not one of smolagents' types ({', '.join(_JSON_TYPES)})"
+        )
+    extra = {k: v for k, v in entry.items() if k not in _SMOLAGENTS_KEYS}
+    return {**_JSON_TYPES[kind], **extra}
+
+
+def from_smolagents(
+    tool: Tool,
+    *,
+    name: str | None = None,
+    **options: Any,
+) -> ToolDefinition:
+    """A smolagents ``Tool`` as a toolnursery definition.
+
+    The schema is :func:`inputs_schema` of ``tool.inputs``; our validator checks a
+    call's arguments against it before ``forward`` runs (``INVALID_ARGS``, one line).
+    ``forward`` runs through ``tool(..., sanitize_inputs_outputs=True)`` (its
+    ``setup`` on first use, smolagents' agent types unwrapped) in a worker thread.
+    Output: a ``str`` as it is, a ``dict``/``list`` as JSON, anything else (an
+    ``AgentImage``'s path, a number) by ``str()``. An exception is an error result on
+    one line. Like any thread, a running ``forward`` cannot be interrupted: an abort
+    or timeout waits for it to return, then the call settles as ``ABORTED`` or
+    ``TOOL_TIMEOUT``.
+
+    Args:
+        tool: the smolagents tool (an instance).
+        name: the tool name (default: ``tool.name``).
+        **options: :class:`ToolDefinition` options (``timeout_ms``, ``idempotent``,
+            ``is_concurrency_safe``, ``concurrency_keys``, ``max_concurrency``…).
+
+    Raises:
+        RegistrationError: ``tool`` is not a smolagents ``Tool`` instance, or an
+            input's type is not one of smolagents' types.
+    """
+    if not isinstance(tool, Tool):
+        raise RegistrationError(
+            f"from_smolagents(): expected a smolagents.Tool instance, got {type(tool).__name__}"
+        )
+    parameters = inputs_schema(tool.inputs, tool_name=tool.name)
+
+    def body(args: Mapping[str, Any], ctx: ToolRunContext[Any]) -> str:
+        try:
+            output = tool(**thaw(args), sanitize_inputs_outputs=True)
+        except Exception as exc:
+            raise one_line_error(exc) from exc
+        if isinstance(output, str):
+            return str(output)
+        if isinstance(output, dict | list):
+            return _encode(output).decode()
+        return str(output)
+
+    return ToolDefinition(
+        name or tool.name,
+        tool.description,
+        parameters,
+        body,
+        **options,
+    )

@@ -1,0 +1,33 @@
+"""smolagents and toolnursery: smolagents tools in a registry.
+
+Install the extra (``pip install 'toolnursery[smolagents]'``), then::
+
+    from toolnursery.smolagents import from_smolagents
+
+    registry.register(from_smolagents(tool))
+
+The tool's ``inputs`` become JSON Schema (``nullable`` → not required), our validator
+checks every call, and ``forward`` runs in a worker thread. See
+``docs/frameworks/smolagents.md``.
+"""
+
+from __future__ import annotations
+
+try:
+    # the framework (untyped): absolute imports never find this module
+    import smolagents as _smolagents  # type: ignore[import-untyped,unused-ignore]
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "toolnursery.smolagents needs smolagents: install the extra with "
+        "pip install 'toolnursery[smolagents]'"
+    ) from exc
+
+from ._bridges._smolagents import from_smolagents as from_smolagents
+from ._bridges._smolagents import inputs_schema as inputs_schema
+from ._core._homes import fixup_module_metadata as _fixup_module_metadata
+
+del _smolagents
+
+__all__ = ["from_smolagents", "inputs_schema"]
+
+_fixup_module_metadata(__name__, __all__)

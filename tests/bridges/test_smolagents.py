@@ -1,0 +1,270 @@
+"""toolnursery.smolagents against the real smolagents, its model classes driven by a script."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+pytest.importorskip("smolagents")
+
+import trio
+from smolagents import Tool, tool  # type: ignore[import-untyped]
+from smolagents.models import (  # type: ignore[import-untyped]
+    ChatMessage,
+    ChatMessageToolCall,
+    ChatMessageToolCallFunction,
+    MessageRole,
+    Model,
+)
+
+from toolnursery import (
+    CancelSignal,
+    RegistrationError,
+    ToolCall,
+    ToolExecutionResult,
+    ToolRegistry,
+    run_tool_calls,
+)
+from toolnursery.smolagents import from_smolagents, inputs_schema
+
+
+@tool  # type: ignore[untyped-decorator]
+def get_weather(city: str, unit: str | None = None) -> str:
+    """Get the weather of a city.
+
+    Args:
+        city: the city.
+        unit: "C" or "F" (Celsius when omitted).
+    """
+    return f"21{unit or 'C'} in {city} on {threading.current_thread() is threading.main_thread()}"
+
+
+@tool  # type: ignore[untyped-decorator]
+def lookup(query: str, limit: int) -> dict[str, Any]:
+    """Look something up.
+
+    Args:
+        query: what to look for.
+        limit: how many results.
+    """
+    return {"query": query, "hits": list(range(limit))}
+
+
+def _registry() -> ToolRegistry:
+    registry = ToolRegistry()
+    registry.register(from_smolagents(get_weather))
+    registry.register(from_smolagents(lookup))
+    return registry
+
+
+def test_inputs_become_json_schema() -> None:
+    inputs: dict[str, dict[str, Any]] = {
+        "s": {"type": "string", "description": "a string"},
+        "b": {"type": "boolean", "description": "b"},
+        "i": {"type": "integer", "description": "i"},
+        "n": {"type": "number", "description": "n"},
+        "img": {"type": "image", "description": "img"},
+        "aud": {"type": "audio", "description": "aud"},
+        "arr": {"type": "array", "description": "arr", "items": {"type": "string"}},
+        "obj": {"type": "object", "description": "obj"},
+        "whatever": {"type": "any", "description": "anything"},
+        "maybe": {"type": "integer", "description": "m", "nullable": True},
+        "either": {"type": ["string", "integer"], "description": "e"},
+        "mode": {
+            "anyOf": [{"type": "string", "enum": ["a", "b"]}, {"type": "null"}],
+            "description": "m",
+        },
+    }
+    schema = inputs_schema(inputs)
+    props = schema["properties"]
+    assert props["s"] == {"type": "string", "description": "a string"}
+    assert props["img"]["type"] == "string"
+    assert props["aud"]["type"] == "string"
+    assert props["arr"] == {"type": "array", "description": "arr", "items": {"type": "string"}}
+    assert props["whatever"] == {"description": "anything"}
+    assert props["maybe"] == {"description": "m", "anyOf": [{"type": "integer"}, {"type": "null"}]}
+    assert props["either"]["anyOf"] == [{"type": "string"}, {"type": "integer"}]
+    assert props["mode"]["anyOf"] == [{"type": "string", "enum": ["a", "b"]}, {"type": "null"}]
+    assert "maybe" not in schema["required"]
+    assert "s" in schema["required"]
+    assert "mode" in schema["required"]
+
+
+def test_a_type_smolagents_does_not_know_is_refused() -> None:
+    with pytest.raises(RegistrationError, match=r'tool "t" input "x" has type \'str\''):
+        inputs_schema({"x": {"type": "str", "description": "x"}}, tool_name="t")
+
+
+def test_a_nullable_input_is_optional_and_forward_runs_in_a_thread() -> None:
+    registry = _registry()
+    definition = registry.get("get_weather")
+    assert definition is not None
+    assert definition.parameters["required"] == ["city"]
+    calls = [
+        ToolCall("c1", "get_weather", '{"city": "Oslo"}'),
+        ToolCall("c2", "get_weather", {"city": "Rome", "unit": "F"}),
+        ToolCall("c3", "get_weather", {"city": "Rome", "unit": None}),
+        ToolCall("c4", "get_weather", {"town": "Rome"}),
+    ]
+    results = trio.run(lambda: run_tool_calls(registry, calls))
+    assert [r.text for r in results] == [
+        "21C in Oslo on False",
+        "21F in Rome on False",
+        "21C in Rome on False",
+        'Error: invalid arguments: missing required property "city"',
+    ]
+
+
+def test_an_end_to_end_turn_with_two_calls_from_a_smolagents_model() -> None:
+    class ScriptedModel(Model):  # type: ignore[misc]
+        """A smolagents model that answers from a script."""
+
+        def __init__(self) -> None:
+            super().__init__(model_id="scripted")
+            self.seen: list[list[ChatMessage]] = []
+
+        def generate(self, messages: list[ChatMessage], **kwargs: Any) -> ChatMessage:
+            self.seen.append(list(messages))
+            if len(self.seen) == 1:
+                return ChatMessage(
+                    role=MessageRole.ASSISTANT,
+                    tool_calls=[
+                        ChatMessageToolCall(
+                            ChatMessageToolCallFunction(
+                                arguments={"city": "Oslo"}, name="get_weather"
+                            ),
+                            id="c1",
+                            type="function",
+                        ),
+                        ChatMessageToolCall(
+                            ChatMessageToolCallFunction(
+                                arguments='{"query": "trio", "limit": 2}', name="lookup"
+                            ),
+                            id="c2",
+                            type="function",
+                        ),
+                    ],
+                )
+            tool_texts = [m.content for m in messages if m.role == MessageRole.TOOL_RESPONSE]
+            return ChatMessage(role=MessageRole.ASSISTANT, content=" / ".join(map(str, tool_texts)))
+
+    registry = _registry()
+    model = ScriptedModel()
+    messages = [ChatMessage(role=MessageRole.USER, content="weather and lookup")]
+    reply = model.generate(messages, tools_to_call_from=[get_weather, lookup])
+    reply = model.parse_tool_calls(reply)
+    calls = [ToolCall(c.id, c.function.name, c.function.arguments) for c in reply.tool_calls]
+    results = trio.run(lambda: run_tool_calls(registry, calls))
+    messages.append(reply)
+    messages.extend(ChatMessage(role=MessageRole.TOOL_RESPONSE, content=r.text) for r in results)
+    final = model.generate(messages)
+    assert final.content == '21C in Oslo on False / {"query":"trio","hits":[0,1]}'
+
+
+def test_a_raising_forward_is_a_one_line_error() -> None:
+    @tool  # type: ignore[untyped-decorator]
+    def broken(word: str) -> str:
+        """Break.
+
+        Args:
+            word: a word.
+        """
+        raise ValueError(f"bad\n  word {word}")
+
+    registry = ToolRegistry()
+    registry.register(from_smolagents(broken))
+    [result] = trio.run(lambda: run_tool_calls(registry, [ToolCall("c1", "broken", {"word": "x"})]))
+    assert result.text == "Error: bad word x"
+    assert result.error is not None
+    assert result.error.code == "TOOL_ERROR"
+
+
+def test_a_subclassed_tool_is_set_up_once() -> None:
+    class Counter(Tool):  # type: ignore[misc]
+        name = "counter"
+        description = "Count calls."
+        inputs = {"step": {"type": "integer", "description": "the step", "nullable": True}}
+        output_type = "integer"
+
+        def setup(self) -> None:
+            self.total = 0
+            self.setups = getattr(self, "setups", 0) + 1
+            self.is_initialized = True
+
+        def forward(self, step: int | None = None) -> int:
+            self.total += step or 1
+            return self.total
+
+    counter = Counter()
+    registry = ToolRegistry()
+    registry.register(from_smolagents(counter, name="count"))
+    calls = [ToolCall("c1", "count", {}), ToolCall("c2", "count", {"step": 5})]
+    results = trio.run(lambda: run_tool_calls(registry, calls, max_parallel=1))
+    assert [r.text for r in results] == ["1", "6"]
+    assert counter.setups == 1
+
+
+async def test_our_abort_waits_for_forward_and_settles_aborted() -> None:
+    started = threading.Event()
+    release = threading.Event()
+
+    @tool  # type: ignore[untyped-decorator]
+    def slow(word: str) -> str:
+        """Wait until released.
+
+        Args:
+            word: a word.
+        """
+        started.set()
+        release.wait(10)
+        return word
+
+    registry = ToolRegistry()
+    registry.register(from_smolagents(slow))
+    signal = CancelSignal()
+    results: list[ToolExecutionResult] = []
+
+    async def run() -> None:
+        results.extend(
+            await run_tool_calls(registry, [ToolCall("c1", "slow", {"word": "w"})], signal=signal)
+        )
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(run)
+        await trio.to_thread.run_sync(started.wait)
+        signal.cancel("stop")
+        await trio.testing.wait_all_tasks_blocked()
+        assert results == []  # the abort waits for the thread
+        release.set()
+    [result] = results
+    assert result.error is not None
+    assert result.error.code == "ABORTED"
+
+
+def test_concurrency_safe_tools_overlap_in_their_threads() -> None:
+    meet = threading.Barrier(2, timeout=10)
+
+    @tool  # type: ignore[untyped-decorator]
+    def rendezvous(who: str) -> str:
+        """Wait until the sibling call runs too.
+
+        Args:
+            who: the caller.
+        """
+        meet.wait()  # raises BrokenBarrierError if the calls ran one after the other
+        return who
+
+    registry = ToolRegistry()
+    registry.register(from_smolagents(rendezvous, is_concurrency_safe=lambda args: True))
+    calls = [ToolCall("c1", "rendezvous", {"who": "a"}), ToolCall("c2", "rendezvous", {"who": "b"})]
+    results = trio.run(lambda: run_tool_calls(registry, calls))
+    assert [r.text for r in results] == ["a", "b"]
+
+
+def test_from_smolagents_refuses_what_is_not_a_tool() -> None:
+    with pytest.raises(
+        RegistrationError, match=r"expected a smolagents\.Tool instance, got function"
+    ):
+        from_smolagents(lambda: None)
