@@ -104,6 +104,10 @@ async def run_rich(recorder: Any) -> list[ToolExecutionResult]:
 
 def many_calls(n: int) -> list[ToolCall]:
     return [
-        ToolCall(f"m{i}", "write" if i % 7 == 3 else "work", f'{{"s": {0.001 * (i % 13 + 1)}, "path": "k{i % 5}"}}')
+        ToolCall(
+            f"m{i}",
+            "write" if i % 7 == 3 else "work",
+            f'{{"s": {0.001 * (i % 13 + 1)}, "path": "k{i % 5}"}}',
+        )
         for i in range(n)
     ]
