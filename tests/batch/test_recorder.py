@@ -590,7 +590,7 @@ def test_times_are_monotonic_per_call_and_commits_in_model_order(
         committed.append(result.t)
         reports = [e for e in events if isinstance(e, ProgressEvent) and e.index == index]
         assert len(reports) == script[index][3]
-        assert all(result.began <= (e.t or -1) <= result.ended for e in reports)
+        assert all(e.t is not None and result.began <= e.t <= result.ended for e in reports)
     assert committed == sorted(committed)
 
 
@@ -659,3 +659,37 @@ async def test_an_old_log_without_times_still_reads_replays_and_resumes(
     registry.on_execute(spy)
     assert await run_tool_calls(registry, calls, resume_from=old) == results
     assert ran == []  # both results were recorded: nothing runs again
+
+
+async def test_a_retried_call_records_when_each_attempt_began(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    from toolnursery import ToolError, install_retry_policy
+
+    class BusyError(ToolError):
+        code = "BUSY"
+
+    tries: list[float] = []
+
+    async def flaky(args: Any, ctx: ToolRunContext) -> str:
+        tries.append(trio.current_time())
+        await trio.sleep(1)
+        if len(tries) < 3:
+            raise BusyError("busy")
+        return "ok"
+
+    registry = registry_with(
+        ToolDefinition("flaky", "flaky", OBJECT, flaky, idempotent=True),
+        parallel("sleepy", sleepy),
+    )
+    install_retry_policy(registry, codes=["BUSY"], backoff_ms=500, jitter=0)
+    recorder = ListRecorder()
+    start = trio.current_time()
+    calls = [ToolCall("r", "flaky", "{}"), ToolCall("s", "sleepy", '{"s": 1}')]
+    await run_tool_calls(registry, calls, recorder=recorder)
+    retried, once = [e for e in recorder.log if isinstance(e, ToolResultEvent)]
+    assert retried.attempts == tuple(round(t - start, 6) for t in tries)
+    assert retried.attempts == (0.0, 1.5, 3.5)  # each: 1 s of body, then the backoff
+    assert retried.began == 0.0
+    assert retried.ended == 4.5
+    assert once.attempts == ()  # the policy applies to idempotent tools only

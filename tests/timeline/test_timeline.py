@@ -97,6 +97,14 @@ def test_waits_barriers_timeouts_retries_and_progress_are_marked(rich_log: Path)
     assert shapes(drawn["t1"], "timeout")
     assert not shapes(drawn["p1"], "timeout")
     assert [e.text for e in shapes(drawn["r1"], "retried")] == ["↻3"]
+    r1 = data["r1"]
+    assert r1.attempts == 3
+    assert len(r1.attempt_starts) == 3
+    assert r1.began is not None
+    assert r1.ended is not None
+    assert r1.began == r1.attempt_starts[0] < r1.attempt_starts[1] < r1.attempt_starts[2]
+    assert r1.attempt_starts[2] < r1.ended
+    assert len(shapes(drawn["r1"], "attempt")) == 2  # a notch where each retry began
     # p1 reported progress four times: four ticks inside its running bar.
     ticks = shapes(drawn["p1"], "tick")
     assert len(ticks) == 4

@@ -637,8 +637,10 @@ class ToolBatch:
             return ToolResultEvent(self.id, call.index, call.call_id, result, self._now())
         t0 = self._t0
         admitted, began, ended = (None if s is None else round(s - t0, 6) for s in stamp)
+        starts = call.attempt_starts
+        attempts = tuple(round(s - t0, 6) for s in starts) if starts and len(starts) > 1 else ()
         return ToolResultEvent(
-            self.id, call.index, call.call_id, result, self._now(), admitted, began, ended
+            self.id, call.index, call.call_id, result, self._now(), admitted, began, ended, attempts
         )
 
     def _record_contexts(self) -> None:

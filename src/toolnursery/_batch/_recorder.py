@@ -101,6 +101,8 @@ class ToolResultEvent(
             a conflicting call or a free slot); ``None`` for a call dispatched in place.
         began: when its dispatch began (its execute wrappers and body).
         ended: when its dispatch ended.
+        attempts: when each attempt of a call the retry policy ran more than once
+            began; ``()`` otherwise.
     """
 
     batch: str
@@ -111,6 +113,7 @@ class ToolResultEvent(
     admitted: float | None = None
     began: float | None = None
     ended: float | None = None
+    attempts: tuple[float, ...] = ()
 
 
 class ContextEvent(msgspec.Struct, frozen=True, tag="context", tag_field="event", rename="camel"):

@@ -146,7 +146,8 @@ def _describe(c: TimelineCall) -> str:
     if c.waited_for:
         lines.append("waited for: " + "; ".join(c.waited_for))
     if c.attempts > 1:
-        lines.append(f"retried: {c.attempts} attempts")
+        began = ", ".join(_ms(t) for t in c.attempt_starts)
+        lines.append(f"retried: {c.attempts} attempts" + (f", began {began}" if began else ""))
     if c.progress:
         lines.append(f"progress reports: {len(c.progress)}")
     return "\n".join(lines)
@@ -202,7 +203,11 @@ def _legend(colors: dict[str, str]) -> str:
         ('<rect width="14" height="10" fill="#444"/>', "running"),
         ('<rect width="14" height="10" fill="#444" fill-opacity="0.3"/>', "committing"),
         (f'<line x1="7" y1="-1" x2="7" y2="11" stroke="{TICK}" stroke-width="2"/>', "progress"),
-        ('<text x="0" y="10" font-size="11">↻</text>', "retried"),
+        (
+            '<line x1="7" y1="-1" x2="7" y2="11" stroke="#000" stroke-width="2" '
+            'stroke-dasharray="2,1"/>',
+            "retry (↻ attempts)",
+        ),
         (_TIMEOUT_MARK.format(h=10, half=5), "timed out"),
     ]
     out = ['<g id="legend" transform="translate(10,52)">']
@@ -318,6 +323,12 @@ def _row(
             out.append(
                 _bar(x(first), x(c.committed), y, bar_h, color, "committing", ' fill-opacity="0.3"')
             )
+        for t in c.attempt_starts[1:]:  # a retry: a notch where each later attempt began
+            out.append(
+                f'<line class="attempt" x1="{x(t):.1f}" y1="{y - 2:.1f}" x2="{x(t):.1f}" '
+                f'y2="{y + bar_h + 2:.1f}" stroke="#000" stroke-width="2" '
+                'stroke-dasharray="2,1"/>'
+            )
         for t, _fraction in c.progress:
             out.append(
                 f'<line class="tick" x1="{x(t):.1f}" y1="{y - 1:.1f}" x2="{x(t):.1f}" '
@@ -341,6 +352,8 @@ def _row(
         )
     if noted:
         note = c.code if c.code != "ok" else ""
+        if c.attempts > 1:
+            note = (note + "; " if note else "") + f"{c.attempts} attempts"
         if c.waited_for:
             note = (note + "; " if note else "") + "waited for " + "; ".join(c.waited_for)
         if note:

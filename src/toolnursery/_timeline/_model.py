@@ -58,6 +58,7 @@ class TimelineCall(msgspec.Struct, frozen=True, kw_only=True):
     progress: tuple[tuple[float, float | None], ...] = ()  # (time, fraction done)
     waited_for: tuple[str, ...] = ()
     attempts: int = 1
+    attempt_starts: tuple[float, ...] = ()  # when each attempt began (a retried call)
     timed_out: bool = False
 
     @property
@@ -86,7 +87,7 @@ def outcome_code(result: ToolExecutionResult | None) -> str:
 
 
 class _Row:
-    __slots__ = ("call", "keys", "mode", "progress", "result", "t", "times", "wall")
+    __slots__ = ("attempts", "call", "keys", "mode", "progress", "result", "t", "times", "wall")
 
     def __init__(self, call: ToolCall) -> None:
         self.call = call
@@ -97,6 +98,7 @@ class _Row:
         self.result: ToolExecutionResult | None = None
         self.times: tuple[float | None, ...] = (None, None, None, None)
         self.progress: list[tuple[float | None, float | None]] = []
+        self.attempts: tuple[float, ...] = ()
 
 
 def read_timeline(source: str | os.PathLike[str] | Iterable[RecorderEvent]) -> TimelineData:
@@ -120,6 +122,7 @@ def read_timeline(source: str | os.PathLike[str] | Iterable[RecorderEvent]) -> T
         if isinstance(event, ToolResultEvent):
             row.result = event.result
             row.times = (event.admitted, event.began, event.ended, event.t)
+            row.attempts = event.attempts
         elif isinstance(event, ProgressEvent):
             report = event.report
             if isinstance(report, ProgressReport):
@@ -172,6 +175,8 @@ def _batch_calls(
         code = outcome_code(result)
         meta = result.meta if result is not None else None
         attempts = meta.get("attempts", 1) if isinstance(meta, Mapping) else 1
+        if not isinstance(attempts, int) or attempts < 1:
+            attempts = 1
         yield TimelineCall(
             batch=batch,
             index=index,
@@ -190,7 +195,8 @@ def _batch_calls(
                 (t, fraction) for when, fraction in row.progress if (t := at(when)) is not None
             ),
             waited_for=tuple(waited),
-            attempts=attempts if isinstance(attempts, int) and attempts > 0 else 1,
+            attempts=max(attempts, len(row.attempts)),
+            attempt_starts=tuple(t for s in row.attempts if (t := at(s)) is not None),
             timed_out=code == TOOL_TIMEOUT,
         )
         if row.mode == "exclusive":
