@@ -83,7 +83,8 @@ def _parser() -> argparse.ArgumentParser:
         "--progress",
         choices=("auto", "always", "never"),
         default="auto",
-        help="a progress line on stderr (auto: when stderr is a terminal)",
+        help="the progress display on stderr: the calls in flight with their progress "
+        "bars on a terminal, else one status line (auto: when stderr is a terminal)",
     )
     run.add_argument(
         "--show",
