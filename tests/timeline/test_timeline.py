@@ -196,3 +196,35 @@ async def test_an_in_memory_batch_draws_without_a_file(
     recorder = ListRecorder()
     await run_rich(recorder)
     assert len(rows(draw_timeline(recorder.events))) == 8
+
+
+def test_a_crashed_batch_draws_its_unfinished_call_open_to_the_end(
+    rich_log: Path, tmp_path: Path
+) -> None:
+    lines = rich_log.read_bytes().splitlines(keepends=True)
+    b1 = next(i for i, line in enumerate(lines) if b'"id":"b1"' in line)
+    crashed = tmp_path / "crashed.jsonl"
+    crashed.write_bytes(b"".join(lines[: b1 + 1]) + lines[b1 + 1][:40])  # a torn line
+    svg = draw_timeline(crashed)
+    drawn = by_id(svg)
+    assert list(drawn) == ["p1", "w1", "w2", "t1", "r1", "b1"]
+    assert drawn["b1"].get("data-code") == "PENDING"
+    assert shapes(drawn["b1"], "pending")
+    assert not shapes(drawn["p1"], "pending")
+    assert "no result recorded" in "".join(drawn["b1"].itertext())
+    assert legend_codes(svg)["PENDING"] == CODE_COLORS["PENDING"]
+
+
+def test_the_batches_of_a_log_follow_each_other_with_a_rule_between(
+    rich_log: Path, tmp_path: Path
+) -> None:
+    two = tmp_path / "two.jsonl"
+    with JsonlRecorder(two) as recorder:
+        for _ in range(2):
+            trio.run(run_rich, recorder, clock=trio.testing.MockClock(autojump_threshold=0))
+    svg = draw_timeline(two)
+    drawn = rows(svg)
+    assert len(drawn) == 16
+    assert len({row.get("data-batch") for row in drawn}) == 2
+    assert svg.count('class="batch"') == 1
+    assert "16 calls in 2 batches" in svg

@@ -191,7 +191,13 @@ def _svg(data: TimelineData, title: str) -> str:
     out.append(_axis(data, end, _TOP - 6, _TOP + n * row_h))
     label_every = 1 if row_h >= 12 else math.ceil(12 / row_h)
     for row, c in enumerate(calls):
-        out.append(_row(c, row, _TOP + row * row_h, row_h, x, colors, noted, label_every))
+        top = _TOP + row * row_h
+        if row and calls[row - 1].batch != c.batch:  # a new batch: a rule above it
+            out.append(
+                f'<line class="batch" x1="0" y1="{top:.1f}" x2="{width:.0f}" y2="{top:.1f}" '
+                'stroke="#555" stroke-dasharray="6,3"/>'
+            )
+        out.append(_row(c, row, top, row_h, x, colors, noted, label_every, data.end))
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
@@ -270,6 +276,7 @@ def _row(
     colors: dict[str, str],
     noted: bool,
     label_every: int,
+    end: float,
 ) -> str:
     color = colors[c.code]
     bar_h = max(row_h * 0.64, 2.0)
@@ -323,6 +330,10 @@ def _row(
             out.append(
                 _bar(x(first), x(c.committed), y, bar_h, color, "committing", ' fill-opacity="0.3"')
             )
+        if c.result is None:  # never committed: open to the end of the axis
+            stop = max(x(end), x(c.started) + 12)
+            dashed = ' stroke="#777" stroke-dasharray="4,2"'
+            out.append(_bar(x(c.started), stop, y, bar_h, "none", "pending", dashed))
         for t in c.attempt_starts[1:]:  # a retry: a notch where each later attempt began
             out.append(
                 f'<line class="attempt" x1="{x(t):.1f}" y1="{y - 2:.1f}" x2="{x(t):.1f}" '
@@ -352,6 +363,8 @@ def _row(
         )
     if noted:
         note = c.code if c.code != "ok" else ""
+        if c.result is None:
+            note = "no result recorded (the batch did not finish)"
         if c.attempts > 1:
             note = (note + "; " if note else "") + f"{c.attempts} attempts"
         if c.waited_for:
