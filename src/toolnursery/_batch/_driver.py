@@ -52,6 +52,11 @@ _SETTLED = Slot.SETTLED
 _COMMITTED = Slot.COMMITTED
 
 
+def _us(seconds: float) -> float:
+    """``seconds`` (not negative) cut to the microsecond: a short JSON number."""
+    return int(seconds * 1_000_000) / 1_000_000
+
+
 class ToolBatch:
     """A batch being run; made by :func:`open_tool_batch`.
 
@@ -378,7 +383,9 @@ class ToolBatch:
             assert tool_call is not None
             logged = tool_call if call.fixed is None else _intake.loggable(tool_call)
             mode: CallMode = "exclusive" if barrier else "keyed" if keys else "parallel"
-            event = ToolCallEvent(self.id, call.index, logged, self._wall, self._now(), mode, keys)
+            event = ToolCallEvent(
+                self.id, call.index, logged, self._wall, self._offset(), mode, keys
+            )
             try:
                 recorder.record(event)
             except Exception:
@@ -595,7 +602,7 @@ class ToolBatch:
             if recorder is not None:
                 tool_call = call.tool_call
                 assert tool_call is not None
-                now = self._now()
+                now = self._offset()
                 logged = _intake.loggable(tool_call)
                 recorder.record(ToolCallEvent(self.id, call.index, logged, self._wall, now))
                 recorder.record(
@@ -623,24 +630,31 @@ class ToolBatch:
             index = known.get(call_id)
             if index is None:
                 return  # not this batch's call (a nested batch's, say)
-        recorder.record(ProgressEvent(self.id, index, call_id, report, self._now()))
+        recorder.record(ProgressEvent(self.id, index, call_id, report, self._offset()))
 
-    def _now(self) -> float:
+    def _offset(self) -> float:
         """Seconds since the batch run started (trio's clock), to the microsecond."""
-        return round(trio.current_time() - self._t0, 6)
+        return _us(trio.current_time() - self._t0)
 
     def _result_event(self, call: CallRecord, result: ToolExecutionResult) -> ToolResultEvent:
         """The call's ``tool_result`` event: committed now, with its dispatch's times."""
         stamps = self._stamps
         stamp = stamps.pop(call.index, None) if stamps is not None else None
         if stamp is None:
-            return ToolResultEvent(self.id, call.index, call.call_id, result, self._now())
+            return ToolResultEvent(self.id, call.index, call.call_id, result, self._offset())
         t0 = self._t0
-        admitted, began, ended = (None if s is None else round(s - t0, 6) for s in stamp)
+        admitted, began, ended = stamp
         starts = call.attempt_starts
-        attempts = tuple(round(s - t0, 6) for s in starts) if starts and len(starts) > 1 else ()
         return ToolResultEvent(
-            self.id, call.index, call.call_id, result, self._now(), admitted, began, ended, attempts
+            self.id,
+            call.index,
+            call.call_id,
+            result,
+            _us(trio.current_time() - t0),
+            None if admitted is None else _us(admitted - t0),
+            None if began is None else _us(began - t0),
+            None if ended is None else _us(ended - t0),
+            tuple(_us(s - t0) for s in starts) if starts and len(starts) > 1 else (),
         )
 
     def _record_contexts(self) -> None:
