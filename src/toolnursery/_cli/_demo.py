@@ -39,6 +39,7 @@ from .._core._execution import ToolDispatchExecution, ToolExecution, ToolExecuti
 from .._examples._sandbox import fill_sandbox
 from .._examples._toolset import example_registry
 from .._pipeline._registry import ToolRegistry
+from ._cards import example_presenters
 from ._common import EXIT_OK, open_log, say
 from ._timeline import timeline_format, write_timeline
 
@@ -378,7 +379,12 @@ def demo_command(options: argparse.Namespace) -> int:
         sys.stdout.write(render_demo(run, f"{sandbox} (temporary, removed on exit)"))
         sys.stdout.flush()
     if kept is not None and timeline is not None:
-        write_timeline(timeline, kept.events, title="toolnursery demo: the batch's timeline")
+        write_timeline(
+            timeline,
+            kept.events,
+            registry=example_presenters(),
+            title="toolnursery demo: the batch's timeline",
+        )
         say(f"wrote {timeline}: {len(run.calls)} calls")
     return EXIT_OK
 

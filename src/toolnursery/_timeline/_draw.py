@@ -392,7 +392,7 @@ def _card(registry: ToolRegistry | None, c: TimelineCall) -> str:
     pending = call_view(definition, args, name=c.call.name)
     done = result_view(definition, args, c.result) if c.result is not None else None
     note = "no result recorded (the batch did not finish)" if c.result is None else None
-    return render_markdown(pending, done, raw=c.result, note=note)
+    return _describe(c) + "\n\n" + render_markdown(pending, done, raw=c.result, note=note)
 
 
 _STYLE: Final = """
