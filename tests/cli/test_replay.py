@@ -570,6 +570,11 @@ def test_demo_draws_its_own_batch_as_html(tmp_path: Path, capsys: Capture) -> No
     text = page.read_text()
     assert text.startswith("<!DOCTYPE html>")
     assert len(re.findall(r'<template id="card-\d+">', text)) == len(DEMO_CALLS)
+    card = re.search(r'<template id="card-4">(.*?)</template>', text, re.S)
+    assert card is not None
+    assert card.group(1).startswith("c5 write_file — ok")  # the call, its times and waits
+    assert "waited for: c1 (file:notes/ideas.md)" in card.group(1)
+    assert "### Replaced notes/ideas.md" in card.group(1)  # the tool's own presenter
     svg = text[text.index("<svg") : text.index("</svg>") + 6]
     assert len(_timeline_rows("\n" + svg)) == len(DEMO_CALLS)
 
