@@ -10,12 +10,29 @@ import msgspec
 import pytest
 import trio
 import trio.testing
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from timeline_batches import ListRecorder, many_calls, registry, run_rich
 
-from toolnursery import run_tool_calls
+from toolnursery import (
+    ProgressReport,
+    ResourceKey,
+    TextContent,
+    ToolCall,
+    ToolErrorInfo,
+    ToolExecutionResult,
+    run_tool_calls,
+)
 from toolnursery._timeline._draw import CODE_COLORS, code_colors
 from toolnursery._timeline._model import read_timeline
-from toolnursery.log import JsonlRecorder, ToolCallEvent, read_log
+from toolnursery.log import (
+    JsonlRecorder,
+    ProgressEvent,
+    RecorderEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    read_log,
+)
 from toolnursery.timeline import draw_timeline
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -228,3 +245,64 @@ def test_the_batches_of_a_log_follow_each_other_with_a_rule_between(
     assert len({row.get("data-batch") for row in drawn}) == 2
     assert svg.count('class="batch"') == 1
     assert "16 calls in 2 batches" in svg
+
+
+_t = st.none() | st.floats(0, 100, allow_nan=False)
+_event = st.one_of(
+    st.builds(
+        ToolCallEvent,
+        st.sampled_from(["b1", "b2"]),
+        st.integers(0, 5),
+        st.builds(ToolCall, st.sampled_from(["c1", "c2", "<&>"]), st.just("t")),
+        st.none() | st.floats(1e9, 2e9, allow_nan=False),
+        _t,
+        st.none() | st.sampled_from(["parallel", "keyed", "exclusive"]),
+        st.lists(
+            st.builds(ResourceKey, st.sampled_from(["r", "s"]), st.sampled_from(["read", "write"])),
+            max_size=2,
+        ).map(tuple),
+    ),
+    st.builds(
+        ToolResultEvent,
+        st.sampled_from(["b1", "b2"]),
+        st.integers(0, 5),
+        st.just("c1"),
+        st.builds(
+            ToolExecutionResult,
+            st.just((TextContent("r"),)),
+            st.booleans(),
+            st.none() | st.builds(ToolErrorInfo, st.just("E"), st.sampled_from(["X", "Y"])),
+            st.just(()),
+            st.none() | st.fixed_dictionaries({"attempts": st.integers(-1, 4)}),
+        ),
+        _t,
+        _t,
+        _t,
+        _t,
+        st.lists(st.floats(0, 100, allow_nan=False), max_size=3).map(tuple),
+    ),
+    st.builds(
+        ProgressEvent,
+        st.sampled_from(["b1", "b2"]),
+        st.integers(0, 5),
+        st.just("c1"),
+        st.builds(ProgressReport, progress=st.floats(0, 10), total=st.none() | st.floats(0, 10)),
+        _t,
+    ),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_event, max_size=12))
+def test_any_events_draw_a_row_per_call_of_each_batch(events: list[RecorderEvent]) -> None:
+    svg = draw_timeline(events)
+    keys = list(dict.fromkeys((e.batch, e.index) for e in events))
+    drawn = rows(svg)
+    assert sorted((r.get("data-batch"), int(r.get("data-index", -1))) for r in drawn) == sorted(
+        keys
+    )
+    legend = legend_codes(svg)
+    for row in drawn:
+        assert row.get("data-color") == legend[row.get("data-code", "")]
+    page = draw_timeline(events, format="html")
+    assert page.count("<template id=") == len(keys)
