@@ -306,3 +306,36 @@ def test_any_events_draw_a_row_per_call_of_each_batch(events: list[RecorderEvent
         assert row.get("data-color") == legend[row.get("data-code", "")]
     page = draw_timeline(events, format="html")
     assert page.count("<template id=") == len(keys)
+
+
+def test_a_resumed_batch_shares_one_axis_with_its_first_run(tmp_path: Path) -> None:
+    log = tmp_path / "resumed.jsonl"
+    calls = [ToolCall(f"c{i}", "work", '{"s": 0.01}') for i in range(4)]
+
+    class Dies(JsonlRecorder):
+        def record(self, event: RecorderEvent, /) -> None:
+            super().record(event)
+            if isinstance(event, ToolCallEvent) and event.call.id == "c2":
+                raise SystemError("the process died here")
+
+    def run(recorder: JsonlRecorder, **kwargs: object) -> None:
+        trio.run(
+            lambda: run_tool_calls(registry(), calls, recorder=recorder, **kwargs),  # type: ignore[arg-type]
+            clock=trio.testing.MockClock(autojump_threshold=0),
+        )
+
+    with Dies(log) as dies, pytest.raises(SystemError):
+        run(dies)
+    with JsonlRecorder(log) as again:
+        run(again, resume_from=log)
+    data = read_timeline(log)
+    assert [c.call.id for c in data.calls] == ["c0", "c1", "c2", "c3"]
+    assert len({c.batch for c in data.calls}) == 1  # resumed under its own id
+    first, resumed = data.calls[0], data.calls[3]
+    assert first.started is not None
+    assert resumed.started is not None
+    assert resumed.origin is not None
+    assert resumed.origin > (first.origin or 0)  # the second run started later
+    assert resumed.started >= first.started
+    # c0-c2 started in the first run and never committed (not idempotent): interrupted.
+    assert [c.code for c in data.calls] == ["INTERRUPTED"] * 3 + ["ok"]
