@@ -7,6 +7,7 @@ flight; otherwise a one-line :class:`ProgressLine`.
 from __future__ import annotations
 
 import io
+import math
 import shutil
 import time
 from collections import Counter
@@ -122,6 +123,8 @@ class LiveView:
         clock: seconds, monotonic (default :func:`time.monotonic`).
         width: the terminal's columns (default: measured at each draw).
         rows: the most calls listed (the rest are counted).
+        interval: the least seconds between two renderings for events (a tick always
+            renders).
     """
 
     def __init__(
@@ -133,6 +136,7 @@ class LiveView:
         clock: Callable[[], float] = time.monotonic,
         width: int | None = None,
         rows: int = 12,
+        interval: float = 0.1,
     ) -> None:
         self.stream = stream
         self.total = total
@@ -146,6 +150,10 @@ class LiveView:
         self.done = 0
         self.errors = 0
         self.lines = 0  # lines drawn, erased by clear()
+        self.interval = interval
+        self._text = ""
+        self._stale = True  # changed since last rendered
+        self._rendered_at = -math.inf
 
     def record(self, event: RecorderEvent, /) -> None:
         """Forward ``event`` to the log, then redraw if it changed the view."""
@@ -165,6 +173,7 @@ class LiveView:
             self.errors += event.result.is_error
         else:
             return
+        self._stale = True
         self.draw()
 
     def render(self) -> str:
@@ -211,13 +220,24 @@ class LiveView:
         return capture.get().rstrip("\n")
 
     def draw(self) -> None:
-        """Erase the view and draw it anew."""
-        text = self.render()
+        """Show the view: rendered anew when it changed and ``interval`` has passed since
+        the last rendering (rendering costs milliseconds: a batch of many short calls
+        must not wait for it at every event), else as last rendered."""
+        now = self.clock()
+        if self._stale and now - self._rendered_at >= self.interval:
+            self._text = self.render()
+            self._rendered_at = now
+            self._stale = False
+        elif self.lines:
+            return  # on the screen already, as last rendered
         self.clear()
-        self._write(text)
-        self.lines = text.count("\n") + 1
+        self._write(self._text)
+        self.lines = self._text.count("\n") + 1
 
-    tick = draw  # the elapsed times move on: redrawn a few times a second
+    def tick(self) -> None:
+        """Redraw, a few times a second: the elapsed times move on."""
+        self._stale = True
+        self.draw()
 
     def clear(self) -> None:
         """Erase the view, leaving the cursor where it began."""
