@@ -115,7 +115,14 @@ class ListRecorder:
         self.events.append(event)
 
     def normalized(self) -> list[Any]:
-        return [msgspec.structs.replace(e, batch="B") for e in self.events]
+        # Batch ids and times differ from run to run; the events are otherwise equal.
+        times = ("wall", "t", "admitted", "began", "ended")
+        return [
+            msgspec.structs.replace(
+                e, batch="B", **{f: None for f in times if getattr(e, f, None) is not None}
+            )
+            for e in self.events
+        ]
 
     def results(self) -> dict[str, ToolExecutionResult]:
         return {e.call_id: e.result for e in self.events if isinstance(e, ToolResultEvent)}

@@ -14,6 +14,8 @@ import msgspec
 import pytest
 import trio
 import trio.testing
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from support import registry_with
 from toolnursery import (
@@ -35,6 +37,7 @@ from toolnursery._batch import _recorder as _recorder_module
 from toolnursery.log import (
     ContextEvent,
     JsonlRecorder,
+    ProgressEvent,
     RecorderEvent,
     ToolCallEvent,
     ToolResultEvent,
@@ -506,3 +509,187 @@ def test_an_event_holding_a_lone_surrogate_is_recorded_escaped(tmp_path: Path) -
     (event,) = read_log(path)
     assert isinstance(event, ToolCallEvent)
     assert event.call == ToolCall("id\\xe9", "t", '{"p": "\\ud800"}')
+
+
+# -- times ----------------------------------------------------------------------------
+
+_TIMED = ("wall", "t", "mode", "keys", "admitted", "began", "ended")
+
+
+async def _reporting(args: Any, ctx: ToolRunContext) -> str:
+    for step in range(args["steps"]):
+        await trio.sleep(args["s"])
+        ctx.report_progress(step + 1, args["steps"])
+    await trio.sleep(args["s"])
+    return "ok"
+
+
+def _script_registry() -> Any:
+    from toolnursery import ResourceKey
+
+    registry = registry_with(parallel("par", _reporting))
+    registry.register(
+        ToolDefinition(
+            "key",
+            "key",
+            OBJECT,
+            _reporting,
+            concurrency_keys=lambda args: [ResourceKey.write(args["k"])],
+        )
+    )
+    registry.register(ToolDefinition("bar", "bar", OBJECT, _reporting))
+    return registry
+
+
+_scripts = st.lists(
+    st.tuples(
+        st.sampled_from(["par", "key", "bar"]),
+        st.integers(0, 3),  # the resource key
+        st.integers(0, 20),  # ms per step
+        st.integers(0, 3),  # progress reports
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(script=_scripts, cap=st.integers(1, 4))
+def test_times_are_monotonic_per_call_and_commits_in_model_order(
+    script: list[tuple[str, int, int, int]], cap: int
+) -> None:
+    calls = [
+        ToolCall(
+            f"c{i}", name, msgspec.json.encode({"k": f"r{k}", "s": ms / 1000, "steps": n}).decode()
+        )
+        for i, (name, k, ms, n) in enumerate(script)
+    ]
+    recorder = ListRecorder()
+    trio.run(
+        partial(run_tool_calls, _script_registry(), calls, recorder=recorder, max_parallel=cap),
+        clock=trio.testing.MockClock(autojump_threshold=0),
+    )
+    events = recorder.log
+    starts = {e.index: e for e in events if isinstance(e, ToolCallEvent)}
+    results = {e.index: e for e in events if isinstance(e, ToolResultEvent)}
+    assert len({e.wall for e in starts.values()}) == 1  # one run, one wall-clock start
+    committed = []
+    for index, start in starts.items():
+        result = results[index]
+        assert (
+            start.mode == {"par": "parallel", "key": "keyed", "bar": "exclusive"}[script[index][0]]
+        )
+        times = [start.t, result.admitted, result.began, result.ended, result.t]
+        known = [t for t in times if t is not None]
+        assert known == sorted(known), (index, times)
+        assert start.t is not None
+        assert result.t is not None
+        assert result.began is not None
+        assert result.ended is not None
+        assert start.t >= 0
+        committed.append(result.t)
+        reports = [e for e in events if isinstance(e, ProgressEvent) and e.index == index]
+        assert len(reports) == script[index][3]
+        assert all(e.t is not None and result.began <= e.t <= result.ended for e in reports)
+    assert committed == sorted(committed)
+
+
+_stamps = st.none() | st.floats(0, 1e6, allow_nan=False)
+_events = st.one_of(
+    st.builds(
+        ToolCallEvent,
+        st.text(min_size=1),
+        st.integers(0, 99),
+        st.builds(ToolCall, st.text(), st.text(), st.text()),
+        _stamps,
+        _stamps,
+        st.none() | st.sampled_from(["parallel", "keyed", "exclusive"]),
+    ),
+    st.builds(
+        ToolResultEvent,
+        st.text(min_size=1),
+        st.integers(0, 99),
+        st.text(),
+        st.builds(ToolExecutionResult, st.just((TextContent("r"),)), st.booleans()),
+        _stamps,
+        _stamps,
+        _stamps,
+        _stamps,
+    ),
+)
+
+
+@given(_events)
+def test_old_and_new_format_events_round_trip(event: RecorderEvent) -> None:
+    line = _recorder_module.encode_event(event)
+    assert _recorder_module._decoder.decode(line) == event
+    # Times left unknown are not written: such a line is the old format, as it was.
+    wire = msgspec.json.decode(line)
+    assert all(wire.get(key) is not None for key in _TIMED if key in wire and key != "keys")
+    old = {k: v for k, v in wire.items() if k not in _TIMED}
+    decoded = _recorder_module._decoder.decode(msgspec.json.encode(old))
+    assert type(decoded) is type(event)
+    assert getattr(decoded, "t", None) is None
+
+
+async def test_an_old_log_without_times_still_reads_replays_and_resumes(
+    tmp_path: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    registry = registry_with(parallel("sleepy", sleepy))
+    calls = [ToolCall("a", "sleepy", '{"s": 1}'), ToolCall("b", "sleepy", '{"s": 2}')]
+    new = tmp_path / "new.jsonl"
+    with JsonlRecorder(new) as jsonl:
+        results = await run_tool_calls(registry, calls, recorder=jsonl)
+    old = tmp_path / "old.jsonl"
+    stripped = []
+    for line in new.read_bytes().splitlines():
+        wire = msgspec.json.decode(line)
+        assert wire["event"] != "tool_result" or "began" in wire  # the new log had times
+        stripped.append(msgspec.json.encode({k: v for k, v in wire.items() if k not in _TIMED}))
+    old.write_bytes(b"\n".join(stripped) + b"\n")
+
+    assert replay_log(old) == replay_log(new) == list(zip(calls, results, strict=True))
+    assert all(getattr(e, "t", None) is None for e in read_log(old))
+    ran: list[str] = []
+
+    async def spy(view: Any, next_: Callable[[], Awaitable[ToolExecutionResult]]) -> Any:
+        ran.append(view.call_id)
+        return await next_()
+
+    registry.on_execute(spy)
+    assert await run_tool_calls(registry, calls, resume_from=old) == results
+    assert ran == []  # both results were recorded: nothing runs again
+
+
+async def test_a_retried_call_records_when_each_attempt_began(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    from toolnursery import ToolError, install_retry_policy
+
+    class BusyError(ToolError):
+        code = "BUSY"
+
+    tries: list[float] = []
+
+    async def flaky(args: Any, ctx: ToolRunContext) -> str:
+        tries.append(trio.current_time())
+        await trio.sleep(1)
+        if len(tries) < 3:
+            raise BusyError("busy")
+        return "ok"
+
+    registry = registry_with(
+        ToolDefinition("flaky", "flaky", OBJECT, flaky, idempotent=True),
+        parallel("sleepy", sleepy),
+    )
+    install_retry_policy(registry, codes=["BUSY"], backoff_ms=500, jitter=0)
+    recorder = ListRecorder()
+    start = trio.current_time()
+    calls = [ToolCall("r", "flaky", "{}"), ToolCall("s", "sleepy", '{"s": 1}')]
+    await run_tool_calls(registry, calls, recorder=recorder)
+    retried, once = [e for e in recorder.log if isinstance(e, ToolResultEvent)]
+    assert retried.attempts == tuple(round(t - start, 6) for t in tries)
+    assert retried.attempts == (0.0, 1.5, 3.5)  # each: 1 s of body, then the backoff
+    assert retried.began == 0.0
+    assert retried.ended == 4.5
+    assert once.attempts == ()  # the policy applies to idempotent tools only

@@ -616,6 +616,9 @@ async def test_durable_events_carry_the_raw_call_and_pair_by_batch_and_index(
     contexts = [e for e in recorder.events if isinstance(e, ContextEvent)]
     assert [(e.call_id, e.index) for e in contexts] == [("c1", 0), ("c2", 1), ("c3", 0)]
     wire = msgspec.json.decode(msgspec.json.encode(results[0]))
+    # The times (see test_recorder.py) ride along: admitted <= began <= ended <= committed.
+    times = [wire.pop(key) for key in ("admitted", "began", "ended", "t")]
+    assert times == sorted(times)
     assert wire == {
         "event": "tool_result",
         "batch": results[0].batch,

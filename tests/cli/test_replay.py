@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import msgspec
@@ -25,7 +26,7 @@ import trio.testing
 from toolnursery import HookContext, TextContent, ToolCall, ToolErrorInfo, ToolExecutionResult
 from toolnursery.__main__ import main
 from toolnursery._cli._cards import NO_RESULT, read_batches
-from toolnursery._cli._demo import run_demo
+from toolnursery._cli._demo import DEMO_CALLS, run_demo
 from toolnursery.examples import fill_sandbox
 from toolnursery.log import (
     ContextEvent,
@@ -33,6 +34,7 @@ from toolnursery.log import (
     RecorderEvent,
     ToolCallEvent,
     ToolResultEvent,
+    read_log,
 )
 
 Capture = pytest.CaptureFixture[str]
@@ -527,3 +529,70 @@ def test_on_a_terminal_cards_fit_it_and_are_colored_unless_no_color(
     assert ("\x1b[" in out) == (not no_color)
     plain = re.sub(r"\x1b\[[0-9;]*m", "", out)
     assert {len(line) for line in plain.splitlines() if line.startswith(("╭", "│", "╰"))} == {52}
+
+
+# -- --timeline -----------------------------------------------------------------------
+
+
+def _timeline_rows(svg: str) -> list[ET.Element]:
+    root = ET.fromstring(svg.split("\n", 1)[1])
+    return [g for g in root.iter("{http://www.w3.org/2000/svg}g") if g.get("class") == "call"]
+
+
+@pytest.mark.time_limit(60)
+def test_demo_log_then_replay_timeline_draws_every_call_of_the_log(
+    tmp_path: Path, capsys: Capture
+) -> None:
+    log = tmp_path / "L.jsonl"
+    picture = tmp_path / "t.svg"
+    assert main(["demo", "--log", str(log)]) == 0
+    capsys.readouterr()
+    assert main(["replay", str(log), "--timeline", str(picture)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == ""  # the picture instead of the cards
+    assert f"wrote {picture}: 11 calls" in captured.err
+    recorded = [e.call.id for e in read_log(log) if isinstance(e, ToolCallEvent)]
+    drawn = _timeline_rows(picture.read_text())
+    assert [row.get("data-call-id") for row in drawn] == recorded == [c.id for c in DEMO_CALLS]
+    codes = {row.get("data-call-id"): row.get("data-code") for row in drawn}
+    assert codes["c1"] == "ok"
+    assert codes["c10"] == "INVALID_ARGS"
+    assert codes["c11"] == "OUTSIDE_ROOT"
+
+
+@pytest.mark.time_limit(60)
+def test_demo_draws_its_own_batch_as_html(tmp_path: Path, capsys: Capture) -> None:
+    page = tmp_path / "demo.html"
+    assert main(["demo", "--timeline", str(page)]) == 0
+    captured = capsys.readouterr()
+    assert "timeline:" in captured.out  # the report is still printed
+    assert f"wrote {page}: 11 calls" in captured.err
+    text = page.read_text()
+    assert text.startswith("<!DOCTYPE html>")
+    assert len(re.findall(r'<template id="card-\d+">', text)) == len(DEMO_CALLS)
+    card = re.search(r'<template id="card-4">(.*?)</template>', text, re.S)
+    assert card is not None
+    assert card.group(1).startswith("c5 write_file — ok")  # the call, its times and waits
+    assert "waited for: c1 (file:notes/ideas.md)" in card.group(1)
+    assert "### Replaced notes/ideas.md" in card.group(1)  # the tool's own presenter
+    svg = text[text.index("<svg") : text.index("</svg>") + 6]
+    assert len(_timeline_rows("\n" + svg)) == len(DEMO_CALLS)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [["--timeline", "t.png"], ["--timeline", "t.svg", "--markdown"]],
+)
+def test_replay_timeline_usage_errors(tmp_path: Path, capsys: Capture, extra: list[str]) -> None:
+    log = write_log(tmp_path / "log.jsonl", FINISHED)
+    assert main(["replay", str(log), *extra]) == 2
+    assert "error:" in capsys.readouterr().err
+
+
+def test_a_log_without_times_draws_every_call_saying_so(tmp_path: Path) -> None:
+    log = write_log(tmp_path / "log.jsonl", FINISHED)
+    picture = tmp_path / "old.svg"
+    assert main(["replay", str(log), "--timeline", str(picture)]) == 0
+    svg = picture.read_text()
+    assert [r.get("data-call-id") for r in _timeline_rows(svg)] == ["c1", "c2", "c3", "c4"]
+    assert "times unknown" in svg

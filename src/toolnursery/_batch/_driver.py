@@ -7,6 +7,7 @@ suspend) or in its :class:`~toolnursery._batch._pool.WorkerPool`.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import msgspec
@@ -28,6 +29,7 @@ from . import _intake
 from ._admission import Admission
 from ._pool import WorkerPool
 from ._recorder import (
+    CallMode,
     ContextEvent,
     ProgressEvent,
     ToolCallEvent,
@@ -48,6 +50,11 @@ _QUEUED_SLOT = Slot.QUEUED
 _RUNNING = Slot.RUNNING
 _SETTLED = Slot.SETTLED
 _COMMITTED = Slot.COMMITTED
+
+
+def _us(seconds: float) -> float:
+    """``seconds`` (not negative) cut to the microsecond: a short JSON number."""
+    return int(seconds * 1_000_000) / 1_000_000
 
 
 class ToolBatch:
@@ -97,6 +104,15 @@ class ToolBatch:
         self._failure: Exception | None = None
         self._read = 0
         self._report_index: dict[str, int] = {}  # call id -> index, for progress events
+        # With a recorder, events carry times: the run's start on trio's clock and the
+        # wall clock, and per call in the pool [admitted, began, ended] (trio's clock).
+        self._stamps: dict[int, list[float | None]] | None = None
+        self._t0 = 0.0
+        self._wall = 0.0
+        if recorder is not None:
+            self._stamps = {}
+            self._t0 = trio.current_time()
+            self._wall = round(time.time(), 6)
 
     # -- the caller's side ------------------------------------------------------------
 
@@ -282,7 +298,7 @@ class ToolBatch:
             if keys is None:
                 # Exclusive: a barrier. The previous group has drained already.
                 call = calls[i]
-                step = self._start(call, (), inline=True)
+                step = self._start(call, (), inline=True, barrier=True)
                 if step:
                     await self._proceed(call, (), step, inline=True)
                 i += 1
@@ -342,7 +358,14 @@ class ToolBatch:
             return mode.keys
         return None
 
-    def _start(self, call: CallRecord, keys: tuple[ResourceKey, ...], *, inline: bool) -> int:
+    def _start(
+        self,
+        call: CallRecord,
+        keys: tuple[ResourceKey, ...],
+        *,
+        inline: bool,
+        barrier: bool = False,
+    ) -> int:
         """Record the call and start it; queue it for a worker when nothing need be awaited.
 
         Returns what the driver must still await (:meth:`_proceed`): ``_PREPARE`` (the
@@ -359,8 +382,12 @@ class ToolBatch:
             tool_call = call.tool_call
             assert tool_call is not None
             logged = tool_call if call.fixed is None else _intake.loggable(tool_call)
+            mode: CallMode = "exclusive" if barrier else "keyed" if keys else "parallel"
+            event = ToolCallEvent(
+                self.id, call.index, logged, self._wall, self._offset(), mode, keys
+            )
             try:
-                recorder.record(ToolCallEvent(self.id, call.index, logged))
+                recorder.record(event)
             except Exception:
                 call.plan = None  # it never reached the registry: not its to abandon
                 raise
@@ -407,6 +434,9 @@ class ToolBatch:
             return _INLINE
         call.slot = _QUEUED_SLOT
         call.gate = self
+        stamps = self._stamps
+        if stamps is not None:
+            stamps[call.index] = [trio.current_time(), None, None]
         self._admission.admit(call, keys)
         # A call whose view's only or outermost wrapper is the timeout policy, and which
         # runs now, may share a deadline scope with the calls of its budget.
@@ -427,6 +457,7 @@ class ToolBatch:
             admission=self._admission,
             stats=self._stats,
             clock=_now if self._timings else None,
+            stamps=self._stamps,
             wake=self._wake,
             failed=self._failed,
         )
@@ -436,6 +467,9 @@ class ToolBatch:
         begun = _now() if self._timings else 0
         assert call.slot is _NEW
         call.slot = _RUNNING
+        stamps = self._stamps
+        if stamps is not None:
+            stamps[call.index] = stamp = [None, trio.current_time(), None]
         plan = call.plan
         assert plan is not None
         if plan.bare and not plan.route.suspends:
@@ -454,6 +488,8 @@ class ToolBatch:
                 call.resolve(call.aborted(), RESOLVED)
         if self._timings:
             self._stats.dispatch += _now() - begun
+        if stamps is not None:
+            stamp[2] = trio.current_time()
         call.slot = _SETTLED
 
     def _failed(self, exc: Exception) -> None:
@@ -532,7 +568,7 @@ class ToolBatch:
                     else result
                 )
                 try:
-                    recorder.record(ToolResultEvent(self.id, call.index, call.call_id, recorded))
+                    recorder.record(self._result_event(call, recorded))
                 except Exception:
                     self._finalized = passed
                     raise
@@ -566,10 +602,12 @@ class ToolBatch:
             if recorder is not None:
                 tool_call = call.tool_call
                 assert tool_call is not None
-                recorder.record(ToolCallEvent(self.id, call.index, _intake.loggable(tool_call)))
+                now = self._offset()
+                logged = _intake.loggable(tool_call)
+                recorder.record(ToolCallEvent(self.id, call.index, logged, self._wall, now))
                 recorder.record(
                     ToolResultEvent(
-                        self.id, call.index, call.call_id, ABORTED_BEFORE_DISPATCH_RESULT
+                        self.id, call.index, call.call_id, ABORTED_BEFORE_DISPATCH_RESULT, now
                     )
                 )
             assert call.slot is _NEW
@@ -592,7 +630,32 @@ class ToolBatch:
             index = known.get(call_id)
             if index is None:
                 return  # not this batch's call (a nested batch's, say)
-        recorder.record(ProgressEvent(self.id, index, call_id, report))
+        recorder.record(ProgressEvent(self.id, index, call_id, report, self._offset()))
+
+    def _offset(self) -> float:
+        """Seconds since the batch run started (trio's clock), to the microsecond."""
+        return _us(trio.current_time() - self._t0)
+
+    def _result_event(self, call: CallRecord, result: ToolExecutionResult) -> ToolResultEvent:
+        """The call's ``tool_result`` event: committed now, with its dispatch's times."""
+        stamps = self._stamps
+        stamp = stamps.pop(call.index, None) if stamps is not None else None
+        if stamp is None:
+            return ToolResultEvent(self.id, call.index, call.call_id, result, self._offset())
+        t0 = self._t0
+        admitted, began, ended = stamp
+        starts = call.attempt_starts
+        return ToolResultEvent(
+            self.id,
+            call.index,
+            call.call_id,
+            result,
+            _us(trio.current_time() - t0),
+            None if admitted is None else _us(admitted - t0),
+            None if began is None else _us(began - t0),
+            None if ended is None else _us(ended - t0),
+            tuple(_us(s - t0) for s in starts) if starts and len(starts) > 1 else (),
+        )
 
     def _record_contexts(self) -> None:
         recorder = self.recorder

@@ -88,6 +88,8 @@ class WorkerPool:
         admission: the batch's slots; every dispatch the pool ends is settled there.
         stats: the batch's counters (dispatch and wait times, when timed).
         clock: the phase clock (the batch's; in ns), or ``None``: no phase is timed.
+        stamps: where a recorded batch keeps its calls' times (index -> ``[admitted,
+            began, ended]`` on trio's clock; the pool sets the last two), or ``None``.
         wake: wakes the batch driver (a dispatch settled).
         failed: takes an internal failure of a dispatch (the driver re-raises the first).
     """
@@ -106,6 +108,7 @@ class WorkerPool:
         "_queue",
         "_requested",
         "_signal",
+        "_stamps",
         "_stats",
         "_unhosted",
         "_wake",
@@ -120,12 +123,14 @@ class WorkerPool:
         stats: Counters,
         clock: Callable[[], int] | None,
         wake: Callable[[], None],
+        stamps: dict[int, list[float | None]] | None = None,
         failed: Callable[[Exception], None],
     ) -> None:
         self._signal = signal
         self._admission = admission
         self._stats = stats
         self._clock = clock
+        self._stamps = stamps
         self._wake = wake
         self._failed = failed
         self._host_nursery = host
@@ -272,6 +277,9 @@ class WorkerPool:
             return
         assert call.slot is _QUEUED
         call.slot = _RUNNING
+        stamps = self._stamps
+        if stamps is not None:
+            stamps[call.index][1] = trio.current_time()
         try:
             await dispatch_grouped(call, scope, own, budget)
             if clock is not None:
@@ -286,6 +294,8 @@ class WorkerPool:
         else:
             call.slot = _SETTLED
         finally:
+            if stamps is not None:
+                stamps[call.index][2] = trio.current_time()
             self._admission.settle(call)
             self._wake()
 
@@ -303,6 +313,7 @@ class WorkerPool:
         admission = self._admission
         signal = self._signal
         wake = self._wake
+        stamps = self._stamps
         begun = 0
         while True:
             if not queue:
@@ -331,6 +342,8 @@ class WorkerPool:
                         continue
                 assert call.slot is _QUEUED
                 call.slot = _RUNNING
+                if stamps is not None:
+                    stamps[call.index][1] = trio.current_time()
                 if clock is not None:
                     begun = clock()
                 # Stage 2 as one awaitable, awaited here: a body resumes through no
@@ -354,5 +367,7 @@ class WorkerPool:
             else:
                 call.slot = _SETTLED
             finally:
+                if stamps is not None and call.slot is _SETTLED:
+                    stamps[call.index][2] = trio.current_time()
                 admission.settle(call)
                 wake()

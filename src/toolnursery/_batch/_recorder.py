@@ -4,6 +4,12 @@ Events arrive in durable order: each call's ``tool_call`` when it starts (before
 pre-execute), its ``tool_result`` at commit (model order), and every ``context``
 after all of the batch's results. Events carry the batch id and the call's index in
 the batch, so a log holding several batches (or duplicate call ids) pairs exactly.
+
+Times: a batch run's ``tool_call`` events carry its wall-clock start (``wall``, Unix
+seconds) and every event its offset from that start on trio's monotonic clock (``t``,
+seconds); a ``tool_result`` also carries when its call was admitted to the pool, and
+when its dispatch began and ended. Each time is optional (omitted when unknown), so a
+log written before events carried times reads as it always did.
 """
 
 from __future__ import annotations
@@ -13,11 +19,12 @@ import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Final, Protocol, TypeAlias
+from typing import Final, Literal, Protocol, TypeAlias
 
 import msgspec
 
 from .._core._content import HookContext, ToolCall, ToolExecutionResult
+from .._core._decisions import ResourceKey
 from .._core._errors import LogFormatError
 from .._core._outcomes import json_safe
 from .._core._progress import CallReport
@@ -30,6 +37,7 @@ __all__ = [
     "ToolCallEvent",
     "ToolCallRecorder",
     "ToolResultEvent",
+    "CallMode",
     "encode_event",
     "iter_log",
     "read_log",
@@ -37,29 +45,75 @@ __all__ = [
 ]
 
 
+CallMode: TypeAlias = Literal["parallel", "keyed", "exclusive"]
+"""How the scheduler ran a call: beside others, beside all but conflicting keys, alone."""
+
+
 class ToolCallEvent(
-    msgspec.Struct, frozen=True, tag="tool_call", tag_field="event", rename="camel"
+    msgspec.Struct,
+    frozen=True,
+    tag="tool_call",
+    tag_field="event",
+    rename="camel",
+    omit_defaults=True,
 ):
-    """A call started: recorded before its pre-execute runs (or when it is skipped)."""
+    """A call started: recorded before its pre-execute runs (or when it is skipped).
+
+    Attributes:
+        batch: the batch's id.
+        index: the call's position in the batch (model order).
+        call: the call as the model sent it.
+        wall: the wall-clock start of the batch run that started the call (Unix
+            seconds); ``None`` in logs written before events carried times.
+        t: when the call started, in seconds since ``wall`` (trio's clock).
+        mode: how the scheduler ran it (``exclusive``: a barrier); ``None`` unknown.
+        keys: a ``keyed`` call's resource keys.
+    """
 
     batch: str
     index: int
     call: ToolCall
+    wall: float | None = None
+    t: float | None = None
+    mode: CallMode | None = None
+    keys: tuple[ResourceKey, ...] = ()
 
 
 class ToolResultEvent(
-    msgspec.Struct, frozen=True, tag="tool_result", tag_field="event", rename="camel"
+    msgspec.Struct,
+    frozen=True,
+    tag="tool_result",
+    tag_field="event",
+    rename="camel",
+    omit_defaults=True,
 ):
     """A call's result committed, in model order.
 
     The result's ``additional_contexts`` are not part of this event: each context is a
     :class:`ContextEvent` of its own, recorded after all of the batch's results.
+
+    Times are seconds since the ``wall`` of the call's :class:`ToolCallEvent`, each
+    ``None`` when unknown (an older log, a result decided without dispatch):
+
+    Attributes:
+        t: when the result committed.
+        admitted: when the call was admitted to the batch's pool (before it waited for
+            a conflicting call or a free slot); ``None`` for a call dispatched in place.
+        began: when its dispatch began (its execute wrappers and body).
+        ended: when its dispatch ended.
+        attempts: when each attempt of a call the retry policy ran more than once
+            began; ``()`` otherwise.
     """
 
     batch: str
     index: int
     call_id: str
     result: ToolExecutionResult
+    t: float | None = None
+    admitted: float | None = None
+    began: float | None = None
+    ended: float | None = None
+    attempts: tuple[float, ...] = ()
 
 
 class ContextEvent(msgspec.Struct, frozen=True, tag="context", tag_field="event", rename="camel"):
@@ -71,14 +125,23 @@ class ContextEvent(msgspec.Struct, frozen=True, tag="context", tag_field="event"
     context: HookContext
 
 
-class ProgressEvent(msgspec.Struct, frozen=True, tag="progress", tag_field="event", rename="camel"):
+class ProgressEvent(
+    msgspec.Struct,
+    frozen=True,
+    tag="progress",
+    tag_field="event",
+    rename="camel",
+    omit_defaults=True,
+):
     """A progress or log report a call's body made while it ran (between its
-    ``tool_call`` and its ``tool_result``), in the order it was made."""
+    ``tool_call`` and its ``tool_result``), in the order it was made; ``t``: when,
+    in seconds since the ``wall`` of the call's :class:`ToolCallEvent`."""
 
     batch: str
     index: int
     call_id: str
     report: CallReport
+    t: float | None = None
 
 
 RecorderEvent: TypeAlias = ToolCallEvent | ToolResultEvent | ContextEvent | ProgressEvent

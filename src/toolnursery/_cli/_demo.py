@@ -30,7 +30,7 @@ import msgspec
 import trio
 
 from .._batch._conflicts import conflicting_resources, group_heads
-from .._batch._recorder import ToolCallRecorder
+from .._batch._recorder import RecorderEvent, ToolCallRecorder
 from .._batch._scheduler import run_tool_calls
 from .._core._arguments import parse_arguments
 from .._core._content import TextContent, ToolCall, ToolExecutionResult
@@ -39,7 +39,9 @@ from .._core._execution import ToolDispatchExecution, ToolExecution, ToolExecuti
 from .._examples._sandbox import fill_sandbox
 from .._examples._toolset import example_registry
 from .._pipeline._registry import ToolRegistry
-from ._common import EXIT_OK, open_log
+from ._cards import example_presenters
+from ._common import EXIT_OK, open_log, say
+from ._timeline import timeline_format, write_timeline
 
 __all__ = ["DEMO_CALLS", "DemoRun", "Span", "demo_command", "render_demo", "run_demo"]
 
@@ -359,10 +361,16 @@ def demo_command(options: argparse.Namespace) -> int:
         The exit code: 0 once the report is written.
 
     Raises:
-        UsageError: ``--log`` cannot be opened.
+        UsageError: ``--log`` cannot be opened, or ``--timeline`` names neither a
+            ``.svg`` nor an ``.html`` file, or cannot be written.
     """
+    timeline = getattr(options, "timeline", None)
+    if timeline is not None:
+        timeline_format(timeline)
     with ExitStack() as stack:
-        recorder = open_log(options.log, stack)
+        log = open_log(options.log, stack)
+        kept = _Kept(log) if timeline is not None else None
+        recorder: ToolCallRecorder | None = kept if kept is not None else log
         sandbox = stack.enter_context(tempfile.TemporaryDirectory(prefix="toolnursery-demo-"))
         fill_sandbox(sandbox)
         run = trio.run(
@@ -370,4 +378,25 @@ def demo_command(options: argparse.Namespace) -> int:
         )
         sys.stdout.write(render_demo(run, f"{sandbox} (temporary, removed on exit)"))
         sys.stdout.flush()
+    if kept is not None and timeline is not None:
+        write_timeline(
+            timeline,
+            kept.events,
+            registry=example_presenters(),
+            title="toolnursery demo: the batch's timeline",
+        )
+        say(f"wrote {timeline}: {len(run.calls)} calls")
     return EXIT_OK
+
+
+class _Kept:
+    """Keeps the batch's events for the picture, and forwards them to the log."""
+
+    def __init__(self, inner: ToolCallRecorder | None) -> None:
+        self.inner = inner
+        self.events: list[RecorderEvent] = []
+
+    def record(self, event: RecorderEvent, /) -> None:
+        if self.inner is not None:
+            self.inner.record(event)
+        self.events.append(event)

@@ -83,7 +83,8 @@ def _parser() -> argparse.ArgumentParser:
         "--progress",
         choices=("auto", "always", "never"),
         default="auto",
-        help="a progress line on stderr (auto: when stderr is a terminal)",
+        help="the progress display on stderr: the calls in flight with their progress "
+        "bars on a terminal, else one status line (auto: when stderr is a terminal)",
     )
     run.add_argument(
         "--show",
@@ -117,6 +118,7 @@ def _parser() -> argparse.ArgumentParser:
         "--markdown", action="store_true", help="print Markdown instead of terminal cards"
     )
     _width(replay)
+    _timeline(replay, "instead of printing cards, draw the log's calls")
 
     demo = commands.add_parser(
         "demo",
@@ -125,6 +127,7 @@ def _parser() -> argparse.ArgumentParser:
         "print a timeline of the tool bodies and every result.",
     )
     _batch_options(demo)
+    _timeline(demo, "also draw the demo batch")
     add_serve_parser(commands)
     add_bench_parser(commands)
     return parser
@@ -140,6 +143,15 @@ def _batch_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--log", metavar="PATH", help="append the batch's events to a JSON-lines log"
+    )
+
+
+def _timeline(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--timeline",
+        metavar="OUT",
+        help=f"{what} as a timeline picture in OUT: .svg, or .html (hover a row for its "
+        "card); one row per call, waiting, running and committing on one time axis",
     )
 
 

@@ -26,7 +26,7 @@ from .._core._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, LogForma
 from .._core._groups import collapse
 from .._core._signal import CancelSignal
 from .._pipeline._registry import ToolRegistry
-from ._cards import card_width, render_card, wants_color
+from ._cards import card_width, render_card, rich_missing, wants_color
 from ._common import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -40,7 +40,9 @@ from ._common import (
     say,
 )
 from ._input import provider_messages
-from ._progress import ProgressLine
+from ._progress import LiveView, ProgressLine
+
+_Status = ProgressLine | LiveView
 
 __all__ = ["run_command"]
 
@@ -84,9 +86,7 @@ def run_command(options: argparse.Namespace) -> int:
         planned = _resume_plan(registry, calls, options.log) if options.resume else None
         recorder = open_log(options.log, stack)
         to_run = calls if planned is None else planned.calls
-        progress = (
-            ProgressLine(sys.stderr, len(to_run), recorder) if _wants_progress(options) else None
-        )
+        progress = _status(options, len(to_run), recorder)
         write = _writer(
             progress,
             _card_writer(registry, options) if options.show else None,
@@ -105,6 +105,7 @@ def run_command(options: argparse.Namespace) -> int:
                 write,
                 partial(_interrupted, progress),
                 planned,
+                progress.tick if isinstance(progress, LiveView) else None,
             )
         except BrokenPipeError:
             raise
@@ -148,6 +149,18 @@ def _resume_plan(registry: ToolRegistry, calls: list[ToolCall], log: str) -> Pla
     return PlannedRun(plan)
 
 
+def _status(
+    options: argparse.Namespace, total: int, recorder: ToolCallRecorder | None
+) -> _Status | None:
+    """The live view on a terminal with rich; else the one-line status, when wanted."""
+    if not _wants_progress(options):
+        return None
+    isatty = getattr(sys.stderr, "isatty", None)
+    if isatty is not None and isatty() and not rich_missing():
+        return LiveView(sys.stderr, total, recorder)
+    return ProgressLine(sys.stderr, total, recorder)
+
+
 def _wants_progress(options: argparse.Namespace) -> bool:
     if options.progress == "auto":
         isatty = getattr(sys.stderr, "isatty", None)
@@ -155,7 +168,7 @@ def _wants_progress(options: argparse.Namespace) -> bool:
     return bool(options.progress == "always")
 
 
-def _interrupted(progress: ProgressLine | None) -> None:
+def _interrupted(progress: _Status | None) -> None:
     if progress is not None:
         progress.clear()
     say("Ctrl-C: cancelling the batch (press again to stop at once)")
@@ -164,7 +177,7 @@ def _interrupted(progress: ProgressLine | None) -> None:
 
 
 def _writer(
-    progress: ProgressLine | None,
+    progress: _Status | None,
     show: Callable[[ToolCall, ToolExecutionResult], str] | None = None,
     *,
     quiet: bool = False,
@@ -206,11 +219,13 @@ async def _run_batch(
     write: Callable[[ToolCall, ToolExecutionResult], None],
     on_interrupt: Callable[[], None],
     planned: PlannedRun | None = None,
+    tick: Callable[[], None] | None = None,
 ) -> tuple[bool, list[ToolExecutionResult]]:
     """Run the batch, writing each result as it commits; Ctrl-C cancels it.
 
     With ``planned`` (``--resume``), ``calls`` are the calls that run; every call's
-    result is still written, in model order.
+    result is still written, in model order. ``tick`` (the live view's) is called a
+    few times a second while the batch runs.
 
     Returns:
         Whether Ctrl-C cancelled the batch, and the results in model order.
@@ -221,6 +236,8 @@ async def _run_batch(
         async with trio.open_nursery() as nursery:
             if _listens_for_ctrl_c():
                 await nursery.start(_cancel_on_sigint, cancel, on_interrupt)
+            if tick is not None:
+                nursery.start_soon(_ticking, tick)
             async with open_tool_batch(
                 registry,
                 signal=cancel,
@@ -248,6 +265,13 @@ async def _run_batch(
         # The signal task is ours, not the caller's: report the failure itself.
         raise collapse(group) from None
     return cancel.cancelled, results
+
+
+async def _ticking(tick: Callable[[], None]) -> None:
+    """Redraw the live view (its elapsed times) until the batch's nursery ends."""
+    while True:
+        await trio.sleep(0.25)
+        tick()
 
 
 def _listens_for_ctrl_c() -> bool:

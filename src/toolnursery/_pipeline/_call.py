@@ -166,6 +166,7 @@ class CallRecord:
         "agent",
         "args",
         "arguments_json",
+        "attempt_starts",
         "batch_id",
         "call_id",
         "caller",
@@ -230,6 +231,7 @@ class CallRecord:
         self.view_signal: CancelSignal = signal  # the signal the current attempt runs under
         self.derived: _BodySignal | None = None
         self.timings = False
+        self.attempt_starts: list[float] | None = None  # a retried call's, on trio's clock
         self._deferred: list[HookContext] | None = None
         self._execution: ToolExecution | None = None
 

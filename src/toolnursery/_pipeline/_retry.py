@@ -163,8 +163,13 @@ def install_retry_policy(
         caller = execution.execution.signal if record is None else record.caller
         attempt = 0
         delay_ms = min(backoff_ms, max_backoff_ms)
+        starts: list[float] | None = None
+        if record is not None:
+            starts = record.attempt_starts = []  # each attempt's start, for the batch log
         while True:
             attempt += 1
+            if starts is not None:
+                starts.append(trio.current_time())
             raised: ToolError | None = None
             try:
                 result = await next()
