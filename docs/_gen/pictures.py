@@ -10,8 +10,8 @@ so no picture is drawn by hand and pasted. The pictures read:
   ``benchmarks/bench_keys.py``, once with exclusive barriers and once with resource keys,
   run on trio's mock clock (so the build is quick and the picture the same every time);
 - ``benchmark-ratios``: the ratio columns of the tables ``docs/benchmarks.md`` quotes;
-- ``demo-timeline``: the demo batch's timeline, from the timeline API (off until that
-  API is on the main branch: see :func:`demo_timeline`).
+- ``demo-timeline``: the demo batch's timeline (``toolnursery demo --log``), drawn by
+  ``toolnursery.timeline.draw_timeline``.
 
 A picture that cannot be drawn raises :class:`PictureError`, which fails the build.
 """
@@ -490,16 +490,13 @@ def benchmark_ratios(page: str | None = None) -> str:
 def demo_timeline() -> str:
     """The demo batch's timeline: ``toolnursery demo --log``, drawn by ``draw_timeline``.
 
-    Off until ``toolnursery.timeline`` is on the main branch. To switch it on, add
-    ``"demo-timeline": demo_timeline`` to :data:`PICTURES` and the image line
-    ``![...](images/generated/demo-timeline.svg)`` to ``docs/tutorial.md`` (its "A record
-    of what ran" step); ``tests/docs/test_pictures.py`` then checks it like the others.
+    Shown in ``docs/tutorial.md`` (its "A record of what ran" step).
     """
     import subprocess
     import sys
     import tempfile
 
-    from toolnursery.timeline import draw_timeline  # type: ignore[import-not-found,unused-ignore]
+    from toolnursery.timeline import draw_timeline
 
     with tempfile.TemporaryDirectory() as folder:
         log = Path(folder) / "demo.jsonl"
@@ -512,5 +509,6 @@ PICTURES: dict[str, Callable[[], str]] = {
     "phases": phases,
     "keys-schedule": keys_schedule,
     "benchmark-ratios": benchmark_ratios,
+    "demo-timeline": demo_timeline,
 }
 """The pictures the docs build writes, as ``images/generated/<name>.svg``."""
