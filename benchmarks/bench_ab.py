@@ -9,7 +9,7 @@ run, so that both sides see the same CPU, caches and load:
 
 * N = 1000 ``parallel`` calls, no hooks; one listener in each of the five phases;
   ``install_timeout_policy`` only (the tool budgeted);
-* N = 10, N = 2 and N = 1, no hooks.
+* N = 10 and N = 2, no hooks and five phases; N = 1, no hooks.
 
 The body awaits one checkpoint. Time is CPU time of the process (``time.process_time``:
 on a shared machine the time other processes hold the CPU is not counted). For each row
@@ -139,7 +139,9 @@ async def main_async(before: ModuleType, after: ModuleType, reps: int, calls: in
         ("N=1000 five phases", 1000, PHASES, False),
         ("N=1000 timeout policy", 1000, (), True),
         ("N=10 no hooks", 10, (), False),
+        ("N=10 five phases", 10, PHASES, False),
         ("N=2 no hooks", 2, (), False),
+        ("N=2 five phases", 2, PHASES, False),
         ("N=1 no hooks", 1, (), False),
     ]
     header = (

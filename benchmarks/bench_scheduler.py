@@ -14,7 +14,8 @@ Rows (N = 1000 and ``max_parallel = N`` unless said):
   ``install_timeout_policy`` only with every tool budgeted; the timeout and retry
   policies both installed (the tool idempotent, nothing fails);
 * ``max_parallel=10`` against the same bodies under a ``trio.CapacityLimiter(10)``;
-* N = 1, no hooks (single-call latency), and N = 10 (a typical model turn);
+* N = 1, no hooks (single-call latency); N = 10 (a typical model turn) and N = 2, each
+  with no hooks and with one listener in each of the five phases;
 * 50 calls that each sleep 10 ms: wall time against the bare nursery's;
 * peak memory per call of a 10,000- and a 100,000-call batch (``tracemalloc`` peak in a
   fresh interpreter; the scheduler at ``max_parallel = N`` and at the default 10, and the
@@ -262,6 +263,9 @@ async def main_timing(reps: int, calls_per_rep: int) -> None:
         ("max_parallel=10 (bare: CapacityLimiter(10))", make_registry(), 1000, 10, yields),
         ("N=1, no hooks", make_registry(), 1, None, yields),
         ("N=10, no hooks", make_registry(), 10, None, yields),
+        ("N=10, five phases", make_registry(PHASES), 10, None, yields),
+        ("N=2, no hooks", make_registry(), 2, None, yields),
+        ("N=2, five phases", make_registry(PHASES), 2, None, yields),
         ("no-await body: no hooks", make_registry(body=noop), 1000, None, noop),
         ("no-await body: five phases", make_registry(PHASES, body=noop), 1000, None, noop),
         ("no-await body: N=1, no hooks", make_registry(body=noop), 1, None, noop),

@@ -181,7 +181,8 @@ async def test_defect_9_a_body_that_spawns_into_its_parent_nursery_does_not_hang
 async def test_a_capped_batch_spawns_max_parallel_workers(
     autojump_clock: trio.testing.MockClock, cap: int
 ) -> None:
-    """100 awaiting calls under a cap: ``cap`` worker tasks (plus the pool's host)."""
+    """100 awaiting calls under a cap: ``cap`` worker tasks, and no other task (the
+    workers run in the batch's one nursery, with no host task)."""
     spawned: list[trio.lowlevel.Task] = []
 
     class Count(trio.abc.Instrument):
@@ -203,7 +204,7 @@ async def test_a_capped_batch_spawns_max_parallel_workers(
     assert log == [f"start:c{i}" for i in range(100)]  # still in model order
     workers = [t for t in spawned if t.name.endswith("_worker")]
     assert len(workers) == cap
-    assert len(spawned) == cap + 1
+    assert len(spawned) == cap
 
 
 async def test_streamed_calls_reuse_parked_workers(autojump_clock: trio.testing.MockClock) -> None:

@@ -90,6 +90,7 @@ class ToolBatch:
         self._finalized = False  # the call at the cursor passed finalize, then failed
         self._results: list[ToolExecutionResult] = []
         self._nursery: trio.Nursery | None = None  # the batch nursery, set by _run
+        self._scope: trio.CancelScope | None = None  # the driver's, inside the nursery
         self._pool: WorkerPool | None = None  # made on the first pooled dispatch
         self._wake_driver = trio.Event()
         self._wake_reader = trio.Event()
@@ -194,6 +195,18 @@ class ToolBatch:
     def _wake(self) -> None:
         self._wake_driver.set()
 
+    async def _drive(self) -> None:
+        """Open the batch nursery and drive the batch in it (the pool runs there too).
+
+        An abort cancels the nursery's scope (every pooled call at once) and shields the
+        driver's scope, so the driver still drains, commits and observes the calls that
+        settle while the workers unwind, before the nursery's ``Cancelled`` ends there.
+        """
+        async with trio.open_nursery() as nursery:
+            with trio.CancelScope() as scope:
+                self._scope = scope
+                await self._run(nursery)
+
     async def _run(self, nursery: trio.Nursery | None) -> None:
         """Drive the batch to the end; the pool goes into ``nursery`` (``None``: a batch
         of at most one call, which runs inline and needs no pool)."""
@@ -263,7 +276,17 @@ class ToolBatch:
         into.abandoned += sum(1 for call in unfinalized if call.plan is not None)
 
     def _on_abort(self, _: CancelSignal) -> None:
+        pool = self._pool
+        if pool is not None:
+            self._abort_pool(pool)
         self._wake_driver.set()
+
+    def _abort_pool(self, pool: WorkerPool) -> None:
+        """Cancel the batch nursery (the pooled calls), the driver shielded from it."""
+        scope = self._scope
+        if scope is not None:
+            scope.shield = True
+        pool.cancel()
 
     async def _schedule(self) -> None:
         calls = self._calls
@@ -421,7 +444,7 @@ class ToolBatch:
     def _open_pool(self) -> WorkerPool:
         nursery = self._nursery
         assert nursery is not None
-        return WorkerPool(
+        pool = WorkerPool(
             nursery,
             signal=self.signal,
             admission=self._admission,
@@ -430,6 +453,9 @@ class ToolBatch:
             wake=self._wake,
             failed=self._failed,
         )
+        if self.signal._cancelled:
+            self._abort_pool(pool)  # aborted while the call was being prepared
+        return pool
 
     async def _dispatch_inline(self, call: CallRecord) -> None:
         """Dispatch in the driver, under a scope the batch signal cancels."""

@@ -148,7 +148,7 @@ async def open_tool_batch(
     raised: BaseException | None = None
     try:
         async with trio.open_nursery() as batch_nursery:
-            batch_nursery.start_soon(batch._run, batch_nursery)
+            batch_nursery.start_soon(batch._drive)
             try:
                 yield batch
             except BaseException as exc:
@@ -268,8 +268,7 @@ async def run_tool_calls(
             await trio.lowlevel.checkpoint_if_cancelled()
             await batch._run(None)
         else:
-            async with trio.open_nursery() as nursery:
-                await batch._run(nursery)
+            await batch._drive()
     except BaseExceptionGroup as group:
         raise collapse(group, drop_cancelled=True) from None
     finally:
