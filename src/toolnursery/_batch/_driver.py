@@ -7,6 +7,7 @@ suspend) or in its :class:`~toolnursery._batch._pool.WorkerPool`.
 
 from __future__ import annotations
 
+from collections.abc import Coroutine
 from typing import Any
 
 import msgspec
@@ -23,7 +24,7 @@ from .._pipeline._call import PENDING, RESOLVED, UNPARSED, CallRecord, Slot
 from .._pipeline._classify import classify
 from .._pipeline._dispatch import dispatch
 from .._pipeline._registry import ToolRegistry, ToolScope
-from .._pipeline._stages import conclude, finalize, policy, start
+from .._pipeline._stages import conclude, finalize_now, policy_now, start
 from . import _intake
 from ._admission import Admission
 from ._pool import WorkerPool
@@ -91,9 +92,10 @@ class ToolBatch:
         self._results: list[ToolExecutionResult] = []
         self._nursery: trio.Nursery | None = None  # the batch nursery, set by _run
         self._scope: trio.CancelScope | None = None  # the driver's, inside the nursery
+        self._policy_rest: Coroutine[Any, Any, None] | None = None  # see _start
         self._pool: WorkerPool | None = None  # made on the first pooled dispatch
         self._wake_driver = trio.Event()
-        self._wake_reader = trio.Event()
+        self._wake_reader: trio.Event | None = None  # made when a reader first waits
         self._finished = False
         self._failure: Exception | None = None
         self._read = 0
@@ -181,9 +183,10 @@ class ToolBatch:
         while self._read >= len(self._results):
             if self._finished:
                 raise StopAsyncIteration
-            if self._wake_reader.is_set():
-                self._wake_reader = trio.Event()
-            await self._wake_reader.wait()
+            event = self._wake_reader
+            if event is None or event.is_set():
+                event = self._wake_reader = trio.Event()
+            await event.wait()
         index = self._read
         self._read += 1
         tool_call = self._calls[index].tool_call
@@ -194,6 +197,12 @@ class ToolBatch:
 
     def _wake(self) -> None:
         self._wake_driver.set()
+
+    def _wake_readers(self) -> None:
+        """Wake a reader waiting in :meth:`__anext__` (``run_tool_calls`` has none)."""
+        event = self._wake_reader
+        if event is not None:
+            event.set()
 
     async def _drive(self) -> None:
         """Open the batch nursery and drive the batch in it (the pool runs there too).
@@ -252,7 +261,7 @@ class ToolBatch:
                 pool.cancel()
             self._fold_statistics()
             self._finished = True
-            self._wake_reader.set()
+            self._wake_readers()
 
     def _fold_statistics(self) -> None:
         """Add this batch's phase times to the registry's; count calls never committed.
@@ -395,7 +404,17 @@ class ToolBatch:
         assert plan is not None
         start(call, plan, call.args, frozen=call.frozen)
         if call.state is PENDING and plan.hooks.any_prepare:
-            return _PREPARE
+            # The policy hooks, run by hand up to their first suspension (most never
+            # suspend): only a policy that does suspend costs a coroutine of ours.
+            if self._timings:
+                begun = _now()
+                rest = policy_now(call, self._grace)
+                self._stats.prepare += _now() - begun
+            else:
+                rest = policy_now(call, self._grace)
+            if rest is not None:
+                self._policy_rest = rest
+                return _PREPARE
         return self._place(call, keys, inline)
 
     async def _proceed(
@@ -403,12 +422,15 @@ class ToolBatch:
     ) -> None:
         """The awaited rest of :meth:`_start`: prepare (``_PREPARE``) and dispatch."""
         if step == _PREPARE:
+            rest = self._policy_rest
+            assert rest is not None
+            self._policy_rest = None
             if self._timings:
                 begun = _now()
-                await policy(call, self._grace)
+                await rest
                 self._stats.prepare += _now() - begun
             else:
-                await policy(call, self._grace)
+                await rest
             if self._failure is not None:
                 raise self._failure
             step = self._place(call, keys, inline)
@@ -537,12 +559,20 @@ class ToolBatch:
                 hooks = plan.hooks
                 if timings and hooks.any_finalize:
                     begun = _now()
-                    result = await finalize(call, self._grace)
+                    done = finalize_now(call, self._grace)
+                    if type(done) is not ToolExecutionResult:
+                        done = await done  # type: ignore[misc]
+                        woken = False
+                    result = done
                     self._stats.finalize += _now() - begun
-                    woken = False
                 elif hooks.post and call.state is RESOLVED:
-                    result = await finalize(call, self._grace)
-                    woken = False
+                    # Post-execute run by hand up to its first suspension: a coroutine
+                    # of ours only when it does suspend.
+                    done = finalize_now(call, self._grace)
+                    if type(done) is not ToolExecutionResult:
+                        done = await done  # type: ignore[misc]
+                        woken = False
+                    result = done
                 else:
                     result = conclude(call, plan)  # no post-execute due: no coroutine
             # A failure from here on leaves a call that passed finalize (its observers
@@ -568,7 +598,7 @@ class ToolBatch:
             if not woken:
                 # Between two awaits the reader cannot run: one wake-up covers them all.
                 woken = True
-                self._wake_reader.set()
+                self._wake_readers()
 
     async def _drain(self) -> None:
         """Wait until nothing is in flight and every started call has committed."""
@@ -602,7 +632,7 @@ class ToolBatch:
             call.slot = _COMMITTED
             self._results.append(ABORTED_BEFORE_DISPATCH_RESULT)
             self._cursor += 1
-            self._wake_reader.set()
+            self._wake_readers()
 
     def _record_report(self, report: CallReport) -> None:
         """Record a report of one of this batch's calls as a ``progress`` event."""

@@ -285,6 +285,7 @@ class WorkerPool:
                 call = queue.popleft()
                 try:
                     wait = call.wait
+                    aborted = False
                     if wait is not None and not wait.running:
                         # A keyed call behind a conflicting one, or one the pool had no
                         # slot for: wait for the turn without holding a slot.
@@ -298,23 +299,23 @@ class WorkerPool:
                         if signal._cancelled:
                             assert call.slot is _QUEUED  # it never ran
                             call.resolve(ABORTED_BEFORE_DISPATCH_RESULT, RESOLVED)
-                            call.slot = _SETTLED
-                            continue
-                    assert call.slot is _QUEUED
-                    call.slot = _RUNNING
-                    if clock is not None:
-                        begun = clock()
-                    # Stage 2 as one awaitable, awaited here: a body resumes through no
-                    # dispatch-stage coroutine layer.
-                    awaitable, ending = start_dispatch(call)
-                    try:
-                        outcome = await awaitable
-                    except Exception as exc:
-                        ending.raised(call, exc)
-                    else:
-                        ending.returned(call, outcome)
-                    if clock is not None:
-                        stats.dispatch += clock() - begun
+                            aborted = True
+                    if not aborted:
+                        assert call.slot is _QUEUED
+                        call.slot = _RUNNING
+                        if clock is not None:
+                            begun = clock()
+                        # Stage 2 as one awaitable, awaited here: a body resumes through
+                        # no dispatch-stage coroutine layer.
+                        awaitable, ending = start_dispatch(call)
+                        try:
+                            outcome = await awaitable
+                        except Exception as exc:
+                            ending.raised(call, exc)
+                        else:
+                            ending.returned(call, outcome)
+                        if clock is not None:
+                            stats.dispatch += clock() - begun
                 except trio.Cancelled:
                     # The pool scope carried the batch abort through the wrappers and the
                     # body: record the call by whether its body ran, and re-raise.
