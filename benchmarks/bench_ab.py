@@ -4,8 +4,9 @@ Imports the package of another checkout (``--before DIR``, a ``src`` directory h
 ``toolnursery/``) under the name ``toolnursery_before`` — copied to a temporary
 directory, its absolute ``toolnursery`` imports rewritten — next to the ``toolnursery``
 on the path, and runs the hot rows of ``benchmarks/bench_scheduler.py`` for both sides
-and a bare ``trio.open_nursery()`` baseline, interleaved sample by sample in ONE trio
-run, so that both sides see the same CPU, caches and load:
+and the bare ``trio.open_nursery()`` baseline of ``bench_scheduler.run_bare``,
+interleaved sample by sample in ONE trio run, so that both sides see the same CPU,
+caches and load:
 
 * N = 1000 ``parallel`` calls, no hooks; one listener in each of the five phases;
   ``install_timeout_policy`` only (the tool budgeted);
@@ -68,9 +69,7 @@ def make_registry(pkg: ModuleType, phases: tuple[str, ...] = (), timeout: bool =
 
 
 async def run_bare(n: int) -> None:
-    async with trio.open_nursery() as nursery:
-        for _ in range(n):
-            nursery.start_soon(yields, {}, None)
+    await bench_scheduler.run_bare(n, yields)
 
 
 async def timed(fn: Callable[[], Awaitable[object]], loops: int) -> float:
