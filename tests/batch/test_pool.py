@@ -449,3 +449,76 @@ async def test_an_aborted_open_batch_leaves_its_block_running(
         batch.close()
         results = [result async for _, result in batch]
     assert [r.error for r in results] == [ABORTED, ABORTED, BEFORE]
+
+
+async def test_after_the_last_call_starts_workers_commit_and_an_abort_still_commits_all(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Once every call of a closed batch has started, the driver waits in the nursery's
+    exit and the workers commit as they settle (observers and the recorder in model
+    order, each as soon as the prefix before it has settled); an abort then still
+    commits every call."""
+    signal = CancelSignal()
+    seen: list[tuple[str, float, str | None]] = []
+    recorder = ListRecorder()
+
+    def observe(execution: Any, result: ToolExecutionResult) -> None:
+        code = result.error.code if result.error else None
+        seen.append((execution.call_id, trio.current_time(), code))
+
+    registry = ToolRegistry()
+    registry.register(sleeper())
+    registry.on_result(observe)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(cancel_at, signal, 3)
+        results = await run_tool_calls(
+            registry,
+            [call("c0", 2), call("c1", 1), call("c2", 9)],
+            signal=signal,
+            recorder=recorder,
+        )
+    assert [r.error for r in results] == [None, None, ABORTED]
+    assert seen == [("c0", 2, None), ("c1", 2, None), ("c2", 3, "ABORTED")]
+    assert recorder.trace()[3:] == ["tool_result:c0", "tool_result:c1", "tool_result:c2"]
+
+
+async def test_a_recorder_failing_in_a_workers_commit_propagates_after_the_rest_settle(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A recorder that raises while a worker commits is the batch's internal failure:
+    the other dispatches settle, then it propagates as itself."""
+    ended: list[str] = []
+
+    class Failing(ListRecorder):
+        def record(self, event: RecorderEvent) -> None:
+            if isinstance(event, ToolResultEvent) and event.call_id == "c0":
+                raise OSError("disk full")
+            super().record(event)
+
+    async def body(args: Any, ctx: ToolRunContext) -> str:
+        await trio.sleep(args["d"])
+        ended.append(ctx.call_id)
+        return "ok"
+
+    registry = ToolRegistry()
+    registry.register(
+        ToolDefinition("p", "p", {"type": "object"}, body, is_concurrency_safe=always)
+    )
+    with pytest.raises(OSError, match="disk full"):
+        await run_tool_calls(registry, [call("c0", 1), call("c1", 5)], recorder=Failing())
+    assert ended == ["c0", "c1"]
+
+
+async def test_a_cancellation_from_outside_commits_nothing_more_after_the_last_start(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """An enclosing scope cancelled while the workers commit: the calls it cancels are
+    not committed (no observer sees them) and ``Cancelled`` propagates."""
+    seen: list[str] = []
+    registry = ToolRegistry()
+    registry.register(sleeper())
+    registry.on_result(lambda execution, result: seen.append(execution.call_id))
+    with trio.move_on_after(3) as scope:
+        await run_tool_calls(registry, [call("c0", 1), call("c1", 9), call("c2", 9)])
+    assert scope.cancelled_caught
+    assert seen == ["c0"]

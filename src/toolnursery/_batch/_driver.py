@@ -7,7 +7,9 @@ suspend) or in its :class:`~toolnursery._batch._pool.WorkerPool`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Coroutine
+from contextvars import Token
 from typing import Any
 
 import msgspec
@@ -16,7 +18,7 @@ import trio
 from .._core._content import ToolCall, ToolExecutionResult
 from .._core._decisions import PARALLEL, ResourceKey
 from .._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT
-from .._core._progress import CallReport, install_sink, remove_sink
+from .._core._progress import CallReport, ReportSink, install_sink, remove_sink
 from .._core._signal import CancelSignal, ScopeLink
 from .._core._statistics import Counters, ToolStatistics, outcome
 from .._core._statistics import now as _now
@@ -93,6 +95,8 @@ class ToolBatch:
         self._nursery: trio.Nursery | None = None  # the batch nursery, set by _run
         self._scope: trio.CancelScope | None = None  # the driver's, inside the nursery
         self._policy_rest: Coroutine[Any, Any, None] | None = None  # see _start
+        self._handed_off = False  # the workers commit (see _hand_off)
+        self._reports: Token[ReportSink | None] | None = None  # the progress sink's
         self._pool: WorkerPool | None = None  # made on the first pooled dispatch
         self._wake_driver = trio.Event()
         self._wake_reader: trio.Event | None = None  # made when a reader first waits
@@ -211,10 +215,30 @@ class ToolBatch:
         driver's scope, so the driver still drains, commits and observes the calls that
         settle while the workers unwind, before the nursery's ``Cancelled`` ends there.
         """
-        async with trio.open_nursery() as nursery:
-            with trio.CancelScope() as scope:
-                self._scope = scope
-                await self._run(nursery)
+        try:
+            async with trio.open_nursery() as nursery:
+                with trio.CancelScope() as scope:
+                    self._scope = scope
+                    await self._run(nursery)
+        except BaseException:
+            if self._handed_off:
+                self._end(ended=False)
+            raise
+        if self._handed_off:
+            await self._after_pool()
+
+    async def _after_pool(self) -> None:
+        """The end of a handed-off batch (see :meth:`_hand_off`), once its pool has ended:
+        commit what the workers left (a post-execute that awaits, say)."""
+        ended = False
+        try:
+            if self._failure is not None:
+                raise self._failure
+            await self._drain()  # every dispatch has settled: nothing to wait for
+            self._record_contexts()
+            ended = True
+        finally:
+            self._end(ended)
 
     async def _run(self, nursery: trio.Nursery | None) -> None:
         """Drive the batch to the end; the pool goes into ``nursery`` (``None``: a batch
@@ -224,10 +248,13 @@ class ToolBatch:
         self.signal._link(self._on_abort)
         # The calls' progress reports become durable events (the tasks the batch
         # starts inherit this context, so pooled bodies report here too).
-        reports = install_sink(self._record_report) if self.recorder is not None else None
+        if self.recorder is not None:
+            self._reports = install_sink(self._record_report)
         ended = False
         try:
             await self._schedule()
+            if nursery is not None and self._hand_off():
+                return
             await self._drain()
             while True:
                 self._finish_unstarted()
@@ -248,20 +275,72 @@ class ToolBatch:
                 raise
             raise failure  # noqa: B904 (the first failure, re-raised as itself)
         finally:
-            if reports is not None:
-                remove_sink(reports)
+            if not self._handed_off:
+                self._end(ended)
+
+    def _end(self, ended: bool) -> None:
+        """The batch has ended (``ended``: every call committed, nothing in flight)."""
+        reports = self._reports
+        if reports is not None:
+            self._reports = None
+            remove_sink(reports)
+        pool = self._pool
+        if pool is None:
+            pass
+        elif ended:
+            # Every call committed and nothing is in flight: the parked workers end
+            # and the pool closes, with no cancellation to deliver.
+            pool.finish()
+        else:
+            pool.cancel()
+        self._fold_statistics()
+        self._finished = True
+        self._wake_readers()
+
+    def _hand_off(self) -> bool:
+        """Whether the driver leaves the rest of the batch to its workers.
+
+        Once every call of a closed batch has started, the driver has nothing left but
+        to commit. Waiting for the dispatches in flight in the nursery's exit, rather
+        than on its own wake-up (then leaving the nursery, a schedule point of its
+        own), saves the batch a round of the trio scheduler: each worker that settles a
+        call commits the settled prefix (:meth:`_settled`: observers and the recorder,
+        which never await), and the driver commits whatever is left once the pool has
+        ended (:meth:`_after_pool`). Not when a call still to commit has a post-execute
+        hook: that runs in the driver as soon as its call settles.
+        """
+        calls = self._calls
+        if not self._closed or self._started < len(calls) or self._pool is None:
+            return False
+        if self._failure is not None:
+            raise self._failure
+        self._commit_now(post=False)
+        for call in calls[self._cursor :]:
+            plan = call.plan
+            if plan is not None and plan.hooks.post:
+                # A post-execute runs as soon as its call settles, in the driver: no
+                # hand-off (workers never run it).
+                return False
+        self._handed_off = True
+        if not self._admission.admitted:
+            self._pool.finish()  # nothing in flight: the pool's leftovers end now
+        return True
+
+    def _settled(self) -> None:
+        """A worker settled a call: wake the driver; after the hand-off, commit."""
+        self._wake_driver.set()
+        if self._handed_off:
+            if self._failure is None and (
+                self.signal._cancelled or trio.current_effective_deadline() != -math.inf
+            ):
+                # (Under a cancellation from outside, nothing is committed any more.)
+                try:
+                    self._commit_now(post=False)
+                except Exception as exc:
+                    self._failed(exc)  # the driver re-raises it once the pool has ended
             pool = self._pool
-            if pool is None:
-                pass
-            elif ended:
-                # Every call committed and nothing is in flight: the parked workers end
-                # and the pool closes, with no cancellation to deliver.
-                pool.finish()
-            else:
-                pool.cancel()
-            self._fold_statistics()
-            self._finished = True
-            self._wake_readers()
+            if not self._admission.admitted and pool is not None:
+                pool.finish()  # the last dispatch settled: what a body left running ends
 
     def _fold_statistics(self) -> None:
         """Add this batch's phase times to the registry's; count calls never committed.
@@ -472,7 +551,7 @@ class ToolBatch:
             admission=self._admission,
             stats=self._stats,
             clock=_now if self._timings else None,
-            wake=self._wake,
+            wake=self._settled,
             failed=self._failed,
         )
         if self.signal._cancelled:
@@ -538,15 +617,32 @@ class ToolBatch:
 
     async def _commit_ready(self) -> None:
         """Commit the settled model-order prefix: finalize, record, publish."""
+        while True:
+            pending = self._commit_now(post=True)
+            if pending is None:
+                return
+            call, rest, begun = pending
+            result = await rest  # a post-execute that suspended
+            if self._timings:
+                self._stats.finalize += _now() - begun
+            self._commit(call, result, True)
+
+    def _commit_now(
+        self, *, post: bool
+    ) -> tuple[CallRecord, Coroutine[Any, Any, ToolExecutionResult], int] | None:
+        """Commit the settled model-order prefix as far as no commit awaits.
+
+        Returns the call at the cursor whose post-execute suspended, with the rest of
+        it to await and when its finalize began (:meth:`_commit_ready` awaits it and
+        commits the call), or ``None``. ``post=False`` (a worker): stop at a call whose
+        post-execute is due instead of running it.
+        """
         calls = self._calls
-        results = self._results
-        recorder = self.recorder
         timings = self._timings
-        woken = False  # the reader was woken since this loop last awaited
         while self._cursor < len(calls):
             call = calls[self._cursor]
             if call.slot is not _SETTLED:
-                return
+                return None
             if call.plan is None or call.fixed is not None:
                 result = call.fixed
                 assert result is not None
@@ -557,48 +653,53 @@ class ToolBatch:
                 if plan.version != plan.versions.value:  # call.current_plan(), inline
                     plan = call.current_plan()  # a listener added meanwhile runs
                 hooks = plan.hooks
+                due = hooks.post and call.state is RESOLVED
+                if due and not post:
+                    return None
                 if timings and hooks.any_finalize:
                     begun = _now()
-                    done = finalize_now(call, self._grace)
+                    done = finalize_now(call, self._grace) if due else conclude(call, plan)
                     if type(done) is not ToolExecutionResult:
-                        done = await done  # type: ignore[misc]
-                        woken = False
+                        return call, done, begun  # type: ignore[return-value]
                     result = done
                     self._stats.finalize += _now() - begun
-                elif hooks.post and call.state is RESOLVED:
+                elif due:
                     # Post-execute run by hand up to its first suspension: a coroutine
                     # of ours only when it does suspend.
                     done = finalize_now(call, self._grace)
                     if type(done) is not ToolExecutionResult:
-                        done = await done  # type: ignore[misc]
-                        woken = False
+                        return call, done, 0  # type: ignore[return-value]
                     result = done
                 else:
                     result = conclude(call, plan)  # no post-execute due: no coroutine
-            # A failure from here on leaves a call that passed finalize (its observers
-            # ran) uncommitted: the registry counted it committed, not abandoned.
-            if self._failure is not None:
+            self._commit(call, result, passed)
+        return None
+
+    def _commit(self, call: CallRecord, result: ToolExecutionResult, passed: bool) -> None:
+        """Record and publish the finalized call at the cursor (``passed``: it passed
+        the registry's finalize)."""
+        # A failure from here on leaves a call that passed finalize (its observers
+        # ran) uncommitted: the registry counted it committed, not abandoned.
+        if self._failure is not None:
+            self._finalized = passed
+            raise self._failure
+        recorder = self.recorder
+        if recorder is not None:
+            # Contexts are recorded once, as context events after all results.
+            recorded = (
+                msgspec.structs.replace(result, additional_contexts=())
+                if result.additional_contexts
+                else result
+            )
+            try:
+                recorder.record(ToolResultEvent(self.id, call.index, call.call_id, recorded))
+            except Exception:
                 self._finalized = passed
-                raise self._failure
-            if recorder is not None:
-                # Contexts are recorded once, as context events after all results.
-                recorded = (
-                    msgspec.structs.replace(result, additional_contexts=())
-                    if result.additional_contexts
-                    else result
-                )
-                try:
-                    recorder.record(ToolResultEvent(self.id, call.index, call.call_id, recorded))
-                except Exception:
-                    self._finalized = passed
-                    raise
-            call.slot = _COMMITTED
-            results.append(result)
-            self._cursor += 1
-            if not woken:
-                # Between two awaits the reader cannot run: one wake-up covers them all.
-                woken = True
-                self._wake_readers()
+                raise
+        call.slot = _COMMITTED
+        self._results.append(result)
+        self._cursor += 1
+        self._wake_readers()
 
     async def _drain(self) -> None:
         """Wait until nothing is in flight and every started call has committed."""
