@@ -7,7 +7,6 @@ suspend) or in its :class:`~toolnursery._batch._pool.WorkerPool`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Coroutine
 from contextvars import Token
 from typing import Any
@@ -330,16 +329,16 @@ class ToolBatch:
         """A worker settled a call: wake the driver; after the hand-off, commit."""
         self._wake_driver.set()
         if self._handed_off:
-            if self._failure is None and (
-                self.signal._cancelled or trio.current_effective_deadline() != -math.inf
-            ):
-                # (Under a cancellation from outside, nothing is committed any more.)
+            pool = self._pool
+            assert pool is not None
+            if self._failure is None and (not pool.unwinding or self.signal._cancelled):
+                # (Once a call was cancelled, and not by the batch's abort, something
+                # outside cancels the batch: nothing is committed any more, here.)
                 try:
                     self._commit_now(post=False)
                 except Exception as exc:
                     self._failed(exc)  # the driver re-raises it once the pool has ended
-            pool = self._pool
-            if not self._admission.admitted and pool is not None:
+            if not self._admission.admitted:
                 pool.finish()  # the last dispatch settled: what a body left running ends
 
     def _fold_statistics(self) -> None:

@@ -106,6 +106,7 @@ class WorkerPool:
         "_stats",
         "_tasks",
         "_wake",
+        "unwinding",
     )
 
     def __init__(
@@ -131,6 +132,7 @@ class WorkerPool:
         self._groups: dict[float, _DeadlineGroup] | None = None  # budget -> group filling
         self._queue: deque[CallRecord] = deque()  # dispatches waiting for a worker
         self._lot: trio.lowlevel.ParkingLot | None = None  # parked workers, once one parks
+        self.unwinding = False  # a call of the pool was cancelled (abort, or from outside)
 
     # -- the driver's side ------------------------------------------------------------
 
@@ -247,6 +249,7 @@ class WorkerPool:
         except trio.Cancelled:
             # The batch abort (the pool's scope), or the group's deadline: the call is
             # recorded by whether its body ran, or as timed out; then re-raise.
+            self.unwinding = True
             unwound(call)
             raise
         except Exception as exc:
@@ -319,6 +322,7 @@ class WorkerPool:
                 except trio.Cancelled:
                     # The pool scope carried the batch abort through the wrappers and the
                     # body: record the call by whether its body ran, and re-raise.
+                    self.unwinding = True
                     unwound(call)
                     raise
                 except Exception as exc:
