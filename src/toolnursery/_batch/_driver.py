@@ -313,6 +313,7 @@ class ToolBatch:
             return False
         if self._failure is not None:
             raise self._failure
+        self._pool.flush()
         self._commit_now(post=False)
         for call in calls[self._cursor :]:
             plan = call.plan
@@ -499,6 +500,9 @@ class ToolBatch:
         self, call: CallRecord, keys: tuple[ResourceKey, ...], step: int, *, inline: bool
     ) -> None:
         """The awaited rest of :meth:`_start`: prepare (``_PREPARE``) and dispatch."""
+        pool = self._pool
+        if pool is not None and pool.owed:
+            pool.flush()
         if step == _PREPARE:
             rest = self._policy_rest
             assert rest is not None
@@ -602,6 +606,9 @@ class ToolBatch:
         state and waits again if nothing changed), without a round through the
         scheduler.
         """
+        pool = self._pool
+        if pool is not None and pool.owed:
+            pool.flush()  # before the driver awaits: see WorkerPool.flush
         event = self._wake_driver
         if event.is_set():
             self._wake_driver = trio.Event()
@@ -621,6 +628,9 @@ class ToolBatch:
             if pending is None:
                 return
             call, rest, begun = pending
+            pool = self._pool
+            if pool is not None and pool.owed:
+                pool.flush()
             result = await rest  # a post-execute that suspended
             if self._timings:
                 self._stats.finalize += _now() - begun
@@ -638,6 +648,8 @@ class ToolBatch:
         """
         calls = self._calls
         timings = self._timings
+        recorder = self.recorder
+        results = self._results
         while self._cursor < len(calls):
             call = calls[self._cursor]
             if call.slot is not _SETTLED:
@@ -671,7 +683,16 @@ class ToolBatch:
                     result = done
                 else:
                     result = conclude(call, plan)  # no post-execute due: no coroutine
-            self._commit(call, result, passed)
+            # self._commit(call, result, passed), inlined (the hot path):
+            if self._failure is not None or recorder is not None:
+                self._commit(call, result, passed)
+                continue
+            call.slot = _COMMITTED
+            results.append(result)
+            self._cursor += 1
+            reader = self._wake_reader
+            if reader is not None:
+                reader.set()
         return None
 
     def _commit(self, call: CallRecord, result: ToolExecutionResult, passed: bool) -> None:
