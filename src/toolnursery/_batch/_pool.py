@@ -1,11 +1,12 @@
 """The tasks of one batch that run its admitted dispatches: reused workers, deadline groups.
 
 The driver (:mod:`toolnursery._batch._driver`) makes a :class:`WorkerPool` on its first
-pooled call and talks to it through four methods: :meth:`~WorkerPool.submit` an
-admitted call, :meth:`~WorkerPool.close` (no call will start any more),
+pooled call and talks to it through five methods: :meth:`~WorkerPool.submit` an
+admitted call, :meth:`~WorkerPool.flush` (start the workers queued calls are owed,
+before the driver awaits), :meth:`~WorkerPool.close` (no call will start any more),
 :meth:`~WorkerPool.finish` (the batch ended normally) and :meth:`~WorkerPool.cancel` (it
-did not). The pool's nursery opens in the batch nursery; the batch signal cancels its
-scope. A worker dispatches one queued call after another, in model order, and parks
+did not). The workers run in the batch's one nursery, whose scope the batch's abort
+cancels. A worker dispatches one queued call after another, in model order, and parks
 while the queue is empty; a call whose view's only or outermost execute wrapper is the
 timeout policy, with a long budget, runs in a deadline group instead
 (:class:`_DeadlineGroup`). Either way it ends by settling the call with the batch's
