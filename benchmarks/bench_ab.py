@@ -4,12 +4,13 @@ Imports the package of another checkout (``--before DIR``, a ``src`` directory h
 ``toolnursery/``) under the name ``toolnursery_before`` — copied to a temporary
 directory, its absolute ``toolnursery`` imports rewritten — next to the ``toolnursery``
 on the path, and runs the hot rows of ``benchmarks/bench_scheduler.py`` for both sides
-and a bare ``trio.open_nursery()`` baseline, interleaved sample by sample in ONE trio
-run, so that both sides see the same CPU, caches and load:
+and the bare ``trio.open_nursery()`` baseline of ``bench_scheduler.run_bare``,
+interleaved sample by sample in ONE trio run, so that both sides see the same CPU,
+caches and load:
 
 * N = 1000 ``parallel`` calls, no hooks; one listener in each of the five phases;
   ``install_timeout_policy`` only (the tool budgeted);
-* N = 10, N = 2 and N = 1, no hooks.
+* N = 10 and N = 2, no hooks and five phases; N = 1, no hooks.
 
 The body awaits one checkpoint. Time is CPU time of the process (``time.process_time``:
 on a shared machine the time other processes hold the CPU is not counted). For each row
@@ -68,9 +69,7 @@ def make_registry(pkg: ModuleType, phases: tuple[str, ...] = (), timeout: bool =
 
 
 async def run_bare(n: int) -> None:
-    async with trio.open_nursery() as nursery:
-        for _ in range(n):
-            nursery.start_soon(yields, {}, None)
+    await bench_scheduler.run_bare(n, yields)
 
 
 async def timed(fn: Callable[[], Awaitable[object]], loops: int) -> float:
@@ -139,7 +138,9 @@ async def main_async(before: ModuleType, after: ModuleType, reps: int, calls: in
         ("N=1000 five phases", 1000, PHASES, False),
         ("N=1000 timeout policy", 1000, (), True),
         ("N=10 no hooks", 10, (), False),
+        ("N=10 five phases", 10, PHASES, False),
         ("N=2 no hooks", 2, (), False),
+        ("N=2 five phases", 2, PHASES, False),
         ("N=1 no hooks", 1, (), False),
     ]
     header = (

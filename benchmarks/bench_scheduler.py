@@ -2,7 +2,9 @@
 
 Prints the rows of the scheduler's cost table. Each row runs ``run_tool_calls`` on N
 ``parallel`` calls and, interleaved in the same trio run, a bare ``trio.open_nursery()``
-that ``start_soon``-s the same body once per call; a repetition is the median of
+that ``start_soon``-s one task per call doing the least work the scheduler's contract
+implies (``json.loads`` of the call's arguments, the same body awaited, its value stored
+in model order: :func:`run_bare`); a repetition is the median of
 interleaved samples of both (about 1000 calls each), and the row shows µs per call and
 the ratio scheduler / bare as the median with the min–max over the repetitions. The headline body awaits one checkpoint (as real tools do); the
 rows marked "no-await" use a body with no ``await``, which the scheduler runs inline.
@@ -14,7 +16,8 @@ Rows (N = 1000 and ``max_parallel = N`` unless said):
   ``install_timeout_policy`` only with every tool budgeted; the timeout and retry
   policies both installed (the tool idempotent, nothing fails);
 * ``max_parallel=10`` against the same bodies under a ``trio.CapacityLimiter(10)``;
-* N = 1, no hooks (single-call latency), and N = 10 (a typical model turn);
+* N = 1, no hooks (single-call latency); N = 10 (a typical model turn) and N = 2, each
+  with no hooks and with one listener in each of the five phases;
 * 50 calls that each sleep 10 ms: wall time against the bare nursery's;
 * peak memory per call of a 10,000- and a 100,000-call batch (``tracemalloc`` peak in a
   fresh interpreter; the scheduler at ``max_parallel = N`` and at the default 10, and the
@@ -144,21 +147,32 @@ def make_calls(n: int) -> list[ToolCall]:
     return [ToolCall(f"c{i}", "noop", "{}") for i in range(n)]
 
 
-async def run_bare(n: int, body: Any, cap: int | None = None) -> None:
+async def run_bare(n: int, body: Any, cap: int | None = None) -> list[Any]:
+    """The baseline: a bare trio nursery doing the least per-call work the scheduler's
+    contract implies — the call's JSON arguments decoded (``json.loads``), the body
+    awaited, its value stored in model order — under ``trio.CapacityLimiter(cap)`` when
+    ``cap`` is given."""
+    results: list[Any] = [None] * n
+    text = "{}"
+
+    async def one(i: int) -> None:
+        results[i] = await body(json.loads(text), None)
+
     if cap is None:
         async with trio.open_nursery() as nursery:
-            for _ in range(n):
-                nursery.start_soon(body, {}, None)
-        return
+            for i in range(n):
+                nursery.start_soon(one, i)
+        return results
     limiter = trio.CapacityLimiter(cap)
 
-    async def limited() -> None:
+    async def limited(i: int) -> None:
         async with limiter:
-            await body({}, None)
+            results[i] = await body(json.loads(text), None)
 
     async with trio.open_nursery() as nursery:
-        for _ in range(n):
-            nursery.start_soon(limited)
+        for i in range(n):
+            nursery.start_soon(limited, i)
+    return results
 
 
 async def timed(fn: Callable[[], Awaitable[object]], loops: int) -> float:
@@ -262,6 +276,9 @@ async def main_timing(reps: int, calls_per_rep: int) -> None:
         ("max_parallel=10 (bare: CapacityLimiter(10))", make_registry(), 1000, 10, yields),
         ("N=1, no hooks", make_registry(), 1, None, yields),
         ("N=10, no hooks", make_registry(), 10, None, yields),
+        ("N=10, five phases", make_registry(PHASES), 10, None, yields),
+        ("N=2, no hooks", make_registry(), 2, None, yields),
+        ("N=2, five phases", make_registry(PHASES), 2, None, yields),
         ("no-await body: no hooks", make_registry(body=noop), 1000, None, noop),
         ("no-await body: five phases", make_registry(PHASES, body=noop), 1000, None, noop),
         ("no-await body: N=1, no hooks", make_registry(body=noop), 1, None, noop),

@@ -181,7 +181,8 @@ async def test_defect_9_a_body_that_spawns_into_its_parent_nursery_does_not_hang
 async def test_a_capped_batch_spawns_max_parallel_workers(
     autojump_clock: trio.testing.MockClock, cap: int
 ) -> None:
-    """100 awaiting calls under a cap: ``cap`` worker tasks (plus the pool's host)."""
+    """100 awaiting calls under a cap: ``cap`` worker tasks, and no other task (the
+    workers run in the batch's one nursery, with no host task)."""
     spawned: list[trio.lowlevel.Task] = []
 
     class Count(trio.abc.Instrument):
@@ -203,7 +204,7 @@ async def test_a_capped_batch_spawns_max_parallel_workers(
     assert log == [f"start:c{i}" for i in range(100)]  # still in model order
     workers = [t for t in spawned if t.name.endswith("_worker")]
     assert len(workers) == cap
-    assert len(spawned) == cap + 1
+    assert len(spawned) == cap
 
 
 async def test_streamed_calls_reuse_parked_workers(autojump_clock: trio.testing.MockClock) -> None:
@@ -361,3 +362,163 @@ async def test_arguments_that_cannot_be_arguments_are_that_calls_error_result(
     assert observed == ["c1", "c3"]  # never passed the registry
     assert "tool_call:c2" in recorder.trace()
     assert "tool_result:c2" in recorder.trace()
+
+
+# -- one nursery per batch ------------------------------------------------------------
+
+
+async def test_a_task_a_body_leaves_in_the_batch_nursery_is_cancelled_when_the_batch_ends(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The workers run in the batch's one nursery; a task a body spawns there (through
+    its task's parent nursery) is cancelled once every call has committed, so it does
+    not outlive ``run_tool_calls``."""
+    ended: list[str] = []
+
+    async def linger() -> None:
+        try:
+            await trio.sleep_forever()
+        finally:
+            ended.append("lingerer")
+
+    async def body(args: Any, ctx: ToolRunContext) -> str:
+        nursery = trio.lowlevel.current_task().parent_nursery
+        assert nursery is not None
+        nursery.start_soon(linger)
+        await trio.sleep(0)
+        return "ok"
+
+    registry = ToolRegistry()
+    registry.register(
+        ToolDefinition("p", "p", {"type": "object"}, body, is_concurrency_safe=always)
+    )
+    start = trio.current_time()
+    results = await run_tool_calls(registry, [call("c1"), call("c2")])
+    assert [r.is_error for r in results] == [False, False]
+    assert ended == ["lingerer", "lingerer"]
+    assert trio.current_time() == start  # cancelled, not waited for
+
+
+async def test_calls_that_settle_while_the_pool_unwinds_are_committed_and_observed(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """An abort cancels the batch nursery with the driver shielded: every pooled call is
+    committed (post-execute and observers run, in model order) before
+    ``run_tool_calls`` returns, and the abort's ``Cancelled`` never leaves it."""
+    signal = CancelSignal()
+    seen: list[tuple[str, str | None]] = []
+    posts: list[str] = []
+
+    async def post(execution: Any, result: ToolExecutionResult, next_: Any) -> Any:
+        await trio.sleep(0)  # a post hook that awaits still runs after the abort
+        posts.append(execution.call_id)
+        return await next_()
+
+    def observe(execution: Any, result: ToolExecutionResult) -> None:
+        seen.append((execution.call_id, result.error.code if result.error else None))
+
+    registry = ToolRegistry()
+    registry.register(sleeper())
+    registry.on_post_execute(post)
+    registry.on_result(observe)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(cancel_at, signal, 1)
+        results = await run_tool_calls(
+            registry, [call("c0", 0.5), call("c1", 5), call("c2", 5)], signal=signal
+        )
+    assert [r.error for r in results] == [None, ABORTED, ABORTED]
+    assert seen == [("c0", None), ("c1", "ABORTED"), ("c2", "ABORTED")]
+    assert posts == ["c0", "c1", "c2"]
+
+
+async def test_an_aborted_open_batch_leaves_its_block_running(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The pool's nursery is not the block's: the batch signal cancels the pooled calls,
+    and the block goes on to read every result."""
+    signal = CancelSignal()
+    registry = ToolRegistry()
+    registry.register(sleeper())
+    async with open_tool_batch(registry, signal=signal) as batch:
+        batch.submit(call("c0", 5))
+        batch.submit(call("c1", 5))
+        await trio.sleep(1)
+        signal.cancel("stop")
+        await trio.sleep(1)  # the block itself is not cancelled
+        batch.submit(call("c2", 5))
+        batch.close()
+        results = [result async for _, result in batch]
+    assert [r.error for r in results] == [ABORTED, ABORTED, BEFORE]
+
+
+async def test_after_the_last_call_starts_workers_commit_and_an_abort_still_commits_all(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Once every call of a closed batch has started, the driver waits in the nursery's
+    exit and the workers commit as they settle (observers and the recorder in model
+    order, each as soon as the prefix before it has settled); an abort then still
+    commits every call."""
+    signal = CancelSignal()
+    seen: list[tuple[str, float, str | None]] = []
+    recorder = ListRecorder()
+
+    def observe(execution: Any, result: ToolExecutionResult) -> None:
+        code = result.error.code if result.error else None
+        seen.append((execution.call_id, trio.current_time(), code))
+
+    registry = ToolRegistry()
+    registry.register(sleeper())
+    registry.on_result(observe)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(cancel_at, signal, 3)
+        results = await run_tool_calls(
+            registry,
+            [call("c0", 2), call("c1", 1), call("c2", 9)],
+            signal=signal,
+            recorder=recorder,
+        )
+    assert [r.error for r in results] == [None, None, ABORTED]
+    assert seen == [("c0", 2, None), ("c1", 2, None), ("c2", 3, "ABORTED")]
+    assert recorder.trace()[3:] == ["tool_result:c0", "tool_result:c1", "tool_result:c2"]
+
+
+async def test_a_recorder_failing_in_a_workers_commit_propagates_after_the_rest_settle(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A recorder that raises while a worker commits is the batch's internal failure:
+    the other dispatches settle, then it propagates as itself."""
+    ended: list[str] = []
+
+    class Failing(ListRecorder):
+        def record(self, event: RecorderEvent) -> None:
+            if isinstance(event, ToolResultEvent) and event.call_id == "c0":
+                raise OSError("disk full")
+            super().record(event)
+
+    async def body(args: Any, ctx: ToolRunContext) -> str:
+        await trio.sleep(args["d"])
+        ended.append(ctx.call_id)
+        return "ok"
+
+    registry = ToolRegistry()
+    registry.register(
+        ToolDefinition("p", "p", {"type": "object"}, body, is_concurrency_safe=always)
+    )
+    with pytest.raises(OSError, match="disk full"):
+        await run_tool_calls(registry, [call("c0", 1), call("c1", 5)], recorder=Failing())
+    assert ended == ["c0", "c1"]
+
+
+async def test_a_cancellation_from_outside_commits_nothing_more_after_the_last_start(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """An enclosing scope cancelled while the workers commit: the calls it cancels are
+    not committed (no observer sees them) and ``Cancelled`` propagates."""
+    seen: list[str] = []
+    registry = ToolRegistry()
+    registry.register(sleeper())
+    registry.on_result(lambda execution, result: seen.append(execution.call_id))
+    with trio.move_on_after(3) as scope:
+        await run_tool_calls(registry, [call("c0", 1), call("c1", 9), call("c2", 9)])
+    assert scope.cancelled_caught
+    assert seen == ["c0"]

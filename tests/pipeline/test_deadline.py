@@ -186,8 +186,8 @@ async def test_a_wrapper_inside_the_timeout_still_runs_under_its_deadline(
 async def test_a_timed_batch_starts_no_timer_task_per_call(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    """The deadline is a scope's: the only tasks are one per call, the pool's host and
-    the host of the deadline group the 20 calls share (no timer task anywhere)."""
+    """The deadline is a scope's: the only tasks are one per call and the host of the
+    deadline group the 20 calls share (no timer task anywhere, no pool host)."""
     spawned: list[str] = []
 
     class Count(trio.abc.Instrument):
@@ -201,11 +201,10 @@ async def test_a_timed_batch_starts_no_timer_task_per_call(
     results = await run_tool_calls(registry, calls(*[0.1] * 20), max_parallel=20)
     assert all(not r.is_error for r in results)
     assert sorted(set(spawned)) == [
-        "toolnursery._batch._pool.WorkerPool._host",
         "toolnursery._batch._pool.WorkerPool._host_group",
         "toolnursery._batch._pool.WorkerPool._member",
     ]
-    assert len(spawned) == 20 + 2
+    assert len(spawned) == 20 + 1
 
 
 async def test_a_body_sees_a_derived_signal_that_reads_as_fired_past_the_deadline(

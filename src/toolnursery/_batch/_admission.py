@@ -61,7 +61,7 @@ class Admission:
         self.waiting = 0
         self.admitted = 0  # admitted and not yet settled (running + waiting)
         self.ready: deque[CallRecord] = deque()
-        self.table: ConflictTable[CallRecord] = ConflictTable()
+        self.table: ConflictTable[CallRecord] | None = None  # made for the first keyed call
 
     def full(self) -> bool:
         """Whether the driver must wait before it starts another call."""
@@ -83,7 +83,10 @@ class Admission:
 
     def _admit_keyed(self, call: CallRecord, keys: Sequence[ResourceKey]) -> None:
         wait = call.wait = Wait(keys)
-        blocking = self.table.add(call, keys)
+        table = self.table
+        if table is None:
+            table = self.table = ConflictTable()
+        blocking = table.add(call, keys)
         for other in blocking:
             other_wait = other.wait
             assert other_wait is not None
@@ -109,7 +112,9 @@ class Admission:
             return
         wait.done = True
         if wait.keys:
-            self.table.remove(call, wait.keys)
+            table = self.table
+            assert table is not None
+            table.remove(call, wait.keys)
             ready = self.ready
             for dependent in wait.dependents:
                 dependent_wait = dependent.wait

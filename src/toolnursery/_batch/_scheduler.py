@@ -20,8 +20,15 @@ reused for the next queued call (a capped batch runs ``max_parallel`` workers, n
 task per call). Workers take their call from a FIFO queue, so bodies start in model
 order.
 
-Cancellation: the batch signal is linked to the pool nursery's cancel scope, so one
-scope carries an abort to every pooled call, wrapped or not: an execute wrapper sees
+A batch has one nursery (none for a lone call): the driver runs in its body, inside a
+cancel scope of its own, and the pool's workers run in it as its children
+(``open_tool_batch`` keeps the caller's block outside it: its driver is a task that
+opens the nursery).
+
+Cancellation: the batch's abort cancels that nursery's scope, so one scope carries it
+to every pooled call, wrapped or not, and shields the driver's scope from it, so the
+driver drains and commits the calls that settle while the workers unwind before the
+``Cancelled`` ends in the nursery. An execute wrapper sees
 ``trio.Cancelled`` come out of ``await next()``, and the worker then maps the call to
 ``ABORTED`` or ``ABORTED_BEFORE_DISPATCH`` by whether its body was invoked. Abort stops
 starting, drains and commits what started, then gives every unstarted call a synthetic
@@ -148,7 +155,7 @@ async def open_tool_batch(
     raised: BaseException | None = None
     try:
         async with trio.open_nursery() as batch_nursery:
-            batch_nursery.start_soon(batch._run, batch_nursery)
+            batch_nursery.start_soon(batch._drive)
             try:
                 yield batch
             except BaseException as exc:
@@ -268,8 +275,7 @@ async def run_tool_calls(
             await trio.lowlevel.checkpoint_if_cancelled()
             await batch._run(None)
         else:
-            async with trio.open_nursery() as nursery:
-                await batch._run(nursery)
+            await batch._drive()
     except BaseExceptionGroup as group:
         raise collapse(group, drop_cancelled=True) from None
     finally:

@@ -21,6 +21,7 @@ dispatch resolves the definition current when it starts.
 
 from __future__ import annotations
 
+from collections.abc import Coroutine
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any, Final
 
@@ -70,7 +71,9 @@ __all__ = [
     "conclude",
     "execute",
     "finalize",
+    "finalize_now",
     "policy",
+    "policy_now",
     "prepare",
     "start",
 ]
@@ -142,6 +145,17 @@ async def policy(call: CallRecord, grace: float = DEFAULT_HOOK_ABORT_GRACE) -> N
     ``grace``: the seconds the waterfall and the approval may still run after the
     call's abort; past them they are cancelled and the call is ``ABORTED_BEFORE_DISPATCH``.
     """
+    rest = policy_now(call, grace)
+    if rest is not None:
+        await rest
+
+
+def policy_now(
+    call: CallRecord, grace: float = DEFAULT_HOOK_ABORT_GRACE
+) -> Coroutine[Any, Any, None] | None:
+    """:func:`policy` run by hand up to its first suspension: ``None`` when it is done
+    (most policy hooks never suspend: no coroutine layer of ours), else the rest of it,
+    a coroutine to await."""
     plan = call.current_plan()
     hooks = plan.hooks
     if hooks.pre:
@@ -156,24 +170,68 @@ async def policy(call: CallRecord, grace: float = DEFAULT_HOOK_ABORT_GRACE) -> N
             except StopIteration as done:
                 decision = done.value
             else:
-                decision = await Suspended(step, trap).rest(call.caller, grace)
+                return _policy_rest(call, Suspended(step, trap), grace)
             if type(decision) is not Allow:
                 denial: Any = CUT
                 if decision is not CUT:
                     denial = first_step(resolve_decision(decision, execution, hooks.approval))
                     if type(denial) is Suspended:
-                        denial = await denial.rest(call.caller, grace)
-                if denial is CUT:
-                    call.resolve(ABORTED_BEFORE_DISPATCH_RESULT, RESOLVED)
-                    return
-                if denial is not None:
-                    call.resolve(denial, RESOLVED)
-                    return
+                        return _denial_rest(call, denial, grace)
+                if _deny(call, denial):
+                    return None
         except Exception as exc:
             call.resolve(failure_result(exc), FINAL)
-            return
+            return None
         hooks = call.current_plan().hooks
-    guards = hooks.guards
+    _guards(call, hooks.guards)
+    return None
+
+
+async def _policy_rest(call: CallRecord, waterfall: Suspended, grace: float) -> None:
+    """The rest of a policy whose pre-execute waterfall suspended."""
+    try:
+        decision = await waterfall.rest(call.caller, grace)
+        if type(decision) is not Allow:
+            denial: Any = CUT
+            if decision is not CUT:
+                plan = call.current_plan()
+                execution = call._execution or call.execution
+                denial = first_step(resolve_decision(decision, execution, plan.hooks.approval))
+                if type(denial) is Suspended:
+                    denial = await denial.rest(call.caller, grace)
+            if _deny(call, denial):
+                return
+    except Exception as exc:
+        call.resolve(failure_result(exc), FINAL)
+        return
+    _guards(call, call.current_plan().hooks.guards)
+
+
+async def _denial_rest(call: CallRecord, approval: Suspended, grace: float) -> None:
+    """The rest of a policy whose approval request suspended."""
+    try:
+        denial = await approval.rest(call.caller, grace)
+    except Exception as exc:
+        call.resolve(failure_result(exc), FINAL)
+        return
+    if _deny(call, denial):
+        return
+    _guards(call, call.current_plan().hooks.guards)
+
+
+def _deny(call: CallRecord, denial: Any) -> bool:
+    """Resolve a call whose pre-execute did not allow it; ``False``: approval allowed it."""
+    if denial is CUT:
+        call.resolve(ABORTED_BEFORE_DISPATCH_RESULT, RESOLVED)
+        return True
+    if denial is not None:
+        call.resolve(denial, RESOLVED)
+        return True
+    return False
+
+
+def _guards(call: CallRecord, guards: tuple[Any, ...]) -> None:
+    """The guards, then the cancellation re-check (the end of :func:`policy`)."""
     if guards:
         execution = call._execution or call.execution
         for guard in guards:
@@ -212,6 +270,18 @@ async def finalize(
     them it is cancelled and the call is ``ABORTED`` (``ABORTED_BEFORE_DISPATCH`` if
     its body never ran).
     """
+    result = finalize_now(call, grace)
+    if isinstance(result, ToolExecutionResult):
+        return result
+    return await result
+
+
+def finalize_now(
+    call: CallRecord, grace: float = DEFAULT_HOOK_ABORT_GRACE
+) -> ToolExecutionResult | Coroutine[Any, Any, ToolExecutionResult]:
+    """:func:`finalize` run by hand up to its first suspension: the final result when
+    post-execute did not suspend (no coroutine layer of ours), else the rest of it, a
+    coroutine to await for the result."""
     result = call.result
     assert result is not None
     plan = call.current_plan()
@@ -228,19 +298,37 @@ async def finalize(
                 except StopIteration as done:
                     decision = done.value
                 else:
-                    decision = await Suspended(step, trap).rest(call.caller, grace)
-                if decision is CUT:
-                    result = abort_result(call, result)
-                else:
-                    result = apply_post(decision, result)
+                    return _finalize_rest(call, result, Suspended(step, trap), grace)
+                _post_decided(call, result, decision)
             except Exception as exc:
-                result = failure_result(exc)
-            else:
-                if call.caller._cancelled and not result.is_error:
-                    result = abort_result(call, result)
-            call.result = result
-            call.state = FINAL
+                call.result = failure_result(exc)
+                call.state = FINAL
     return conclude(call)
+
+
+async def _finalize_rest(
+    call: CallRecord, result: ToolExecutionResult, waterfall: Suspended, grace: float
+) -> ToolExecutionResult:
+    """The rest of a finalize whose post-execute waterfall suspended."""
+    try:
+        decision = await waterfall.rest(call.caller, grace)
+        _post_decided(call, result, decision)
+    except Exception as exc:
+        call.result = failure_result(exc)
+        call.state = FINAL
+    return conclude(call)
+
+
+def _post_decided(call: CallRecord, result: ToolExecutionResult, decision: Any) -> None:
+    """Apply the post-execute waterfall's decision (``CUT``: the grace ran out)."""
+    if decision is CUT:
+        result = abort_result(call, result)
+    else:
+        result = apply_post(decision, result)
+        if call.caller._cancelled and not result.is_error:
+            result = abort_result(call, result)
+    call.result = result
+    call.state = FINAL
 
 
 def conclude(call: CallRecord, plan: ToolPlan | None = None) -> ToolExecutionResult:
