@@ -16,14 +16,14 @@ need no SDK.
 from __future__ import annotations
 
 from ._core._homes import fixup_module_metadata as _fixup_module_metadata
+from ._mcp._answering import ElicitHandler as ElicitHandler
+from ._mcp._answering import SampleHandler as SampleHandler
 from ._mcp._convert import blocks_from_mcp as blocks_from_mcp
 from ._mcp._convert import blocks_to_mcp as blocks_to_mcp
 from ._mcp._http import RemoteServeError as RemoteServeError
 from ._mcp._http import mcp_asgi_app as mcp_asgi_app
 from ._mcp._http import serve_mcp_http as serve_mcp_http
-from ._mcp._mount import ElicitHandler as ElicitHandler
 from ._mcp._mount import McpMount as McpMount
-from ._mcp._mount import SampleHandler as SampleHandler
 from ._mcp._mount import open_mcp_mount as open_mcp_mount
 from ._mcp._serve import ERROR_META_KEY as ERROR_META_KEY
 from ._mcp._serve import mcp_server as mcp_server

@@ -16,10 +16,7 @@ for one.
 
 A server may ask the user something mid-call: pushed as ``elicitation/create`` on a
 handshake-era connection, or returned as an input-required result on a 2026-07-28
-one (the call is then retried with the answers). Either way the question goes to the
-mount's ``on_elicit`` callback, or else to the host's approval service (a question
-that asks for nothing but a yes), or is declined with the reason. Sampling requests
-go to ``on_sample``, or are declined.
+one (the call is then retried with the answers). ``_answering`` answers it.
 
 The tool list and the definitions made from it live in ``_listing``.
 """
@@ -28,9 +25,9 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Final, TypeAlias
+from typing import Any, Final
 
 import mcp.types as types
 import trio
@@ -48,12 +45,13 @@ from .._core._errors import (
     McpServerGoneError,
     RegistrationError,
 )
-from .._core._execution import ApprovalRequest, ApprovalService, ToolRunContext
+from .._core._execution import ToolRunContext
 from .._core._groups import innermost
 from .._core._json import thaw
 from .._core._progress import ProgressReport, current_sink
 from .._pipeline._registry import Disposer, ToolRegistry, ToolScope
 from .._tools._definition import ToolDefinition
+from ._answering import ElicitHandler, SampleHandler, ServerQuestions
 from ._convert import blocks_from_mcp
 from ._listing import (
     OutputCheck,
@@ -64,17 +62,9 @@ from ._listing import (
 )
 from ._transport import WatchedTransport, connection_target, describe
 
-__all__ = ["ElicitHandler", "McpMount", "SampleHandler", "open_mcp_mount"]
+__all__ = ["McpMount", "open_mcp_mount"]
 
 _log: Final = logging.getLogger("toolnursery.mcp")
-
-ElicitHandler: TypeAlias = Callable[[types.ElicitRequestParams], Awaitable[types.ElicitResult]]
-"""``on_elicit(params)``: answers a mounted server's question to the user."""
-
-SampleHandler: TypeAlias = Callable[
-    [types.CreateMessageRequestParams], Awaitable[types.CreateMessageResult]
-]
-"""``on_sample(params)``: answers a mounted server's request for a model completion."""
 
 _CALL_RESULT: Final[TypeAdapter[types.CallToolResult | types.InputRequiredResult]] = TypeAdapter(
     types.CallToolResult | types.InputRequiredResult
@@ -129,8 +119,7 @@ class McpMount:
         self._owner = owner
         self._label = label
         self._prefix = prefix
-        self._on_elicit = on_elicit
-        self._on_sample = on_sample
+        self._questions = ServerQuestions(owner, on_elicit, on_sample)
         self._client: Client | None = None
         self._registered: dict[str, tuple[types.Tool, Disposer]] = {}
         self._skipped: dict[str, str] = {}
@@ -294,7 +283,7 @@ class McpMount:
                 state = answer.request_state
                 if answer.input_requests:
                     pause = _STATE_ONLY_BACKOFF[0]
-                    responses = await self._answer_all(answer.input_requests, ctx, tool)
+                    responses = await self._questions.answer_all(answer.input_requests, ctx, tool)
                 else:
                     await trio.sleep(pause)
                     pause = min(pause * 2, _STATE_ONLY_BACKOFF[1])
@@ -327,82 +316,18 @@ class McpMount:
 
     # -- questions from the server ---------------------------------------------------
 
-    async def _answer_all(
-        self, requests: Mapping[str, types.InputRequest], ctx: ToolRunContext, tool: str
-    ) -> dict[str, Any]:
-        answers: dict[str, Any] = {}
-        for key, request in requests.items():
-            answer = await self._answer(request, ctx, tool)
-            if isinstance(answer, types.ErrorData):
-                raise McpCallError(
-                    f'MCP tool "{tool}" needed input the mount could not give: {answer.message}',
-                    code=MCP_REQUEST_FAILED,
-                )
-            answers[key] = answer
-        return answers
-
-    async def _answer(
-        self, request: types.InputRequest, ctx: ToolRunContext | None, tool: str | None
-    ) -> types.ElicitResult | types.CreateMessageResult | types.ErrorData:
-        if isinstance(request, types.ElicitRequest):
-            return await self._elicit(request.params, ctx, tool)
-        if isinstance(request, types.CreateMessageRequest):
-            if self._on_sample is None:
-                return _declined("sampling", "on_sample=")
-            return await self._on_sample(request.params)
-        return _declined("roots", None)
-
-    async def _elicit(
-        self, params: types.ElicitRequestParams, ctx: ToolRunContext | None, tool: str | None
-    ) -> types.ElicitResult | types.ErrorData:
-        if self._on_elicit is not None:
-            return await self._on_elicit(params)
-        approval = self._approval()
-        if approval is None:
-            return _declined("elicitation", "on_elicit=")
-        if not _asks_only_yes(params):
-            return types.ErrorData(
-                code=types.INVALID_REQUEST,
-                message="elicitation declined: the host's approval service answers yes or no; "
-                "this form asks for data (give the mount an on_elicit= callback)",
-            )
-        if ctx is None:
-            return types.ErrorData(
-                code=types.INVALID_REQUEST,
-                message="elicitation declined: it names no call the host can ask about",
-            )
-        outcome = await approval.request(
-            ApprovalRequest(
-                agent=ctx.agent,
-                tool_name=ctx.name,
-                call_id=ctx.call_id,
-                reason=params.message,
-                signal=ctx.signal,
-            )
-        )
-        if outcome == "allowed-once":
-            return types.ElicitResult(action="accept", content={})
-        return types.ElicitResult(action="decline" if outcome == "rejected" else "cancel")
-
-    def _approval(self) -> ApprovalService | None:
-        owner = self._owner
-        registry = owner.registry if isinstance(owner, ToolScope) else owner
-        return registry.approval
-
     async def _pushed_elicit(
         self, context: ClientRequestContext, params: types.ElicitRequestParams
     ) -> types.ElicitResult | types.ErrorData:
         # A handshake-era server pushes its question; it belongs to a call only when
         # exactly one is in flight.
         calls = tuple(self._calls.values())
-        return await self._elicit(params, calls[0] if len(calls) == 1 else None, None)
+        return await self._questions.elicit(params, calls[0] if len(calls) == 1 else None, None)
 
     async def _pushed_sample(
         self, context: ClientRequestContext, params: types.CreateMessageRequestParams
     ) -> types.CreateMessageResult | types.ErrorData:
-        if self._on_sample is None:
-            return _declined("sampling", "on_sample=")
-        return await self._on_sample(params)
+        return await self._questions.sample(params)
 
     # -- the connection --------------------------------------------------------------
 
@@ -459,21 +384,6 @@ class McpMount:
                 await self.refresh()
             except (McpMountError, McpServerGoneError) as exc:
                 _log.warning("%s: keeping the previous tools: %s", self._label, exc)
-
-
-def _declined(what: str, option: str | None) -> types.ErrorData:
-    how = f" (give the mount an {option} callback)" if option else ""
-    return types.ErrorData(
-        code=types.INVALID_REQUEST, message=f"{what} declined: this client does not offer it{how}"
-    )
-
-
-def _asks_only_yes(params: types.ElicitRequestParams) -> bool:
-    """Whether a question needs nothing but consent: a form with no required field."""
-    if not isinstance(params, types.ElicitRequestFormParams):
-        return False
-    schema: Mapping[str, Any] = params.requested_schema
-    return not schema.get("required")
 
 
 @asynccontextmanager
@@ -574,7 +484,7 @@ async def open_mcp_mount(
         log_level="debug" if on_log is not None else None,
         message_handler=mount._handle_message,
         elicitation_callback=(
-            mount._pushed_elicit if on_elicit is not None or mount._approval() else None
+            mount._pushed_elicit if on_elicit is not None or mount._questions.approval() else None
         ),
         sampling_callback=mount._pushed_sample if on_sample is not None else None,
         client_info=_CLIENT_INFO,

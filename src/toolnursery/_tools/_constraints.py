@@ -2,7 +2,7 @@
 
 One table says which keyword applies to which JSON type and how a violation reads;
 :func:`compile_checks` turns a property's keywords into checks for a compiled
-:class:`~toolnursery._tools._schema.Node` (the DSL's and a Struct's), and
+:class:`~toolnursery._tools._validator.Node` (the DSL's and a Struct's), and
 :func:`rule` gives the violation text the raw JSON Schema validator reuses, so all
 three speak alike: ``"count" must be >= 1``, ``"tags" must have at most 3 items``.
 

@@ -43,10 +43,11 @@ from ._inject import DependsHook
 from ._output import OutputRenderer, attach_output
 from ._pydantic_params import model_plan, signature_plan, uses_pydantic
 from ._raw import mark_validating
-from ._schema import SchemaProp, Validator, compile_spec, validator_for
+from ._schema import SchemaProp, compile_spec
 from ._signature import Kind, Param, for_pydantic, for_struct, invoker, read_signature
 from ._strict import from_strict_arguments, strict_json_schema
 from ._struct_schema import struct_schema
+from ._validator import Validator, validator_for
 
 __all__ = ["define_tool", "tool"]
 

@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from .._core._errors import RegistrationError, ToolArgsError
-from ._schema import NOT_AN_OBJECT
+from ._validator import NOT_AN_OBJECT
 
 __all__ = ["model_plan", "signature_plan", "uses_pydantic"]
 

@@ -28,7 +28,8 @@ from .._core._errors import ToolArgsError
 from .._core._json import thaw
 from ._constraints import APPLIES_TO, rule
 from ._formats import format_checker
-from ._schema import NOT_AN_OBJECT, SpecError, Validator, compile_spec
+from ._schema import SpecError, compile_spec
+from ._validator import NOT_AN_OBJECT, Validator
 
 __all__ = [
     "VALIDATES_ATTR",

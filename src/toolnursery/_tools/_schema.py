@@ -16,24 +16,34 @@ for the checks and nothing else.
 
 Validation never raises for any ``args`` (totality covers arguments, not malformed
 specs): recursion follows the spec, never the input, so arbitrarily deep or hostile
-input costs at most one check per spec node and array element.
+input costs at most one check per spec node and array element. A spec compiles to the
+:class:`~toolnursery._tools._validator.Node` tree of :mod:`._validator`, which checks
+the arguments.
 
 :mod:`toolnursery._tools._struct_schema` derives the same two things — an inlined JSON Schema
-and compiled checks (the :class:`Node` tree here) with the same violation texts — from a
-frozen :class:`msgspec.Struct`, for ``define_tool`` and ``@tool``.
+and compiled checks (the same :class:`~toolnursery._tools._validator.Node` tree) with the
+same violation texts — from a frozen :class:`msgspec.Struct`, for ``define_tool`` and ``@tool``.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, NotRequired, Required, TypeAlias, TypedDict, cast
 
-from msgspec import UNSET
-
 from .._core._json import thaw
-from ._constraints import Check, ConstraintError, compile_checks, json_constraints
+from ._constraints import ConstraintError, compile_checks, json_constraints
+from ._validator import (
+    Node,
+    Props,
+    Validator,
+    compact_json,
+    is_boolean,
+    is_integer,
+    is_number,
+    is_string,
+    validator_for,
+)
 
 __all__ = [
     "SchemaProp",
@@ -104,23 +114,9 @@ class SchemaProp(TypedDict, total=False):
 SchemaSpec: TypeAlias = dict[str, SchemaProp]
 """The author-facing parameter schema: argument name → :class:`SchemaProp`."""
 
-Validator: TypeAlias = Callable[[object], list[str]]
-"""A compiled validator: arguments → violations (``[]`` when they conform)."""
-
-NOT_AN_OBJECT = '"arguments" must be an object'
-"""The single violation reported for arguments that are not a JSON object."""
-
 _SCHEMA_TYPES = ("string", "number", "integer", "boolean", "object", "array")
 _SCALAR_TYPES = ("string", "number", "integer", "boolean")
 _KEYWORDS = frozenset(SchemaProp.__annotations__)
-_MISSING: Any = object()
-_dict_get = dict.get
-_dict_items = dict.items
-
-
-def _compact(value: object) -> str:
-    """Render ``value`` as compact JSON, the way ``JSON.stringify`` would."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def _is_required(prop: Mapping[str, Any]) -> bool:
@@ -213,219 +209,6 @@ def _array_enum(prop: Mapping[str, Any]) -> Sequence[Any] | None:
     return None
 
 
-# --- validation engine --------------------------------------------------------------
-
-
-def _is_string(value: object) -> bool:
-    return isinstance(value, str)
-
-
-def _is_number(value: object) -> bool:
-    t = type(value)
-    if t is int or t is float:
-        return True
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _is_integer(value: object) -> bool:
-    # JSON has one number type: 2.0 is the integer 2 (as JSON Schema's "integer" says).
-    t = type(value)
-    if t is int:
-        return True
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, int):
-        return True
-    return isinstance(value, float) and value.is_integer()
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_boolean(value: object) -> bool:
-    return isinstance(value, bool)
-
-
-def _is_object(value: object) -> bool:
-    return isinstance(value, dict)
-
-
-def _is_array(value: object) -> bool:
-    return isinstance(value, list | tuple)
-
-
-def _is_anything(value: object) -> bool:
-    return True
-
-
-_TESTS: dict[str, tuple[Callable[[object], bool], str]] = {
-    "string": (_is_string, "a string"),
-    "number": (_is_number, "a number"),
-    "integer": (_is_integer, "an integer"),
-    "boolean": (_is_boolean, "a boolean"),
-    "object": (_is_object, "an object"),
-    "array": (_is_array, "an array"),
-    "any": (_is_anything, "anything"),
-}
-
-Props: TypeAlias = "tuple[tuple[str, bool, Node], ...]"
-"""A compiled object: ``(key, required, node)`` in declaration order."""
-
-
-def _json_kind(value: object) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return type(value).__name__
-
-
-class Node:
-    """One compiled schema node: a type test plus what to check inside the value.
-
-    ``kind`` is a DSL type, or ``any`` (no type test). ``nullable`` lets ``None``
-    through (a Struct's ``T | None``). ``enum`` is checked on every kind but
-    ``object`` and ``array``; ``props`` only on ``object``; ``items`` only on
-    ``array``; ``values`` (every value of a mapping) only on ``object`` nodes
-    without ``props``. ``checks`` (:mod:`._constraints`) run on every value that
-    passed the type test. ``exact_int`` makes an ``integer`` enum refuse ``2.0``
-    (msgspec will not convert it to a ``Literal`` int). ``alternatives`` makes a
-    union (of kind ``any``): a value passes when it passes one of them.
-    """
-
-    __slots__ = (
-        "alternatives",
-        "checks",
-        "enum_message",
-        "enum_others",
-        "enum_strings",
-        "items",
-        "kind",
-        "nullable",
-        "plain",
-        "props",
-        "test",
-        "type_message",
-        "values",
-    )
-
-    def __init__(
-        self,
-        kind: str,
-        *,
-        enum: Sequence[object] | None = None,
-        props: Props | None = None,
-        items: Node | None = None,
-        values: Node | None = None,
-        nullable: bool = False,
-        exact_int: bool = False,
-        alternatives: Sequence[Node] | None = None,
-        checks: Sequence[Check] = (),
-    ) -> None:
-        self.kind = kind
-        self.checks: tuple[Check, ...] = tuple(checks)
-        self.test, noun = _TESTS[kind]
-        self.nullable = nullable
-        self.type_message = f" must be {noun} or null" if nullable else f" must be {noun}"
-        scalar = kind not in ("object", "array", "any")
-        self.enum_message: str | None = None
-        self.enum_strings: frozenset[str] = frozenset()
-        self.enum_others: tuple[object, ...] = ()
-        if enum is not None and kind not in ("object", "array"):
-            if kind == "integer" and exact_int:
-                # Literal/IntEnum members are ints; msgspec will not widen 2.0 to them.
-                self.test = _is_int
-            self.enum_message = " must be one of " + _compact(list(enum))
-            self.enum_strings = frozenset(e for e in enum if type(e) is str)
-            self.enum_others = tuple(e for e in enum if type(e) is not str)
-        self.props = props if kind == "object" else None
-        self.items = items if kind == "array" else None
-        self.values = values if kind == "object" and props is None else None
-        self.plain = scalar and self.enum_message is None and not self.checks
-        self.alternatives: tuple[Node, ...] | None = None
-        if alternatives is not None:
-            self.alternatives = tuple(alternatives)
-            nouns = [_TESTS[a.kind][1] for a in self.alternatives] + (["null"] if nullable else [])
-            self.type_message = " must be " + " or ".join(dict.fromkeys(nouns))
-
-    def constrain(self, checks: Sequence[Check]) -> None:
-        """Add ``checks`` to the node (a value then needs to pass them too)."""
-        if checks:
-            self.checks += tuple(checks)
-            self.plain = False
-
-    def in_enum(self, value: object) -> bool:
-        """Whether ``value`` (which passed the type test) is one of the enum values."""
-        if isinstance(value, str):
-            return str.__str__(value) in self.enum_strings or any(
-                type(e) is not str and isinstance(e, str) and e == value for e in self.enum_others
-            )
-        kind = _json_kind(value)
-        return any(_json_kind(e) == kind and e == value for e in self.enum_others)
-
-
-def _check_props(obj: dict[str, Any], props: Props, prefix: str, out: list[str]) -> None:
-    for key, required, node in props:
-        value = _dict_get(obj, key, _MISSING)
-        if value is _MISSING or value is UNSET:
-            if required:
-                out.append(f'missing required property "{prefix}{key}"')
-            continue
-        if node.plain and node.test(value):
-            continue  # the common case: a valid scalar needs no path and no call
-        _check(value, node, prefix + key, out)
-
-
-def _check(value: Any, node: Node, path: str, out: list[str]) -> None:
-    if value is None and node.nullable:
-        return
-    if node.alternatives is not None:
-        typed: list[str] | None = None
-        for alternative in node.alternatives:
-            found: list[str] = []
-            _check(value, alternative, path, found)
-            if not found:
-                return
-            if typed is None and alternative.test(value):
-                typed = found  # of the right type, but it broke a constraint: say which
-        out.extend(typed or (f'"{path}"{node.type_message}',))
-        return
-    if not node.test(value):
-        out.append(f'"{path}"{node.type_message}')
-        return
-    if node.enum_message is not None and not node.in_enum(value):
-        out.append(f'"{path}"{node.enum_message}')
-    for passes, message in node.checks:
-        if not passes(value):
-            out.append(f'"{path}"{message}')
-    if node.props is not None:
-        _check_props(value, node.props, path + ".", out)
-    elif node.items is not None:
-        items = node.items
-        for i, item in enumerate(value):
-            _check(item, items, f"{path}[{i}]", out)
-    elif node.values is not None:
-        values = node.values
-        for key, item in _dict_items(value):
-            _check(item, values, f"{path}.{key}", out)
-
-
-def validator_for(props: Props) -> Validator:
-    """Return the validator of an object whose properties are ``props``."""
-
-    def validate(args: object) -> list[str]:
-        if not isinstance(args, dict):
-            return [NOT_AN_OBJECT]
-        out: list[str] = []
-        _check_props(args, props, "", out)
-        return out
-
-    return validate
-
-
 # --- compiling a SchemaSpec ------------------------------------------------------------
 
 
@@ -500,7 +283,7 @@ def _compile_prop(prop: Mapping[str, Any], active: set[int], path: str, *, stric
         raise TypeError(f"a SchemaProp must be a mapping, not {type(prop).__name__}")
     kind = prop.get("type")
     if not isinstance(kind, str) or kind not in _SCHEMA_TYPES:
-        raise ValueError(f"unreachable variant in validateArgs: {_compact(kind)}")
+        raise ValueError(f"unreachable variant in validateArgs: {compact_json(kind)}")
     if strict:
         _check_keywords(prop, kind, path)
     try:
@@ -547,14 +330,12 @@ def _compile_prop(prop: Mapping[str, Any], active: set[int], path: str, *, stric
 
 
 _ENUM_FITS: dict[str, tuple[Callable[[object], bool], str]] = {
-    "string": (_is_string, "a string"),
-    "number": (lambda v: _is_number(v) and math.isfinite(cast(float, v)), "a finite number"),
-    "integer": (lambda v: _is_integer(v) and math.isfinite(cast(float, v)), "an integer"),
-    "boolean": (_is_boolean, "a boolean"),
+    "string": (is_string, "a string"),
+    "number": (lambda v: is_number(v) and math.isfinite(cast(float, v)), "a finite number"),
+    "integer": (lambda v: is_integer(v) and math.isfinite(cast(float, v)), "an integer"),
+    "boolean": (is_boolean, "a boolean"),
     "any": (
-        lambda v: (
-            _is_string(v) or _is_boolean(v) or (_is_number(v) and math.isfinite(cast(float, v)))
-        ),
+        lambda v: is_string(v) or is_boolean(v) or (is_number(v) and math.isfinite(cast(float, v))),
         "a string, number or boolean",
     ),
 }
@@ -597,7 +378,7 @@ def _check_keywords(prop: Mapping[str, Any], kind: str, path: str) -> None:
     fits, noun = _ENUM_FITS[member_kind]
     for value in enum:
         if not fits(value):
-            raise SpecError(f"{where}: enum value {_compact(value)} is not {noun}")
+            raise SpecError(f"{where}: enum value {compact_json(value)} is not {noun}")
 
 
 def validate_args(spec: Mapping[str, SchemaProp], args: object) -> list[str]:

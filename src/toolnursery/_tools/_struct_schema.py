@@ -1,7 +1,7 @@
 """Struct parameters: a frozen :class:`msgspec.Struct` → an inlined JSON Schema and checks.
 
 ``define_tool(parameters=SomeStruct)`` and ``@tool`` (which builds a Struct from the
-signature) derive the model-facing schema and compiled :class:`~toolnursery._tools._schema.Node`
+signature) derive the model-facing schema and compiled :class:`~toolnursery._tools._validator.Node`
 checks with the DSL's violation texts; msgspec then converts the checked arguments to
 the Struct, enforcing its constraints. What the schema advertises is what is enforced:
 a type with no JSON Schema form here, or ``Annotated`` metadata msgspec would ignore, is
@@ -31,7 +31,7 @@ from msgspec import NODEFAULT
 from .._core._errors import StructSchemaError
 from .._core._json import thaw
 from ._constraints import ConstraintError, compile_checks, json_constraints
-from ._schema import Node, Props
+from ._validator import Node, Props
 
 __all__ = ["FieldDocs", "struct_schema"]
 
