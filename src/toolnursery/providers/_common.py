@@ -34,6 +34,7 @@ __all__ = [
     "json_text",
     "made_up_id",
     "position",
+    "sole_text",
     "strict_parameters",
 ]
 
@@ -289,8 +290,20 @@ def context_parts(results: Iterable[ToolExecutionResult]) -> Iterator[tuple[str,
             yield from content_parts(context.content)
 
 
+def sole_text(blocks: Sequence[Any]) -> str | None:
+    """The text of ``blocks`` when they are one text block (most results), else ``None``."""
+    if len(blocks) == 1:
+        block = blocks[0]
+        if type(block) is TextContent:
+            return block.text
+    return None
+
+
 def flat_text(blocks: Sequence[Any]) -> str:
     """The blocks as one text: text blocks joined by newlines, images as a note."""
+    text = sole_text(blocks)
+    if text is not None:
+        return text
     return "\n".join(
         value if kind == "text" else image_note(value) for kind, value in content_parts(blocks)
     )
