@@ -21,7 +21,7 @@ each side, alternating (for the bundled trivial tool, as many batches as make ab
 1000 calls); a repetition is the median of its samples, and the report gives the
 median, min and max over the repetitions. One more run, with the registry's per-phase
 timings on, gives each phase's share. Nothing is drawn or recorded while a side is
-timed: the progress display moves between samples only.
+timed: the progress display moves between repetitions only.
 """
 
 from __future__ import annotations
