@@ -1,38 +1,44 @@
-"""What the provider adapters add per call, over the scheduler's own per-call cost.
+"""What the provider adapters add per call, over the scheduler alone on the same calls.
 
-For each format (OpenAI Chat Completions, OpenAI Responses, Anthropic Messages) a
-batch of N parallel-safe calls with no hooks (body: one checkpoint) is run three ways
-in the same process, and each is reported in µs per call (median of repetitions):
+For each format (OpenAI Chat Completions, OpenAI Responses, Anthropic Messages), given
+as plain dicts (as the wire carries them) and, when the SDK is installed, as the SDK's
+own objects (built before timing), a batch of N parallel-safe calls (body: one
+checkpoint, no hooks) goes from the provider's response to the provider's result
+messages, two ways:
 
-* ``bare``: a bare ``trio.open_nursery()`` that ``start_soon``-s the body once per call;
-* ``scheduler``: ``open_tool_batch`` fed the N ready-made ``ToolCall`` values, then
-  its results iterated (the scheduler's own cost);
-* ``adapter``: the whole provider path — the format's stream events (plain dicts, as
-  the wire carries them; and, when the SDK is installed, the SDK's own event
-  objects, built before timing) through ``stream_calls`` into the same kind of
-  batch, its ``pairs()`` iterated, and ``result_messages`` built.
+* ``response``: ``calls(response)`` → ``run_tool_calls`` → ``result_messages``;
+  against ``run_tool_calls`` on the same ready-made ``ToolCall`` values;
+* ``stream``: the format's stream events through ``stream_calls`` into an
+  ``open_tool_batch``, the text iterated, ``pairs()`` iterated, ``result_messages``
+  built; against ``open_tool_batch`` fed the same ready-made calls and iterated.
+  Each call streams as the SDKs do: a start event, its arguments in three deltas, an
+  end event; one text delta leads the response.
 
-``overhead`` is (adapter − scheduler) / scheduler: the goal is at most 20 %. Because
-that difference of two noisy timings is itself noisy, the adapter's own work is also
-timed alone: ``feed`` (events → calls, into a batch stand-in that only collects them,
-and ``pairs()`` over ready results) and ``messages`` (results → ``result_messages``);
-``own`` is (feed − stream + messages) / scheduler, where ``stream`` is the cost of
-iterating the recorded events alone (what any loop over the SDK's stream pays).
+``overhead`` is (adapter − scheduler) / scheduler, the goal at most 20 %. That
+difference of two timings is noisy, so the adapter's own work is also timed alone and
+reported as ``own`` (its share of the scheduler's time): for ``response``, ``calls()``
+plus ``result_messages()`` over ready results; for ``stream``, the events fed into a
+batch stand-in that only collects the calls, ``pairs()`` over ready results and
+``result_messages()``, less the cost of iterating the recorded events alone (what any
+loop over the SDK's stream pays).
 
-Times are the CPU time of the thread (``time.thread_time``; trio runs on one thread),
-not wall time: on a shared machine a wall clock also counts the time the process
-waits for a core. Timings are the minimum over repetitions
-(the least disturbed run on a shared machine), interleaved per repetition.
-Each call streams as the SDKs do: a start event, its arguments in three deltas, an
-end event; one text delta leads the response.
+Times are the process's CPU time (``time.process_time``; everything runs on the trio
+thread), not wall time: on a shared machine a wall clock also counts the time the
+process waits for a core. Every timed run of a row is interleaved: a sample times each
+of the row's runs once, one after the other; a repetition is the median of its
+samples, and the table shows µs per call and the percentages as the median (min–max)
+over the repetitions.
 
-Run: ``python benchmarks/bench_providers.py`` (``--quick``: fewer calls and repetitions).
+Run: ``python benchmarks/bench_providers.py`` (``--quick``: fewer calls and samples;
+``-n N``: the batch's size; ``--repeat R``).
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import statistics
+import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from functools import partial
@@ -220,11 +226,91 @@ def anthropic_events(n: int) -> list[dict[str, Any]]:
     return out
 
 
-FORMATS: dict[str, tuple[Callable[[int], list[dict[str, Any]]], Any]] = {
-    "openai-chat": (chat_events, openai_chat),
-    "openai-responses": (responses_events, openai_responses),
-    "anthropic": (anthropic_events, anthropic),
+def chat_response(n: int) -> dict[str, Any]:
+    calls = [
+        {
+            "id": f"call_{i}",
+            "type": "function",
+            "function": {"name": "read", "arguments": "".join(PIECES)},
+        }
+        for i in range(n)
+    ]
+    message = {"role": "assistant", "content": "Reading.", "tool_calls": calls}
+    return {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+    }
+
+
+def responses_response(n: int) -> dict[str, Any]:
+    text = {"type": "output_text", "text": "Reading.", "annotations": []}
+    output: list[dict[str, Any]] = [
+        {
+            "type": "message",
+            "id": "m",
+            "role": "assistant",
+            "status": "completed",
+            "content": [text],
+        }
+    ]
+    output += [
+        {
+            "type": "function_call",
+            "id": f"fc_{i}",
+            "call_id": f"call_{i}",
+            "name": "read",
+            "arguments": "".join(PIECES),
+            "status": "completed",
+        }
+        for i in range(n)
+    ]
+    return {**_response(), "output": output}
+
+
+def anthropic_response(n: int) -> dict[str, Any]:
+    content: list[dict[str, Any]] = [{"type": "text", "text": "Reading."}]
+    content += [
+        {"type": "tool_use", "id": f"toolu_{i}", "name": "read", "input": {"path": "src/file_.py"}}
+        for i in range(n)
+    ]
+    return {
+        "id": "msg",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": content,
+        "stop_reason": "tool_use",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
+
+
+FORMATS: dict[str, tuple[Callable[[int], Any], Callable[[int], Any], Any]] = {
+    "openai-chat": (chat_response, chat_events, openai_chat),
+    "openai-responses": (responses_response, responses_events, openai_responses),
+    "anthropic": (anthropic_response, anthropic_events, anthropic),
 }
+
+
+def sdk_response(fmt: str, response: dict[str, Any]) -> Any:
+    """The SDK's own response object for ``response`` (``None`` without the SDK)."""
+    try:
+        if fmt == "openai-chat":
+            from openai.types.chat import ChatCompletion
+
+            return ChatCompletion.model_validate(response)
+        if fmt == "openai-responses":
+            from openai.types.responses import Response
+
+            return Response.model_validate(response)
+        from anthropic.types import Message
+
+        return Message.model_validate(response)
+    except ImportError:
+        return None
 
 
 def sdk_objects(fmt: str, events: list[dict[str, Any]]) -> list[Any] | None:
@@ -252,12 +338,6 @@ def sdk_objects(fmt: str, events: list[dict[str, Any]]) -> list[Any] | None:
 async def replay(events: list[Any]) -> AsyncIterator[Any]:
     for event in events:
         yield event
-
-
-async def run_bare(n: int) -> None:
-    async with trio.open_nursery() as nursery:
-        for _ in range(n):
-            nursery.start_soon(body, None, None)
 
 
 async def run_scheduler(reg: ToolRegistry, calls: list[ToolCall]) -> None:
@@ -316,55 +396,103 @@ async def run_feed(module: Any, events: list[Any], result: Any) -> Any:
     return stream
 
 
-async def timed_all(fns: dict[str, Callable[[], Any]], n: int, reps: int) -> dict[str, float]:
-    samples: dict[str, list[float]] = {name: [] for name in fns}
+async def run_calls(reg: ToolRegistry, calls: list[ToolCall]) -> None:
+    await run_tool_calls(reg, calls, max_parallel=len(calls))
+
+
+async def run_response(reg: ToolRegistry, module: Any, response: Any) -> None:
+    calls = module.calls(response)
+    results = await run_tool_calls(reg, calls, max_parallel=len(calls))
+    assert module.result_messages(calls, results)
+
+
+async def run_response_own(module: Any, response: Any, results: list[Any]) -> None:
+    module.result_messages(module.calls(response), results)
+
+
+async def timed_rows(
+    fns: dict[str, Callable[[], Any]], n: int, reps: int, samples: int
+) -> dict[str, list[float]]:
+    """Per repetition, each run's µs per call: the median of ``samples`` interleaved
+    samples (a sample runs each of ``fns`` once, in turn)."""
+    out: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(reps):
-        for name, fn in fns.items():
-            gc.collect()
-            start = time.thread_time()
-            await fn()
-            samples[name].append((time.thread_time() - start) / n * 1e6)
-    return {name: min(values) for name, values in samples.items()}
+        taken: dict[str, list[float]] = {name: [] for name in fns}
+        for _ in range(samples):
+            for name, fn in fns.items():
+                gc.collect()
+                start = time.process_time()
+                await fn()
+                taken[name].append((time.process_time() - start) / n * 1e6)
+        for name, values in taken.items():
+            out[name].append(statistics.median(values))
+    return out
 
 
-async def main_async(n: int, reps: int) -> None:
+def spread(values: list[float], fmt: str) -> str:
+    return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}–{max(values):{fmt}})"
+
+
+async def main_async(n: int, reps: int, samples: int) -> None:
     reg = registry()
     calls = [ToolCall(f"call_{i}", "read", "".join(PIECES)) for i in range(n)]
-    print(f"{n} calls per batch, minimum of {reps} repetitions, µs per call")
+    print(f"python {sys.version.split()[0]}, trio {trio.__version__}")
     print(
-        f"{'format':<17} {'events':<6} {'bare':>6} {'scheduler':>9} {'adapter':>8} "
-        f"{'overhead':>8} {'stream':>6} {'feed':>6} {'messages':>8} {'own':>6}"
+        f"{n} calls per batch; CPU µs per call and % of the scheduler's time: "
+        f"median (min–max) over {reps} repetitions of {samples} interleaved samples"
     )
-    for fmt, (build, module) in FORMATS.items():
-        dicts = build(n)
-        kinds = [("dict", dicts)]
-        objects = sdk_objects(fmt, dicts)
-        if objects is not None:
-            kinds.append(("sdk", objects))
-        for kind, events in kinds:
-            await run_adapter(reg, module, events)  # warm up
-            result = (await run_tool_calls(reg, calls[:1]))[0]
-            done = await run_feed(module, events, result)
-            results = [result] * len(done.calls)
-            t = await timed_all(
-                {
-                    "bare": partial(run_bare, n),
-                    "scheduler": partial(run_scheduler, reg, calls),
-                    "adapter": partial(run_adapter, reg, module, events),
-                    "stream": partial(_iterate, events),
-                    "feed": partial(run_feed, module, events, result),
-                    "messages": partial(_messages, module, done.calls, results),
+    header = (
+        f"{'format':<17} {'path':<8} {'input':<5} {'scheduler µs':>20} {'adapter µs':>20} "
+        f"{'overhead %':>18} {'own %':>18}"
+    )
+    print(header)
+    print("-" * len(header))
+    result = (await run_tool_calls(reg, calls[:1]))[0]
+    results = [result] * n
+    for fmt, (build_response, build_events, module) in FORMATS.items():
+        response = build_response(n)
+        events = build_events(n)
+        inputs = [("dict", response, events)]
+        sdk = sdk_response(fmt, response)
+        objects = sdk_objects(fmt, events)
+        if sdk is not None and objects is not None:
+            inputs.append(("sdk", sdk, objects))
+        for kind, whole, streamed in inputs:
+            assert len(module.calls(whole)) == n
+            rows = {
+                "response": {
+                    "scheduler": partial(run_calls, reg, calls),
+                    "adapter": partial(run_response, reg, module, whole),
+                    "own": partial(run_response_own, module, whole, results),
                 },
-                n,
-                reps,
-            )
-            overhead = (t["adapter"] - t["scheduler"]) / t["scheduler"] * 100
-            own = (t["feed"] - t["stream"] + t["messages"]) / t["scheduler"] * 100
-            print(
-                f"{fmt:<17} {kind:<6} {t['bare']:>6.2f} {t['scheduler']:>9.2f} "
-                f"{t['adapter']:>8.2f} {overhead:>7.1f}% {t['stream']:>6.2f} {t['feed']:>6.2f} "
-                f"{t['messages']:>8.2f} {own:>5.1f}%"
-            )
+                "stream": {
+                    "scheduler": partial(run_scheduler, reg, calls),
+                    "adapter": partial(run_adapter, reg, module, streamed),
+                    "feed": partial(run_feed, module, streamed, result),
+                    "iterate": partial(_iterate, streamed),
+                    "messages": partial(_messages, module, calls, results),
+                },
+            }
+            for path, fns in rows.items():
+                for fn in fns.values():
+                    await fn()  # warm up
+                t = await timed_rows(fns, n, reps, samples)
+                sched, adapter = t["scheduler"], t["adapter"]
+                if path == "response":
+                    own = t["own"]
+                else:
+                    own = [
+                        f - i + m
+                        for f, i, m in zip(t["feed"], t["iterate"], t["messages"], strict=True)
+                    ]
+                over = [(a - s) / s * 100 for a, s in zip(adapter, sched, strict=True)]
+                own_pct = [o / s * 100 for o, s in zip(own, sched, strict=True)]
+                print(
+                    f"{fmt:<17} {path:<8} {kind:<5} {spread(sched, '.2f'):>20} "
+                    f"{spread(adapter, '.2f'):>20} {spread(over, '.1f'):>18} "
+                    f"{spread(own_pct, '.1f'):>18}",
+                    flush=True,
+                )
 
 
 async def _iterate(events: list[Any]) -> None:
@@ -378,10 +506,12 @@ async def _messages(module: Any, calls: list[ToolCall], results: list[Any]) -> N
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--quick", action="store_true", help="fewer calls and repetitions")
+    parser.add_argument("--quick", action="store_true", help="fewer calls and samples")
+    parser.add_argument("-n", type=int, default=None, help="calls per batch (default 1000)")
+    parser.add_argument("--repeat", type=int, default=3, help="repetitions per row")
     args = parser.parse_args()
-    n, reps = (200, 7) if args.quick else (1000, 15)
-    trio.run(main_async, n, reps)
+    n, samples = (200, 5) if args.quick else (1000, 9)
+    trio.run(main_async, args.n or n, args.repeat, samples)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -25,8 +26,21 @@ from toolnursery import (
     ToolStatistics,
 )
 from toolnursery.__main__ import main
-from toolnursery._cli._bench import BenchReport, bundled_calls, measure, render, resized
+from toolnursery._cli._bench import (
+    SAMPLE_CALLS,
+    SAMPLES,
+    TRIVIAL_TOOL,
+    WORKLOADS,
+    BenchReport,
+    Clock,
+    Spread,
+    bundled_calls,
+    measure,
+    render,
+    resized,
+)
 from toolnursery._cli._common import MAX_CALLS, MAX_PARALLEL, MAX_REPEAT
+from toolnursery._core._json import thaw
 
 Capture = pytest.CaptureFixture[str]
 QUICK = ["--repeat", "2", "--progress", "never"]
@@ -43,47 +57,98 @@ def report_of(capsys: Capture) -> tuple[BenchReport, dict[str, Any], str]:
 
 
 def runs_of(n: int, repeat: int) -> tuple[int, int]:
-    """(bodies, pipeline calls) a bench runs: warm-up, repetitions and the phase run."""
-    return n * (2 + 2 * repeat + 1), n * (1 + repeat + 1)
+    """(bodies, pipeline calls) a bench of the user's tools runs: a warm-up and
+    ``SAMPLES`` samples per repetition on each side, and the phase run."""
+    runs = 1 + repeat * SAMPLES
+    return n * (2 * runs + 1), n * (runs + 1)
 
 
-# -- the bundled tools ---------------------------------------------------------------------
-
-
-def test_bundled_tools_json_report(capsys: Capture) -> None:
-    assert main(["bench", "--json", "-n", "12", *QUICK]) == 0
-    report, raw, err = report_of(capsys)
-    assert err == ""
-    assert set(raw) == {
-        *("calls", "tools", "max_parallel", "repeat", "toolnursery_us", "bare_us", "ratio"),
-        *("phase_mean_us", "phase_share", "results_by_code", "python", "trio", "toolnursery"),
-    }
-    assert set(raw["ratio"]) == {"median", "min", "max", "runs"}
-    assert (report.calls, report.max_parallel, report.repeat) == (12, 12, 2)
-    assert set(report.tools) <= READ_ONLY
-    assert sum(report.tools.values()) == 12
-    assert report.results_by_code == {"ok": 12}
-    for spread in (report.toolnursery_us, report.bare_us, report.ratio):
-        assert len(spread.runs) == 2
+def check_clock(clock: Clock, repeat: int) -> None:
+    for spread in (clock.toolnursery_us, clock.bare_us, clock.ratio):
+        assert len(spread.runs) == repeat
         assert spread.min <= spread.median <= spread.max
         assert spread.min > 0
-    ours, bare = report.toolnursery_us.runs, report.bare_us.runs
-    assert report.ratio.runs == pytest.approx(tuple(a / b for a, b in zip(ours, bare, strict=True)))
+    ours, bare = clock.toolnursery_us.runs, clock.bare_us.runs
+    assert clock.ratio.runs == pytest.approx(tuple(a / b for a, b in zip(ours, bare, strict=True)))
+
+
+REPORT_KEYS = {
+    *("workload", "calls", "tools", "max_parallel", "repeat", "samples", "batches_per_sample"),
+    *("cpu", "wall", "phase_mean_us", "phase_share", "results_by_code", "load_average"),
+    *("python", "trio", "toolnursery"),
+}
+
+
+# -- the default: the benchmarks page's trivial workload -------------------------------------
+
+
+def test_the_default_is_the_trivial_workload_on_both_clocks(capsys: Capture) -> None:
+    assert main(["bench", "--json", "-n", "100", *QUICK]) == 0
+    report, raw, err = report_of(capsys)
+    assert err == ""
+    assert set(raw) == REPORT_KEYS
+    assert set(raw["cpu"]) == set(raw["wall"]) == {"toolnursery_us", "bare_us", "ratio"}
+    assert set(raw["cpu"]["ratio"]) == {"median", "min", "max", "runs"}
+    assert report.workload == "trivial"
+    assert (report.calls, report.max_parallel, report.repeat) == (100, 100, 2)
+    assert report.tools == {TRIVIAL_TOOL: 100}
+    assert (report.samples, report.batches_per_sample) == (SAMPLES, SAMPLE_CALLS // 100)
+    assert report.results_by_code == {"ok": 100}
+    check_clock(report.cpu, 2)
+    check_clock(report.wall, 2)
     assert report.phase_share is not None
     assert report.phase_mean_us is not None
     assert set(report.phase_share) == set(report.phase_mean_us)
     assert sum(report.phase_share.values()) == pytest.approx(1)
 
 
-def test_bundled_tools_text_report(capsys: Capture) -> None:
-    assert main(["bench", "-n", "6", "--max-parallel", "2", *QUICK]) == 0
+def test_a_sample_of_the_trivial_tool_is_at_least_one_batch(capsys: Capture) -> None:
+    assert main(["bench", "--json", "-n", str(SAMPLE_CALLS + 1), "--repeat", "1", *QUICK[2:]]) == 0
+    report, _, _ = report_of(capsys)
+    assert (report.calls, report.batches_per_sample) == (SAMPLE_CALLS + 1, 1)
+
+
+def test_the_text_report_labels_both_clocks_and_the_workload(capsys: Capture) -> None:
+    assert main(["bench", "-n", "50", "--max-parallel", "5", *QUICK]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("toolnursery bench: 6 calls (read_file x")
-    assert lines[0].endswith("), max_parallel 2, 2 repetitions")
-    assert [line.split()[0] for line in lines[1:5]] == ["median", "toolnursery", "bare", "ratio"]
-    assert lines[4].split()[1].endswith("x")
-    assert lines[5].startswith("phase shares: ")
-    assert lines[-1] == "results: ok 6"
+    assert lines[0] == (
+        f"toolnursery bench: 50 calls ({TRIVIAL_TOOL} x50), max_parallel 5, "
+        f"2 repetitions of {SAMPLES} interleaved samples"
+    )
+    assert lines[1] == f"workload: {WORKLOADS['trivial']}"
+    assert lines[2].split() == ["median", "min", "max", "spread"]
+    assert [line.split()[0] for line in lines[3:11]] == [
+        *("CPU", "toolnursery", "bare", "ratio"),
+        *("wall", "toolnursery", "bare", "ratio"),
+    ]
+    assert lines[3] == "CPU µs/call"
+    assert lines[7] == "wall µs/call"
+    assert lines[6].split()[1].endswith("x")
+    assert lines[10].split()[1].endswith("x")
+    assert lines[11].startswith("clocks: CPU is the process's CPU time (every thread); wall")
+    rest = lines[12:]
+    if hasattr(os, "getloadavg"):
+        assert rest.pop(0).startswith("load average: ")
+    assert rest[0].startswith("phase shares: ")
+    assert rest[1].startswith("mean wall µs per call in each phase")
+    assert rest[-1] == "results: ok 50"
+
+
+# -- the bundled example tools -----------------------------------------------------------------
+
+
+def test_examples_run_the_example_tools_on_a_generated_batch(capsys: Capture) -> None:
+    assert main(["bench", "--examples", "--json", "-n", "12", *QUICK]) == 0
+    report, _, err = report_of(capsys)
+    assert err == ""
+    assert report.workload == "examples"
+    assert (report.calls, report.batches_per_sample) == (12, 1)
+    assert set(report.tools) <= READ_ONLY
+    assert sum(report.tools.values()) == 12
+    assert report.results_by_code == {"ok": 12}
+    check_clock(report.cpu, 2)
+    check_clock(report.wall, 2)
+    assert "workload: the bundled example tools" in render(report)
 
 
 def test_the_generated_batch_cycles_reads_listings_and_a_search() -> None:
@@ -109,6 +174,33 @@ def test_progress_goes_to_stderr_and_leaves_stdout_json(capsys: Capture) -> None
     report, _, err = report_of(capsys)
     assert report.calls == 4
     assert "toolnursery bench:" in err
+
+
+def test_a_report_without_a_load_average_has_no_such_line() -> None:
+    spread = Spread.of([1.0])
+    clock = Clock(toolnursery_us=spread, bare_us=spread, ratio=spread)
+    report = BenchReport(
+        workload="tools",
+        calls=1,
+        tools={"t": 1},
+        max_parallel=1,
+        repeat=1,
+        samples=SAMPLES,
+        batches_per_sample=1,
+        cpu=clock,
+        wall=clock,
+        phase_mean_us=None,
+        phase_share=None,
+        results_by_code={"ok": 1},
+        load_average=None,
+        python="3",
+        trio="0",
+        toolnursery="0",
+    )
+    text = render(report)
+    assert "load average" not in text
+    assert f"workload: {WORKLOADS['tools']}" in text.splitlines()
+    assert "toolnursery bench: 1 calls (t x1), max_parallel 1, 1 repetition of" in text
 
 
 # -- a registry of the user's ---------------------------------------------------------------
@@ -223,6 +315,33 @@ async def test_calls_whose_arguments_cannot_be_parsed_run_on_neither_side() -> N
     assert SEEN["async"] == bodies  # c1's only
 
 
+async def test_both_sides_give_the_body_the_arguments_the_pipeline_would() -> None:
+    registry = ToolRegistry()
+    seen: dict[str, list[Any]] = {}
+
+    async def body(args: Any, ctx: ToolRunContext) -> str:
+        seen.setdefault(ctx.call_id, []).append(args)
+        await trio.lowlevel.checkpoint()
+        return "ok"
+
+    registry.register(ToolDefinition("t", "t", {}, body, is_concurrency_safe=lambda a: True))
+    calls = [
+        ToolCall("text", "t", '{"who": "x", "n": [1, 2]}'),
+        ToolCall("mapping", "t", {"who": "y"}),
+        ToolCall("empty", "t", ""),
+        ToolCall("not-json", "t", "plain words"),
+    ]
+    report = await measure(registry, calls, 4, 1)
+    assert report.results_by_code == {"INVALID_ARGS": 1, "ok": 3}
+    expected = {"text": {"who": "x", "n": [1, 2]}, "mapping": {"who": "y"}, "empty": {}}
+    bodies, _ = runs_of(1, 1)
+    assert set(seen) == set(expected)  # text that is not an object runs on neither side
+    for call_id, value in expected.items():
+        assert len(seen[call_id]) == bodies
+        # the pipeline's arguments are frozen (read-only mappings, tuples): compare thawed
+        assert all(thaw(args) == value for args in seen[call_id]), call_id
+
+
 # -- bad input --------------------------------------------------------------------------------
 
 
@@ -239,6 +358,15 @@ def test_tools_without_calls_is_a_usage_error(capsys: Capture) -> None:
         2,
         "toolnursery: error: --tools needs --calls: the bench runs the calls you give it "
         "on your tools\n",
+    )
+
+
+def test_examples_with_tools_is_a_usage_error(tmp_path: Path, capsys: Capture) -> None:
+    calls = write_calls(tmp_path, {"id": "a", "name": "awaiting"})
+    argv = ["bench", "--examples", "--tools", "test_cli_bench:bench_registry"]
+    assert error_of(capsys, [*argv, "--calls", str(calls)]) == (
+        2,
+        "toolnursery: error: --examples runs the bundled example tools: not with --tools\n",
     )
 
 
@@ -296,6 +424,7 @@ def test_calls_from_stdin(capsys: Capture, monkeypatch: pytest.MonkeyPatch) -> N
     assert main(["bench", "--calls", "-", "-n", "3", "--json", *QUICK]) == 0
     report, _, _ = report_of(capsys)
     assert (report.tools, report.results_by_code) == ({"list_dir": 3}, {"ok": 3})
+    assert report.workload == "examples"  # --calls alone: on the example tools
     monkeypatch.setattr("sys.stdin", io.StringIO("\n"))
     assert error_of(capsys, ["bench", "--calls", "-"]) == (
         2,

@@ -1,26 +1,36 @@
-"""``toolnursery bench``: what the pipeline costs on a registry's own calls.
+"""``toolnursery bench``: what the pipeline costs per call, against a bare trio nursery.
 
-The calls run through :func:`run_tool_calls` on the registry as it is — its hooks,
-policies and per-tool limits included — and, in the same process, the same tool bodies
-run in a bare trio nursery: one ``start_soon`` per call of a task that decodes the
-call's arguments and runs the body (a plain ``def`` body through
-``trio.to_thread.run_sync``, as the pipeline runs it), under a ``CapacityLimiter`` when
-``--max-parallel`` is below the number of calls. The bodies' contexts are built before
-the clock starts, so the bare side is the floor: the ratio is everything toolnursery
-adds (the arguments' freezing, policy, scheduling, results).
+By default the workload is the benchmarks page's headline (``bench_scheduler.py``):
+one bundled tool whose body awaits one checkpoint and returns, ``N`` calls with ``{}``
+arguments, no hooks. ``--tools`` runs the user's registry as it is — its hooks,
+policies and per-tool limits included — on the user's calls; ``--examples`` (or
+``--calls`` alone) runs the bundled example tools, which do real file I/O.
 
-The two sides alternate, after one untimed warm-up run of each; the report gives
-µs per call (median, min and max over the repetitions), the ratio of each
-repetition's pair, and the share of each pipeline phase, from one more run with the
-registry's per-phase timings on (when the registry keeps them). Nothing is drawn or
-recorded while a side is timed: the progress display moves between runs only.
+Each call goes through :func:`run_tool_calls` and, in the same process, through a bare
+trio nursery: one ``start_soon`` per call of a task that decodes the call's arguments
+with ``json.loads``, awaits the body (a plain ``def`` body through
+``trio.to_thread.run_sync``, as the pipeline runs it) and stores its result, under a
+``CapacityLimiter`` when ``--max-parallel`` is below the number of calls. The bodies'
+contexts are built before the clock starts, so the bare side is the floor: the ratio is
+everything toolnursery adds (the arguments' freezing, policy, scheduling, results).
+
+Both clocks are read around every sample: the process's CPU time (every thread's, so
+a ``def`` body's worker thread counts on both sides) and the wall clock (which also
+counts waiting: I/O, sleeps, other processes holding the CPU). A sample is one run of
+each side, alternating (for the bundled trivial tool, as many batches as make about
+1000 calls); a repetition is the median of its samples, and the report gives the
+median, min and max over the repetitions. One more run, with the registry's per-phase
+timings on, gives each phase's share. Nothing is drawn or recorded while a side is
+timed: the progress display moves between repetitions only.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import json
 import math
+import os
 import statistics
 import sys
 import tempfile
@@ -28,6 +38,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
+from functools import partial
 from itertools import cycle, islice
 from pathlib import PurePosixPath
 from typing import Any, Final, cast
@@ -64,6 +75,7 @@ from ._common import (
 
 __all__ = [
     "BenchReport",
+    "Clock",
     "Spread",
     "add_bench_parser",
     "bench_command",
@@ -71,11 +83,24 @@ __all__ = [
     "measure",
     "render",
     "resized",
+    "trivial_calls",
+    "trivial_registry",
 ]
 
 DEFAULT_CALLS: Final = 1000
 DEFAULT_REPEAT: Final = 3
+SAMPLES: Final = 5
+"""Interleaved samples per repetition (a repetition is their median)."""
+SAMPLE_CALLS: Final = 1000
+"""About how many calls a sample of the bundled trivial tool runs through each side."""
 PHASES_UNAVAILABLE: Final = "phase timings unavailable"
+TRIVIAL_TOOL: Final = "noop"
+WORKLOADS: Final = {
+    "trivial": "the bundled trivial tool (json.loads of the arguments, the body awaits "
+    "one checkpoint, results stored), as on the benchmarks page",
+    "examples": "the bundled example tools on real files (reads, listings, searches)",
+    "tools": "your registry's bodies, hooks and policies",
+}
 
 
 class Spread(msgspec.Struct, frozen=True):
@@ -97,39 +122,68 @@ class Spread(msgspec.Struct, frozen=True):
         return (self.max - self.min) / self.median if self.median else 0.0
 
 
+class Clock(msgspec.Struct, frozen=True, kw_only=True):
+    """Both sides' µs per call on one clock, and their ratio.
+
+    Attributes:
+        toolnursery_us: µs per call through ``run_tool_calls``.
+        bare_us: µs per call for the same bodies in a bare trio nursery.
+        ratio: toolnursery / bare, per repetition.
+    """
+
+    toolnursery_us: Spread
+    bare_us: Spread
+    ratio: Spread
+
+    @classmethod
+    def of(cls, ours: Sequence[float], bare: Sequence[float]) -> Clock:
+        """The clock's figures from each repetition's µs per call on either side."""
+        ratios = [a / b if b else math.inf for a, b in zip(ours, bare, strict=True)]
+        return cls(toolnursery_us=Spread.of(ours), bare_us=Spread.of(bare), ratio=Spread.of(ratios))
+
+
 class BenchReport(msgspec.Struct, frozen=True, kw_only=True):
     """What one ``toolnursery bench`` measured (``--json`` prints it).
 
     Attributes:
+        workload: ``"trivial"`` (the bundled tool whose body awaits one checkpoint),
+            ``"examples"`` (the bundled example tools, real file I/O) or ``"tools"``
+            (the user's registry).
         calls: the calls in the batch.
         tools: how many calls each tool got.
         max_parallel: the batch's cap (and the bare nursery's limiter).
-        repeat: the timed repetitions of each side.
-        toolnursery_us: µs per call through ``run_tool_calls``.
-        bare_us: µs per call for the same bodies in a bare trio nursery.
-        ratio: toolnursery / bare, per repetition.
-        phase_mean_us: the mean time a call spent in each pipeline phase, in µs, as the
-            registry's phase timers saw it (the calls' phases overlap, so these can
-            exceed the wall time per call), or ``None`` when the registry keeps no
+        repeat: the repetitions; each is the median of ``samples`` samples.
+        samples: the interleaved samples per repetition.
+        batches_per_sample: the batches each side runs in one sample.
+        cpu: the process's CPU time per call (every thread's).
+        wall: the wall-clock time per call (waiting included).
+        phase_mean_us: the mean wall time a call spent in each pipeline phase, in µs,
+            as the registry's phase timers saw it (the calls' phases overlap, so these
+            can exceed the wall time per call), or ``None`` when the registry keeps no
             per-phase timings.
         phase_share: each phase's share of the calls' summed phase time, or ``None``.
         results_by_code: the last timed run's results by outcome (``"ok"`` or the
             error code; a benchmark of failing calls measures the failures).
+        load_average: the system's one-minute load average when the run ended
+            (``None`` where the system has none).
         python: the interpreter's version.
         trio: trio's version.
         toolnursery: toolnursery's version.
     """
 
+    workload: str
     calls: int
     tools: dict[str, int]
     max_parallel: int
     repeat: int
-    toolnursery_us: Spread
-    bare_us: Spread
-    ratio: Spread
+    samples: int
+    batches_per_sample: int
+    cpu: Clock
+    wall: Clock
     phase_mean_us: dict[str, float] | None
     phase_share: dict[str, float] | None
     results_by_code: dict[str, int]
+    load_average: float | None
     python: str
     trio: str
     toolnursery: str
@@ -145,11 +199,12 @@ def add_bench_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help="measure the pipeline's cost per call against a bare trio nursery",
         description=(
             "Run tool calls through the registry's pipeline and scheduler, and the same "
-            "tool bodies in a bare trio nursery, in one process; print µs per call, the "
-            "ratio, the spread over repetitions and each phase's share. The calls run "
-            "for real (repeat + 2 times through the pipeline, repeat + 1 times bare): give "
-            "it calls that are safe to repeat. Default: the bundled example tools on a generated read-only batch "
-            "in a temporary sandbox."
+            "tool bodies in a bare trio nursery, interleaved in one process; print µs "
+            "per call on the CPU clock and on the wall clock, the ratios, the spread over "
+            "repetitions and each phase's share. Default: the benchmarks page's "
+            "workload, a bundled tool whose body awaits one checkpoint. With --tools (or "
+            "--examples) the calls run for real, many times: give it calls that are safe "
+            "to repeat."
         ),
     )
     bench.add_argument(
@@ -161,7 +216,14 @@ def add_bench_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     bench.add_argument(
         "--calls",
         metavar="FILE",
-        help="the tool calls to run, as for run (JSON or JSON lines; - for stdin)",
+        help="the tool calls to run, as for run (JSON or JSON lines; - for stdin); "
+        "without --tools, on the bundled example tools",
+    )
+    bench.add_argument(
+        "--examples",
+        action="store_true",
+        help="the bundled example tools (real file I/O in a temporary sandbox) on a "
+        "generated read-only batch, instead of the trivial tool",
     )
     bench.add_argument(
         "-n",
@@ -182,8 +244,8 @@ def add_bench_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         type=bounded_int(MAX_REPEAT),
         default=DEFAULT_REPEAT,
         metavar="R",
-        help=f"timed runs of each side; the report gives their median and spread "
-        f"(default: {DEFAULT_REPEAT}, at most {MAX_REPEAT})",
+        help=f"repetitions, each the median of {SAMPLES} interleaved samples; the report "
+        f"gives their median and spread (default: {DEFAULT_REPEAT}, at most {MAX_REPEAT})",
     )
     bench.add_argument("--json", action="store_true", help="print the report as one JSON object")
     bench.add_argument(
@@ -200,26 +262,45 @@ def bench_command(options: argparse.Namespace) -> int:
         raise UsageError(
             "--tools needs --calls: the bench runs the calls you give it on your tools"
         )
+    if options.examples and options.tools is not None:
+        raise UsageError("--examples runs the bundled example tools: not with --tools")
     calls = read_calls(options.calls) if options.calls is not None else None
     registry = load_registry(options.tools) if options.tools is not None else None
     if calls is not None and not calls:
         source = "<stdin>" if options.calls == "-" else options.calls
         raise UsageError(f"no tool calls in {source}; nothing to benchmark")
     with ExitStack() as stack:
-        if registry is None:
+        if registry is not None:
+            workload = "tools"
+        elif options.examples or calls is not None:
+            workload = "examples"
             sandbox = stack.enter_context(tempfile.TemporaryDirectory(prefix="toolnursery-"))
             paths = fill_sandbox(sandbox)
             registry = example_registry(sandbox)
             if calls is None:
                 calls = bundled_calls(paths, options.n or DEFAULT_CALLS)
+        else:
+            workload = "trivial"
+            registry = trivial_registry()
+            calls = trivial_calls(options.n or DEFAULT_CALLS)
         assert calls is not None
         if options.n is not None:
             calls = resized(calls, options.n)
         _check_tools(registry, calls)
         max_parallel = options.max_parallel or len(calls)
+        batches = max(1, SAMPLE_CALLS // len(calls)) if workload == "trivial" else 1
         with _progress(options.progress, options.repeat) as tick:
             try:
-                report = trio.run(measure, registry, calls, max_parallel, options.repeat, tick)
+                report = trio.run(
+                    measure,
+                    registry,
+                    calls,
+                    max_parallel,
+                    options.repeat,
+                    tick,
+                    batches,
+                    workload,
+                )
             except Exception as exc:
                 say(f"error: the batch failed: {type(exc).__name__}: {exc}")
                 return EXIT_FAILED
@@ -229,6 +310,36 @@ def bench_command(options: argparse.Namespace) -> int:
 
 
 _encode = msgspec.json.Encoder().encode
+
+
+async def _checkpoint_body(args: Any, ctx: ToolRunContext) -> str:
+    await trio.lowlevel.checkpoint()
+    return "ok"
+
+
+def _always(args: Any) -> bool:
+    return True
+
+
+def trivial_registry() -> ToolRegistry:
+    """The benchmarks page's registry: one parallel-safe tool whose body awaits one
+    checkpoint and returns ``"ok"``; no hooks, no policies."""
+    registry = ToolRegistry()
+    registry.register(
+        ToolDefinition(
+            TRIVIAL_TOOL,
+            "does nothing",
+            {"type": "object"},
+            _checkpoint_body,
+            is_concurrency_safe=_always,
+        )
+    )
+    return registry
+
+
+def trivial_calls(n: int) -> list[ToolCall]:
+    """``n`` calls of the trivial tool, each with ``{}`` as its arguments."""
+    return [ToolCall(f"c{i}", TRIVIAL_TOOL, "{}") for i in range(1, n + 1)]
 
 
 def bundled_calls(paths: Sequence[str], n: int) -> list[ToolCall]:
@@ -275,16 +386,22 @@ async def measure(
     max_parallel: int,
     repeat: int,
     tick: Tick | None = None,
+    batches_per_sample: int = 1,
+    workload: str = "tools",
 ) -> BenchReport:
-    """Time ``calls`` through ``registry`` and through a bare nursery, ``repeat`` times.
+    """Time ``calls`` through ``registry`` and through a bare nursery, interleaved.
 
     Args:
         registry: the registry to measure, as configured (its hooks and policies run).
         calls: the batch; every call must name a tool the registry has.
         max_parallel: the batch's cap, and the bare nursery's limiter when below
             ``len(calls)``.
-        repeat: timed runs of each side.
-        tick: called with a description before each run (for a progress display).
+        repeat: repetitions; each is the median of :data:`SAMPLES` samples, a sample
+            being ``batches_per_sample`` batches through each side, one side after the
+            other.
+        tick: called with a description before each sample (for a progress display).
+        batches_per_sample: the batches each side runs in one sample.
+        workload: what the report calls the workload (see :class:`BenchReport`).
     """
     step = tick if tick is not None else _ignore
     n = len(calls)
@@ -293,50 +410,67 @@ async def measure(
     if len(bodies) != n:
         raise ValueError("every call must name a tool the registry has")
     limiter = trio.CapacityLimiter(max_parallel) if max_parallel < n else None
+    results: list[ToolExecutionResult] = []
 
-    async def ours() -> list[ToolExecutionResult]:
-        return await run_tool_calls(registry, calls, max_parallel=max_parallel)
+    async def ours() -> None:
+        nonlocal results
+        for _ in range(batches_per_sample):
+            results = await run_tool_calls(registry, calls, max_parallel=max_parallel)
+
+    async def bare(jobs: Sequence[_Job]) -> None:
+        for _ in range(batches_per_sample):
+            await _bare(jobs, limiter)
 
     step("warm-up")
     await ours()
-    await _bare(_jobs(calls, bodies), limiter)
-    ours_us: list[float] = []
-    bare_us: list[float] = []
-    results: list[ToolExecutionResult] = []
+    jobs = _jobs(calls, bodies)
+    await bare(jobs)
+    per_call = 1e6 / (n * batches_per_sample)
+    cpu: tuple[list[float], list[float]] = ([], [])
+    wall: tuple[list[float], list[float]] = ([], [])
     for rep in range(1, repeat + 1):
-        step(f"toolnursery {rep}/{repeat}")
-        gc.collect()
-        start = time.perf_counter()
-        results = await ours()
-        ours_us.append((time.perf_counter() - start) / n * 1e6)
-        step(f"bare nursery {rep}/{repeat}")
-        jobs = _jobs(calls, bodies)
-        gc.collect()
-        start = time.perf_counter()
-        await _bare(jobs, limiter)
-        bare_us.append((time.perf_counter() - start) / n * 1e6)
+        step(f"repetition {rep}/{repeat}")
+        samples: list[tuple[float, float, float, float]] = []
+        for _ in range(SAMPLES):
+            ours_cpu, ours_wall = await _timed(ours)
+            jobs = _jobs(calls, bodies)
+            bare_cpu, bare_wall = await _timed(partial(bare, jobs))
+            samples.append((ours_cpu, bare_cpu, ours_wall, bare_wall))
+        for column, into in zip(zip(*samples, strict=True), (*cpu, *wall), strict=True):
+            into.append(statistics.median(column) * per_call)
     step("phase timings")
     phases = await _phase_seconds(registry, ours)
     phase_mean_us = share = None
     if phases is not None:
         total = sum(phases.values())
-        phase_mean_us = {k: v / n * 1e6 for k, v in phases.items()}
+        phase_mean_us = {k: v * per_call for k, v in phases.items()}
         share = {k: v / total for k, v in phases.items()}
     return BenchReport(
+        workload=workload,
         calls=n,
         tools=dict(Counter(c.name for c in calls)),
         max_parallel=max_parallel,
         repeat=repeat,
-        toolnursery_us=Spread.of(ours_us),
-        bare_us=Spread.of(bare_us),
-        ratio=Spread.of([a / b for a, b in zip(ours_us, bare_us, strict=True)]),
+        samples=SAMPLES,
+        batches_per_sample=batches_per_sample,
+        cpu=Clock.of(*cpu),
+        wall=Clock.of(*wall),
         phase_mean_us=phase_mean_us,
         phase_share=share,
         results_by_code=dict(sorted(Counter(outcome(r) for r in results).items())),
+        load_average=os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
         python=sys.version.split()[0],
         trio=trio.__version__,
         toolnursery=version(),
     )
+
+
+async def _timed(run: Callable[[], Awaitable[None]]) -> tuple[float, float]:
+    """The process's CPU seconds and the wall seconds ``run`` took."""
+    gc.collect()
+    cpu, wall = time.process_time(), time.perf_counter()
+    await run()
+    return time.process_time() - cpu, time.perf_counter() - wall
 
 
 def _ignore(_: str) -> None:
@@ -365,11 +499,25 @@ async def _phase_seconds(
 
 
 class _Job:
-    """One call of the bare side: its body, its arguments as sent, and a context."""
+    """One call of the bare side: its body, its arguments, and a context.
 
-    __slots__ = ("arguments", "body", "ctx", "threaded")
+    ``text`` is the arguments' JSON text, decoded with ``json.loads`` inside the timed
+    run; arguments that are not JSON text (a mapping, ``""``) are given to the body as
+    the pipeline parsed them (``parsed``).
+    """
+
+    __slots__ = ("body", "ctx", "parsed", "text", "threaded")
 
     def __init__(self, call: ToolCall, definition: ToolDefinition, parsed: Any) -> None:
+        self.parsed = parsed
+        self.text: str | None = None
+        if isinstance(call.arguments, str):
+            try:
+                json.loads(call.arguments)
+            except ValueError:
+                pass
+            else:
+                self.text = call.arguments
         try:
             parsed = snapshot(parsed)
         except ValueError:
@@ -378,48 +526,53 @@ class _Job:
         execution = ToolExecution(
             call.id, call.name, parsed, signal, None, None, ToolExecutionToken()
         )
-        self.arguments = call.arguments
         self.body = definition.execute
         self.ctx = ToolRunContext(execution, signal, [])
         self.threaded = not is_async(self.body)
 
 
 def _jobs(calls: Sequence[ToolCall], definitions: Sequence[ToolDefinition]) -> list[_Job]:
-    """The bare side's jobs: a call whose arguments cannot be parsed has none (the
-    pipeline answers it ``INVALID_ARGS`` without running its body)."""
+    """The bare side's jobs: a call whose arguments cannot be parsed, or are not an
+    object, has none (the pipeline answers it ``INVALID_ARGS`` without running its
+    body)."""
     jobs: list[_Job] = []
     for call, definition in zip(calls, definitions, strict=True):
         try:
             parsed = parse_arguments(call.arguments)
         except ToolArgsError:
             continue
+        if not isinstance(parsed, dict):
+            continue
         jobs.append(_Job(call, definition, parsed))
     return jobs
 
 
-async def _bare(jobs: Sequence[_Job], limiter: trio.CapacityLimiter | None) -> None:
-    """Every job in one nursery: decode its arguments, run its body. A body that raises
-    is done (the pipeline turns the exception into a result)."""
+async def _bare(jobs: Sequence[_Job], limiter: trio.CapacityLimiter | None) -> list[object]:
+    """Every job in one nursery: decode its arguments, run its body, store what it
+    returned. A body that raises is done (the pipeline turns the exception into a
+    result)."""
+    results: list[object] = [None] * len(jobs)
 
-    async def one(job: _Job) -> None:
+    async def one(i: int, job: _Job) -> None:
         try:
-            args = parse_arguments(job.arguments)
+            args = job.parsed if job.text is None else json.loads(job.text)
             if job.threaded:
-                await trio.to_thread.run_sync(job.body, args, job.ctx)
+                results[i] = await trio.to_thread.run_sync(job.body, args, job.ctx)
             else:
-                await job.body(args, job.ctx)
-        except Exception:
-            pass
+                results[i] = await job.body(args, job.ctx)
+        except Exception as exc:
+            results[i] = exc
 
-    async def limited(job: _Job) -> None:
+    async def limited(i: int, job: _Job) -> None:
         assert limiter is not None
         async with limiter:
-            await one(job)
+            await one(i, job)
 
     task = one if limiter is None else limited
     async with trio.open_nursery() as nursery:
-        for job in jobs:
-            nursery.start_soon(task, job)
+        for i, job in enumerate(jobs):
+            nursery.start_soon(task, i, job)
+    return results
 
 
 # -- showing ------------------------------------------------------------------------------
@@ -428,19 +581,32 @@ async def _bare(jobs: Sequence[_Job], limiter: trio.CapacityLimiter | None) -> N
 def render(report: BenchReport) -> str:
     """The report as text, for a terminal."""
     tools = ", ".join(f"{name} x{count}" for name, count in report.tools.items())
+    reps = f"{report.repeat} repetition{'s' if report.repeat > 1 else ''}"
     lines = [
         f"toolnursery bench: {report.calls} calls ({tools}), max_parallel "
-        f"{report.max_parallel}, {report.repeat} repetition{'s' if report.repeat > 1 else ''}",
+        f"{report.max_parallel}, {reps} of {report.samples} interleaved samples",
+        f"workload: {WORKLOADS.get(report.workload, report.workload)}",
         f"{'':<22} {'median':>9} {'min':>9} {'max':>9} {'spread':>7}",
     ]
-    for label, spread, unit in (
-        ("toolnursery µs/call", report.toolnursery_us, ""),
-        ("bare nursery µs/call", report.bare_us, ""),
-        ("ratio", report.ratio, "x"),
-    ):
+    for title, clock in (("CPU µs/call", report.cpu), ("wall µs/call", report.wall)):
+        lines.append(title)
+        for label, spread, unit in (
+            ("toolnursery", clock.toolnursery_us, ""),
+            ("bare nursery", clock.bare_us, ""),
+            ("ratio", clock.ratio, "x"),
+        ):
+            lines.append(
+                f"  {label:<20} {_num(spread.median, unit):>9} {_num(spread.min, unit):>9} "
+                f"{_num(spread.max, unit):>9} {spread.relative:>7.0%}"
+            )
+    lines.append(
+        "clocks: CPU is the process's CPU time (every thread); wall also counts waiting "
+        "(I/O, sleeps, other processes on the CPU)"
+    )
+    if report.load_average is not None:
         lines.append(
-            f"{label:<22} {_num(spread.median, unit):>9} {_num(spread.min, unit):>9} "
-            f"{_num(spread.max, unit):>9} {spread.relative:>7.0%}"
+            f"load average: {report.load_average:.2f} (a busy machine moves both clocks; "
+            "quote figures from a quiet one)"
         )
     if report.phase_mean_us is None or report.phase_share is None:
         lines.append(f"phases: {PHASES_UNAVAILABLE}")
@@ -450,7 +616,7 @@ def render(report: BenchReport) -> str:
             "phase shares: " + ", ".join(f"{k} {v:.0%}" for k, v in report.phase_share.items())
         )
         lines.append(
-            "mean µs per call in each phase (calls overlap): "
+            "mean wall µs per call in each phase (calls overlap): "
             + ", ".join(f"{k} {_num(v, '')}" for k, v in mean.items())
         )
     results = ", ".join(f"{code} {count}" for code, count in report.results_by_code.items())
@@ -480,7 +646,7 @@ def _progress(mode: str, repeat: int) -> Iterator[Tick | None]:
             say("--progress always needs rich: pip install 'toolnursery[cli]'")
         yield None
         return
-    total = 2 + 2 * repeat  # the warm-up, each side's repetitions, the phase run
+    total = 2 + repeat  # the warm-up, the repetitions, the phase run
     console = Console(file=sys.stderr, force_terminal=mode == "always" or None)
     with Progress(
         TextColumn("toolnursery bench: {task.description:<20}"),

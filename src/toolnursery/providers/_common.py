@@ -34,6 +34,7 @@ __all__ = [
     "json_text",
     "made_up_id",
     "position",
+    "sole_text",
     "strict_parameters",
 ]
 
@@ -76,11 +77,20 @@ def getter(event: Any) -> Any:
     ``dict.get`` for plain dicts, ``getattr`` for the SDKs' objects (both C calls, so
     reading a field costs no Python frame); anything else goes through :func:`get`.
     """
-    if type(event) is dict:
+    kind = type(event)
+    if kind is dict:
         return dict.get
-    if isinstance(event, Mapping):
-        return _get3
-    return getattr
+    reader = _READERS.get(kind)
+    if reader is None:
+        # An SDK's event classes are few: the isinstance check runs once per class.
+        reader = _get3 if isinstance(event, Mapping) else getattr
+        if len(_READERS) < _MAX_READERS:
+            _READERS[kind] = reader
+    return reader
+
+
+_READERS: dict[type, Any] = {}
+_MAX_READERS: Final = 256
 
 
 def blocks_of(value: Any, key: str, kind: str) -> Iterator[Any]:
@@ -280,8 +290,20 @@ def context_parts(results: Iterable[ToolExecutionResult]) -> Iterator[tuple[str,
             yield from content_parts(context.content)
 
 
+def sole_text(blocks: Sequence[Any]) -> str | None:
+    """The text of ``blocks`` when they are one text block (most results), else ``None``."""
+    if len(blocks) == 1:
+        block = blocks[0]
+        if type(block) is TextContent:
+            return block.text
+    return None
+
+
 def flat_text(blocks: Sequence[Any]) -> str:
     """The blocks as one text: text blocks joined by newlines, images as a note."""
+    text = sole_text(blocks)
+    if text is not None:
+        return text
     return "\n".join(
         value if kind == "text" else image_note(value) for kind, value in content_parts(blocks)
     )
@@ -403,19 +425,25 @@ class ToolStream:
         return self
 
     async def __anext__(self) -> str:
-        while not self._ended:
+        if self._ended:
+            raise StopAsyncIteration
+        # Most events carry no text: one call of this method reads many, so what the
+        # loop uses is bound once, outside it.
+        next_event = self._events.__anext__
+        feed = self._feed
+        while True:
             try:
-                event = await self._events.__anext__()
+                event = await next_event()
             except StopAsyncIteration:
                 self._end()
-                break
+                raise
             except Exception as exc:
                 # The stream broke off: keep what was complete, end the batch.
                 self.error = exc
                 self._end()
-                break
+                raise StopAsyncIteration from None
             try:
-                text = self._feed(event)
+                text = feed(event)
             except (TypeError, AttributeError, KeyError, ValueError) as exc:
                 # A garbled event (a field of the wrong shape): noted, not fatal; a call
                 # it leaves unfinished gets its INCOMPLETE_CALL result at the end.
@@ -424,7 +452,6 @@ class ToolStream:
             if text:
                 self._text.append(text)
                 return text
-        raise StopAsyncIteration
 
     async def drain(self) -> None:
         """Read the rest of the stream (its text is kept in :attr:`text`)."""
@@ -510,17 +537,24 @@ class ToolStream:
         item = self._items.get(index)
         if item is None or not item.is_call:
             item = self._start(index, None, None)
-        if item.index < self._next:
+        if index < self._next:
             self.anomalies.append(f"arguments for index {index} after its call was complete")
             return
-        item.parts.append(delta)
-        if self._complete_on_json and delta.rstrip().endswith("}"):
-            try:
-                whole = _decode("".join(item.parts))
-            except (msgspec.DecodeError, UnicodeEncodeError, RecursionError):
-                return
-            if isinstance(whole, dict):
-                self._complete(index)
+        parts = item.parts
+        parts.append(delta)
+        if not self._complete_on_json:
+            return
+        # The common last character first: rstrip() only when the delta ends in space.
+        last = delta[-1]
+        if last != "}" and not (last.isspace() and delta.rstrip().endswith("}")):
+            return
+        try:
+            whole = _decode(parts[0] if len(parts) == 1 else "".join(parts))
+        except (msgspec.DecodeError, UnicodeEncodeError, RecursionError):
+            return
+        if type(whole) is dict and item.is_call:
+            item.complete = True
+            self._advance()
 
     def _complete(self, index: int, whole: str | None = None) -> None:
         item = self._items.get(index)

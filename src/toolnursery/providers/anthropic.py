@@ -36,6 +36,7 @@ from ._common import (
     image_note,
     made_up_id,
     position,
+    sole_text,
 )
 
 _decode = msgspec.json.Decoder().decode
@@ -118,7 +119,11 @@ def result_messages(
     blocks: list[dict[str, Any]] = []
     for call, result in zip(calls, results, strict=True):
         block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call.id}
-        content = _blocks(content_parts(result.content))
+        text = sole_text(result.content)
+        if text is None:
+            content = _blocks(content_parts(result.content))
+        else:  # Anthropic refuses empty text blocks
+            content = [{"type": "text", "text": text}] if text else []
         if content:
             block["content"] = content
         if result.is_error:

@@ -33,6 +33,7 @@ from ._common import (
     json_text,
     made_up_id,
     position,
+    sole_text,
     strict_parameters,
 )
 
@@ -131,8 +132,11 @@ def result_messages(
     """
     items: list[dict[str, Any]] = []
     for call, result in zip(calls, results, strict=True):
+        output: str | list[dict[str, Any]] | None = sole_text(result.content)
+        if output is not None:
+            items.append({"type": "function_call_output", "call_id": call.id, "output": output})
+            continue
         parts = content_parts(result.content)
-        output: str | list[dict[str, Any]]
         if all(kind == "text" for kind, _ in parts):
             output = "\n".join(value for _, value in parts)
         else:
