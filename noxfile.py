@@ -101,6 +101,8 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/bench_pipeline.py")
     session.run("python", "benchmarks/bench_scheduler.py")
     session.run("python", "benchmarks/bench_peers.py")
+    session.install("-e", ".[langgraph,pydantic-ai,openai-agents,smolagents]")
+    session.run("python", "benchmarks/bench_bridges.py", "--quick")
     session.install("-e", ".[ray]")
     session.run("python", "benchmarks/bench_ray.py", "--quick")
     session.install("-e", ".[mcp]")
