@@ -30,15 +30,11 @@ from toolnursery._cli._bench import (
     SAMPLE_CALLS,
     SAMPLES,
     TRIVIAL_TOOL,
-    WORKLOADS,
-    BenchReport,
-    Clock,
-    Spread,
     bundled_calls,
     measure,
-    render,
     resized,
 )
+from toolnursery._cli._bench_report import WORKLOADS, BenchReport, Clock, Spread, render
 from toolnursery._cli._common import MAX_CALLS, MAX_PARALLEL, MAX_REPEAT
 from toolnursery._core._json import thaw
 

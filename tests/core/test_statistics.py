@@ -17,6 +17,7 @@ import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import toolnursery._batch._commit as commit_module
 import toolnursery._batch._driver as batch_module
 import toolnursery._pipeline._stages as pipeline_module
 from support import RecorderBrokeError, replace_batch_dispatch
@@ -52,6 +53,7 @@ def mock_phase_clock(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(pipeline_module, "_now", now)
     monkeypatch.setattr(batch_module, "_now", now)
+    monkeypatch.setattr(commit_module, "_now", now)
 
 
 async def sleepy(args: Any, ctx: ToolRunContext) -> str:
@@ -467,6 +469,7 @@ async def test_phase_timings_are_opt_in_and_the_counters_always_on() -> None:
 
         patch.setattr(pipeline_module, "_now", now)
         patch.setattr(batch_module, "_now", now)
+        patch.setattr(commit_module, "_now", now)
         await registry.execute(execute_input("a"))
         await run_tool_calls(registry, [ToolCall("b", "p", "{}")])
         assert reads == []

@@ -21,10 +21,10 @@ clients themselves.
 from __future__ import annotations
 
 from .._core._homes import fixup_module_metadata as _fixup_module_metadata
-from ._common import Batch as Batch
 from ._common import StrictReader as StrictReader
-from ._common import ToolStream as ToolStream
 from ._common import strict_parameters as strict_parameters
+from ._stream import Batch as Batch
+from ._stream import ToolStream as ToolStream
 
 __all__ = ["Batch", "StrictReader", "ToolStream", "strict_parameters"]
 

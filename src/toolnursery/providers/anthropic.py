@@ -25,8 +25,6 @@ from .._core._content import ImageContent, ToolCall, ToolExecutionResult
 from .._core._errors import ToolArgsError
 from .._pipeline._registry import ToolRegistry, ToolScope
 from ._common import (
-    Batch,
-    ToolStream,
     blocks_of,
     content_parts,
     context_parts,
@@ -38,6 +36,7 @@ from ._common import (
     position,
     sole_text,
 )
+from ._stream import Batch, ToolStream
 
 _decode = msgspec.json.Decoder().decode
 

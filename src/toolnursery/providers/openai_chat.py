@@ -19,9 +19,7 @@ from typing import Any
 from .._core._content import ToolCall, ToolExecutionResult
 from .._pipeline._registry import ToolRegistry, ToolScope
 from ._common import (
-    Batch,
     StrictReader,
-    ToolStream,
     context_parts,
     data_url,
     flat_text,
@@ -34,6 +32,7 @@ from ._common import (
     position,
     strict_parameters,
 )
+from ._stream import Batch, ToolStream
 
 __all__ = [
     "ChatToolStream",

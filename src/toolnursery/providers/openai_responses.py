@@ -19,9 +19,7 @@ from typing import Any, Final
 from .._core._content import ToolCall, ToolExecutionResult
 from .._pipeline._registry import ToolRegistry, ToolScope
 from ._common import (
-    Batch,
     StrictReader,
-    ToolStream,
     blocks_of,
     content_parts,
     context_parts,
@@ -36,6 +34,7 @@ from ._common import (
     sole_text,
     strict_parameters,
 )
+from ._stream import Batch, ToolStream
 
 __all__ = [
     "ResponsesToolStream",
