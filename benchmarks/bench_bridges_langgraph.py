@@ -43,13 +43,11 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 
 import toolnursery.aio
+from passthrough import guard, post, pre
+from passthrough import observe as observer
+from passthrough import wrap as wrapper
 from toolnursery import (
-    PostToolDecision,
-    PreToolDecision,
     ToolCall,
-    ToolDispatchExecution,
-    ToolExecution,
-    ToolExecutionResult,
     ToolRegistry,
     tool,
 )
@@ -71,32 +69,6 @@ async def lookup_ours(query: str, limit: int = 10) -> str:
     """Look a query up."""
     await trio.lowlevel.checkpoint()
     return f"{limit} results for {query}"
-
-
-async def pre(execution: ToolExecution, next_: Callable[[], Awaitable[PreToolDecision]]) -> Any:
-    return await next_()
-
-
-def guard(execution: ToolExecution) -> str | None:
-    return None
-
-
-async def wrapper(
-    view: ToolDispatchExecution, next_: Callable[[], Awaitable[ToolExecutionResult]]
-) -> ToolExecutionResult:
-    return await next_()
-
-
-async def post(
-    execution: ToolExecution,
-    result: ToolExecutionResult,
-    next_: Callable[[], Awaitable[PostToolDecision]],
-) -> Any:
-    return await next_()
-
-
-def observer(execution: ToolExecution, result: ToolExecutionResult) -> None:
-    return None
 
 
 def registry_with_five_hooks() -> ToolRegistry:

@@ -46,13 +46,9 @@ from typing import Any
 import trio
 
 import toolnursery.aio
+from passthrough import guard, observe, post, pre, wrap
 from toolnursery import (
-    PostToolDecision,
-    PreToolDecision,
     ToolCall,
-    ToolDispatchExecution,
-    ToolExecution,
-    ToolExecutionResult,
     ToolRegistry,
     tool,
 )
@@ -66,34 +62,6 @@ def arguments(i: int) -> dict[str, Any]:
 
 
 # -- the five pass-through hooks ---------------------------------------------------------
-
-
-async def pre(
-    execution: ToolExecution, next_: Callable[[], Awaitable[PreToolDecision]]
-) -> PreToolDecision:
-    return await next_()
-
-
-def guard(execution: ToolExecution) -> str | None:
-    return None
-
-
-async def wrap(
-    view: ToolDispatchExecution, next_: Callable[[], Awaitable[ToolExecutionResult]]
-) -> ToolExecutionResult:
-    return await next_()
-
-
-async def post(
-    execution: ToolExecution,
-    result: ToolExecutionResult,
-    next_: Callable[[], Awaitable[PostToolDecision]],
-) -> PostToolDecision:
-    return await next_()
-
-
-def observe(execution: ToolExecution, result: ToolExecutionResult) -> None:
-    return None
 
 
 def with_hooks(registry: ToolRegistry) -> ToolRegistry:

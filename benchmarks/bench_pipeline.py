@@ -26,59 +26,27 @@ import gc
 import statistics
 import sys
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import trio
 
+from passthrough import guard, observe, post, pre, wrap
 from toolnursery import (
     CancelSignal,
     ToolDefinition,
-    ToolDispatchExecution,
-    ToolExecution,
     ToolExecutionInput,
-    ToolExecutionResult,
     ToolRegistry,
     ToolRunContext,
     define_tool,
     install_retry_policy,
     install_timeout_policy,
 )
-from toolnursery._core._decisions import PostToolDecision, PreToolDecision
 
 ARGS: dict[str, Any] = {"x": 1}
 
 
 async def noop(args: Any, ctx: ToolRunContext | None) -> str:
     return "ok"
-
-
-async def pre(
-    execution: ToolExecution, next_: Callable[[], Awaitable[PreToolDecision]]
-) -> PreToolDecision:
-    return await next_()
-
-
-def guard(execution: ToolExecution) -> str | None:
-    return None
-
-
-async def wrap(
-    view: ToolDispatchExecution, next_: Callable[[], Awaitable[ToolExecutionResult]]
-) -> ToolExecutionResult:
-    return await next_()
-
-
-async def post(
-    execution: ToolExecution,
-    result: ToolExecutionResult,
-    next_: Callable[[], Awaitable[PostToolDecision]],
-) -> PostToolDecision:
-    return await next_()
-
-
-def observe(execution: ToolExecution, result: ToolExecutionResult) -> None:
-    return None
 
 
 def make_registry(definition: ToolDefinition, case: str) -> ToolRegistry:

@@ -43,16 +43,15 @@ from typing import Any
 import trio
 
 import toolnursery
+from passthrough import guard, post, pre
+from passthrough import observe as observer
+from passthrough import wrap as wrapper
 from toolnursery import (
     ToolCall,
-    ToolDispatchExecution,
-    ToolExecution,
-    ToolExecutionResult,
     ToolRegistry,
     ToolRunContext,
     run_tool_calls,
 )
-from toolnursery._core._decisions import PostToolDecision, PreToolDecision
 
 PHASES = ("pre", "guard", "execute", "post", "result")
 
@@ -73,32 +72,6 @@ async def sleepy(args: Any, ctx: ToolRunContext | None) -> str:
 
 def always(args: Any) -> bool:
     return True
-
-
-async def pre(execution: ToolExecution, next_: Callable[[], Awaitable[PreToolDecision]]) -> Any:
-    return await next_()
-
-
-def guard(execution: ToolExecution) -> str | None:
-    return None
-
-
-async def wrapper(
-    view: ToolDispatchExecution, next_: Callable[[], Awaitable[ToolExecutionResult]]
-) -> ToolExecutionResult:
-    return await next_()
-
-
-async def post(
-    execution: ToolExecution,
-    result: ToolExecutionResult,
-    next_: Callable[[], Awaitable[PostToolDecision]],
-) -> Any:
-    return await next_()
-
-
-def observer(execution: ToolExecution, result: ToolExecutionResult) -> None:
-    return None
 
 
 def make_registry(
