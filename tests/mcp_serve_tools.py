@@ -56,6 +56,7 @@ def make() -> ToolRegistry:
 
     async def slow(args: Any, ctx: Any) -> str:
         state.slow_started.set()
+        ctx.report_progress(0, None, "started")  # a client that asked hears it is running
         try:
             await trio.sleep_forever()
         finally:

@@ -330,14 +330,24 @@ async def test_serve_http_prints_no_traceback_when_a_client_goes_away() -> None:
     with trio.fail_after(LIMIT):
         async with serve_process_http() as (url, process):
             for _ in range(3):
+                running = trio.Event()
+
+                async def started(
+                    value: float,
+                    total: float | None,
+                    message: str | None,
+                    running: trio.Event = running,
+                ) -> None:
+                    running.set()
+
                 async with trio.open_nursery() as nursery:
 
                     async def call(client: Client) -> None:
-                        await client.call_tool("slow", {})
+                        await client.call_tool("slow", {}, progress_callback=started)
 
                     async with Client(url, mode=LEGACY) as client:
                         nursery.start_soon(call, client)
-                        await trio.sleep(0.2)  # the call is in flight on the server
+                        await running.wait()  # the call is in flight on the server
                         nursery.cancel_scope.cancel()
             async with Client(url, mode=LEGACY) as client:
                 assert first_text(await client.call_tool("echo", {"text": "ok"})) == "ok"
