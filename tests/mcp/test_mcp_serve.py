@@ -739,6 +739,26 @@ async def test_a_forged_2026_answer_does_not_approve() -> None:
     assert refused.value.error.code == types.INVALID_PARAMS
 
 
+@pytest.mark.parametrize("state", ["e30.\u00e9\u00e9", "\u00e9t\u00e9.mac", "e30.\u2603" * 3])
+async def test_a_forged_2026_state_that_is_not_ascii_is_refused_with_a_reason(state: str) -> None:
+    with trio.fail_after(LIMIT):
+        async with Client(
+            mcp_server(mcp_serve_tools.make()),
+            mode=MODERN,
+            elicitation_callback=answering("decline", None),  # declares elicitation
+        ) as client:
+            forged = {APPROVAL_KEY: types.ElicitResult(action="accept", content={"approve": True})}
+            with pytest.raises(MCPError, match="integrity check") as refused:
+                await client.session.call_tool(
+                    "ask_me",
+                    {},
+                    input_responses=forged,  # type: ignore[arg-type]
+                    request_state=state,
+                    allow_input_required=True,
+                )
+    assert refused.value.error.code == types.INVALID_PARAMS
+
+
 async def test_a_2026_answer_counts_only_for_its_own_call() -> None:
     with trio.fail_after(LIMIT):
         async with Client(

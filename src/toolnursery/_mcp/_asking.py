@@ -228,7 +228,10 @@ class CallQuestions:
         return f"{body}.{self._mac(body)}"
 
     def _mac(self, body: str) -> str:
-        return hmac.new(self._secret, body.encode(), hashlib.sha256).hexdigest()
+        # surrogatepass: a forged state may hold lone surrogates; it still gets a MAC
+        # (which it fails), never an encoding error.
+        data = body.encode("utf-8", "surrogatepass")
+        return hmac.new(self._secret, data, hashlib.sha256).hexdigest()
 
     def _verified(self) -> dict[str, Elicitation | Sample]:
         """The answers so far: the state's, and the retry's to the question it asked."""
@@ -236,7 +239,9 @@ class CallQuestions:
         if state is None:  # a first round (responses without a state are not trusted)
             return {}
         body, _, mac = state.rpartition(".")
-        if not hmac.compare_digest(mac, self._mac(body)):
+        # compared as bytes: compare_digest refuses a str that is not ASCII
+        given = mac.encode("utf-8", "surrogatepass")
+        if not hmac.compare_digest(given, self._mac(body).encode()):
             _refuse("requestState failed its integrity check")
         payload = json.loads(base64.urlsafe_b64decode(body))
         if not (0 <= time.time() - payload["t"] <= ANSWER_TTL_S):
