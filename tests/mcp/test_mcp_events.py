@@ -9,6 +9,7 @@ import pytest
 pytest.importorskip("mcp")
 
 import mcp.types as types
+from mcp.server.streamable_http import EventStore
 
 from toolnursery._mcp._events import MemoryEventStore
 
@@ -17,7 +18,7 @@ def message(n: int) -> Any:
     return types.JSONRPCNotification(jsonrpc="2.0", method=f"m{n}")
 
 
-async def replayed(store: MemoryEventStore, after: str) -> tuple[str | None, list[str]]:
+async def replayed(store: EventStore, after: str) -> tuple[str | None, list[str]]:
     seen: list[str] = []
 
     async def send(event: Any) -> None:
@@ -55,3 +56,21 @@ async def test_event_ids_are_not_guessable() -> None:
 def test_a_store_needs_room_for_an_event() -> None:
     with pytest.raises(ValueError, match="max_events must be >= 1"):
         MemoryEventStore(max_events=0)
+
+
+async def test_a_sessions_view_replays_only_its_own_events() -> None:
+    store = MemoryEventStore(max_events=5)
+    alice, bob = store.for_session(), store.for_session()
+    prime_a = await alice.store_event("2", None)
+    prime_b = await bob.store_event("2", None)
+    await bob.store_event("2", message(1))
+    await alice.store_event("2", message(2))
+    assert await replayed(alice, prime_a) == ("2", ["m2"])
+    assert await replayed(bob, prime_b) == ("2", ["m1"])
+    # another session's event id is unknown to a view, as is the bare store's
+    assert await replayed(bob, prime_a) == (None, [])
+    assert await replayed(store, prime_a) == (None, [])
+    # the views share one bound
+    for n in range(5):
+        await bob.store_event("2", message(n))
+    assert await replayed(alice, prime_a) == (None, [])

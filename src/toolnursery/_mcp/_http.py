@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import trio
+from mcp.server.streamable_http import EventStore
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from .._pipeline._registry import ToolRegistry, ToolScope
 from ._events import MemoryEventStore
@@ -60,7 +62,6 @@ def mcp_asgi_app(
     ``scope``, ``deps`` and ``name`` are :func:`mcp_server`'s: every served call
     runs with ``deps`` (``ctx.deps``).
     """
-    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
     from mcp.server.transport_security import TransportSecuritySettings
 
     if token is not None and not token.strip():
@@ -75,7 +76,7 @@ def mcp_asgi_app(
                 f"{scheme}://{host}" for scheme in ("http", "https") for host in hosts
             ],
         )
-    manager = StreamableHTTPSessionManager(
+    manager = _SessionManager(
         app=mcp_server(registry, scope=scope, deps=deps, name=name),
         security_settings=security,
         event_store=MemoryEventStore(max_events) if max_events else None,
@@ -99,6 +100,29 @@ def mcp_asgi_app(
             await manager.handle_request(asgi_scope, receive, send)
 
     return app
+
+
+class _SessionManager(StreamableHTTPSessionManager):
+    """The SDK's session manager, with one event store whose sessions cannot see
+    each other's events.
+
+    The SDK hands ``event_store`` to the transport of each session it admits, and a
+    transport names its POST streams by JSON-RPC request id, which two sessions may
+    share; so every read of ``event_store`` gives a fresh view of the one bounded
+    store (:meth:`MemoryEventStore.for_session`), and a session replays only what
+    its own transport stored.
+    """
+
+    @property
+    def event_store(self) -> EventStore | None:
+        shared = self._shared_events
+        return None if shared is None else shared.for_session()
+
+    @event_store.setter
+    def event_store(self, store: EventStore | None) -> None:
+        if store is not None and not isinstance(store, MemoryEventStore):
+            raise TypeError("an HTTP server's event store is a MemoryEventStore")
+        self._shared_events = store
 
 
 def _authorized(asgi_scope: Any, expected: bytes) -> bool:

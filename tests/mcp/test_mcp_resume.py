@@ -1,0 +1,134 @@
+"""Resuming a dropped SSE stream over real HTTP on 127.0.0.1: a session gets back
+its own stream's events, and never another session's.
+
+Every wait is bounded by ``trio.fail_after``; nothing sleeps to synchronise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+
+pytest.importorskip("mcp")
+
+import httpx2
+
+from toolnursery import ToolRegistry, define_tool
+from toolnursery.mcp import serve_mcp_http
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:Async generator 'http:ResourceWarning"),
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+]
+
+LIMIT = 30
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+async def open_session(http: httpx2.AsyncClient, url: str, name: str) -> dict[str, str]:
+    opened = await http.post(
+        url,
+        headers=ACCEPT,
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": name, "version": "1"},
+            },
+        },
+    )
+    session = {
+        **ACCEPT,
+        "Mcp-Session-Id": opened.headers["mcp-session-id"],
+        "MCP-Protocol-Version": "2025-11-25",
+    }
+    await http.post(
+        url, headers=session, json={"jsonrpc": "2.0", "method": "notifications/initialized"}
+    )
+    return session
+
+
+async def call_and_drop(
+    http: httpx2.AsyncClient, url: str, session: dict[str, str], word: str
+) -> str:
+    """POST ``whisper`` as request id 2, read the priming event, drop the stream;
+    the priming event's id."""
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "whisper", "arguments": {"word": word}, "_meta": {"progressToken": 7}},
+    }
+    first = b""
+    async with http.stream("POST", url, headers=session, json=call) as stream:
+        async for chunk in stream.aiter_bytes():
+            first += chunk
+            if b"\n\n" in first.replace(b"\r\n", b"\n"):
+                break  # the priming event: then the stream drops
+    return next(
+        line.removeprefix("id:").strip()
+        for line in first.decode().splitlines()
+        if line.startswith("id:")
+    )
+
+
+async def test_a_resumed_stream_never_carries_another_sessions_events() -> None:
+    registry = ToolRegistry()
+    gates = {"alice": trio.Event(), "bob": trio.Event()}
+    done = {"alice": trio.Event(), "bob": trio.Event()}
+
+    async def whisper(args: Any, ctx: Any) -> str:
+        word = args["word"]
+        await gates[word].wait()
+        ctx.report_progress(1, 2, message=f"progress-{word}")
+        ctx.log("info", f"log-{word}")
+        return f"secret-{word}"
+
+    registry.register(
+        define_tool(
+            name="whisper",
+            description="d",
+            parameters={"word": {"type": "string"}},
+            execute=whisper,
+        )
+    )
+    registry.on_result(lambda execution, result: done[execution.arguments["word"]].set())
+    with trio.fail_after(LIMIT):
+        async with trio.open_nursery() as nursery:
+            url = await nursery.start(serve_mcp_http, registry, "127.0.0.1", 0)
+            async with httpx2.AsyncClient() as http:
+                alice = await open_session(http, url, "alice")
+                bob = await open_session(http, url, "bob")
+                alice_event = await call_and_drop(http, url, alice, "alice")
+                bob_event = await call_and_drop(http, url, bob, "bob")
+                # Bob's events are stored between Alice's priming event and her result.
+                gates["bob"].set()
+                await done["bob"].wait()
+                gates["alice"].set()
+                await done["alice"].wait()
+                replays: dict[str, bytes] = {}
+                for word, session, event_id in (
+                    ("alice", alice, alice_event),
+                    ("bob", bob, bob_event),
+                ):
+                    replayed = b""
+                    async with http.stream(
+                        "GET", url, headers={**session, "Last-Event-ID": event_id}
+                    ) as stream:
+                        async for chunk in stream.aiter_bytes():
+                            replayed += chunk
+                            if f"secret-{word}".encode() in replayed:
+                                break
+                    replays[word] = replayed
+            nursery.cancel_scope.cancel()
+    for word, other in (("alice", "bob"), ("bob", "alice")):
+        replayed = replays[word]
+        assert f"secret-{word}".encode() in replayed
+        assert b'"id":2' in replayed
+        for leaked in (f"secret-{other}", f"progress-{other}", f"log-{other}"):
+            assert leaked.encode() not in replayed
