@@ -749,3 +749,72 @@ async def test_a_third_party_server_answers_and_its_deadline_fires_on_time() -> 
     assert text(added) == "3"
     assert code(blocked) == "TOOL_TIMEOUT"
     assert 1.0 <= took < 2.0
+
+
+@pytest.mark.parametrize("who", ["relister", "caller"])
+async def test_a_listing_answered_as_the_mount_closes_registers_nothing(
+    who: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The forced interleaving: a refresh's tools/list answer has arrived (from the
+    real server) when the mount block ends; the refresh resumes only after the mount
+    unregistered its tools. Nothing may be registered again."""
+    from toolnursery import McpServerGoneError
+    from toolnursery._mcp import _mount
+
+    registry = ToolRegistry()
+    real = _mount.list_all_tools
+    armed = False
+    answered = trio.Event()
+    unregistered = trio.Event()
+    registry.on_change(lambda: unregistered.set() if not registry.schemas() else None)
+
+    async def answer_then_wait_for_the_close(session: Any) -> Any:
+        tools = await real(session)
+        if armed:
+            answered.set()
+            with trio.CancelScope(shield=True):  # the answer is in hand: keep it
+                await unregistered.wait()
+        return tools
+
+    monkeypatch.setattr(_mount, "list_all_tools", answer_then_wait_for_the_close)
+    refused: list[BaseException] = []
+
+    async def refresh(mount: McpMount) -> None:
+        try:
+            await mount.refresh()
+        except McpServerGoneError as exc:
+            refused.append(exc)
+
+    with trio.fail_after(LIMIT):
+        async with trio.open_nursery() as nursery:
+            async with mounted("memory", registry) as (mount, _, _):
+                assert registry.get("echo") is not None
+                armed = True
+                if who == "relister":
+                    await registry.execute(call("grow"))  # tools/list_changed
+                else:
+                    nursery.start_soon(refresh, mount)
+                await answered.wait()
+    assert registry.schemas() == []
+    assert registry.get("echo") is None
+    assert registry.get("extra") is None
+    if who == "caller":
+        assert [str(exc) for exc in refused] == [
+            f'MCP server "in-process:{fixture.build().name}" is gone: the mount was closed'
+        ]
+
+
+async def test_a_list_changed_storm_never_outlives_its_mount() -> None:
+    """Tool list changes announced as fast as the server can, mounts closed at every
+    point of them: after each block, none of the mount's tools is registered."""
+    registry = ToolRegistry()
+    with trio.fail_after(LIMIT):
+        for round in range(12):
+            async with mounted("memory", registry) as (mount, _, _):
+                async with trio.open_nursery() as storm:
+                    for _ in range(round % 4 + 1):
+                        storm.start_soon(registry.execute, call("grow"))
+                    for _ in range(round % 3):
+                        await trio.lowlevel.checkpoint()
+                    storm.cancel_scope.cancel()
+            assert registry.schemas() == [], f"round {round}: {mount.names}"

@@ -177,7 +177,15 @@ class McpMount:
     # -- registration ----------------------------------------------------------------
 
     def _apply(self, tools: Sequence[types.Tool]) -> None:
-        """Make the registrations match ``tools``, all or nothing."""
+        """Make the registrations match ``tools``, all or nothing.
+
+        Raises:
+            McpServerGoneError: the mount has ended. A listing whose answer arrived
+                as the mount closed (or its server went) registers nothing: the
+                mount's tools are unregistered already, and stay so.
+        """
+        if self._gone is not None:
+            raise McpServerGoneError(self._label, self._gone)
         wanted = checked_tools(self._label, self._prefix, tools)
         current = self._registered
         # A definition is made (its inputSchema compiled) before anything is
@@ -382,7 +390,9 @@ class McpMount:
                 return
             try:
                 await self.refresh()
-            except (McpMountError, McpServerGoneError) as exc:
+            except McpServerGoneError:
+                return
+            except McpMountError as exc:
                 _log.warning("%s: keeping the previous tools: %s", self._label, exc)
 
 
