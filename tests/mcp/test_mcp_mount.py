@@ -786,15 +786,14 @@ async def test_a_listing_answered_as_the_mount_closes_registers_nothing(
             refused.append(exc)
 
     with trio.fail_after(LIMIT):
-        async with trio.open_nursery() as nursery:
-            async with mounted("memory", registry) as (mount, _, _):
-                assert registry.get("echo") is not None
-                armed = True
-                if who == "relister":
-                    await registry.execute(call("grow"))  # tools/list_changed
-                else:
-                    nursery.start_soon(refresh, mount)
-                await answered.wait()
+        async with trio.open_nursery() as nursery, mounted("memory", registry) as (mount, _, _):
+            assert registry.get("echo") is not None
+            armed = True
+            if who == "relister":
+                await registry.execute(call("grow"))  # tools/list_changed
+            else:
+                nursery.start_soon(refresh, mount)
+            await answered.wait()
     assert registry.schemas() == []
     assert registry.get("echo") is None
     assert registry.get("extra") is None
@@ -810,11 +809,10 @@ async def test_a_list_changed_storm_never_outlives_its_mount() -> None:
     registry = ToolRegistry()
     with trio.fail_after(LIMIT):
         for round in range(12):
-            async with mounted("memory", registry) as (mount, _, _):
-                async with trio.open_nursery() as storm:
-                    for _ in range(round % 4 + 1):
-                        storm.start_soon(registry.execute, call("grow"))
-                    for _ in range(round % 3):
-                        await trio.lowlevel.checkpoint()
-                    storm.cancel_scope.cancel()
+            async with mounted("memory", registry) as (mount, _, _), trio.open_nursery() as storm:
+                for _ in range(round % 4 + 1):
+                    storm.start_soon(registry.execute, call("grow"))
+                for _ in range(round % 3):
+                    await trio.lowlevel.checkpoint()
+                storm.cancel_scope.cancel()
             assert registry.schemas() == [], f"round {round}: {mount.names}"
