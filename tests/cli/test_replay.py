@@ -596,3 +596,21 @@ def test_a_log_without_times_draws_every_call_saying_so(tmp_path: Path) -> None:
     svg = picture.read_text()
     assert [r.get("data-call-id") for r in _timeline_rows(svg)] == ["c1", "c2", "c3", "c4"]
     assert "times unknown" in svg
+
+
+@pytest.mark.parametrize("walls", [[-1e20], [1e308, -1e308]])
+def test_replay_timeline_of_a_log_with_hostile_times_draws_it(
+    tmp_path: Path, capsys: Capture, walls: list[float]
+) -> None:
+    lines = []
+    for n, wall in enumerate(walls):
+        call = ToolCall(f"c{n}", "fetch\x07", "{}")
+        lines.append(msgspec.json.encode(ToolCallEvent(f"b{n}", 0, call, wall, 0.5)))
+        lines.append(msgspec.json.encode(ToolResultEvent(f"b{n}", 0, f"c{n}", ok("r"), t=0.5)))
+    log = tmp_path / "hostile.jsonl"
+    log.write_bytes(b"\n".join(lines) + b"\n")
+    picture = tmp_path / "t.svg"
+    assert main(["replay", str(log), "--timeline", str(picture)]) == 0
+    assert f"wrote {picture}: {len(walls)} call" in capsys.readouterr().err
+    drawn = _timeline_rows(picture.read_text())
+    assert [row.get("data-call-id") for row in drawn] == [f"c{n}" for n in range(len(walls))]

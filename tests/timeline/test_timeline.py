@@ -339,3 +339,116 @@ def test_a_resumed_batch_shares_one_axis_with_its_first_run(tmp_path: Path) -> N
     assert resumed.started >= first.started
     # c0-c2 started in the first run and never committed (not idempotent): interrupted.
     assert [c.code for c in data.calls] == ["INTERRUPTED"] * 3 + ["ok"]
+
+
+def hostile_log(path: Path, walls: list[float], t: float = 0.5) -> Path:
+    """A log of one call per wall clock (each its own batch), written line by line."""
+    lines = []
+    for n, wall in enumerate(walls):
+        call = ToolCall(f"c{n}", "work", "{}")
+        lines.append(msgspec.json.encode(ToolCallEvent(f"b{n}", 0, call, wall, t, "parallel")))
+        result = ToolExecutionResult((TextContent("r"),), False)
+        lines.append(msgspec.json.encode(ToolResultEvent(f"b{n}", 0, f"c{n}", result, t, t, t, t)))
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    "walls",
+    [
+        [-1e20],  # a wall clock no date can name
+        [1e308, -1e308],  # two batches whose difference is past the float range
+        [1.7e9, -1.7e308, 1.7e308],
+        [5e-324, 1.7e9],  # a subnormal start
+    ],
+)
+def test_a_log_with_hostile_times_draws_a_well_formed_picture(
+    tmp_path: Path, walls: list[float]
+) -> None:
+    log = hostile_log(tmp_path / "hostile.jsonl", walls)
+    svg = draw_timeline(log)
+    drawn = rows(svg)
+    assert [row.get("data-call-id") for row in drawn] == [f"c{n}" for n in range(len(walls))]
+    numbers = re.findall(r'\s(?:x|y|width|height|x1|x2|y1|y2)="([^"]*)"', svg)
+    assert numbers
+    assert all(re.fullmatch(r"-?\d+(\.\d+)?%?", n) for n in numbers), set(numbers)
+    page = draw_timeline(log, format="html")
+    assert page.count("<template id=") == len(walls)
+
+
+_NASTY = "\x00\x07\x08\x0b\x0c\x1b\x7f\x85\x9b\ufffe\uffff\ud800\n\r\t"
+
+
+@pytest.mark.parametrize("nasty", [*_NASTY, "\x1b]0;PWNED\x07", "fetch\x07"])
+def test_control_characters_in_ids_names_and_codes_leave_the_svg_well_formed(nasty: str) -> None:
+    call = ToolCall(f"id{nasty}", f"fetch{nasty}", "{}")
+    failed = ToolExecutionResult(
+        (TextContent(f"text{nasty}"),), True, ToolErrorInfo("E", f"CODE{nasty}")
+    )
+    events: list[RecorderEvent] = [
+        ToolCallEvent(f"b{nasty}", 0, call, 1.7e9, 0.0, "parallel"),
+        ToolResultEvent(f"b{nasty}", 0, call.id, failed, 0.1, 0.2, 0.3, 0.4),
+    ]
+    svg = draw_timeline(events, title=f"title{nasty}")
+    svg.encode("utf-8")  # a lone surrogate never reaches the document
+    (row,) = rows(svg)  # expat parses it: XML 1.0 well-formed
+    assert row.get("data-call-id", "").startswith("id")
+    page = draw_timeline(events, format="html")
+    page.encode("utf-8")
+    svg_part = page[page.index("<svg") : page.index("</svg>") + 6]
+    assert len(rows(svg_part)) == 1
+    if nasty not in "\n\t\r" and len(nasty) == 1:
+        assert nasty not in svg
+        assert (f"\\x{ord(nasty):02x}" if ord(nasty) < 256 else f"\\u{ord(nasty):04x}") in svg
+
+
+_any_float = st.none() | st.floats()
+_any_text = st.text(max_size=6)
+_hostile_event = st.one_of(
+    st.builds(
+        ToolCallEvent,
+        st.sampled_from(["b1", "b2"]),
+        st.integers(0, 3),
+        st.builds(ToolCall, _any_text, _any_text),
+        _any_float,
+        _any_float,
+        st.none() | st.sampled_from(["parallel", "keyed", "exclusive"]),
+    ),
+    st.builds(
+        ToolResultEvent,
+        st.sampled_from(["b1", "b2"]),
+        st.integers(0, 3),
+        _any_text,
+        st.builds(
+            ToolExecutionResult,
+            st.just((TextContent("r"),)),
+            st.booleans(),
+            st.none() | st.builds(ToolErrorInfo, st.just("E"), _any_text),
+        ),
+        _any_float,
+        _any_float,
+        _any_float,
+        _any_float,
+        st.lists(st.floats(), max_size=3).map(tuple),
+    ),
+    st.builds(
+        ProgressEvent,
+        st.sampled_from(["b1", "b2"]),
+        st.integers(0, 3),
+        _any_text,
+        st.builds(ProgressReport, progress=st.floats(), total=st.none() | st.floats()),
+        _any_float,
+    ),
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(_hostile_event, max_size=8))
+def test_any_times_and_any_text_draw_a_well_formed_picture(events: list[RecorderEvent]) -> None:
+    svg = draw_timeline(events)
+    svg.encode("utf-8")
+    keys = {(e.batch, e.index) for e in events}
+    assert len(rows(svg)) == len(keys)
+    for number in re.findall(r'\s(?:x|y|width|height|x1|x2|y1|y2)="([^"]*)"', svg):
+        assert re.fullmatch(r"-?\d+(\.\d+)?%?", number), number
+    draw_timeline(events, format="html").encode("utf-8")

@@ -13,10 +13,12 @@ import math
 import os
 from collections.abc import Callable, Iterable
 from typing import Final, Literal, TypeAlias
-from xml.sax.saxutils import escape, quoteattr
+from xml.sax.saxutils import escape as _escape
+from xml.sax.saxutils import quoteattr as _quoteattr
 
 from .._batch._recorder import RecorderEvent
 from .._core._arguments import parse_arguments, safe_arguments
+from .._core._controls import shown
 from .._core._errors import ToolArgsError
 from .._pipeline._registry import ToolRegistry
 from .._tools._present import call_view, result_view
@@ -52,6 +54,17 @@ _PLOT_W: Final = 760
 _NOTE_W: Final = 330
 _TOP: Final = 118  # the first row's top
 _MAX_NOTED: Final = 60  # calls above this many: no notes column, sparse labels
+
+
+def escape(text: str) -> str:
+    """``text`` for XML character data: escaped, and well-formed whatever it holds
+    (control characters, U+FFFE/U+FFFF and lone surrogates shown as escapes)."""
+    return _escape(shown(text))
+
+
+def quoteattr(text: str) -> str:
+    """``text`` as a quoted XML attribute value, well-formed whatever it holds."""
+    return _quoteattr(shown(text))
 
 
 def code_colors(codes: Iterable[str]) -> dict[str, str]:
@@ -160,11 +173,13 @@ def _svg(data: TimelineData, title: str) -> str:
     noted = n <= _MAX_NOTED
     width = _LABEL_W + _PLOT_W + (_NOTE_W if noted else 20)
     height = _TOP + n * row_h + 40
-    end = data.end if data.end > 0 else 1.0
+    # At least a microsecond: a hostile log's times cannot make the scale infinite.
+    end = max(data.end, 1e-6) if data.end > 0 else 1.0
     scale = _PLOT_W / end
 
     def x(t: float) -> float:
-        return _LABEL_W + t * scale
+        # Far off the plot is drawn at its edge: a coordinate is always finite.
+        return min(max(_LABEL_W + t * scale, -_PLOT_W), width + _PLOT_W)
 
     colors = code_colors(c.code for c in calls)
     out: list[str] = [
@@ -182,8 +197,12 @@ def _svg(data: TimelineData, title: str) -> str:
     if data.timed:
         summary += f", {_ms(data.end)} from the first start to the last commit"
         if data.wall is not None:
-            when = datetime.datetime.fromtimestamp(data.wall, datetime.UTC)
-            summary += f"; started {when:%Y-%m-%d %H:%M:%S} UTC"
+            try:
+                when = datetime.datetime.fromtimestamp(data.wall, datetime.UTC)
+            except (OverflowError, OSError, ValueError):  # no date: a hostile wall clock
+                summary += f"; started at Unix time {data.wall:g}"
+            else:
+                summary += f"; started {when:%Y-%m-%d %H:%M:%S} UTC"
     else:
         summary += ": times unknown (this log was written before events carried times)"
     out.append(f'<text x="10" y="40" id="summary">{escape(summary)}</text>')
@@ -248,7 +267,7 @@ def _axis(data: TimelineData, end: float, top: float, bottom: float) -> str:
         ticks = int(end / step + 1e-9)
         for i in range(ticks + 1):
             t = i * step
-            px = _LABEL_W + t * _PLOT_W / end
+            px = _LABEL_W + t / end * _PLOT_W  # t / end first: t * _PLOT_W may overflow
             text = f"{t * 1000:g} ms" if end < 10 else f"{t:g} s"
             out.append(
                 f'<line x1="{px:.1f}" y1="{top:.1f}" x2="{px:.1f}" y2="{bottom:.1f}" '

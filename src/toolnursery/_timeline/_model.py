@@ -10,6 +10,7 @@ written before they did) has a row and no bars.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
@@ -130,7 +131,12 @@ def read_timeline(source: str | os.PathLike[str] | Iterable[RecorderEvent]) -> T
                     min(max(report.progress / report.total, 0.0), 1.0) if report.total else None
                 )
                 row.progress.append((event.t, fraction))
-    walls = [row.wall for rows in batches.values() for row in rows.values() if row.wall]
+    walls = [
+        row.wall
+        for rows in batches.values()
+        for row in rows.values()
+        if row.wall and math.isfinite(row.wall)
+    ]
     zero = min(walls) if walls else None
     calls: list[TimelineCall] = []
     for batch, rows in batches.items():
@@ -157,7 +163,12 @@ def _batch_calls(
         shift = None if zero is None or row.wall is None else row.wall - zero
 
         def at(t: float | None, shift: float | None = shift) -> float | None:
-            return None if t is None or shift is None else t + shift
+            # A time that is not a finite number on the axis (a hostile or merged log
+            # whose clocks overflow) is unknown.
+            if t is None or shift is None:
+                return None
+            placed = t + shift
+            return placed if math.isfinite(placed) else None
 
         waited: list[str] = []
         if row.mode == "exclusive" and group:
