@@ -20,6 +20,7 @@ from typing import NamedTuple, TextIO
 from .._batch._recorder import ContextEvent, ToolCallEvent, ToolResultEvent, iter_log
 from .._core._arguments import parse_arguments, safe_arguments
 from .._core._content import HookContext, TextContent, ToolCall, ToolExecutionResult
+from .._core._controls import shown
 from .._core._errors import ToolArgsError
 from .._examples._toolset import example_tools
 from .._pipeline._registry import ToolRegistry
@@ -177,20 +178,26 @@ def render_replay(
     width: int = 80,
     color: bool = False,
 ) -> Iterator[str]:
-    """The text of a replay, piece by piece: per batch a heading, its cards, its contexts."""
+    """The text of a replay, piece by piece: per batch a heading, its cards, its contexts.
+
+    Whatever the log holds, control characters are shown escaped (a terminal card
+    escapes its own text; the rest is escaped here), a newline only where one is meant.
+    """
     for batch in batches:
         missing = sum(1 for entry in batch.calls if entry.result is None)
         count = f"{len(batch.calls)} call{'s' if len(batch.calls) != 1 else ''}"
         if missing:
             count += f", {missing} without a result"
-        yield f"## Batch {batch.id} ({count})\n\n" if markdown else f"batch {batch.id}: {count}\n"
+        name = shown(batch.id, newlines=False)
+        yield f"## Batch {name} ({count})\n\n" if markdown else f"batch {name}: {count}\n"
         for entry in batch.calls:
             card = render_card(
                 registry, entry.call, entry.result, markdown=markdown, width=width, color=color
             )
-            yield card + ("\n" if markdown else "")
+            yield shown(card) + "\n" if markdown else card
         for entry in batch.calls:
             for context in entry.contexts:
                 text = " ".join(b.text for b in context.content if isinstance(b, TextContent))
                 where = f"context for {entry.call.id} from {context.source}"
-                yield f"> {where}: {text}\n\n" if markdown else f"{where}: {text}\n"
+                line = shown(f"{where}: {text}", newlines=False)
+                yield f"> {line}\n\n" if markdown else f"{line}\n"

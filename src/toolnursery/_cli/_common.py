@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from .._batch._recorder import JsonlRecorder
 from .._core._content import ToolCall
+from .._core._controls import shown
 from .._examples._sandbox import fill_sandbox
 from .._examples._toolset import example_registry
 from .._pipeline._registry import ToolRegistry
@@ -73,8 +74,11 @@ class UsageError(Exception):
 
 
 def say(message: str) -> None:
-    """Write ``toolnursery: message`` to stderr, flushed: stdout carries only results."""
-    print(f"toolnursery: {message}", file=sys.stderr, flush=True)
+    """Write ``toolnursery: message`` to stderr, flushed: stdout carries only results.
+
+    Control characters in it (a tool name, an error text) are shown escaped.
+    """
+    print(f"toolnursery: {shown(message)}", file=sys.stderr, flush=True)
 
 
 def version() -> str:

@@ -22,6 +22,7 @@ from .._batch._recorder import (
     ToolResultEvent,
 )
 from .._core._content import ToolCall
+from .._core._controls import shown
 from .._core._progress import ProgressReport
 
 __all__ = ["LiveView", "ProgressLine"]
@@ -73,7 +74,9 @@ class ProgressLine:
         latest = next(reversed(self.progress.items()), None)
         if latest is not None:
             running += f"  [{self.running[latest[0]]} {latest[1]}]"
-        return f"toolnursery: {self.done}/{self.total} done{errors}{running}"
+        # One line, whatever the tools' names and messages hold: no control character
+        # (an ESC sequence, a newline) reaches the terminal.
+        return shown(f"toolnursery: {self.done}/{self.total} done{errors}{running}", newlines=False)
 
     def draw(self) -> None:
         """Redraw the status in place, cut to the terminal's width."""
@@ -193,8 +196,8 @@ class LiveView:
         table.add_column(width=20)
         table.add_column(no_wrap=True, overflow="ellipsis", ratio=1)
         table.add_column(no_wrap=True, justify="right", width=8)
-        shown = list(self.running.items())[: self.rows]
-        for index, (call, since) in shown:
+        listed = list(self.running.items())[: self.rows]
+        for index, (call, since) in listed:
             report = self.progress.get(index)
             if report is not None and report.total:
                 bar = ProgressBar(total=report.total, completed=report.progress, width=20)
@@ -202,9 +205,9 @@ class LiveView:
                 bar = ProgressBar(total=None, width=20, animation_time=now)
             text = "" if report is None else _progress_text(report)
             table.add_row(
-                Text(f"{call.id} {call.name}", style="cyan"),
+                Text(shown(f"{call.id} {call.name}", newlines=False), style="cyan"),
                 bar,
-                Text(text),
+                Text(shown(text, newlines=False)),
                 Text(_elapsed(now - since), style="dim"),
             )
         console = Console(
@@ -212,9 +215,9 @@ class LiveView:
         )
         with console.capture() as capture:
             console.print(head)
-            if shown:
+            if listed:
                 console.print(table)
-            hidden = len(self.running) - len(shown)
+            hidden = len(self.running) - len(listed)
             if hidden > 0:
                 console.print(Text(f"… and {hidden} more running", style="dim"))
         return capture.get().rstrip("\n")

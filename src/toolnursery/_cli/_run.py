@@ -8,12 +8,14 @@ the first Ctrl-C cancels the batch and every result is still written.
 from __future__ import annotations
 
 import argparse
+import re
 import signal
 import sys
 import threading
 from collections.abc import Callable
 from contextlib import ExitStack
 from functools import partial
+from typing import Final
 
 import msgspec
 import trio
@@ -53,7 +55,14 @@ class _Line(msgspec.Struct, frozen=True):
     result: ToolExecutionResult
 
 
-_encode_line = msgspec.json.Encoder().encode
+_encode_json = msgspec.json.Encoder().encode
+_C1: Final = re.compile(b"\xc2[\x7f-\x9f]|\x7f")
+
+
+def _encode_line(value: object) -> bytes:
+    """``value`` as one JSON line: JSON escapes C0 controls; DEL and the C1 controls
+    are escaped too (``\\u009b``), so no control character reaches a terminal raw."""
+    return _C1.sub(lambda m: b"\\u%04x" % ord(m.group().decode()), _encode_json(value))
 
 
 def run_command(options: argparse.Namespace) -> int:

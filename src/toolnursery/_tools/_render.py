@@ -37,6 +37,7 @@ from .._core._content import (
     ToolExecutionResult,
     ToolResult,
 )
+from .._core._controls import shown
 from ._presentation import (
     DiffCallView,
     DiffResultView,
@@ -365,27 +366,28 @@ def render_terminal(
             case _Console(prompt, output):
                 text = Text()
                 if prompt is not None:
-                    text.append(prompt, style="bold")
+                    text.append(shown(prompt), style="bold")
                 if output is not None:
-                    text.append(("\n" if prompt is not None else "") + output)
+                    text.append(("\n" if prompt is not None else "") + shown(output))
                 parts.append(text)
             case _Input(text_input, _):
-                parts.append(Text(text_input, style="cyan"))
+                parts.append(Text(shown(text_input), style="cyan"))
             case _Blocks(blocks, _):
                 for block in blocks:
                     if not isinstance(block, TextContent):
-                        parts.append(Text(_block_label(block), style="italic"))
+                        parts.append(Text(shown(_block_label(block)), style="italic"))
                     else:
-                        text = Text(block.text.removesuffix("\n"), style="red" if failed else "")
+                        body = shown(block.text.removesuffix("\n"))
+                        text = Text(body, style="red" if failed else "")
                         parts.append(text)
             case _Files(names):
-                parts.append(Text("files: " + ", ".join(names), style="dim"))
+                parts.append(Text(shown("files: " + ", ".join(names)), style="dim"))
             case FileDiff():
                 parts.append(_diff_text(section))
             case _:
                 assert_never(section)
     if note and not layout.completed:
-        parts.append(Text(note, style="italic yellow"))
+        parts.append(Text(shown(note), style="italic yellow"))
     spaced: list[RenderableType] = []
     for part in parts:
         if spaced:
@@ -398,10 +400,13 @@ def render_terminal(
     panel = Panel(
         Group(*spaced),
         title=Text(
-            layout.heading if terminal is None else terminal.cwd or "terminal", style="bold"
+            shown(
+                layout.heading if terminal is None else terminal.cwd or "terminal", newlines=False
+            ),
+            style="bold",
         ),
         title_align="left",
-        subtitle=Text(status, style="red" if failed else "green") if status else None,
+        subtitle=Text(shown(status), style="red" if failed else "green") if status else None,
         subtitle_align="right",
         box=box.ROUNDED,
         border_style="red" if failed else "blue",
@@ -419,7 +424,7 @@ def render_terminal(
         emoji=False,
     )
     if terminal is not None and terminal.description:
-        console.print(Text(terminal.description, style="italic"))
+        console.print(Text(shown(terminal.description), style="italic"))
     console.print(panel)
     return sink.getvalue()
 
@@ -431,5 +436,5 @@ def _diff_text(diff: FileDiff) -> Text:
     for index, line in enumerate(unified_diff_lines(diff)):
         if index:
             text.append("\n")
-        text.append(line, style="bold" if index < 2 else _DIFF_STYLES.get(line[:1], ""))
+        text.append(shown(line), style="bold" if index < 2 else _DIFF_STYLES.get(line[:1], ""))
     return text
