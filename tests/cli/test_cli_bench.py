@@ -459,3 +459,89 @@ def test_a_huge_n_is_refused_before_anything_is_built(capsys: Capture) -> None:
         f"toolnursery bench: error: argument -n: expected a positive integer of at most "
         f"{MAX_CALLS}, got '99999999999999999999'"
     )
+
+
+# -- deadlines: the bare side honours each tool's timeout_ms ----------------------------------
+
+STOPPED: list[str] = []
+
+
+async def stuck(args: Any, ctx: ToolRunContext) -> str:
+    await trio.sleep_forever()
+    raise AssertionError("unreachable")
+
+
+def polling(args: Any, ctx: ToolRunContext) -> str:
+    """A thread body that stops when its signal fires (a deadline), or gives up."""
+    import time
+
+    for _ in range(500):
+        if ctx.signal.cancelled:
+            STOPPED.append("signal")
+            return "stopped"
+        time.sleep(0.001)
+    STOPPED.append("ran out")
+    return "ran out"
+
+
+def timed_registry(timeout_ms: float | None = 50, default_ms: float | None = None) -> ToolRegistry:
+    from toolnursery import install_timeout_policy
+
+    registry = ToolRegistry()
+    schema = {"type": "object"}
+    registry.register(ToolDefinition("stuck", "s", schema, stuck, timeout_ms=timeout_ms))
+    registry.register(ToolDefinition("polling", "p", schema, polling, timeout_ms=timeout_ms))
+    install_timeout_policy(registry, default_timeout_ms=default_ms)
+    return registry
+
+
+def defaulted_registry() -> ToolRegistry:
+    return timed_registry(timeout_ms=None, default_ms=50)
+
+
+@pytest.mark.time_limit(30)
+async def test_the_bare_side_honours_each_tools_timeout_ms() -> None:
+    STOPPED.clear()
+    calls = [ToolCall("a", "stuck", "{}"), ToolCall("b", "polling", "{}")]
+    with trio.fail_after(20):  # each side takes 50 ms a run; a hang fails
+        report = await measure(timed_registry(), calls, 2, 1)
+    assert report.results_by_code == {"TOOL_TIMEOUT": 2}
+    bodies, _ = runs_of(1, 1)
+    assert ["signal"] * bodies == STOPPED  # every thread body stopped at its deadline
+
+
+async def test_a_deadline_only_the_policy_knows_makes_the_bare_side_give_up(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    from toolnursery._cli._bench import BARE_LIMIT_S, BareSideHung
+
+    calls = [ToolCall("a", "stuck", "{}")]
+    began = trio.current_time()
+    with pytest.raises(BareSideHung, match="did not finish within 10s"):
+        await measure(defaulted_registry(), calls, 1, 1)
+    assert trio.current_time() - began == pytest.approx(BARE_LIMIT_S, abs=1)
+
+
+@pytest.mark.time_limit(30)
+def test_bench_gives_up_with_a_message_when_the_bare_side_cannot_finish(
+    tmp_path: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolnursery._cli import _bench
+
+    monkeypatch.setattr(_bench, "BARE_LIMIT_S", 0.5)
+    calls = write_calls(tmp_path, {"id": "a", "name": "stuck"})
+    argv = ["bench", "--tools", "test_cli_bench:defaulted_registry", "--calls", str(calls)]
+    code, err = error_of(capsys, [*argv, *QUICK])
+    assert code == 1
+    assert err.startswith("toolnursery: error: the bare side did not finish within")
+    assert "timeout_ms" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.time_limit(30)
+def test_bench_tools_whose_bodies_time_out_reports_them(tmp_path: Path, capsys: Capture) -> None:
+    calls = write_calls(tmp_path, {"id": "a", "name": "stuck"})
+    argv = ["bench", "--tools", "test_cli_bench:timed_registry", "--calls", str(calls)]
+    assert main([*argv, "--json", "--repeat", "1", "--progress", "never"]) == 0
+    report, _, _ = report_of(capsys)
+    assert report.results_by_code == {"TOOL_TIMEOUT": 1}

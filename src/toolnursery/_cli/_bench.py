@@ -40,7 +40,7 @@ from contextlib import ExitStack, contextmanager
 from functools import partial
 from itertools import cycle, islice
 from pathlib import PurePosixPath
-from typing import Any, Final, cast
+from typing import Any, Final, TypeVar, cast
 
 import msgspec
 import trio
@@ -49,7 +49,7 @@ from .._batch._scheduler import run_tool_calls
 from .._core._arguments import parse_arguments
 from .._core._bodies import is_async
 from .._core._content import ToolCall, ToolExecutionResult
-from .._core._errors import ToolArgsError
+from .._core._errors import ToolArgsError, ToolTimeoutError
 from .._core._execution import ToolExecution, ToolExecutionToken, ToolRunContext
 from .._core._json import snapshot
 from .._core._signal import CancelSignal
@@ -90,6 +90,11 @@ SAMPLES: Final = 5
 SAMPLE_CALLS: Final = 1000
 """About how many calls a sample of the bundled trivial tool runs through each side."""
 TRIVIAL_TOOL: Final = "noop"
+BARE_LIMIT_FACTOR: Final = 20
+BARE_LIMIT_S: Final = 10.0
+"""The bare side gives up after this many seconds, or ``BARE_LIMIT_FACTOR`` times what
+toolnursery's warm-up batch took, whichever is longer."""
+_T = TypeVar("_T")
 
 # -- the command line ---------------------------------------------------------------------
 
@@ -203,6 +208,9 @@ def bench_command(options: argparse.Namespace) -> int:
                     batches,
                     workload,
                 )
+            except BareSideHung as exc:
+                say(f"error: {exc}")
+                return EXIT_FAILED
             except Exception as exc:
                 say(f"error: the batch failed: {type(exc).__name__}: {exc}")
                 return EXIT_FAILED
@@ -324,9 +332,13 @@ async def measure(
             await _bare(jobs, limiter)
 
     step("warm-up")
+    began = trio.current_time()
     await ours()
+    # The bare side enforces each tool's own timeout_ms; a deadline only the registry's
+    # policy knows (its default_timeout_ms) it cannot: past this, it gives up.
+    limit = max(BARE_LIMIT_FACTOR * (trio.current_time() - began), BARE_LIMIT_S)
     jobs = _jobs(calls, bodies)
-    await bare(jobs)
+    await _bounded(partial(bare, jobs), limit)
     per_call = 1e6 / (n * batches_per_sample)
     cpu: tuple[list[float], list[float]] = ([], [])
     wall: tuple[list[float], list[float]] = ([], [])
@@ -336,7 +348,7 @@ async def measure(
         for _ in range(SAMPLES):
             ours_cpu, ours_wall = await _timed(ours)
             jobs = _jobs(calls, bodies)
-            bare_cpu, bare_wall = await _timed(partial(bare, jobs))
+            bare_cpu, bare_wall = await _bounded(partial(_timed, partial(bare, jobs)), limit)
             samples.append((ours_cpu, bare_cpu, ours_wall, bare_wall))
         for column, into in zip(zip(*samples, strict=True), (*cpu, *wall), strict=True):
             into.append(statistics.median(column) * per_call)
@@ -364,6 +376,23 @@ async def measure(
         python=sys.version.split()[0],
         trio=trio.__version__,
         toolnursery=version(),
+    )
+
+
+class BareSideHung(RuntimeError):
+    """The bare side did not finish where toolnursery's did (a deadline only the
+    registry's timeout policy enforces)."""
+
+
+async def _bounded(run: Callable[[], Awaitable[_T]], limit: float) -> _T:
+    """``run()``, given up after ``limit`` seconds with :class:`BareSideHung`."""
+    with trio.move_on_after(limit):
+        return await run()
+    raise BareSideHung(
+        f"the bare side did not finish within {limit:g}s where toolnursery's did: its "
+        "bodies rely on a deadline the bare nursery does not enforce (it honours each "
+        "tool's timeout_ms, not a timeout policy's default_timeout_ms); give the tools "
+        "their own timeout_ms"
     )
 
 
@@ -408,7 +437,7 @@ class _Job:
     the pipeline parsed them (``parsed``).
     """
 
-    __slots__ = ("body", "ctx", "parsed", "text", "threaded")
+    __slots__ = ("body", "budget", "ctx", "parsed", "signal", "text", "threaded")
 
     def __init__(self, call: ToolCall, definition: ToolDefinition, parsed: Any) -> None:
         self.parsed = parsed
@@ -429,8 +458,11 @@ class _Job:
             call.id, call.name, parsed, signal, None, None, ToolExecutionToken()
         )
         self.body = definition.execute
+        self.signal = signal
         self.ctx = ToolRunContext(execution, signal, [])
         self.threaded = not is_async(self.body)
+        budget = definition.timeout_ms
+        self.budget = None if budget is None else budget / 1000  # seconds
 
 
 def _jobs(calls: Sequence[ToolCall], definitions: Sequence[ToolDefinition]) -> list[_Job]:
@@ -458,7 +490,9 @@ async def _bare(jobs: Sequence[_Job], limiter: trio.CapacityLimiter | None) -> l
     async def one(i: int, job: _Job) -> None:
         try:
             args = job.parsed if job.text is None else json.loads(job.text)
-            if job.threaded:
+            if job.budget is not None:
+                results[i] = await _within_budget(job, args)
+            elif job.threaded:
                 results[i] = await trio.to_thread.run_sync(job.body, args, job.ctx)
             else:
                 results[i] = await job.body(args, job.ctx)
@@ -475,6 +509,30 @@ async def _bare(jobs: Sequence[_Job], limiter: trio.CapacityLimiter | None) -> l
         for i, job in enumerate(jobs):
             nursery.start_soon(task, i, job)
     return results
+
+
+async def _within_budget(job: _Job, args: Any) -> object:
+    """The body under its tool's ``timeout_ms``, as the timeout policy runs it: an
+    ``async`` body is cancelled at the deadline; a thread body's ``ctx.signal`` fires
+    then (it polls it). A body cut short returns :class:`ToolTimeoutError`."""
+    assert job.budget is not None
+    deadline = trio.current_time() + job.budget
+    if job.threaded:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_fire_at, job.signal, deadline)
+            result = await trio.to_thread.run_sync(job.body, args, job.ctx)
+            nursery.cancel_scope.cancel()
+        timed_out = job.signal.cancelled
+    else:
+        with trio.CancelScope(deadline=deadline) as scope:
+            result = await job.body(args, job.ctx)
+        timed_out = scope.cancelled_caught
+    return ToolTimeoutError(job.budget * 1000) if timed_out else result
+
+
+async def _fire_at(signal: CancelSignal, deadline: float) -> None:
+    await trio.sleep_until(deadline)
+    signal.cancel("timed out")
 
 
 @contextmanager
