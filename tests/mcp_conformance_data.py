@@ -100,6 +100,11 @@ TOOLS: Final[tuple[tuple[str, str, dict[str, Any]], ...]] = (
 )
 """Every tool the scenarios call: ``(name, description, inputSchema)``."""
 
+RECONNECTED: Final = "Reconnection test completed: the stream was closed mid-call and resumed."
+"""``test_reconnection``'s result once it closed its stream (``server-sse-polling``)."""
+NOT_CLOSED: Final = "Reconnection test: no stream to close (not a resumable HTTP call)."
+"""Its result where there is no SSE stream to close (in-process, stdio)."""
+
 
 # The questions of the elicitation scenarios (2025-11-25).
 ELICITATION_SCHEMA = {

@@ -39,6 +39,7 @@ from toolnursery import (
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import mcp_conformance_data as data
+from toolnursery.mcp import close_sse_stream
 
 
 def _resource(resource: dict[str, str]) -> EmbeddedResource:
@@ -210,7 +211,22 @@ def make() -> ToolRegistry:
                 )
             )
     _register_questions(made)
+    made.register(
+        define_tool(
+            name="test_reconnection",
+            description="Close the call's SSE stream mid-call; the result follows on resumption.",
+            parameters={},
+            execute=reconnection,
+        )
+    )
     return made
+
+
+async def reconnection(args: Any, ctx: Any) -> str:
+    """``server-sse-polling`` (SEP-1699): the body lets the client's POST stream go; the
+    client reconnects with ``Last-Event-ID`` and gets this result from the event store."""
+    closed = await close_sse_stream()
+    return data.RECONNECTED if closed else data.NOT_CLOSED
 
 
 def _register_questions(made: ToolRegistry) -> None:

@@ -7,6 +7,8 @@ Needs the ``mcp`` extra (``pip install 'toolnursery[mcp]'``: the official MCP SD
   or an in-process SDK server) as tools of a registry or scope, for the block.
 - :func:`mcp_server`, :func:`serve_mcp_stdio`, :func:`serve_mcp_http`,
   :func:`mcp_asgi_app` — a registry as an MCP server; every call runs the pipeline.
+- :func:`close_sse_stream` — a served body lets its HTTP client's stream go, mid-call
+  (the client resumes it).
 
 :class:`~toolnursery.McpAnnotations` (a tool's ``mcp_annotations`` option) and
 :func:`~toolnursery.install_destructive_ask` live in :mod:`toolnursery` itself and
@@ -18,6 +20,7 @@ from __future__ import annotations
 from ._core._homes import fixup_module_metadata as _fixup_module_metadata
 from ._mcp._answering import ElicitHandler as ElicitHandler
 from ._mcp._answering import SampleHandler as SampleHandler
+from ._mcp._asking import close_sse_stream as close_sse_stream
 from ._mcp._convert import blocks_from_mcp as blocks_from_mcp
 from ._mcp._convert import blocks_to_mcp as blocks_to_mcp
 from ._mcp._http import RemoteServeError as RemoteServeError
@@ -37,6 +40,7 @@ __all__ = [
     "SampleHandler",
     "blocks_from_mcp",
     "blocks_to_mcp",
+    "close_sse_stream",
     "mcp_asgi_app",
     "mcp_server",
     "open_mcp_mount",

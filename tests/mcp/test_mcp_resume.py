@@ -132,3 +132,45 @@ async def test_a_resumed_stream_never_carries_another_sessions_events() -> None:
         assert b'"id":2' in replayed
         for leaked in (f"secret-{other}", f"progress-{other}", f"log-{other}"):
             assert leaked.encode() not in replayed
+
+
+async def test_a_body_closes_its_stream_mid_call_and_the_result_follows_on_resumption() -> None:
+    """SEP-1699 polling, as the conformance suite's ``server-sse-polling`` does it."""
+    import mcp_conformance_tools
+    from toolnursery.mcp import close_sse_stream
+
+    registry = mcp_conformance_tools.make()
+    with trio.fail_after(LIMIT):
+        async with trio.open_nursery() as nursery:
+            url = await nursery.start(serve_mcp_http, registry, "127.0.0.1", 0)
+            async with httpx2.AsyncClient() as http:
+                session = await open_session(http, url, "poller")
+                call = {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "tools/call",
+                    "params": {"name": "test_reconnection", "arguments": {}},
+                }
+                posted = b""
+                async with http.stream("POST", url, headers=session, json=call) as stream:
+                    async for chunk in stream.aiter_bytes():  # to its end: the body closes it
+                        posted += chunk
+                event_id = [
+                    line.removeprefix("id:").strip()
+                    for line in posted.decode().splitlines()
+                    if line.startswith("id:")
+                ][-1]
+                replayed = b""
+                async with http.stream(
+                    "GET", url, headers={**session, "Last-Event-ID": event_id}
+                ) as stream:
+                    async for chunk in stream.aiter_bytes():
+                        replayed += chunk
+                        if b"Reconnection test completed" in replayed:
+                            break
+            nursery.cancel_scope.cancel()
+    assert b"retry:" in posted  # the priming event tells the client when to come back
+    assert b'"result"' not in posted  # closed before the result
+    assert b'"id":1' in replayed
+    assert b"the stream was closed mid-call and resumed" in replayed
+    assert await close_sse_stream() is False  # outside a served call: nothing to close

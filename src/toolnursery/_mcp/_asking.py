@@ -41,9 +41,15 @@ __all__ = [
     "APPROVAL_KEY",
     "CallQuestions",
     "InputRequired",
+    "PRIMED_KEY",
     "ask_the_client",
+    "close_sse_stream",
     "new_secret",
 ]
+
+PRIMED_KEY: Final = "toolnursery.sse_primed"
+"""The ASGI scope key of the ``trio.Event`` that :func:`~toolnursery.mcp.mcp_asgi_app`
+sets once a response has sent its first bytes (a POST stream's priming event)."""
 
 APPROVAL_KEY: Final = "toolnursery/approval"
 """The ``inputRequests`` key of a 2026-07-28 approval question."""
@@ -97,6 +103,20 @@ class CallQuestions:
     def install(self) -> object:
         """Make this the questions of the calls run in this context (until reset)."""
         return _questions.set(self)
+
+    async def close_stream(self) -> bool:
+        """Close this call's SSE stream (see :func:`close_sse_stream`)."""
+        close = self._ctx.close_sse_stream
+        if close is None:
+            return False
+        # Closed before its priming event went out, the client would have no event id
+        # to resume from: mcp_asgi_app says when the response's first event is sent.
+        scope = getattr(self._ctx.request, "scope", None)
+        primed = scope.get(PRIMED_KEY) if isinstance(scope, dict) else None
+        if primed is not None:
+            await primed.wait()
+        await close()
+        return True
 
     def _can(self, capability: types.ClientCapabilities) -> bool:
         if self._ctx.session.check_client_capability(capability):
@@ -271,6 +291,23 @@ def _sample(result: types.CreateMessageResult) -> Sample:
 
 def _refuse(message: str) -> NoReturn:
     raise MCPError(types.INVALID_PARAMS, message)
+
+
+async def close_sse_stream() -> bool:
+    """Close the SSE stream of the served MCP call this body runs in, mid-call.
+
+    For a long call over streamable HTTP (SEP-1699 polling): the client's connection
+    is let go, the call goes on, and what it sends meanwhile — progress, logs, its
+    result — is kept in the server's event store; the client reconnects with
+    ``Last-Event-ID`` (after the ``retry`` the server suggested) and gets all of it.
+
+    Returns:
+        Whether a stream was closed: ``False`` outside a served call, over stdio, on a
+        2026-07-28 request, for a client older than 2025-11-25 (it could not resume)
+        or on a server without an event store (``mcp_asgi_app(max_events=0)``).
+    """
+    questions = _questions.get()
+    return False if questions is None else await questions.close_stream()
 
 
 def new_secret() -> bytes:

@@ -19,6 +19,7 @@ from mcp.server.streamable_http import EventStore
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from .._pipeline._registry import ToolRegistry, ToolScope
+from ._asking import PRIMED_KEY
 from ._events import MemoryEventStore
 from ._serve import mcp_server
 
@@ -97,9 +98,25 @@ def mcp_asgi_app(
                 send, 401, b"unauthorized", [(b"www-authenticate", b'Bearer realm="mcp"')]
             )
         else:
-            await manager.handle_request(asgi_scope, receive, send)
+            await _handle(manager, asgi_scope, receive, send)
 
     return app
+
+
+async def _handle(manager: _SessionManager, asgi_scope: Any, receive: Any, send: Any) -> None:
+    """One request to the SDK, with an event set once its response sent its first bytes
+    (a body closing its POST stream waits for it: see ``close_sse_stream``)."""
+    primed = trio.Event()
+
+    async def sending(message: Any) -> None:
+        await send(message)
+        if message["type"] == "http.response.body":
+            primed.set()
+
+    try:
+        await manager.handle_request({**asgi_scope, PRIMED_KEY: primed}, receive, sending)
+    finally:
+        primed.set()
 
 
 class _SessionManager(StreamableHTTPSessionManager):
