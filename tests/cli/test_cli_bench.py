@@ -499,7 +499,7 @@ def defaulted_registry() -> ToolRegistry:
     return timed_registry(timeout_ms=None, default_ms=50)
 
 
-@pytest.mark.time_limit(30)
+@pytest.mark.timeout(30)
 async def test_the_bare_side_honours_each_tools_timeout_ms() -> None:
     STOPPED.clear()
     calls = [ToolCall("a", "stuck", "{}"), ToolCall("b", "polling", "{}")]
@@ -522,7 +522,7 @@ async def test_a_deadline_only_the_policy_knows_makes_the_bare_side_give_up(
     assert trio.current_time() - began == pytest.approx(BARE_LIMIT_S, abs=1)
 
 
-@pytest.mark.time_limit(30)
+@pytest.mark.timeout(30)
 def test_bench_gives_up_with_a_message_when_the_bare_side_cannot_finish(
     tmp_path: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -538,7 +538,7 @@ def test_bench_gives_up_with_a_message_when_the_bare_side_cannot_finish(
     assert "Traceback" not in err
 
 
-@pytest.mark.time_limit(30)
+@pytest.mark.timeout(30)
 def test_bench_tools_whose_bodies_time_out_reports_them(tmp_path: Path, capsys: Capture) -> None:
     calls = write_calls(tmp_path, {"id": "a", "name": "stuck"})
     argv = ["bench", "--tools", "test_cli_bench:timed_registry", "--calls", str(calls)]

@@ -99,7 +99,7 @@ registry.register(ToolDefinition("fetch", "fetch", {{"type": "object"}}, fetch))
 """
 
 
-@pytest.mark.time_limit(30)
+@pytest.mark.timeout(30)
 @pytest.mark.parametrize("hostile", [TITLE, LINK, CSI_C1])
 def test_run_progress_always_draws_no_control_character_of_a_tool_or_a_model(
     tmp_path: Path,
@@ -130,7 +130,7 @@ def test_run_progress_always_draws_no_control_character_of_a_tool_or_a_model(
     assert lines[0]["result"]["content"][0]["text"] == f"got{hostile}"
 
 
-@pytest.mark.time_limit(60)
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize("hostile", [TITLE, CSI_C1])
 def test_the_live_view_on_a_pty_draws_no_control_character(tmp_path: Path, hostile: str) -> None:
     """``run`` in a subprocess whose stderr is a real pseudo-terminal: the live view."""
@@ -170,7 +170,7 @@ def test_the_live_view_on_a_pty_draws_no_control_character(tmp_path: Path, hosti
     assert msgspec.json.decode(out)["result"]["content"][0]["text"] == f"got{hostile}"
 
 
-@pytest.mark.time_limit(30)
+@pytest.mark.timeout(30)
 @pytest.mark.parametrize("hostile", HOSTILE)
 def test_show_cards_and_their_replay_draw_no_control_character(
     tmp_path: Path,
@@ -198,7 +198,7 @@ def test_show_cards_and_their_replay_draw_no_control_character(
         assert escaped(f"got{hostile}") in replayed
 
 
-@pytest.mark.time_limit(30)
+@pytest.mark.timeout(30)
 def test_colored_cards_keep_their_styles_and_escape_the_text(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
