@@ -1,19 +1,27 @@
-"""A LangGraph node that runs an AI message's tool calls as one toolnursery batch.
+"""A LangGraph ``ToolNode`` that runs an AI message's tool calls as one toolnursery batch.
 
-:class:`ToolBatchNode` takes the state ``langgraph.prebuilt.ToolNode`` takes (a list
-of messages, a state with a ``messages`` key, or a list of tool-call dicts) and
-returns what it returns (``ToolMessage``\\s with ``tool_call_id``, ``name`` and
-``status``, in model order). The calls run as one batch of the registry on the
-``toolnursery.aio`` host of the running loop, so resource keys, barriers,
-``max_parallel``, model-order commits, every policy and the recorder apply as in
-any batch. Each result is written to LangGraph's custom stream as it commits.
-Cancelling the node's task aborts the batch (started calls drain, the rest get
-``ABORTED_BEFORE_DISPATCH``) before ``CancelledError`` propagates.
+:class:`ToolBatchNode` *is* a ``langgraph.prebuilt.ToolNode`` (a subclass), so it goes
+wherever LangGraph takes one — ``create_react_agent(model, tools=node)``,
+``graph.add_node("tools", node)``, ``node.invoke`` / ``node.ainvoke`` — and takes what
+``ToolNode`` takes: LangChain tools or plain functions (plus toolnursery definitions),
+or a whole :class:`ToolRegistry`. Same inputs (state, messages, tool-call dicts, the
+``Send`` payloads of ``create_react_agent``), same outputs (``ToolMessage``\\s in model
+order, ``Command``\\s as ``ToolNode`` combines them).
 
-``Ask`` decisions become LangGraph interrupts through :class:`InterruptApproval`, the
-registry's approval service: the first unanswered ``Ask`` aborts the batch and the
-node raises LangGraph's interrupt; on resume the node runs again from its start (as
-every LangGraph node does) and the answered ``Ask`` takes the resume value.
+The calls run as one batch of the registry (resource keys, barriers,
+``max_parallel``, model-order commits, every policy, the recorder): on the running
+asyncio loop's ``toolnursery.aio`` host under ``ainvoke``, in a ``trio.run`` of the
+calling thread under ``invoke``. A LangChain tool's body is ``ToolNode``'s own
+execution (its injection of ``InjectedState``, ``InjectedStore``,
+``InjectedToolCallId`` and ``ToolRuntime``, its ``handle_tool_errors``, its
+``Command`` checks and its text) run inside the batch; an argument the model sent
+for an injected parameter is refused before the tool runs. LangGraph's control-flow
+exceptions (``interrupt()``, the ``GraphBubbleUp`` family) and errors
+``handle_tool_errors`` leaves unhandled leave the node as they leave ``ToolNode``;
+the calls that committed before an interrupt are kept (per thread, in this process)
+and not run again when the graph resumes.
+
+``Ask`` decisions become LangGraph interrupts through :class:`InterruptApproval`.
 """
 
 from __future__ import annotations
@@ -21,18 +29,28 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import os
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
+import trio
 from langchain_core.messages import AIMessage, ToolMessage
-from langgraph.errors import GraphInterrupt
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import ensure_config, get_config_list
+from langchain_core.tools import BaseTool
+from langchain_core.tools import tool as create_tool
+from langgraph.errors import GraphBubbleUp, GraphInterrupt
+from langgraph.prebuilt import ToolNode, ToolRuntime
+from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import get_runtime
-from langgraph.types import interrupt
+from langgraph.types import Command, interrupt
 
-from .._aio._host import Job, host_for, wait_job
+from .._aio._host import HOST, Job, host_for, wait_job
+from .._aio._tool import run_on_host
 from .._batch._recorder import ToolCallRecorder
 from .._batch._scheduler import open_tool_batch, run_tool_calls
+from .._core._arguments import NotArguments, kind_of
 from .._core._content import (
     AudioContent,
     ImageContent,
@@ -40,10 +58,20 @@ from .._core._content import (
     ToolCall,
     ToolExecutionResult,
 )
+from .._core._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, ToolError
 from .._core._execution import ApprovalOutcome, ApprovalRequest
+from .._core._json import thaw
 from .._core._signal import CancelSignal
 from .._pipeline._registry import ToolRegistry, ToolScope
-from ._langchain import to_langchain
+from .._tools._definition import ToolDefinition
+from ._langchain import (
+    LangChainToolError,
+    injected_names,
+    langchain_parameters,
+    one_line,
+    refuse_injected,
+    to_langchain,
+)
 
 __all__ = ["STREAM_KEY", "InterruptApproval", "ToolBatchNode", "tool_message"]
 
@@ -53,19 +81,54 @@ STREAM_KEY = "toolnursery"
 _CONTEXT = object()
 """The default of ``deps``: the graph's runtime context."""
 
+_DEFAULT_ERRORS = ToolNode.__init__.__kwdefaults__["handle_tool_errors"]
+
 _INTERRUPTED = "interrupted: a tool call waits for a human (LangGraph interrupt)"
+_RAISED = "the node re-raises a tool's exception (handle_tool_errors left it unhandled)"
 _APPROVED = frozenset({"approve", "approved", "allow", "allowed-once", "yes"})
+_NOT_KEPT = frozenset({TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH})
+_KEPT_RUNS = 256
+"""How many interrupted node runs keep their committed calls for the resume."""
 
 
 class _NodeRun:
-    """One run of the node, as the approval service sees it from the batch's tasks."""
+    """One run of the node, as the tool bodies and the approval service see it."""
 
-    __slots__ = ("context", "interrupt", "job")
+    __slots__ = (
+        "abort",
+        "context",
+        "host",
+        "input_type",
+        "interrupt",
+        "outputs",
+        "raised",
+        "runtimes",
+        "unkept",
+    )
 
-    def __init__(self, context: contextvars.Context, job: Job[Any]) -> None:
-        self.context = context
-        self.job = job
+    def __init__(self, input_type: str, runtimes: dict[str, ToolRuntime]) -> None:
+        self.context = contextvars.copy_context()
+        self.input_type = input_type
+        self.runtimes = runtimes
+        self.host: Any = None
+        self.abort: Callable[[str], None] = lambda reason: None
         self.interrupt: GraphInterrupt | None = None
+        self.raised: BaseException | None = None
+        self.outputs: dict[str, Any] = {}
+        self.unkept: set[str] = set()
+
+    def fail(self, exc: BaseException) -> None:
+        """A tool raised what must leave the node: an interrupt waits for the batch,
+        anything else aborts it."""
+        if isinstance(exc, GraphInterrupt) and type(exc) is GraphInterrupt:
+            if self.interrupt is None:
+                self.interrupt = exc
+            else:  # every pending interrupt of the run goes to the human
+                self.interrupt = GraphInterrupt((*self.interrupt.args[0], *exc.args[0]))
+            return
+        if self.raised is None:
+            self.raised = exc
+        self.abort(_RAISED)
 
 
 _RUN: contextvars.ContextVar[_NodeRun | None] = contextvars.ContextVar(
@@ -81,11 +144,10 @@ class InterruptApproval:
     with a checkpointer. An ``Ask`` then interrupts the graph with
     ``{"tool": name, "call_id": id, "reason": reason}``; resume it with
     ``Command(resume=True)`` (or ``"approve"``) to run the call, anything else
-    rejects it. On resume the node runs its batch again from the start, as LangGraph
-    re-runs an interrupted node: calls that ran before the interrupt run again
-    (a barrier, or a call dispatched before the ``Ask`` was reached), so make such
-    tools idempotent. Outside a :class:`ToolBatchNode` run the answer is
-    ``"unavailable"``.
+    rejects it. The first ``Ask`` aborts the rest of the batch; on resume the node
+    runs again (as LangGraph re-runs an interrupted node), and the calls that
+    committed before the interrupt are not run again (kept per thread in this
+    process). Outside a :class:`ToolBatchNode` run the answer is ``"unavailable"``.
     """
 
     async def request(self, request: ApprovalRequest, /) -> ApprovalOutcome:
@@ -97,9 +159,8 @@ class InterruptApproval:
         try:
             answer = run.context.run(interrupt, payload)
         except GraphInterrupt as exc:
-            if run.interrupt is None:
-                run.interrupt = exc
-            run.job.abort(_INTERRUPTED)
+            run.fail(exc)
+            run.abort(_INTERRUPTED)
             return "cancelled"
         return "allowed-once" if _approved(answer) else "rejected"
 
@@ -135,48 +196,81 @@ def _block(block: Any) -> dict[str, Any]:
     return {"type": "text", "text": msgspec.json.encode(block).decode()}
 
 
-class ToolBatchNode:
-    """A drop-in for ``langgraph.prebuilt.ToolNode`` that runs the calls as one batch.
+class ToolBatchNode(ToolNode):
+    """LangGraph's ``ToolNode``, with the calls of each AI message run as one batch.
 
     Example::
 
-        graph.add_node("tools", ToolBatchNode(registry))
+        agent = create_react_agent(model, tools=ToolBatchNode([search, book]))
 
-    The node reads the last ``AIMessage`` of the state (or a list of tool-call
-    dicts), runs its tool calls as one batch of ``registry`` and returns one
-    ``ToolMessage`` per call in model order: ``[...]`` for a list input, else
-    ``{messages_key: [...]}``. Unknown tools, invalid arguments, denials and
-    failures are ``status="error"`` messages with toolnursery's one-line text.
+    ``tools`` is what ``ToolNode`` takes — LangChain tools and plain functions
+    (made tools with LangChain's ``@tool``) — and toolnursery definitions, or a
+    :class:`ToolRegistry` / agent :class:`ToolScope` whose tools, policies and hooks
+    run the calls. The LangChain tools run as ``ToolNode`` runs them (injection,
+    ``handle_tool_errors``, ``Command`` returns, its text), inside the batch;
+    toolnursery tools answer with toolnursery's one-line texts, errors included.
+    Unknown tools, invalid arguments (against the schema the model was shown), a
+    model argument naming an injected parameter, and arguments that are not an
+    object are ``status="error"`` messages and never reach a tool. A call without an
+    id gets one (``call_0``...), written on the AI message too.
 
     Args:
-        registry: the registry whose tools, policies and hooks run the calls.
+        tools: LangChain tools, functions and definitions, or a registry or scope.
+        name: the node's name (``ToolNode``'s).
+        tags: the node's tags (``ToolNode``'s).
+        handle_tool_errors: ``ToolNode``'s, applied to the LangChain tools' errors
+            (a toolnursery tool's failure is always an error result).
+        messages_key: the state key of the messages.
+        wrap_tool_call: not supported (refused): wrap calls with the registry's
+            ``on_execute`` wrappers.
+        awrap_tool_call: not supported (refused), as ``wrap_tool_call``.
         agent: the agent scope the calls run for (default: the registry's view).
         max_parallel: at most this many bodies at once.
         recorder: the batch's recorder (the durable log).
-        deps: what tools see as ``ctx.deps``; by default the graph run's context
-            (``graph.ainvoke(..., context=...)``).
+        deps: what toolnursery tools see as ``ctx.deps``; by default the graph run's
+            context (``graph.ainvoke(..., context=...)``).
         resume_from: a log (a :class:`JsonlRecorder` file) to resume the batch from:
-            calls it shows committed are not run again (results are then
-            streamed when the batch ends).
-        messages_key: the state key of the messages.
-        stream: write each ``ToolMessage`` to LangGraph's custom stream as it
-            commits, as ``{"toolnursery": message}`` (``stream_mode="custom"``).
+            calls it shows committed are not run again.
+        stream: also write each ``ToolMessage`` to LangGraph's custom stream as it
+            commits, as ``{"toolnursery": message}`` (default off: the custom stream
+            carries what the tools write, as under ``ToolNode``).
+
+    Raises:
+        TypeError: ``tools`` is none of these, or ``wrap_tool_call`` /
+            ``awrap_tool_call`` was given.
     """
 
     def __init__(
         self,
-        registry: ToolRegistry,
+        tools: ToolRegistry | ToolScope | Sequence[BaseTool | ToolDefinition | Callable[..., Any]],
         *,
+        name: str = "tools",
+        tags: list[str] | None = None,
+        handle_tool_errors: Any = _DEFAULT_ERRORS,
+        messages_key: str = "messages",
+        wrap_tool_call: Any = None,
+        awrap_tool_call: Any = None,
         agent: ToolScope | None = None,
         max_parallel: int = 10,
         recorder: ToolCallRecorder | None = None,
         deps: Any = _CONTEXT,
         resume_from: str | os.PathLike[str] | None = None,
-        messages_key: str = "messages",
-        stream: bool = True,
+        stream: bool = False,
     ) -> None:
-        if not isinstance(registry, ToolRegistry):
-            raise TypeError(f"ToolBatchNode needs a ToolRegistry, not {type(registry).__name__}")
+        for option, value in (("wrap_tool_call", wrap_tool_call), ("awrap_tool_call", awrap_tool_call)):
+            if value is not None:
+                raise TypeError(
+                    f"ToolBatchNode does not take {option}: a wrapper would run outside the "
+                    "batch's pipeline; wrap calls with registry.on_execute(...) instead"
+                )
+        registry, agent, shown = self._registry_of(tools, agent)
+        super().__init__(
+            shown,
+            name=name,
+            tags=tags,
+            handle_tool_errors=handle_tool_errors,
+            messages_key=messages_key,
+        )
         self.registry = registry
         self.agent = agent
         self.max_parallel = max_parallel
@@ -185,117 +279,337 @@ class ToolBatchNode:
         self.resume_from = resume_from
         self.messages_key = messages_key
         self.stream = stream
-        self.__name__ = "tools"
+        self._kept: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
+
+    def _registry_of(
+        self, tools: Any, agent: ToolScope | None
+    ) -> tuple[ToolRegistry, ToolScope | None, list[BaseTool]]:
+        """The registry the calls run in, its scope, and the tools the model is shown."""
+        if isinstance(tools, ToolScope):
+            tools, agent = tools.registry, tools
+        if isinstance(tools, ToolRegistry):
+            return tools, agent, to_langchain(tools, agent=agent)
+        if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):
+            raise TypeError(
+                "ToolBatchNode needs a ToolRegistry, a ToolScope or a sequence of tools, "
+                f"not {type(tools).__name__}"
+            )
+        registry = ToolRegistry()
+        lc_tools: list[BaseTool] = []
+        for item in tools:
+            if isinstance(item, ToolDefinition):
+                registry.register(item)
+                continue
+            lc_tool = item if isinstance(item, BaseTool) else create_tool(item)
+            lc_tools.append(lc_tool)
+            registry.register(self._definition(lc_tool))
+        ours = [t.name for t in tools if isinstance(t, ToolDefinition)]
+        return registry, agent, lc_tools + to_langchain(registry, names=ours)
+
+    def _definition(self, lc_tool: BaseTool) -> ToolDefinition:
+        """A LangChain tool as a definition whose body is ``ToolNode``'s execution of it."""
+        description, parameters = langchain_parameters(lc_tool)
+        hidden = injected_names(lc_tool)
+        node = self
+
+        async def body(args: Any, ctx: Any) -> str:
+            refuse_injected(hidden, args)
+            run = _RUN.get()
+            if run is None or ctx.call_id not in run.runtimes:
+                raise ToolError(f'tool "{lc_tool.name}" runs only inside its ToolBatchNode')
+            runtime = run.runtimes[ctx.call_id]
+            call = {"name": lc_tool.name, "args": thaw(args), "id": ctx.call_id, "type": "tool_call"}
+            request = ToolCallRequest(
+                tool_call=call,  # type: ignore[typeddict-item]
+                tool=lc_tool,
+                state=runtime.state,
+                runtime=runtime,
+            )
+            try:
+                if run.host is not None:
+                    work = node._execute_tool_async(request, run.input_type, runtime.config)  # type: ignore[arg-type]
+                    output = await run_on_host(run.host, work, lc_tool.name)
+                else:
+                    output = await trio.to_thread.run_sync(
+                        node._execute_tool_sync,
+                        request,
+                        run.input_type,  # type: ignore[arg-type]
+                        runtime.config,
+                    )
+            except Exception as exc:  # GraphBubbleUp, or what handle_tool_errors left
+                run.unkept.add(ctx.call_id)
+                run.fail(exc)
+                raise LangChainToolError(
+                    f'tool "{lc_tool.name}": {one_line(str(exc)) or type(exc).__name__}'
+                ) from exc
+            run.outputs[ctx.call_id] = output
+            text, failed = _summary(output, ctx.call_id)
+            if failed:
+                raise LangChainToolError(one_line(text) or f'tool "{lc_tool.name}" failed')
+            return text
+
+        return ToolDefinition(lc_tool.name, description, parameters, body)
 
     @property
-    def tools(self) -> list[Any]:
-        """The registry's tools as LangChain tools, to bind to the chat model."""
-        return to_langchain(self.registry, agent=self.agent)
+    def tools(self) -> list[BaseTool]:
+        """The tools to bind to the chat model (``tools_by_name``'s values)."""
+        return list(self.tools_by_name.values())
 
     async def __call__(self, input: Any) -> Any:
-        """Run the tool calls of ``input``; see the class docstring.
+        """``await node(state)``: run the calls of ``input`` as the node does, inside a
+        graph or not (outside one, tools see no graph state, store or stream)."""
+        try:
+            runtime = get_runtime()
+        except (RuntimeError, KeyError):  # called outside a graph run
+            runtime = None
+        return await self._afunc(input, ensure_config(), runtime)
 
-        Raises:
-            ValueError: the input holds no messages, or no ``AIMessage``.
-            asyncio.CancelledError: the node's task was cancelled (after the batch
-                aborted and drained).
-            GraphInterrupt: an ``Ask`` was sent to the human (see
-                :class:`InterruptApproval`).
-        """
-        calls, as_list = self._parse(input)
-        writer, context = _runtime_parts(self.stream)
-        deps = context if self.deps is _CONTEXT else self.deps
-        messages = await self._run(calls, deps, writer)
-        return messages if as_list else {self.messages_key: messages}
+    def _func(self, input: Any, config: RunnableConfig, runtime: Any = None) -> Any:
+        calls, input_type, extra = self._calls_of(input)
+        run, kept_key, pending = self._prepare(input, input_type, calls, config, runtime)
+        results = trio.run(self._trio_batch, run, pending, runtime)
+        return self._finish(run, kept_key, calls, pending, results, input_type, extra)
 
-    async def _run(
-        self, calls: list[ToolCall], deps: Any, writer: Callable[[Any], None] | None
-    ) -> list[ToolMessage]:
-        loop = asyncio.get_running_loop()
-        host = await host_for(loop)
-        job: Job[None] = Job(loop, CancelSignal())
-        node_run = _NodeRun(contextvars.copy_context(), job)
-        messages: list[ToolMessage] = []
-        registry, agent, recorder = self.registry, self.agent, self.recorder
-        max_parallel, resume_from = self.max_parallel, self.resume_from
+    async def _afunc(self, input: Any, config: RunnableConfig, runtime: Any = None) -> Any:
+        calls, input_type, extra = self._calls_of(input)
+        run, kept_key, pending = self._prepare(input, input_type, calls, config, runtime)
+        if trio.lowlevel.in_trio_task() and not _in_asyncio():
+            results = await self._trio_batch(run, pending, runtime)
+        else:
+            results = await self._hosted_batch(run, pending, runtime)
+        return self._finish(run, kept_key, calls, pending, results, input_type, extra)
 
-        async def run() -> None:
-            _RUN.set(node_run)  # the batch's tasks start in copies of this context
-            if resume_from is not None:
-                results = await run_tool_calls(
-                    registry,
-                    calls,
-                    signal=job.signal,
-                    agent=agent,
-                    max_parallel=max_parallel,
-                    recorder=recorder,
-                    resume_from=resume_from,
-                    deps=deps,
-                )
-                for call, result in zip(calls, results, strict=True):
-                    messages.append(tool_message(call, result))
-                    if writer is not None:
-                        writer({STREAM_KEY: messages[-1]})
-                return
-            async with open_tool_batch(
-                registry,
-                signal=job.signal,
-                agent=agent,
-                max_parallel=max_parallel,
-                recorder=recorder,
+    # -- one run ------------------------------------------------------------------------
+
+    def _calls_of(self, input: Any) -> tuple[list[dict[str, Any]], str, list[AIMessage]]:
+        """The model's calls (ids made up where missing), the input's kind, and the AI
+        message to write back when ids were made up."""
+        raw, input_type = self._parse_input(input)
+        message = _last_ai(input, self.messages_key)
+        siblings = list(message.tool_calls) if message is not None else raw
+        taken = {c.get("id") for c in siblings if isinstance(c.get("id"), str) and c.get("id")}
+        made_up = False
+        for call in raw:
+            if isinstance(call.get("id"), str) and call["id"]:
+                continue
+            index = next((i for i, c in enumerate(siblings) if c is call), raw.index(call))
+            call["id"] = _made_up_id(index, taken)  # type: ignore[index]
+            made_up = True
+        extra = [message] if made_up and message is not None and input_type == "dict" else []
+        return [dict(c) for c in raw], input_type, extra
+
+    def _prepare(
+        self,
+        input: Any,
+        input_type: str,
+        calls: list[dict[str, Any]],
+        config: RunnableConfig,
+        runtime: Any,
+    ) -> tuple[_NodeRun, tuple[str, str] | None, list[dict[str, Any]]]:
+        runtimes: dict[str, ToolRuntime] = {}
+        tools = list(self.tools_by_name.values())
+        for call, cfg in zip(calls, get_config_list(config, len(calls)), strict=True):
+            runtimes[call["id"]] = ToolRuntime(
+                state=self._extract_state(input, cfg),
+                tool_call_id=call["id"],
+                config=cfg,
+                context=getattr(runtime, "context", None),
+                store=getattr(runtime, "store", None),
+                stream_writer=getattr(runtime, "stream_writer", lambda chunk: None),
+                tools=tools,
+                execution_info=getattr(runtime, "execution_info", None),
+                server_info=getattr(runtime, "server_info", None),
+            )
+        run = _NodeRun(input_type, runtimes)
+        configurable = config.get("configurable") or {}
+        thread = configurable.get("thread_id")
+        kept_key = None
+        if thread is not None:
+            kept_key = (str(thread), str(configurable.get("checkpoint_ns", "")))
+            run.outputs.update(self._kept.get(kept_key, {}))
+        pending = [call for call in calls if call["id"] not in run.outputs]
+        return run, kept_key, pending
+
+    def _finish(
+        self,
+        run: _NodeRun,
+        kept_key: tuple[str, str] | None,
+        calls: list[dict[str, Any]],
+        pending: list[dict[str, Any]],
+        results: dict[str, ToolMessage],
+        input_type: str,
+        extra: list[AIMessage],
+    ) -> Any:
+        if run.raised is not None:
+            raise run.raised
+        outputs = [run.outputs.get(call["id"]) or results[call["id"]] for call in calls]
+        if run.interrupt is not None:
+            if kept_key is not None:
+                self._kept[kept_key] = {
+                    call["id"]: output
+                    for call, output in zip(calls, outputs, strict=True)
+                    if call["id"] not in run.unkept
+                    and (call["id"] in run.outputs or call["id"] in results)
+                }
+                self._kept.move_to_end(kept_key)
+                while len(self._kept) > _KEPT_RUNS:
+                    self._kept.popitem(last=False)
+            raise run.interrupt
+        if kept_key is not None:
+            self._kept.pop(kept_key, None)
+        combined = self._combine_tool_outputs(outputs, input_type)  # type: ignore[arg-type]
+        if extra and isinstance(combined, dict):
+            combined[self.messages_key] = [*extra, *combined[self.messages_key]]
+        return combined
+
+    def _deps(self, runtime: Any) -> Any:
+        return getattr(runtime, "context", None) if self.deps is _CONTEXT else self.deps
+
+    def _writer(self, runtime: Any) -> Callable[[Any], None] | None:
+        return getattr(runtime, "stream_writer", None) if self.stream else None
+
+    async def _batch(
+        self, run: _NodeRun, pending: list[dict[str, Any]], runtime: Any, signal: CancelSignal
+    ) -> dict[str, ToolMessage]:
+        """Run the pending calls as one batch (in the trio run); their ``ToolMessage``\\s
+        (the LangChain tools' own answers stay in ``run.outputs``)."""
+        _RUN.set(run)  # the batch's tasks start in copies of this context
+        run.host = HOST.get()
+        calls = [ToolCall(c["id"], str(c.get("name") or ""), _arguments(c)) for c in pending]
+        writer = self._writer(runtime)
+        deps = self._deps(runtime)
+        messages: dict[str, ToolMessage] = {}
+        run.abort = signal.cancel
+
+        def commit(call: ToolCall, result: ToolExecutionResult) -> None:
+            output = run.outputs.get(call.id)
+            if output is not None and not _answered_by_body(result):
+                del run.outputs[call.id]  # a policy replaced or blocked the tool's answer
+                output = None
+            messages[call.id] = tool_message(call, result)
+            if result.error is not None and result.error.code in _NOT_KEPT:
+                run.unkept.add(call.id)  # aborted: it runs again on resume
+            if writer is not None:
+                writer({STREAM_KEY: output if isinstance(output, ToolMessage) else messages[call.id]})
+
+        if self.resume_from is not None:
+            results = await run_tool_calls(
+                self.registry,
+                calls,
+                signal=signal,
+                agent=self.agent,
+                max_parallel=self.max_parallel,
+                recorder=self.recorder,
+                resume_from=self.resume_from,
                 deps=deps,
-            ) as batch:
-                job.on_abort = batch.close
-                for call in calls:
-                    batch.submit(call)
-                batch.close()
-                async for call, result in batch:
-                    message = tool_message(call, result)
-                    messages.append(message)
-                    if writer is not None:
-                        writer({STREAM_KEY: message})
+            )
+            for call, result in zip(calls, results, strict=True):
+                commit(call, result)
+            return messages
+        async with open_tool_batch(
+            self.registry,
+            signal=signal,
+            agent=self.agent,
+            max_parallel=self.max_parallel,
+            recorder=self.recorder,
+            deps=deps,
+        ) as batch:
 
-        host.spawn(job, run)
-        await wait_job(job)
-        if node_run.interrupt is not None:
-            raise node_run.interrupt
+            def abort(reason: str) -> None:
+                signal.cancel(reason)
+                batch.close()
+
+            run.abort = abort
+            for call in calls:
+                batch.submit(call)
+            batch.close()
+            async for call, result in batch:
+                commit(call, result)
         return messages
 
-    def _parse(self, input: Any) -> tuple[list[ToolCall], bool]:
-        if isinstance(input, list) and input and _is_tool_call(input[-1]):
-            return [_call(item) for item in input], False
-        if isinstance(input, dict) and input.get("__type") == "tool_call_with_context":
-            return [_call(input["tool_call"])], False
-        as_list = isinstance(input, list)
-        if as_list:
-            messages = input
-        elif isinstance(input, dict):
-            messages = input.get(self.messages_key) or []
-        else:
-            messages = getattr(input, self.messages_key, None) or []
-        if not messages:
-            raise ValueError(f'ToolBatchNode: no messages in the input (key "{self.messages_key}")')
-        for message in reversed(messages):
-            if isinstance(message, AIMessage):
-                return [_call(item) for item in message.tool_calls], as_list
-        raise ValueError("ToolBatchNode: no AIMessage in the input")
+    async def _trio_batch(
+        self, run: _NodeRun, pending: list[dict[str, Any]], runtime: Any
+    ) -> dict[str, ToolMessage]:
+        return await self._batch(run, pending, runtime, CancelSignal())
+
+    async def _hosted_batch(
+        self, run: _NodeRun, pending: list[dict[str, Any]], runtime: Any
+    ) -> dict[str, ToolMessage]:
+        loop = asyncio.get_running_loop()
+        host = await host_for(loop)
+        job: Job[dict[str, ToolMessage]] = Job(loop, CancelSignal())
+
+        async def work() -> dict[str, ToolMessage]:
+            return await self._batch(run, pending, runtime, job.signal)
+
+        host.spawn(job, work)
+        return await wait_job(job)
 
 
-def _is_tool_call(item: object) -> bool:
-    return isinstance(item, dict) and item.get("type") == "tool_call"
+def _answered_by_body(result: ToolExecutionResult) -> bool:
+    """Whether the committed result is the LangChain tool's own answer (not a policy's)."""
+    if result.error is None:
+        return True
+    return result.error.code == LangChainToolError.code
 
 
-def _call(item: Any) -> ToolCall:
-    args = item.get("args")
-    return ToolCall(str(item.get("id") or ""), str(item.get("name") or ""), args or {})
+def _summary(output: Any, call_id: str) -> tuple[str, bool]:
+    """The text and error status the pipeline records for a LangChain tool's answer."""
+    items = output if isinstance(output, list) else [output]
+    for item in items:
+        messages: list[Any] = [item]
+        if isinstance(item, Command):
+            update = item.update
+            found = update.get("messages", []) if isinstance(update, dict) else update
+            messages = list(found) if isinstance(found, list) else []
+        for message in messages:
+            if isinstance(message, ToolMessage) and message.tool_call_id == call_id:
+                text = message.content if isinstance(message.content, str) else str(message.content)
+                return text, message.status == "error"
+    return ("(a LangGraph Command)" if items else ""), False
 
 
-def _runtime_parts(stream: bool) -> tuple[Callable[[Any], None] | None, Any]:
-    """The run's stream writer (when streaming) and context; ``(None, None)`` outside a graph."""
+def _arguments(call: dict[str, Any]) -> Any:
+    """A call's arguments: an object; a missing ``args`` is ``{}``; anything else is refused."""
+    if "args" not in call:
+        return {}
+    args = call["args"]
+    if isinstance(args, dict):
+        return args
+    return NotArguments(args, f'"args" must be an object, got {kind_of(args)}')
+
+
+def _made_up_id(index: int, taken: set[Any]) -> str:
+    candidate, suffix = f"call_{index}", 0
+    while candidate in taken:
+        suffix += 1
+        candidate = f"call_{index}_{suffix}"
+    taken.add(candidate)
+    return candidate
+
+
+def _last_ai(input: Any, key: str) -> AIMessage | None:
+    """The AI message whose calls the input holds (a ``Send`` payload's state included)."""
+    if isinstance(input, dict) and input.get("__type") == "tool_call_with_context":
+        input = input.get("state")
+    messages = input if isinstance(input, list) else None
+    if isinstance(input, dict):
+        messages = input.get(key)
+    elif messages is None:
+        messages = getattr(input, key, None)
+    for message in reversed(messages or []):
+        if isinstance(message, AIMessage):
+            return message
+    return None
+
+
+def _in_asyncio() -> bool:
     try:
-        runtime = get_runtime()
-    except (RuntimeError, KeyError):  # called outside a graph run
-        return None, None
-    if runtime is None:
-        return None, None
-    return (runtime.stream_writer if stream else None), runtime.context
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+# GraphBubbleUp is an Exception: the bodies catch it as one to hand it to the node.
+assert issubclass(GraphBubbleUp, Exception)
