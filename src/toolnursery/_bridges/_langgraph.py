@@ -83,10 +83,11 @@ _CONTEXT = object()
 
 _DEFAULT_ERRORS = ToolNode.__init__.__kwdefaults__["handle_tool_errors"]
 
-_INTERRUPTED = "interrupted: a tool call waits for a human (LangGraph interrupt)"
 _RAISED = "the node re-raises a tool's exception (handle_tool_errors left it unhandled)"
 _APPROVED = frozenset({"approve", "approved", "allow", "allowed-once", "yes"})
 _NOT_KEPT = frozenset({TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH})
+_RESUMING = "__pregel_resuming"
+"""LangGraph's configurable key marking the step a resume starts from."""
 _KEPT_RUNS = 256
 """How many interrupted node runs keep their committed calls for the resume."""
 
@@ -96,39 +97,53 @@ class _NodeRun:
 
     __slots__ = (
         "abort",
-        "context",
+        "contexts",
+        "exceptions",
         "host",
         "input_type",
-        "interrupt",
         "outputs",
-        "raised",
         "runtimes",
         "unkept",
     )
 
-    def __init__(self, input_type: str, runtimes: dict[str, ToolRuntime]) -> None:
-        self.context = contextvars.copy_context()
+    def __init__(
+        self,
+        input_type: str,
+        runtimes: dict[str, ToolRuntime],
+        contexts: dict[str, contextvars.Context] | None = None,
+    ) -> None:
         self.input_type = input_type
         self.runtimes = runtimes
+        context = contextvars.copy_context()
+        self.contexts = contexts or dict.fromkeys(runtimes, context)
         self.host: Any = None
         self.abort: Callable[[str], None] = lambda reason: None
-        self.interrupt: GraphInterrupt | None = None
-        self.raised: BaseException | None = None
+        self.exceptions: dict[str, BaseException] = {}
         self.outputs: dict[str, Any] = {}
         self.unkept: set[str] = set()
 
-    def fail(self, exc: BaseException) -> None:
-        """A tool raised what must leave the node: an interrupt waits for the batch,
-        anything else aborts it."""
-        if isinstance(exc, GraphInterrupt) and type(exc) is GraphInterrupt:
-            if self.interrupt is None:
-                self.interrupt = exc
-            else:  # every pending interrupt of the run goes to the human
-                self.interrupt = GraphInterrupt((*self.interrupt.args[0], *exc.args[0]))
-            return
-        if self.raised is None:
-            self.raised = exc
-        self.abort(_RAISED)
+    def fail(self, call_id: str, exc: BaseException) -> None:
+        """Call ``call_id`` raised what must leave the node: an interrupt lets the
+        other calls finish, anything else aborts the batch."""
+        self.exceptions[call_id] = exc
+        self.unkept.add(call_id)
+        if not _is_interrupt(exc):
+            self.abort(_RAISED)
+
+    def raised(self, call_ids: Sequence[str]) -> BaseException | None:
+        """What the node raises for these calls: the first error that is not an
+        interrupt, else every interrupt as one."""
+        found = [self.exceptions[i] for i in call_ids if i in self.exceptions]
+        for exc in found:
+            if not _is_interrupt(exc):
+                return exc
+        if len(found) > 1:  # every pending interrupt of the run goes to the human
+            return GraphInterrupt(tuple(i for exc in found for i in exc.args[0]))
+        return found[0] if found else None
+
+
+def _is_interrupt(exc: BaseException) -> bool:
+    return type(exc) is GraphInterrupt
 
 
 _RUN: contextvars.ContextVar[_NodeRun | None] = contextvars.ContextVar(
@@ -144,23 +159,24 @@ class InterruptApproval:
     with a checkpointer. An ``Ask`` then interrupts the graph with
     ``{"tool": name, "call_id": id, "reason": reason}``; resume it with
     ``Command(resume=True)`` (or ``"approve"``) to run the call, anything else
-    rejects it. The first ``Ask`` aborts the rest of the batch; on resume the node
-    runs again (as LangGraph re-runs an interrupted node), and the calls that
-    committed before the interrupt are not run again (kept per thread in this
+    rejects it. The other calls of the batch run on; on resume the node runs again
+    (as LangGraph re-runs an interrupted node), and the calls that committed are
+    not run again (under ``create_react_agent``, LangGraph keeps each call's
+    message; in a graph of your own, the node keeps them per thread in this
     process). Outside a :class:`ToolBatchNode` run the answer is ``"unavailable"``.
     """
 
     async def request(self, request: ApprovalRequest, /) -> ApprovalOutcome:
         """Interrupt the graph for ``request`` (or take the resume value of a re-run)."""
         run = _RUN.get()
-        if run is None:
+        context = None if run is None else run.contexts.get(request.call_id)
+        if run is None or context is None:
             return "unavailable"
         payload = {"tool": request.tool_name, "call_id": request.call_id, "reason": request.reason}
         try:
-            answer = run.context.run(interrupt, payload)
+            answer = context.copy().run(interrupt, payload)
         except GraphInterrupt as exc:
-            run.fail(exc)
-            run.abort(_INTERRUPTED)
+            run.fail(request.call_id, exc)
             return "cancelled"
         return "allowed-once" if _approved(answer) else "rejected"
 
@@ -280,6 +296,7 @@ class ToolBatchNode(ToolNode):
         self.messages_key = messages_key
         self.stream = stream
         self._kept: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
+        self._gatherings: dict[tuple[int, tuple[str, ...]], _Gathering] = {}
 
     def _registry_of(
         self, tools: Any, agent: ToolScope | None
@@ -337,8 +354,7 @@ class ToolBatchNode(ToolNode):
                         runtime.config,
                     )
             except Exception as exc:  # GraphBubbleUp, or what handle_tool_errors left
-                run.unkept.add(ctx.call_id)
-                run.fail(exc)
+                run.fail(ctx.call_id, exc)
                 raise LangChainToolError(
                     f'tool "{lc_tool.name}": {one_line(str(exc)) or type(exc).__name__}'
                 ) from exc
@@ -372,12 +388,95 @@ class ToolBatchNode(ToolNode):
 
     async def _afunc(self, input: Any, config: RunnableConfig, runtime: Any = None) -> Any:
         calls, input_type, extra = self._calls_of(input)
+        gathering = self._gathering_of(input, calls, config)
+        if gathering is not None:
+            return await self._gathered(gathering, calls[0], input, config, runtime)
         run, kept_key, pending = self._prepare(input, input_type, calls, config, runtime)
         if trio.lowlevel.in_trio_task() and not _in_asyncio():
             results = await self._trio_batch(run, pending, runtime)
         else:
             results = await self._hosted_batch(run, pending, runtime)
         return self._finish(run, kept_key, calls, pending, results, input_type, extra)
+
+    # -- the Send tasks of one AI message, gathered ---------------------------------------
+
+    def _gathering_of(
+        self, input: Any, calls: list[dict[str, Any]], config: RunnableConfig
+    ) -> _Gathering | None:
+        """The gathering this ``Send`` task's call joins, or ``None`` to run it alone.
+
+        ``create_react_agent`` sends each call of an AI message to the node as a task
+        of its own, all in one step: those tasks meet here and their calls run as one
+        batch. Not when the step is a resume (only the interrupted calls' tasks run
+        again), nor when the run's ``max_concurrency`` could not start them all.
+        """
+        if not (isinstance(input, dict) and input.get("__type") == "tool_call_with_context"):
+            return None
+        configurable = config.get("configurable") or {}
+        message = _last_ai(input, self.messages_key)
+        if message is None or configurable.get(_RESUMING) or not _in_asyncio():
+            return None
+        answered = {
+            getattr(m, "tool_call_id", None)
+            for m in _messages(input.get("state"), self.messages_key)
+            if isinstance(m, ToolMessage)
+        }
+        expected = tuple(c["id"] for c in message.tool_calls if c.get("id") not in answered)
+        limit = config.get("max_concurrency")
+        if len(expected) < 2 or calls[0]["id"] not in expected or (limit and limit < len(expected)):
+            return None
+        key = (id(message), expected)
+        gathering = self._gatherings.get(key)
+        if gathering is None:
+            gathering = self._gatherings[key] = _Gathering(expected, message)
+        return gathering
+
+    async def _gathered(
+        self,
+        gathering: _Gathering,
+        call: dict[str, Any],
+        input: Any,
+        config: RunnableConfig,
+        runtime: Any,
+    ) -> Any:
+        """Join ``gathering``; the last task to arrive runs the batch for all of them."""
+        call_id = call["id"]
+        arrived = asyncio.get_running_loop().create_future()
+        gathering.arrivals[call_id] = (call, input, config, runtime, arrived)
+        if len(gathering.arrivals) < len(gathering.expected):
+            output = await arrived
+        else:
+            self._gatherings.pop((id(gathering.message), gathering.expected), None)
+            output = await self._run_gathered(gathering)
+        if isinstance(output, BaseException):
+            raise output
+        return self._combine_tool_outputs([output], "tool_calls")
+
+    async def _run_gathered(self, gathering: _Gathering) -> Any:
+        ordered = [gathering.arrivals[i] for i in gathering.expected]
+        runtimes: dict[str, ToolRuntime] = {}
+        contexts: dict[str, contextvars.Context] = {}
+        for call, input, config, runtime, arrived in ordered:
+            runtimes[call["id"]] = self._tool_runtime(input, call, config, runtime)
+            contexts[call["id"]] = contextvars.copy_context()
+        run = _NodeRun("tool_calls", runtimes, contexts)
+        calls = [item[0] for item in ordered]
+        try:
+            results = await self._hosted_batch(run, calls, ordered[-1][3])
+        except BaseException as exc:
+            for *_, arrived in ordered[:-1]:
+                if not arrived.done():
+                    arrived.set_exception(exc) if isinstance(exc, Exception) else arrived.cancel()
+            raise
+        for call, *_, arrived in ordered:
+            output: Any = run.exceptions.get(call["id"])
+            if output is None:
+                output = run.outputs.get(call["id"]) or results[call["id"]]
+            if call is ordered[-1][0]:
+                mine = output
+            elif not arrived.done():
+                arrived.set_result(output)
+        return mine
 
     # -- one run ------------------------------------------------------------------------
 
@@ -406,20 +505,10 @@ class ToolBatchNode(ToolNode):
         config: RunnableConfig,
         runtime: Any,
     ) -> tuple[_NodeRun, tuple[str, str] | None, list[dict[str, Any]]]:
-        runtimes: dict[str, ToolRuntime] = {}
-        tools = list(self.tools_by_name.values())
-        for call, cfg in zip(calls, get_config_list(config, len(calls)), strict=True):
-            runtimes[call["id"]] = ToolRuntime(
-                state=self._extract_state(input, cfg),
-                tool_call_id=call["id"],
-                config=cfg,
-                context=getattr(runtime, "context", None),
-                store=getattr(runtime, "store", None),
-                stream_writer=getattr(runtime, "stream_writer", lambda chunk: None),
-                tools=tools,
-                execution_info=getattr(runtime, "execution_info", None),
-                server_info=getattr(runtime, "server_info", None),
-            )
+        runtimes = {
+            call["id"]: self._tool_runtime(input, call, cfg, runtime)
+            for call, cfg in zip(calls, get_config_list(config, len(calls)), strict=True)
+        }
         run = _NodeRun(input_type, runtimes)
         configurable = config.get("configurable") or {}
         thread = configurable.get("thread_id")
@@ -429,6 +518,22 @@ class ToolBatchNode(ToolNode):
             run.outputs.update(self._kept.get(kept_key, {}))
         pending = [call for call in calls if call["id"] not in run.outputs]
         return run, kept_key, pending
+
+    def _tool_runtime(
+        self, input: Any, call: dict[str, Any], config: RunnableConfig, runtime: Any
+    ) -> ToolRuntime:
+        """The ``ToolRuntime`` of one call, as ``ToolNode`` makes it."""
+        return ToolRuntime(
+            state=self._extract_state(input, config),
+            tool_call_id=call["id"],
+            config=config,
+            context=getattr(runtime, "context", None),
+            store=getattr(runtime, "store", None),
+            stream_writer=getattr(runtime, "stream_writer", _no_writer),
+            tools=list(self.tools_by_name.values()),
+            execution_info=getattr(runtime, "execution_info", None),
+            server_info=getattr(runtime, "server_info", None),
+        )
 
     def _finish(
         self,
@@ -440,10 +545,12 @@ class ToolBatchNode(ToolNode):
         input_type: str,
         extra: list[AIMessage],
     ) -> Any:
-        if run.raised is not None:
-            raise run.raised
+        ids = [call["id"] for call in calls]
+        raised = run.raised(ids)
+        if raised is not None and not _is_interrupt(raised):
+            raise raised
         outputs = [run.outputs.get(call["id"]) or results[call["id"]] for call in calls]
-        if run.interrupt is not None:
+        if raised is not None:
             if kept_key is not None:
                 self._kept[kept_key] = {
                     call["id"]: output
@@ -454,7 +561,7 @@ class ToolBatchNode(ToolNode):
                 self._kept.move_to_end(kept_key)
                 while len(self._kept) > _KEPT_RUNS:
                     self._kept.popitem(last=False)
-            raise run.interrupt
+            raise raised
         if kept_key is not None:
             self._kept.pop(kept_key, None)
         combined = self._combine_tool_outputs(outputs, input_type)  # type: ignore[arg-type]
@@ -546,6 +653,28 @@ class ToolBatchNode(ToolNode):
         return await wait_job(job)
 
 
+class _Gathering:
+    """The ``Send`` tasks of one AI message's calls, meeting to run as one batch."""
+
+    __slots__ = ("arrivals", "expected", "message")
+
+    def __init__(self, expected: tuple[str, ...], message: AIMessage) -> None:
+        self.expected = expected
+        self.message = message  # held: the key is its id()
+        self.arrivals: dict[str, tuple[Any, ...]] = {}
+
+
+def _no_writer(chunk: Any) -> None:
+    """The stream writer outside a graph: chunks go nowhere."""
+
+
+def _messages(state: Any, key: str) -> list[Any]:
+    if isinstance(state, list):
+        return state
+    found = state.get(key) if isinstance(state, dict) else getattr(state, key, None)
+    return list(found or [])
+
+
 def _answered_by_body(result: ToolExecutionResult) -> bool:
     """Whether the committed result is the LangChain tool's own answer (not a policy's)."""
     if result.error is None:
@@ -592,12 +721,7 @@ def _last_ai(input: Any, key: str) -> AIMessage | None:
     """The AI message whose calls the input holds (a ``Send`` payload's state included)."""
     if isinstance(input, dict) and input.get("__type") == "tool_call_with_context":
         input = input.get("state")
-    messages = input if isinstance(input, list) else None
-    if isinstance(input, dict):
-        messages = input.get(key)
-    elif messages is None:
-        messages = getattr(input, key, None)
-    for message in reversed(messages or []):
+    for message in reversed(_messages(input, key)):
         if isinstance(message, AIMessage):
             return message
     return None
