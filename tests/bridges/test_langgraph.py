@@ -474,3 +474,443 @@ def test_the_node_offers_the_registry_tools_to_bind_to_a_model() -> None:
         ("add", "Add two integers."),
         ("multiply", "Multiply two integers."),
     ]
+
+
+# -- drop-in for ToolNode: create_react_agent, LangChain tools, ToolNode's features ------
+
+import warnings  # noqa: E402
+from typing import Annotated as _Annotated  # noqa: E402
+
+from langchain_core.tools import InjectedToolArg, InjectedToolCallId  # noqa: E402
+from langchain_core.tools import tool as lc_tool  # noqa: E402
+from langgraph.config import get_stream_writer  # noqa: E402
+from langgraph.errors import GraphRecursionError  # noqa: E402
+from langgraph.prebuilt import InjectedState, InjectedStore, ToolRuntime  # noqa: E402
+from langgraph.runtime import DEFAULT_RUNTIME  # noqa: E402
+from langgraph.store.memory import InMemoryStore  # noqa: E402
+from langgraph.types import Send, interrupt  # noqa: E402
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # create_react_agent is deprecated for create_agent
+    from langgraph.prebuilt import create_react_agent
+
+
+OUTSIDE_A_GRAPH: Any = {"configurable": {"__pregel_runtime": DEFAULT_RUNTIME}}
+"""What LangGraph gives a node's ``ainvoke`` (ToolNode's too) outside a graph run."""
+
+
+class ToolCallingFakeModel(FakeMessagesListChatModel):
+    """LangChain's fake chat model, with the ``bind_tools`` create_react_agent calls."""
+
+    bound: list[str] = []
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        self.bound = [t.name for t in tools]
+        return self
+
+
+def _react(tools: Any, responses: list[BaseMessage], **kwargs: Any) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return create_react_agent(ToolCallingFakeModel(responses=responses), tools=tools, **kwargs)
+
+
+@lc_tool
+def listing(n: int) -> dict[str, Any]:
+    """List."""
+    return {"items": list(range(n)), "name": "é"}
+
+
+@lc_tool
+def count(q: str, state: _Annotated[dict[str, Any], InjectedState]) -> str:
+    """Count the messages."""
+    return f"{q}: {len(state['messages'])} messages"
+
+
+@lc_tool
+def first_kind(q: str, messages: _Annotated[list[Any], InjectedState("messages")]) -> str:
+    """The first message's kind."""
+    return f"{q}: {type(messages[0]).__name__}"
+
+
+@lc_tool
+def remember(q: str, store: _Annotated[Any, InjectedStore()]) -> str:
+    """Store and read back."""
+    store.put(("notes",), "k", {"v": q})
+    return f"stored {store.get(('notes',), 'k').value}"
+
+
+@lc_tool
+def whose(q: str, tool_call_id: _Annotated[str, InjectedToolCallId]) -> str:
+    """The call's id."""
+    return f"{q} for {tool_call_id}"
+
+
+@lc_tool
+def with_runtime(q: str, runtime: ToolRuntime) -> str:
+    """Write to the stream through the runtime."""
+    runtime.stream_writer({"progress": q})
+    return f"{q} {runtime.tool_call_id} {len(runtime.state['messages'])}"
+
+
+@lc_tool
+def writes(q: str) -> str:
+    """Write to the stream."""
+    get_stream_writer()({"chunk": q})
+    return "wrote"
+
+
+@lc_tool
+def command(q: str, tool_call_id: _Annotated[str, InjectedToolCallId]) -> Command[Any]:
+    """Answer with a Command."""
+    return Command(update={"messages": [ToolMessage(f"cmd {q}", tool_call_id=tool_call_id)]})
+
+
+@lc_tool
+def commands(q: str, tool_call_id: _Annotated[str, InjectedToolCallId]) -> list[Command[Any]]:
+    """Answer with a list of Commands."""
+    return [
+        Command(update={"messages": [ToolMessage(f"cmds {q}", tool_call_id=tool_call_id)]}),
+        Command(update={"messages": []}),
+    ]
+
+
+@lc_tool
+def boom(q: str) -> str:
+    """Fail."""
+    raise ValueError(f"bad {q}")
+
+
+FEATURES = [listing, count, first_kind, remember, whose, with_runtime, writes, command, commands]
+FEATURE_CALLS = [
+    ("listing", {"n": 2}),
+    ("count", {"q": "a"}),
+    ("first_kind", {"q": "b"}),
+    ("remember", {"q": "c"}),
+    ("whose", {"q": "d"}),
+    ("with_runtime", {"q": "e"}),
+    ("writes", {"q": "f"}),
+    ("command", {"q": "g"}),
+    ("commands", {"q": "h"}),
+]
+
+
+def _feature_turn() -> list[BaseMessage]:
+    return [_ai(*((f"c{i}", n, a) for i, (n, a) in enumerate(FEATURE_CALLS))), AIMessage("done")]
+
+
+def _react_run(node: Any, *, version: str, sync: bool) -> tuple[list[Any], list[Any]]:
+    agent = _react(node, _feature_turn(), store=InMemoryStore(), version=version)
+    start = {"messages": [HumanMessage("hi")]}
+    modes = ["custom", "values"]
+    if sync:
+        chunks = list(agent.stream(start, stream_mode=modes))
+    else:
+
+        async def main() -> list[Any]:
+            return [chunk async for chunk in agent.astream(start, stream_mode=modes)]
+
+        chunks = _run(main())
+    state = [chunk for mode, chunk in chunks if mode == "values"][-1]
+    messages = [(m.tool_call_id, m.name, m.content, m.status) for m in _tool_messages(state)]
+    custom = sorted((chunk for mode, chunk in chunks if mode == "custom"), key=str)
+    return sorted(messages), custom
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+@pytest.mark.parametrize("sync", [False, True], ids=["ainvoke", "invoke"])
+def test_create_react_agent_takes_the_node_and_answers_exactly_as_toolnode(
+    version: str, sync: bool
+) -> None:
+    """The same LangChain tools (json.dumps text, InjectedState / InjectedStore /
+    InjectedToolCallId / ToolRuntime, Commands, the stream writer) under ToolNode and
+    under our node, swapped in with one call, give the same messages and chunks."""
+    theirs = _react_run(ToolNode(FEATURES), version=version, sync=sync)
+    ours = _react_run(ToolBatchNode(FEATURES), version=version, sync=sync)
+    assert ours == theirs
+    messages, custom = ours
+    assert ("c0", "listing", '{"items": [0, 1], "name": "é"}', "success") in messages
+    assert ("c4", "whose", "d for c4", "success") in messages
+    assert ("c7", "command", "cmd g", "success") in messages
+    assert custom == [{"chunk": "f"}, {"progress": "e"}]  # each tool's chunk, alone
+
+
+@tool(**PARALLEL)
+async def batch_of(tag: str, ctx: ToolRunContext) -> str:
+    """Say which batch ran the call."""
+    await trio.lowlevel.checkpoint()
+    return f"{tag} {ctx.execution.batch_id}"
+
+
+def test_create_react_agents_send_tasks_of_one_message_run_as_one_batch() -> None:
+    node = ToolBatchNode([batch_of, listing])
+    turn = _ai(
+        ("1", "batch_of", {"tag": "a"}), ("2", "batch_of", {"tag": "b"}), ("3", "listing", {"n": 1})
+    )
+    agent = _react(node, [turn, AIMessage("done")])  # version="v2": one Send per call
+    state = _run(agent.ainvoke({"messages": [HumanMessage("hi")]}))
+    a, b, third = _tool_messages(state)
+    assert a.content.split()[1] == b.content.split()[1] != "None"  # one batch id
+    assert third.content == '{"items": [0], "name": "é"}'
+    assert agent.get_graph().nodes["tools"].data is node
+
+
+def test_the_model_is_bound_the_tools_of_a_registry_node() -> None:
+    model = ToolCallingFakeModel(responses=[_ai(("1", "add", {"a": 1, "b": 2})), AIMessage("ok")])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        agent = create_react_agent(model, tools=ToolBatchNode(_registry()))
+    state = _run(agent.ainvoke({"messages": [HumanMessage("hi")]}))
+    assert model.bound == ["add", "multiply"]
+    assert [m.content for m in _tool_messages(state)] == ["3"]
+    assert isinstance(ToolBatchNode(_registry()), ToolNode)
+
+
+def _errors_under(node: Any) -> Any:
+    agent = _react(
+        node, [_ai(("1", "boom", {"q": "x"}), ("2", "listing", {"n": 0})), AIMessage("ok")]
+    )
+    try:
+        state = agent.invoke({"messages": [HumanMessage("hi")]})
+    except Exception as exc:  # what ToolNode lets out, ours must too
+        return type(exc), str(exc)
+    return [(m.content, m.status) for m in _tool_messages(state)]
+
+
+def _on_value_error(e: ValueError) -> str:
+    return f"handled {e}"
+
+
+def _on_type_error(e: TypeError) -> str:
+    return f"handled {e}"
+
+
+@pytest.mark.parametrize(
+    "handling",
+    [
+        True,
+        False,
+        "it broke",
+        _on_value_error,
+        _on_type_error,
+        ValueError,
+        (KeyError, ValueError),
+        KeyError,
+    ],
+    ids=["true", "false", "text", "callable", "callable-other-type", "type", "tuple", "other-type"],
+)
+def test_handle_tool_errors_has_toolnodes_semantics(handling: Any) -> None:
+    theirs = _errors_under(ToolNode([boom, listing], handle_tool_errors=handling))
+    ours = _errors_under(ToolBatchNode([boom, listing], handle_tool_errors=handling))
+    assert ours == theirs
+
+
+def test_by_default_a_tool_error_leaves_the_node_as_under_toolnode() -> None:
+    assert _errors_under(ToolBatchNode([boom, listing])) == (ValueError, "bad x")
+    assert _errors_under(ToolNode([boom, listing])) == (ValueError, "bad x")
+
+
+def test_a_tools_own_handle_tool_error_answer_is_an_error_message() -> None:
+    @lc_tool
+    def picky(q: str) -> str:
+        """Refuse."""
+        from langchain_core.tools import ToolException
+
+        raise ToolException("not today")
+
+    picky.handle_tool_error = True
+    for node in (ToolNode([picky]), ToolBatchNode([picky])):
+        [message] = _run(node.ainvoke([_ai(("1", "picky", {"q": "x"}))], OUTSIDE_A_GRAPH))
+        assert (message.content, message.status) == ("not today", "error")
+
+
+def test_a_parent_command_with_sends_is_combined_as_toolnode_combines_it() -> None:
+    @lc_tool
+    def handoff(to: str) -> Command[Any]:
+        """Hand off."""
+        return Command(graph=Command.PARENT, goto=[Send(to, {"x": 1})])
+
+    turn = [_ai(("1", "handoff", {"to": "a"}), ("2", "handoff", {"to": "b"}))]
+    theirs = _run(ToolNode([handoff]).ainvoke(turn, OUTSIDE_A_GRAPH))
+    ours = _run(ToolBatchNode([handoff]).ainvoke(turn, OUTSIDE_A_GRAPH))
+    assert ours == theirs
+    [parent] = ours
+    assert parent.graph == Command.PARENT
+    assert [s.node for s in parent.goto] == ["a", "b"]
+
+
+def _interrupting_tools(ran: list[str]) -> list[Any]:
+    @lc_tool
+    def book(what: str) -> str:
+        """Book, once a human agrees."""
+        ran.append(f"book {what}")
+        answer = interrupt({"book": what})
+        return f"booked {what}: {answer}"
+
+    @lc_tool
+    def charge(amount: int) -> str:
+        """Charge."""
+        ran.append(f"charge {amount}")
+        return f"charged {amount}"
+
+    return [book, charge]
+
+
+def _custom_agent(node: Any, responses: list[BaseMessage]) -> Any:
+    """create_react_agent's loop built by hand: the node gets the whole state (one run)."""
+    model = ToolCallingFakeModel(responses=responses)
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", lambda state: {"messages": [model.invoke(state["messages"])]})
+    graph.add_node("tools", node)
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
+    return graph.compile(checkpointer=InMemorySaver())
+
+
+@pytest.mark.parametrize("build", ["create_react_agent", "state_graph"])
+@pytest.mark.parametrize("sync", [False, True], ids=["ainvoke", "invoke"])
+def test_an_interrupt_pauses_the_graph_and_the_resume_runs_nothing_twice(
+    build: str, sync: bool
+) -> None:
+    ran: list[str] = []
+    turn = _ai(("1", "charge", {"amount": 5}), ("2", "book", {"what": "hotel"}))
+    responses = [turn, AIMessage("done")]
+    node = ToolBatchNode(_interrupting_tools(ran))
+    if build == "create_react_agent":
+        agent = _react(node, responses, checkpointer=InMemorySaver())
+    else:
+        agent = _custom_agent(node, responses)
+    config = {"configurable": {"thread_id": f"{build}-{sync}"}}
+
+    def call(value: Any) -> Any:
+        return agent.invoke(value, config) if sync else _run(agent.ainvoke(value, config))
+
+    first = call({"messages": [HumanMessage("trip")]})
+    [pending] = first["__interrupt__"]
+    assert pending.value == {"book": "hotel"}
+    assert sorted(ran) == ["book hotel", "charge 5"]
+    state = call(Command(resume="yes"))
+    assert [(m.tool_call_id, m.content) for m in _tool_messages(state)] == [
+        ("1", "charged 5"),
+        ("2", "booked hotel: yes"),
+    ]
+    # the committed charge did not run again; the interrupted call ran from its start
+    assert sorted(ran) == ["book hotel", "book hotel", "charge 5"]
+
+
+def test_other_control_flow_exceptions_pass_through() -> None:
+    @lc_tool
+    def loop_forever(q: str) -> str:
+        """Raise a LangGraph control-flow exception."""
+        from langgraph.errors import ParentCommand
+
+        raise ParentCommand(Command(graph=Command.PARENT, goto="elsewhere"))
+
+    for node in (ToolNode([loop_forever]), ToolBatchNode([loop_forever], handle_tool_errors=True)):
+        with pytest.raises(Exception) as caught:
+            _run(node.ainvoke([_ai(("1", "loop_forever", {"q": "x"}))], OUTSIDE_A_GRAPH))
+        assert type(caught.value).__name__ == "ParentCommand"
+    assert GraphRecursionError  # the family LangGraph raises through nodes
+
+
+@lc_tool
+def admin_secret(q: str, auth: _Annotated[dict[str, Any], InjectedToolArg]) -> str:
+    """Show the secret to admins."""
+    return "the secret" if auth.get("role") == "admin" else "no"
+
+
+@lc_tool
+def state_peek(q: str, state: _Annotated[dict[str, Any], InjectedState]) -> str:
+    """Peek at the state."""
+    return f"{len(state['messages'])}"
+
+
+@pytest.mark.parametrize(
+    ("name", "forged"),
+    [
+        ("admin_secret", {"auth": {"role": "admin"}}),
+        ("state_peek", {"state": {"messages": []}}),
+        ("whose", {"tool_call_id": "forged"}),
+        ("with_runtime", {"runtime": {"tool_call_id": "forged"}}),
+    ],
+)
+def test_a_model_filling_an_injected_parameter_is_refused(
+    name: str, forged: dict[str, Any]
+) -> None:
+    node = ToolBatchNode([admin_secret, state_peek, whose, with_runtime])
+    turn = _ai(("1", name, {"q": "x", **forged}))
+    state = _run(_react(node, [turn, AIMessage("ok")]).ainvoke({"messages": [HumanMessage("hi")]}))
+    [message] = _tool_messages(state)
+    [key] = forged
+    assert message.status == "error"
+    assert message.content == (
+        f'Error: invalid arguments: argument "{key}" is supplied by the host, not the model'
+    )
+    assert "secret" not in message.content
+
+
+def test_args_that_are_not_an_object_are_refused_and_missing_ids_are_made_up() -> None:
+    ran: list[Any] = []
+
+    @lc_tool
+    def poke() -> str:
+        """A side effect with no arguments."""
+        ran.append(1)
+        return "poked"
+
+    calls = [
+        {"name": "poke", "args": [], "id": "a", "type": "tool_call"},
+        {"name": "poke", "args": 0, "id": "b", "type": "tool_call"},
+        {"name": "poke", "args": "", "id": "c", "type": "tool_call"},
+        {"name": "poke", "args": False, "id": "d", "type": "tool_call"},
+        {"name": "poke", "id": "e", "type": "tool_call"},
+    ]
+    message = AIMessage("", id="ai-1")
+    message.tool_calls = calls  # type: ignore[assignment]
+    out = _run(ToolBatchNode([poke]).ainvoke({"messages": [message]}, OUTSIDE_A_GRAPH))
+    answers = [(m.tool_call_id, m.status, m.content) for m in out["messages"]]
+    assert answers[:4] == [
+        ("a", "error", 'Error: invalid arguments: "args" must be an object, got an array'),
+        ("b", "error", 'Error: invalid arguments: "args" must be an object, got a number'),
+        ("c", "error", 'Error: invalid arguments: "args" must be an object, got a string'),
+        ("d", "error", 'Error: invalid arguments: "args" must be an object, got a boolean'),
+    ]
+    assert answers[4] == ("e", "success", "poked")  # only a missing args means {}
+    assert ran == [1]
+
+    no_ids = AIMessage("", id="ai-2", tool_calls=[])
+    no_ids.tool_calls = [
+        {"name": "poke", "args": {}, "id": None, "type": "tool_call"},  # type: ignore[typeddict-item]
+        {"name": "poke", "args": {}, "id": "", "type": "tool_call"},
+        {"name": "poke", "args": {}, "id": "call_1", "type": "tool_call"},
+    ]
+    out = _run(ToolBatchNode([poke]).ainvoke({"messages": [no_ids]}, OUTSIDE_A_GRAPH))
+    written, *messages = out["messages"]
+    assert [m.tool_call_id for m in messages] == ["call_0", "call_1_1", "call_1"]
+    assert [m.status for m in messages] == ["success"] * 3  # both id-less calls ran
+    assert written is no_ids
+    assert [c["id"] for c in no_ids.tool_calls] == [
+        "call_0",
+        "call_1_1",
+        "call_1",
+    ]
+
+
+def test_what_toolnode_takes_that_the_node_cannot_keep_is_refused_at_construction() -> None:
+    def wrapper(request: Any, execute: Any) -> Any:
+        return execute(request)
+
+    for option in ("wrap_tool_call", "awrap_tool_call"):
+        with pytest.raises(TypeError, match=f"ToolBatchNode does not take {option}"):
+            ToolBatchNode([listing], **{option: wrapper})
+
+
+def test_the_node_runs_under_plain_trio() -> None:
+    async def main() -> Any:
+        return await ToolBatchNode([listing, add])(
+            [_ai(("1", "listing", {"n": 1}), ("2", "add", {"a": 1, "b": 1}))]
+        )
+
+    out = trio.run(main)
+    assert [m.content for m in out] == ['{"items": [0], "name": "é"}', "2"]

@@ -31,7 +31,7 @@ import contextvars
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 import trio
@@ -78,10 +78,13 @@ __all__ = ["STREAM_KEY", "InterruptApproval", "ToolBatchNode", "tool_message"]
 STREAM_KEY = "toolnursery"
 """The key of the custom-stream chunks the node writes: ``{STREAM_KEY: ToolMessage}``."""
 
+_InputType = Literal["list", "dict", "tool_calls"]
+"""The kinds of node input ``ToolNode`` tells apart (its outputs follow them)."""
+
 _CONTEXT = object()
 """The default of ``deps``: the graph's runtime context."""
 
-_DEFAULT_ERRORS = ToolNode.__init__.__kwdefaults__["handle_tool_errors"]
+_DEFAULT_ERRORS = (ToolNode.__init__.__kwdefaults__ or {})["handle_tool_errors"]
 
 _RAISED = "the node re-raises a tool's exception (handle_tool_errors left it unhandled)"
 _APPROVED = frozenset({"approve", "approved", "allow", "allowed-once", "yes"})
@@ -108,7 +111,7 @@ class _NodeRun:
 
     def __init__(
         self,
-        input_type: str,
+        input_type: _InputType,
         runtimes: dict[str, ToolRuntime],
         contexts: dict[str, contextvars.Context] | None = None,
     ) -> None:
@@ -273,7 +276,10 @@ class ToolBatchNode(ToolNode):
         resume_from: str | os.PathLike[str] | None = None,
         stream: bool = False,
     ) -> None:
-        for option, value in (("wrap_tool_call", wrap_tool_call), ("awrap_tool_call", awrap_tool_call)):
+        for option, value in (
+            ("wrap_tool_call", wrap_tool_call),
+            ("awrap_tool_call", awrap_tool_call),
+        ):
             if value is not None:
                 raise TypeError(
                     f"ToolBatchNode does not take {option}: a wrapper would run outside the "
@@ -294,7 +300,7 @@ class ToolBatchNode(ToolNode):
         self.deps = deps
         self.resume_from = resume_from
         self.messages_key = messages_key
-        self.stream = stream
+        self.stream_results = stream
         self._kept: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
         self._gatherings: dict[tuple[int, tuple[str, ...]], _Gathering] = {}
 
@@ -335,22 +341,27 @@ class ToolBatchNode(ToolNode):
             if run is None or ctx.call_id not in run.runtimes:
                 raise ToolError(f'tool "{lc_tool.name}" runs only inside its ToolBatchNode')
             runtime = run.runtimes[ctx.call_id]
-            call = {"name": lc_tool.name, "args": thaw(args), "id": ctx.call_id, "type": "tool_call"}
+            call = {
+                "name": lc_tool.name,
+                "args": thaw(args),
+                "id": ctx.call_id,
+                "type": "tool_call",
+            }
             request = ToolCallRequest(
-                tool_call=call,  # type: ignore[typeddict-item]
+                tool_call=call,  # type: ignore[arg-type]
                 tool=lc_tool,
                 state=runtime.state,
                 runtime=runtime,
             )
             try:
                 if run.host is not None:
-                    work = node._execute_tool_async(request, run.input_type, runtime.config)  # type: ignore[arg-type]
+                    work = node._execute_tool_async(request, run.input_type, runtime.config)
                     output = await run_on_host(run.host, work, lc_tool.name)
                 else:
                     output = await trio.to_thread.run_sync(
                         node._execute_tool_sync,
                         request,
-                        run.input_type,  # type: ignore[arg-type]
+                        run.input_type,
                         runtime.config,
                     )
             except Exception as exc:  # GraphBubbleUp, or what handle_tool_errors left
@@ -421,7 +432,7 @@ class ToolBatchNode(ToolNode):
             for m in _messages(input.get("state"), self.messages_key)
             if isinstance(m, ToolMessage)
         }
-        expected = tuple(c["id"] for c in message.tool_calls if c.get("id") not in answered)
+        expected = tuple(str(c["id"]) for c in message.tool_calls if c.get("id") not in answered)
         limit = config.get("max_concurrency")
         if len(expected) < 2 or calls[0]["id"] not in expected or (limit and limit < len(expected)):
             return None
@@ -442,7 +453,8 @@ class ToolBatchNode(ToolNode):
         """Join ``gathering``; the last task to arrive runs the batch for all of them."""
         call_id = call["id"]
         arrived = asyncio.get_running_loop().create_future()
-        gathering.arrivals[call_id] = (call, input, config, runtime, arrived)
+        context = contextvars.copy_context()  # this task's: its config, for interrupt()
+        gathering.arrivals[call_id] = (call, input, config, runtime, context, arrived)
         if len(gathering.arrivals) < len(gathering.expected):
             output = await arrived
         else:
@@ -456,9 +468,9 @@ class ToolBatchNode(ToolNode):
         ordered = [gathering.arrivals[i] for i in gathering.expected]
         runtimes: dict[str, ToolRuntime] = {}
         contexts: dict[str, contextvars.Context] = {}
-        for call, input, config, runtime, arrived in ordered:
+        for call, input, config, runtime, context, _ in ordered:
             runtimes[call["id"]] = self._tool_runtime(input, call, config, runtime)
-            contexts[call["id"]] = contextvars.copy_context()
+            contexts[call["id"]] = context
         run = _NodeRun("tool_calls", runtimes, contexts)
         calls = [item[0] for item in ordered]
         try:
@@ -480,7 +492,7 @@ class ToolBatchNode(ToolNode):
 
     # -- one run ------------------------------------------------------------------------
 
-    def _calls_of(self, input: Any) -> tuple[list[dict[str, Any]], str, list[AIMessage]]:
+    def _calls_of(self, input: Any) -> tuple[list[dict[str, Any]], _InputType, list[AIMessage]]:
         """The model's calls (ids made up where missing), the input's kind, and the AI
         message to write back when ids were made up."""
         raw, input_type = self._parse_input(input)
@@ -492,7 +504,7 @@ class ToolBatchNode(ToolNode):
             if isinstance(call.get("id"), str) and call["id"]:
                 continue
             index = next((i for i, c in enumerate(siblings) if c is call), raw.index(call))
-            call["id"] = _made_up_id(index, taken)  # type: ignore[index]
+            call["id"] = _made_up_id(index, taken)
             made_up = True
         extra = [message] if made_up and message is not None and input_type == "dict" else []
         return [dict(c) for c in raw], input_type, extra
@@ -500,7 +512,7 @@ class ToolBatchNode(ToolNode):
     def _prepare(
         self,
         input: Any,
-        input_type: str,
+        input_type: _InputType,
         calls: list[dict[str, Any]],
         config: RunnableConfig,
         runtime: Any,
@@ -524,7 +536,7 @@ class ToolBatchNode(ToolNode):
     ) -> ToolRuntime:
         """The ``ToolRuntime`` of one call, as ``ToolNode`` makes it."""
         return ToolRuntime(
-            state=self._extract_state(input, config),
+            state=self._extract_state(input, config),  # type: ignore[arg-type]
             tool_call_id=call["id"],
             config=config,
             context=getattr(runtime, "context", None),
@@ -542,7 +554,7 @@ class ToolBatchNode(ToolNode):
         calls: list[dict[str, Any]],
         pending: list[dict[str, Any]],
         results: dict[str, ToolMessage],
-        input_type: str,
+        input_type: _InputType,
         extra: list[AIMessage],
     ) -> Any:
         ids = [call["id"] for call in calls]
@@ -564,7 +576,7 @@ class ToolBatchNode(ToolNode):
             raise raised
         if kept_key is not None:
             self._kept.pop(kept_key, None)
-        combined = self._combine_tool_outputs(outputs, input_type)  # type: ignore[arg-type]
+        combined = self._combine_tool_outputs(outputs, input_type)
         if extra and isinstance(combined, dict):
             combined[self.messages_key] = [*extra, *combined[self.messages_key]]
         return combined
@@ -573,7 +585,7 @@ class ToolBatchNode(ToolNode):
         return getattr(runtime, "context", None) if self.deps is _CONTEXT else self.deps
 
     def _writer(self, runtime: Any) -> Callable[[Any], None] | None:
-        return getattr(runtime, "stream_writer", None) if self.stream else None
+        return getattr(runtime, "stream_writer", None) if self.stream_results else None
 
     async def _batch(
         self, run: _NodeRun, pending: list[dict[str, Any]], runtime: Any, signal: CancelSignal
@@ -597,7 +609,9 @@ class ToolBatchNode(ToolNode):
             if result.error is not None and result.error.code in _NOT_KEPT:
                 run.unkept.add(call.id)  # aborted: it runs again on resume
             if writer is not None:
-                writer({STREAM_KEY: output if isinstance(output, ToolMessage) else messages[call.id]})
+                writer(
+                    {STREAM_KEY: output if isinstance(output, ToolMessage) else messages[call.id]}
+                )
 
         if self.resume_from is not None:
             results = await run_tool_calls(
