@@ -485,4 +485,5 @@ def test_a_tools_own_handle_tool_error_answer_is_an_error_result() -> None:
     [result] = _batch(_registry(picky), ToolCall("1", "picky", {"q": "x"}))
     assert result.is_error
     assert result.text == 'Error: tool "picky": not today'
-    assert result.error is not None and result.error.code == LangChainToolError.code
+    assert result.error is not None
+    assert result.error.code == LangChainToolError.code
