@@ -118,7 +118,7 @@ class _NodeRun:
         self.input_type = input_type
         self.runtimes = runtimes
         context = contextvars.copy_context()
-        self.contexts = contexts or dict.fromkeys(runtimes, context)
+        self.contexts = contexts or _Contexts(context)
         self.host: Any = None
         self.abort: Callable[[str], None] = lambda reason: None
         self.exceptions: dict[str, BaseException] = {}
@@ -285,7 +285,7 @@ class ToolBatchNode(ToolNode):
                     f"ToolBatchNode does not take {option}: a wrapper would run outside the "
                     "batch's pipeline; wrap calls with registry.on_execute(...) instead"
                 )
-        registry, agent, shown = self._registry_of(tools, agent)
+        registry, agent, shown, langchain_names = self._registry_of(tools, agent)
         super().__init__(
             shown,
             name=name,
@@ -301,17 +301,19 @@ class ToolBatchNode(ToolNode):
         self.resume_from = resume_from
         self.messages_key = messages_key
         self.stream_results = stream
+        self._langchain_names = langchain_names
         self._kept: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
         self._gatherings: dict[tuple[int, tuple[str, ...]], _Gathering] = {}
 
     def _registry_of(
         self, tools: Any, agent: ToolScope | None
-    ) -> tuple[ToolRegistry, ToolScope | None, list[BaseTool]]:
-        """The registry the calls run in, its scope, and the tools the model is shown."""
+    ) -> tuple[ToolRegistry, ToolScope | None, list[BaseTool], frozenset[str]]:
+        """The registry the calls run in, its scope, the tools the model is shown, and
+        the names of the LangChain tools (run as ``ToolNode`` runs them)."""
         if isinstance(tools, ToolScope):
             tools, agent = tools.registry, tools
         if isinstance(tools, ToolRegistry):
-            return tools, agent, to_langchain(tools, agent=agent)
+            return tools, agent, to_langchain(tools, agent=agent), frozenset()
         if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):
             raise TypeError(
                 "ToolBatchNode needs a ToolRegistry, a ToolScope or a sequence of tools, "
@@ -327,7 +329,8 @@ class ToolBatchNode(ToolNode):
             lc_tools.append(lc_tool)
             registry.register(self._definition(lc_tool))
         ours = [t.name for t in tools if isinstance(t, ToolDefinition)]
-        return registry, agent, lc_tools + to_langchain(registry, names=ours)
+        names = frozenset(t.name for t in lc_tools)
+        return registry, agent, lc_tools + to_langchain(registry, names=ours), names
 
     def _definition(self, lc_tool: BaseTool) -> ToolDefinition:
         """A LangChain tool as a definition whose body is ``ToolNode``'s execution of it."""
@@ -517,10 +520,18 @@ class ToolBatchNode(ToolNode):
         config: RunnableConfig,
         runtime: Any,
     ) -> tuple[_NodeRun, tuple[str, str] | None, list[dict[str, Any]]]:
-        runtimes = {
-            call["id"]: self._tool_runtime(input, call, cfg, runtime)
-            for call, cfg in zip(calls, get_config_list(config, len(calls)), strict=True)
-        }
+        # A LangChain tool's body needs its call's ToolRuntime (ToolNode's per-call
+        # config included); a toolnursery tool's does not, and pays nothing for it.
+        langchain_names = self._langchain_names
+        runtimes = (
+            {
+                call["id"]: self._tool_runtime(input, call, cfg, runtime)
+                for call, cfg in zip(calls, get_config_list(config, len(calls)), strict=True)
+                if call.get("name") in langchain_names
+            }
+            if langchain_names and any(c.get("name") in langchain_names for c in calls)
+            else {}
+        )
         run = _NodeRun(input_type, runtimes)
         configurable = config.get("configurable") or {}
         thread = configurable.get("thread_id")
@@ -665,6 +676,17 @@ class ToolBatchNode(ToolNode):
 
         host.spawn(job, work)
         return await wait_job(job)
+
+
+class _Contexts(dict[str, contextvars.Context]):
+    """Every call's context, in a run that has one for all (the node's own)."""
+
+    def __init__(self, context: contextvars.Context) -> None:
+        super().__init__()
+        self.context = context
+
+    def get(self, key: str, default: Any = None) -> contextvars.Context:
+        return self.context
 
 
 class _Gathering:
