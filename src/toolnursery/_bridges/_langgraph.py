@@ -31,35 +31,27 @@ import contextvars
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any
 
-import msgspec
 import trio
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import ensure_config, get_config_list
 from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as create_tool
-from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.prebuilt import ToolNode, ToolRuntime
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import get_runtime
-from langgraph.types import Command, interrupt
 
 from .._aio._host import HOST, Job, host_for, wait_job
 from .._aio._tool import run_on_host
 from .._batch._recorder import ToolCallRecorder
 from .._batch._scheduler import open_tool_batch, run_tool_calls
-from .._core._arguments import NotArguments, kind_of
 from .._core._content import (
-    AudioContent,
-    ImageContent,
-    TextContent,
     ToolCall,
     ToolExecutionResult,
 )
 from .._core._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, ToolError
-from .._core._execution import ApprovalOutcome, ApprovalRequest
 from .._core._json import thaw
 from .._core._signal import CancelSignal
 from .._pipeline._registry import ToolRegistry, ToolScope
@@ -72,147 +64,37 @@ from ._langchain import (
     refuse_injected,
     to_langchain,
 )
+from ._langgraph_run import (
+    CURRENT_RUN,
+    STREAM_KEY,
+    Gathering,
+    InputType,
+    InterruptApproval,
+    NodeRun,
+    answered_by_body,
+    call_arguments,
+    in_asyncio,
+    is_interrupt,
+    last_ai,
+    made_up_id,
+    messages_of,
+    no_writer,
+    summary,
+    tool_message,
+)
 
 __all__ = ["STREAM_KEY", "InterruptApproval", "ToolBatchNode", "tool_message"]
-
-STREAM_KEY = "toolnursery"
-"""The key of the custom-stream chunks the node writes: ``{STREAM_KEY: ToolMessage}``."""
-
-_InputType = Literal["list", "dict", "tool_calls"]
-"""The kinds of node input ``ToolNode`` tells apart (its outputs follow them)."""
 
 _CONTEXT = object()
 """The default of ``deps``: the graph's runtime context."""
 
 _DEFAULT_ERRORS = (ToolNode.__init__.__kwdefaults__ or {})["handle_tool_errors"]
 
-_RAISED = "the node re-raises a tool's exception (handle_tool_errors left it unhandled)"
-_APPROVED = frozenset({"approve", "approved", "allow", "allowed-once", "yes"})
 _NOT_KEPT = frozenset({TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH})
 _RESUMING = "__pregel_resuming"
 """LangGraph's configurable key marking the step a resume starts from."""
 _KEPT_RUNS = 256
 """How many interrupted node runs keep their committed calls for the resume."""
-
-
-class _NodeRun:
-    """One run of the node, as the tool bodies and the approval service see it."""
-
-    __slots__ = (
-        "abort",
-        "contexts",
-        "exceptions",
-        "host",
-        "input_type",
-        "outputs",
-        "runtimes",
-        "unkept",
-    )
-
-    def __init__(
-        self,
-        input_type: _InputType,
-        runtimes: dict[str, ToolRuntime],
-        contexts: dict[str, contextvars.Context] | None = None,
-    ) -> None:
-        self.input_type = input_type
-        self.runtimes = runtimes
-        context = contextvars.copy_context()
-        self.contexts = contexts or _Contexts(context)
-        self.host: Any = None
-        self.abort: Callable[[str], None] = lambda reason: None
-        self.exceptions: dict[str, BaseException] = {}
-        self.outputs: dict[str, Any] = {}
-        self.unkept: set[str] = set()
-
-    def fail(self, call_id: str, exc: BaseException) -> None:
-        """Call ``call_id`` raised what must leave the node: an interrupt lets the
-        other calls finish, anything else aborts the batch."""
-        self.exceptions[call_id] = exc
-        self.unkept.add(call_id)
-        if not _is_interrupt(exc):
-            self.abort(_RAISED)
-
-    def raised(self, call_ids: Sequence[str]) -> BaseException | None:
-        """What the node raises for these calls: the first error that is not an
-        interrupt, else every interrupt as one."""
-        found = [self.exceptions[i] for i in call_ids if i in self.exceptions]
-        for exc in found:
-            if not _is_interrupt(exc):
-                return exc
-        if len(found) > 1:  # every pending interrupt of the run goes to the human
-            return GraphInterrupt(tuple(i for exc in found for i in exc.args[0]))
-        return found[0] if found else None
-
-
-def _is_interrupt(exc: BaseException) -> bool:
-    return type(exc) is GraphInterrupt
-
-
-_RUN: contextvars.ContextVar[_NodeRun | None] = contextvars.ContextVar(
-    "toolnursery.langgraph.run", default=None
-)
-
-
-class InterruptApproval:
-    """An approval service that asks through LangGraph's ``interrupt()``.
-
-    Give it to the registry (``ToolRegistry(approval=InterruptApproval())``) and run
-    the calls with an agent scope through :class:`ToolBatchNode` in a graph compiled
-    with a checkpointer. An ``Ask`` then interrupts the graph with
-    ``{"tool": name, "call_id": id, "reason": reason}``; resume it with
-    ``Command(resume=True)`` (or ``"approve"``) to run the call, anything else
-    rejects it. The other calls of the batch run on; on resume the node runs again
-    (as LangGraph re-runs an interrupted node), and the calls that committed are
-    not run again (under ``create_react_agent``, LangGraph keeps each call's
-    message; in a graph of your own, the node keeps them per thread in this
-    process). Outside a :class:`ToolBatchNode` run the answer is ``"unavailable"``.
-    """
-
-    async def request(self, request: ApprovalRequest, /) -> ApprovalOutcome:
-        """Interrupt the graph for ``request`` (or take the resume value of a re-run)."""
-        run = _RUN.get()
-        context = None if run is None else run.contexts.get(request.call_id)
-        if run is None or context is None:
-            return "unavailable"
-        payload = {"tool": request.tool_name, "call_id": request.call_id, "reason": request.reason}
-        try:
-            answer = context.copy().run(interrupt, payload)
-        except GraphInterrupt as exc:
-            run.fail(request.call_id, exc)
-            return "cancelled"
-        return "allowed-once" if _approved(answer) else "rejected"
-
-
-def _approved(answer: object) -> bool:
-    return answer is True or (isinstance(answer, str) and answer in _APPROVED)
-
-
-def tool_message(call: ToolCall, result: ToolExecutionResult) -> ToolMessage:
-    """The ``ToolMessage`` of one result: its text (or blocks), ``status``, and the
-    typed value (a tool with an output) as ``artifact``."""
-    content: str | list[str | dict[Any, Any]]
-    if all(isinstance(block, TextContent) for block in result.content):
-        content = result.text
-    else:
-        content = [_block(block) for block in result.content]
-    return ToolMessage(
-        content=content,
-        tool_call_id=call.id,
-        name=call.name,
-        status="error" if result.is_error else "success",
-        artifact=result.structured_content,
-    )
-
-
-def _block(block: Any) -> dict[str, Any]:
-    """A content block in LangChain's standard form; a block it has none for, as JSON text."""
-    if isinstance(block, TextContent):
-        return {"type": "text", "text": block.text}
-    if isinstance(block, ImageContent | AudioContent):
-        kind = "image" if isinstance(block, ImageContent) else "audio"
-        return {"type": kind, "base64": block.data, "mime_type": block.mime_type}
-    return {"type": "text", "text": msgspec.json.encode(block).decode()}
 
 
 class ToolBatchNode(ToolNode):
@@ -303,7 +185,7 @@ class ToolBatchNode(ToolNode):
         self.stream_results = stream
         self._langchain_names = langchain_names
         self._kept: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
-        self._gatherings: dict[tuple[int, tuple[str, ...]], _Gathering] = {}
+        self._gatherings: dict[tuple[int, tuple[str, ...]], Gathering] = {}
 
     def _registry_of(
         self, tools: Any, agent: ToolScope | None
@@ -340,7 +222,7 @@ class ToolBatchNode(ToolNode):
 
         async def body(args: Any, ctx: Any) -> str:
             refuse_injected(hidden, args)
-            run = _RUN.get()
+            run = CURRENT_RUN.get()
             if run is None or ctx.call_id not in run.runtimes:
                 raise ToolError(f'tool "{lc_tool.name}" runs only inside its ToolBatchNode')
             runtime = run.runtimes[ctx.call_id]
@@ -373,7 +255,7 @@ class ToolBatchNode(ToolNode):
                     f'tool "{lc_tool.name}": {one_line(str(exc)) or type(exc).__name__}'
                 ) from exc
             run.outputs[ctx.call_id] = output
-            text, failed = _summary(output, ctx.call_id)
+            text, failed = summary(output, ctx.call_id)
             if failed:
                 raise LangChainToolError(one_line(text) or f'tool "{lc_tool.name}" failed')
             return text
@@ -406,7 +288,7 @@ class ToolBatchNode(ToolNode):
         if gathering is not None:
             return await self._gathered(gathering, calls[0], input, config, runtime)
         run, kept_key, pending = self._prepare(input, input_type, calls, config, runtime)
-        if trio.lowlevel.in_trio_task() and not _in_asyncio():
+        if trio.lowlevel.in_trio_task() and not in_asyncio():
             results = await self._trio_batch(run, pending, runtime)
         else:
             results = await self._hosted_batch(run, pending, runtime)
@@ -416,7 +298,7 @@ class ToolBatchNode(ToolNode):
 
     def _gathering_of(
         self, input: Any, calls: list[dict[str, Any]], config: RunnableConfig
-    ) -> _Gathering | None:
+    ) -> Gathering | None:
         """The gathering this ``Send`` task's call joins, or ``None`` to run it alone.
 
         ``create_react_agent`` sends each call of an AI message to the node as a task
@@ -427,12 +309,12 @@ class ToolBatchNode(ToolNode):
         if not (isinstance(input, dict) and input.get("__type") == "tool_call_with_context"):
             return None
         configurable = config.get("configurable") or {}
-        message = _last_ai(input, self.messages_key)
-        if message is None or configurable.get(_RESUMING) or not _in_asyncio():
+        message = last_ai(input, self.messages_key)
+        if message is None or configurable.get(_RESUMING) or not in_asyncio():
             return None
         answered = {
             getattr(m, "tool_call_id", None)
-            for m in _messages(input.get("state"), self.messages_key)
+            for m in messages_of(input.get("state"), self.messages_key)
             if isinstance(m, ToolMessage)
         }
         expected = tuple(str(c["id"]) for c in message.tool_calls if c.get("id") not in answered)
@@ -442,12 +324,12 @@ class ToolBatchNode(ToolNode):
         key = (id(message), expected)
         gathering = self._gatherings.get(key)
         if gathering is None:
-            gathering = self._gatherings[key] = _Gathering(expected, message)
+            gathering = self._gatherings[key] = Gathering(expected, message)
         return gathering
 
     async def _gathered(
         self,
-        gathering: _Gathering,
+        gathering: Gathering,
         call: dict[str, Any],
         input: Any,
         config: RunnableConfig,
@@ -467,14 +349,14 @@ class ToolBatchNode(ToolNode):
             raise output
         return self._combine_tool_outputs([output], "tool_calls")
 
-    async def _run_gathered(self, gathering: _Gathering) -> Any:
+    async def _run_gathered(self, gathering: Gathering) -> Any:
         ordered = [gathering.arrivals[i] for i in gathering.expected]
         runtimes: dict[str, ToolRuntime] = {}
         contexts: dict[str, contextvars.Context] = {}
         for call, input, config, runtime, context, _ in ordered:
             runtimes[call["id"]] = self._tool_runtime(input, call, config, runtime)
             contexts[call["id"]] = context
-        run = _NodeRun("tool_calls", runtimes, contexts)
+        run = NodeRun("tool_calls", runtimes, contexts)
         calls = [item[0] for item in ordered]
         try:
             results = await self._hosted_batch(run, calls, ordered[-1][3])
@@ -495,11 +377,11 @@ class ToolBatchNode(ToolNode):
 
     # -- one run ------------------------------------------------------------------------
 
-    def _calls_of(self, input: Any) -> tuple[list[dict[str, Any]], _InputType, list[AIMessage]]:
+    def _calls_of(self, input: Any) -> tuple[list[dict[str, Any]], InputType, list[AIMessage]]:
         """The model's calls (ids made up where missing), the input's kind, and the AI
         message to write back when ids were made up."""
         raw, input_type = self._parse_input(input)
-        message = _last_ai(input, self.messages_key)
+        message = last_ai(input, self.messages_key)
         siblings = list(message.tool_calls) if message is not None else raw
         taken = {c.get("id") for c in siblings if isinstance(c.get("id"), str) and c.get("id")}
         made_up = False
@@ -507,7 +389,7 @@ class ToolBatchNode(ToolNode):
             if isinstance(call.get("id"), str) and call["id"]:
                 continue
             index = next((i for i, c in enumerate(siblings) if c is call), raw.index(call))
-            call["id"] = _made_up_id(index, taken)
+            call["id"] = made_up_id(index, taken)
             made_up = True
         extra = [message] if made_up and message is not None and input_type == "dict" else []
         return [dict(c) for c in raw], input_type, extra
@@ -515,11 +397,11 @@ class ToolBatchNode(ToolNode):
     def _prepare(
         self,
         input: Any,
-        input_type: _InputType,
+        input_type: InputType,
         calls: list[dict[str, Any]],
         config: RunnableConfig,
         runtime: Any,
-    ) -> tuple[_NodeRun, tuple[str, str] | None, list[dict[str, Any]]]:
+    ) -> tuple[NodeRun, tuple[str, str] | None, list[dict[str, Any]]]:
         # A LangChain tool's body needs its call's ToolRuntime (ToolNode's per-call
         # config included); a toolnursery tool's does not, and pays nothing for it.
         langchain_names = self._langchain_names
@@ -532,7 +414,7 @@ class ToolBatchNode(ToolNode):
             if langchain_names and any(c.get("name") in langchain_names for c in calls)
             else {}
         )
-        run = _NodeRun(input_type, runtimes)
+        run = NodeRun(input_type, runtimes)
         configurable = config.get("configurable") or {}
         thread = configurable.get("thread_id")
         kept_key = None
@@ -552,7 +434,7 @@ class ToolBatchNode(ToolNode):
             config=config,
             context=getattr(runtime, "context", None),
             store=getattr(runtime, "store", None),
-            stream_writer=getattr(runtime, "stream_writer", _no_writer),
+            stream_writer=getattr(runtime, "stream_writer", no_writer),
             tools=list(self.tools_by_name.values()),
             execution_info=getattr(runtime, "execution_info", None),
             server_info=getattr(runtime, "server_info", None),
@@ -560,17 +442,17 @@ class ToolBatchNode(ToolNode):
 
     def _finish(
         self,
-        run: _NodeRun,
+        run: NodeRun,
         kept_key: tuple[str, str] | None,
         calls: list[dict[str, Any]],
         pending: list[dict[str, Any]],
         results: dict[str, ToolMessage],
-        input_type: _InputType,
+        input_type: InputType,
         extra: list[AIMessage],
     ) -> Any:
         ids = [call["id"] for call in calls]
         raised = run.raised(ids)
-        if raised is not None and not _is_interrupt(raised):
+        if raised is not None and not is_interrupt(raised):
             raise raised
         outputs = [run.outputs.get(call["id"]) or results[call["id"]] for call in calls]
         if raised is not None:
@@ -599,13 +481,13 @@ class ToolBatchNode(ToolNode):
         return getattr(runtime, "stream_writer", None) if self.stream_results else None
 
     async def _batch(
-        self, run: _NodeRun, pending: list[dict[str, Any]], runtime: Any, signal: CancelSignal
+        self, run: NodeRun, pending: list[dict[str, Any]], runtime: Any, signal: CancelSignal
     ) -> dict[str, ToolMessage]:
         """Run the pending calls as one batch (in the trio run); their ``ToolMessage``\\s
         (the LangChain tools' own answers stay in ``run.outputs``)."""
-        _RUN.set(run)  # the batch's tasks start in copies of this context
+        CURRENT_RUN.set(run)  # the batch's tasks start in copies of this context
         run.host = HOST.get()
-        calls = [ToolCall(c["id"], str(c.get("name") or ""), _arguments(c)) for c in pending]
+        calls = [ToolCall(c["id"], str(c.get("name") or ""), call_arguments(c)) for c in pending]
         writer = self._writer(runtime)
         deps = self._deps(runtime)
         messages: dict[str, ToolMessage] = {}
@@ -613,7 +495,7 @@ class ToolBatchNode(ToolNode):
 
         def commit(call: ToolCall, result: ToolExecutionResult) -> None:
             output = run.outputs.get(call.id)
-            if output is not None and not _answered_by_body(result):
+            if output is not None and not answered_by_body(result):
                 del run.outputs[call.id]  # a policy replaced or blocked the tool's answer
                 output = None
             messages[call.id] = tool_message(call, result)
@@ -660,12 +542,12 @@ class ToolBatchNode(ToolNode):
         return messages
 
     async def _trio_batch(
-        self, run: _NodeRun, pending: list[dict[str, Any]], runtime: Any
+        self, run: NodeRun, pending: list[dict[str, Any]], runtime: Any
     ) -> dict[str, ToolMessage]:
         return await self._batch(run, pending, runtime, CancelSignal())
 
     async def _hosted_batch(
-        self, run: _NodeRun, pending: list[dict[str, Any]], runtime: Any
+        self, run: NodeRun, pending: list[dict[str, Any]], runtime: Any
     ) -> dict[str, ToolMessage]:
         loop = asyncio.get_running_loop()
         host = await host_for(loop)
@@ -676,100 +558,3 @@ class ToolBatchNode(ToolNode):
 
         host.spawn(job, work)
         return await wait_job(job)
-
-
-class _Contexts(dict[str, contextvars.Context]):
-    """Every call's context, in a run that has one for all (the node's own)."""
-
-    def __init__(self, context: contextvars.Context) -> None:
-        super().__init__()
-        self.context = context
-
-    def get(self, key: str, default: Any = None) -> contextvars.Context:
-        return self.context
-
-
-class _Gathering:
-    """The ``Send`` tasks of one AI message's calls, meeting to run as one batch."""
-
-    __slots__ = ("arrivals", "expected", "message")
-
-    def __init__(self, expected: tuple[str, ...], message: AIMessage) -> None:
-        self.expected = expected
-        self.message = message  # held: the key is its id()
-        self.arrivals: dict[str, tuple[Any, ...]] = {}
-
-
-def _no_writer(chunk: Any) -> None:
-    """The stream writer outside a graph: chunks go nowhere."""
-
-
-def _messages(state: Any, key: str) -> list[Any]:
-    if isinstance(state, list):
-        return state
-    found = state.get(key) if isinstance(state, dict) else getattr(state, key, None)
-    return list(found or [])
-
-
-def _answered_by_body(result: ToolExecutionResult) -> bool:
-    """Whether the committed result is the LangChain tool's own answer (not a policy's)."""
-    if result.error is None:
-        return True
-    return result.error.code == LangChainToolError.code
-
-
-def _summary(output: Any, call_id: str) -> tuple[str, bool]:
-    """The text and error status the pipeline records for a LangChain tool's answer."""
-    items = output if isinstance(output, list) else [output]
-    for item in items:
-        messages: list[Any] = [item]
-        if isinstance(item, Command):
-            update = item.update
-            found = update.get("messages", []) if isinstance(update, dict) else update
-            messages = list(found) if isinstance(found, list) else []
-        for message in messages:
-            if isinstance(message, ToolMessage) and message.tool_call_id == call_id:
-                text = message.content if isinstance(message.content, str) else str(message.content)
-                return text, message.status == "error"
-    return ("(a LangGraph Command)" if items else ""), False
-
-
-def _arguments(call: dict[str, Any]) -> Any:
-    """A call's arguments: an object; a missing ``args`` is ``{}``; anything else is refused."""
-    if "args" not in call:
-        return {}
-    args = call["args"]
-    if isinstance(args, dict):
-        return args
-    return NotArguments(args, f'"args" must be an object, got {kind_of(args)}')
-
-
-def _made_up_id(index: int, taken: set[Any]) -> str:
-    candidate, suffix = f"call_{index}", 0
-    while candidate in taken:
-        suffix += 1
-        candidate = f"call_{index}_{suffix}"
-    taken.add(candidate)
-    return candidate
-
-
-def _last_ai(input: Any, key: str) -> AIMessage | None:
-    """The AI message whose calls the input holds (a ``Send`` payload's state included)."""
-    if isinstance(input, dict) and input.get("__type") == "tool_call_with_context":
-        input = input.get("state")
-    for message in reversed(_messages(input, key)):
-        if isinstance(message, AIMessage):
-            return message
-    return None
-
-
-def _in_asyncio() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
-
-
-# GraphBubbleUp is an Exception: the bodies catch it as one to hand it to the node.
-assert issubclass(GraphBubbleUp, Exception)
