@@ -904,6 +904,8 @@ def test_what_toolnode_takes_that_the_node_cannot_keep_is_refused_at_constructio
     for option in ("wrap_tool_call", "awrap_tool_call"):
         with pytest.raises(TypeError, match=f"ToolBatchNode does not take {option}"):
             ToolBatchNode([listing], **{option: wrapper})
+    with pytest.raises(TypeError, match="handle_tool_errors applies to LangChain tools"):
+        ToolBatchNode(_registry(), handle_tool_errors=False)
 
 
 def test_the_node_runs_under_plain_trio() -> None:

@@ -137,8 +137,9 @@ class ToolBatchNode(ToolNode):
             carries what the tools write, as under ``ToolNode``).
 
     Raises:
-        TypeError: ``tools`` is none of these, or ``wrap_tool_call`` /
-            ``awrap_tool_call`` was given.
+        TypeError: ``tools`` is none of these; ``wrap_tool_call`` /
+            ``awrap_tool_call`` was given; ``handle_tool_errors`` was given to a node
+            with no LangChain tools.
     """
 
     def __init__(
@@ -168,6 +169,11 @@ class ToolBatchNode(ToolNode):
                     "batch's pipeline; wrap calls with registry.on_execute(...) instead"
                 )
         registry, agent, shown, langchain_names = self._registry_of(tools, agent)
+        if not langchain_names and handle_tool_errors is not _DEFAULT_ERRORS:
+            raise TypeError(
+                "ToolBatchNode: handle_tool_errors applies to LangChain tools, and this node "
+                "has none; a toolnursery tool's failure is always an error ToolMessage"
+            )
         super().__init__(
             shown,
             name=name,
