@@ -655,6 +655,21 @@ def test_create_react_agents_send_tasks_of_one_message_run_as_one_batch() -> Non
     assert agent.get_graph().nodes["tools"].data is node
 
 
+def test_send_tasks_of_calls_without_ids_get_the_same_made_up_ids_and_all_run() -> None:
+    turn = AIMessage("", id="ai")
+    turn.tool_calls = [
+        {"name": "batch_of", "args": {"tag": "a"}, "id": None, "type": "tool_call"},  # type: ignore[typeddict-item]
+        {"name": "batch_of", "args": {"tag": "b"}, "id": "", "type": "tool_call"},
+        {"name": "batch_of", "args": {"tag": "c"}, "id": "call_0", "type": "tool_call"},
+    ]
+    agent = _react(ToolBatchNode([batch_of]), [turn, AIMessage("done")])
+    state = _run(agent.ainvoke({"messages": [HumanMessage("hi")]}))
+    messages = _tool_messages(state)
+    assert sorted(m.tool_call_id for m in messages) == ["call_0", "call_0_1", "call_1"]
+    assert len({m.content.split()[1] for m in messages}) == 1  # still one batch
+    assert [c["id"] for c in turn.tool_calls] == ["call_0_1", "call_1", "call_0"]
+
+
 def test_the_model_is_bound_the_tools_of_a_registry_node() -> None:
     model = ToolCallingFakeModel(responses=[_ai(("1", "add", {"a": 1, "b": 2})), AIMessage("ok")])
     with warnings.catch_warnings():
@@ -666,12 +681,13 @@ def test_the_model_is_bound_the_tools_of_a_registry_node() -> None:
     assert isinstance(ToolBatchNode(_registry()), ToolNode)
 
 
-def _errors_under(node: Any) -> Any:
+def _errors_under(node: Any, *, sync: bool = True) -> Any:
     agent = _react(
         node, [_ai(("1", "boom", {"q": "x"}), ("2", "listing", {"n": 0})), AIMessage("ok")]
     )
+    start = {"messages": [HumanMessage("hi")]}
     try:
-        state = agent.invoke({"messages": [HumanMessage("hi")]})
+        state = agent.invoke(start) if sync else _run(agent.ainvoke(start))
     except Exception as exc:  # what ToolNode lets out, ours must too
         return type(exc), str(exc)
     return [(m.content, m.status) for m in _tool_messages(state)]
@@ -699,9 +715,10 @@ def _on_type_error(e: TypeError) -> str:
     ],
     ids=["true", "false", "text", "callable", "callable-other-type", "type", "tuple", "other-type"],
 )
-def test_handle_tool_errors_has_toolnodes_semantics(handling: Any) -> None:
-    theirs = _errors_under(ToolNode([boom, listing], handle_tool_errors=handling))
-    ours = _errors_under(ToolBatchNode([boom, listing], handle_tool_errors=handling))
+@pytest.mark.parametrize("sync", [True, False], ids=["invoke", "ainvoke"])
+def test_handle_tool_errors_has_toolnodes_semantics(handling: Any, sync: bool) -> None:
+    theirs = _errors_under(ToolNode([boom, listing], handle_tool_errors=handling), sync=sync)
+    ours = _errors_under(ToolBatchNode([boom, listing], handle_tool_errors=handling), sync=sync)
     assert ours == theirs
 
 

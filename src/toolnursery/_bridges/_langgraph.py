@@ -31,7 +31,7 @@ import contextvars
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import trio
 from langchain_core.messages import AIMessage, ToolMessage
@@ -95,6 +95,28 @@ _RESUMING = "__pregel_resuming"
 """LangGraph's configurable key marking the step a resume starts from."""
 _KEPT_RUNS = 256
 """How many interrupted node runs keep their committed calls for the resume."""
+
+
+def _has_id(call: dict[str, Any]) -> bool:
+    return isinstance(call.get("id"), str) and bool(call["id"])
+
+
+def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return a.get("name") == b.get("name") and a.get("args") == b.get("args")
+
+
+def _make_up_ids(calls: list[dict[str, Any]]) -> set[str]:
+    """Give each call without an id one (``call_<index>``, never an id the calls already
+    use); the ids made up."""
+    missing = [i for i, call in enumerate(calls) if not _has_id(call)]
+    if not missing:
+        return set()
+    taken = {call["id"] for call in calls if _has_id(call)}
+    made: set[str] = set()
+    for index in missing:
+        calls[index]["id"] = made_up_id(index, taken)
+        made.add(calls[index]["id"])
+    return made
 
 
 class ToolBatchNode(ToolNode):
@@ -363,6 +385,7 @@ class ToolBatchNode(ToolNode):
             runtimes[call["id"]] = self._tool_runtime(input, call, config, runtime)
             contexts[call["id"]] = context
         run = NodeRun("tool_calls", runtimes, contexts)
+        run.gathered = True  # each call is a task of its own: an error fails only its own
         calls = [item[0] for item in ordered]
         try:
             results = await self._hosted_batch(run, calls, ordered[-1][3])
@@ -386,17 +409,26 @@ class ToolBatchNode(ToolNode):
     def _calls_of(self, input: Any) -> tuple[list[dict[str, Any]], InputType, list[AIMessage]]:
         """The model's calls (ids made up where missing), the input's kind, and the AI
         message to write back when ids were made up."""
-        raw, input_type = self._parse_input(input)
+        parsed, input_type = self._parse_input(input)
+        raw = cast("list[dict[str, Any]]", parsed)
         message = last_ai(input, self.messages_key)
-        siblings = list(message.tool_calls) if message is not None else raw
-        taken = {c.get("id") for c in siblings if isinstance(c.get("id"), str) and c.get("id")}
-        made_up = False
-        for call in raw:
-            if isinstance(call.get("id"), str) and call["id"]:
-                continue
-            index = next((i for i, c in enumerate(siblings) if c is call), raw.index(call))
-            call["id"] = made_up_id(index, taken)
-            made_up = True
+        id_less = [call for call in raw if not _has_id(call)]
+        if message is None:
+            made_up = _make_up_ids(raw)
+        else:
+            # All the AI message's id-less calls get theirs at once (every Send task of
+            # the message must see the same ids); a call of the input that is not the
+            # message's own dict takes the id of its equal.
+            siblings: list[dict[str, Any]] = message.tool_calls  # type: ignore[assignment]
+            made_up = _make_up_ids(siblings)
+            for call in id_less:
+                if not _has_id(call):
+                    twin = next(
+                        (c for c in siblings if c["id"] in made_up and _same(c, call)), None
+                    )
+                    call["id"] = (
+                        twin["id"] if twin is not None else made_up_id(len(siblings), set(made_up))
+                    )
         extra = [message] if made_up and message is not None and input_type == "dict" else []
         return [dict(c) for c in raw], input_type, extra
 

@@ -67,6 +67,7 @@ class NodeRun:
         "abort",
         "contexts",
         "exceptions",
+        "gathered",
         "host",
         "input_type",
         "outputs",
@@ -89,13 +90,15 @@ class NodeRun:
         self.exceptions: dict[str, BaseException] = {}
         self.outputs: dict[str, Any] = {}
         self.unkept: set[str] = set()
+        self.gathered = False
 
     def fail(self, call_id: str, exc: BaseException) -> None:
         """Call ``call_id`` raised what must leave the node: an interrupt lets the
-        other calls finish, anything else aborts the batch."""
+        other calls finish, anything else aborts the batch (unless the calls are the
+        ``Send`` tasks of one message: each of them fails or succeeds on its own)."""
         self.exceptions[call_id] = exc
         self.unkept.add(call_id)
-        if not is_interrupt(exc):
+        if not is_interrupt(exc) and not self.gathered:
             self.abort(_RAISED)
 
     def raised(self, call_ids: Sequence[str]) -> BaseException | None:
