@@ -933,3 +933,24 @@ def test_the_node_runs_under_plain_trio() -> None:
 
     out = trio.run(main)
     assert [m.content for m in out] == ['{"items": [0], "name": "é"}', "2"]
+
+
+def test_under_the_sync_invoke_an_asyncio_body_is_an_error_result_not_a_hang() -> None:
+    from toolnursery.aio import asyncio_tool
+
+    @asyncio_tool
+    @tool
+    async def on_asyncio(q: str) -> str:
+        """Needs the asyncio host."""
+        await asyncio.sleep(0)
+        return q
+
+    node = ToolBatchNode(_registry(on_asyncio))
+    state = _react(
+        node,
+        [_ai(("1", "on_asyncio", {"q": "x"}), ("2", "add", {"a": 1, "b": 1})), AIMessage("ok")],
+    ).invoke({"messages": [HumanMessage("hi")]})
+    first, second = _tool_messages(state)
+    assert first.status == "error"
+    assert "asyncio" in first.content
+    assert second.content == "2"
