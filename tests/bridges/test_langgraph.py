@@ -639,7 +639,19 @@ def test_create_react_agent_takes_the_node_and_answers_exactly_as_toolnode(
 async def batch_of(tag: str, ctx: ToolRunContext) -> str:
     """Say which batch ran the call."""
     await trio.lowlevel.checkpoint()
-    return f"{tag} {ctx.execution.batch_id}"
+    return f"{tag} {ctx.batch_id}"
+
+
+def _batch_ids(messages: list[Any]) -> list[str]:
+    """The batch id each ``batch_of`` answer names (each must be a success)."""
+    ids = []
+    for message in messages:
+        assert message.status == "success", message.content
+        tag, batch = message.content.split()
+        assert tag in "abc"
+        assert batch != "None"
+        ids.append(batch)
+    return ids
 
 
 def test_create_react_agents_send_tasks_of_one_message_run_as_one_batch() -> None:
@@ -650,7 +662,8 @@ def test_create_react_agents_send_tasks_of_one_message_run_as_one_batch() -> Non
     agent = _react(node, [turn, AIMessage("done")])  # version="v2": one Send per call
     state = _run(agent.ainvoke({"messages": [HumanMessage("hi")]}))
     a, b, third = _tool_messages(state)
-    assert a.content.split()[1] == b.content.split()[1] != "None"  # one batch id
+    assert [a.content.split()[0], b.content.split()[0]] == ["a", "b"]
+    assert len(set(_batch_ids([a, b]))) == 1  # one batch
     assert third.content == '{"items": [0], "name": "é"}'
     assert agent.get_graph().nodes["tools"].data is node
 
@@ -666,7 +679,7 @@ def test_send_tasks_of_calls_without_ids_get_the_same_made_up_ids_and_all_run() 
     state = _run(agent.ainvoke({"messages": [HumanMessage("hi")]}))
     messages = _tool_messages(state)
     assert sorted(m.tool_call_id for m in messages) == ["call_0", "call_0_1", "call_1"]
-    assert len({m.content.split()[1] for m in messages}) == 1  # still one batch
+    assert len(set(_batch_ids(messages))) == 1  # still one batch
     assert [c["id"] for c in turn.tool_calls] == ["call_0_1", "call_1", "call_0"]
 
 
@@ -954,3 +967,156 @@ def test_under_the_sync_invoke_an_asyncio_body_is_an_error_result_not_a_hang() -
     assert first.status == "error"
     assert "asyncio" in first.content
     assert second.content == "2"
+
+
+# -- Send tasks that never all arrive: nothing waits forever ------------------------------
+
+
+def _sent(message: AIMessage, call_id: str) -> dict[str, Any]:
+    """The payload of the ``Send`` task of one of ``message``'s calls."""
+    [call] = [c for c in message.tool_calls if c["id"] == call_id]
+    state = {"messages": [HumanMessage("hi"), message]}
+    return {"__type": "tool_call_with_context", "tool_call": call, "state": state}
+
+
+def test_a_graph_sending_only_some_of_a_messages_calls_completes_as_one_batch() -> None:
+    turn = _ai(*((str(i), "batch_of", {"tag": tag}) for i, tag in enumerate("abc")))
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [turn]}
+
+    def route(state: MessagesState) -> list[Send]:
+        last = state["messages"][-1]
+        return [Send("tools", _sent(last, c["id"])) for c in last.tool_calls[:2]]  # type: ignore[attr-defined]
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", agent)
+    graph.add_node("tools", ToolBatchNode([batch_of]))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", route, ["tools"])
+    state = _run(graph.compile().ainvoke({"messages": [HumanMessage("hi")]}))
+    a, b = _tool_messages(state)
+    assert (a.tool_call_id, b.tool_call_id) == ("0", "1")
+    assert [a.content.split()[0], b.content.split()[0]] == ["a", "b"]
+    assert len(set(_batch_ids([a, b]))) == 1  # the two: one batch
+
+
+def test_send_tasks_of_one_message_arriving_one_after_another_each_run() -> None:
+    turn = _ai(("1", "batch_of", {"tag": "a"}), ("2", "batch_of", {"tag": "b"}))
+    node = ToolBatchNode([batch_of])
+
+    async def main() -> list[Any]:
+        first = await node.ainvoke(_sent(turn, "1"), OUTSIDE_A_GRAPH)  # its sibling never came
+        second = await node.ainvoke(_sent(turn, "2"), OUTSIDE_A_GRAPH)  # late: a batch alone
+        return [*first["messages"], *second["messages"]]
+
+    a, b = _run(main())
+    assert [a.content.split()[0], b.content.split()[0]] == ["a", "b"]
+    assert len(set(_batch_ids([a, b]))) == 2  # each a batch of its own
+
+
+def _holding(log: list[str]) -> tuple[Any, asyncio.Event, asyncio.Event]:
+    """A LangChain tool that holds its call until released; its start and release."""
+    started, release = asyncio.Event(), asyncio.Event()
+
+    @lc_tool
+    async def hold(q: str) -> str:
+        """Hold until released."""
+        started.set()
+        try:
+            await release.wait()
+        except asyncio.CancelledError:
+            log.append(f"cancelled {q}")
+            raise
+        return f"held {q}"
+
+    return hold, started, release
+
+
+HELD = _ai(
+    ("1", "hold", {"q": "a"}), ("2", "batch_of", {"tag": "b"}), ("3", "batch_of", {"tag": "c"})
+)
+
+
+def test_a_sibling_cancelled_while_its_batch_runs_raises_and_the_others_get_their_results() -> None:
+    log: list[str] = []
+
+    async def main() -> list[Any]:
+        hold, started, release = _holding(log)
+        node = ToolBatchNode([hold, batch_of])
+        tasks = [asyncio.create_task(node.ainvoke(_sent(HELD, i), OUTSIDE_A_GRAPH)) for i in "123"]
+        await started.wait()  # the batch of all three runs
+        tasks[1].cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await tasks[1]
+        release.set()
+        return [(await tasks[i])["messages"][0] for i in (0, 2)]
+
+    held, c = _run(main())
+    assert (held.content, c.content.split()[0], log) == ("held a", "c", [])
+    _batch_ids([c])
+
+
+def test_a_sibling_cancelled_before_it_arrives_leaves_the_others_to_run() -> None:
+    log: list[str] = []
+
+    async def main() -> list[Any]:
+        hold, _, release = _holding(log)
+        release.set()
+        node = ToolBatchNode([hold, batch_of])
+        tasks = [asyncio.create_task(node.ainvoke(_sent(HELD, i), OUTSIDE_A_GRAPH)) for i in "123"]
+        tasks[1].cancel()  # before it ever ran
+        with pytest.raises(asyncio.CancelledError):
+            await tasks[1]
+        return [(await tasks[i])["messages"][0] for i in (0, 2)]
+
+    held, c = _run(main())
+    assert (held.content, c.content.split()[0], log) == ("held a", "c", [])
+    _batch_ids([c])
+
+
+def test_when_every_task_of_a_gathering_is_cancelled_its_batch_is_cancelled_and_awaited() -> None:
+    log: list[str] = []
+
+    async def main() -> list[bool]:
+        hold, started, _ = _holding(log)
+        node = ToolBatchNode([hold, batch_of])
+        tasks = [asyncio.create_task(node.ainvoke(_sent(HELD, i), OUTSIDE_A_GRAPH)) for i in "123"]
+        await started.wait()
+        for task in tasks:
+            task.cancel()
+        await asyncio.wait(tasks)
+        assert log == ["cancelled a"]  # the body was cancelled and ended before the last task
+        return [task.cancelled() for task in tasks]
+
+    assert _run(main()) == [True, True, True]
+
+
+def test_a_task_cancelled_while_its_gathering_waits_leaves_and_its_call_never_runs() -> None:
+    from toolnursery._bridges._langgraph_run import Arrival, Gathering
+
+    ran: list[list[str]] = []
+    seen: list[Any] = []
+
+    async def run(arrivals: list[Arrival]) -> dict[str, Any]:
+        ran.append([arrival[0] for arrival in arrivals])
+        return {arrival[0]: f"out {arrival[0]}" for arrival in arrivals}
+
+    async def main() -> Any:
+        gathering = Gathering(("1", "2", "3"), AIMessage(""), run, lambda: seen.append("closed"))
+        first = asyncio.create_task(gathering.join("1", ("1",)))
+        second = asyncio.create_task(gathering.join("2", ("2",)))
+
+        async def cancel_second() -> None:  # runs once both joined, before the gathering closes
+            seen.append((sorted(gathering.arrivals), gathering.closed))
+            second.cancel()
+
+        canceller = asyncio.create_task(cancel_second())
+        with pytest.raises(asyncio.CancelledError):
+            await second
+        await canceller
+        return await first
+
+    assert _run(main()) == "out 1"
+    assert seen == [(["1", "2"], False), "closed"]
+    assert ran == [["1"]]  # "3" never came, "2" left before the batch: "1" ran alone

@@ -67,6 +67,7 @@ from ._langchain import (
 from ._langgraph_run import (
     CURRENT_RUN,
     STREAM_KEY,
+    Arrival,
     Gathering,
     InputType,
     InterruptApproval,
@@ -331,8 +332,10 @@ class ToolBatchNode(ToolNode):
 
         ``create_react_agent`` sends each call of an AI message to the node as a task
         of its own, all in one step: those tasks meet here and their calls run as one
-        batch. Not when the step is a resume (only the interrupted calls' tasks run
-        again), nor when the run's ``max_concurrency`` could not start them all.
+        batch (the tasks that arrived; see :class:`Gathering` — none waits for a call
+        whose task never comes). Not when the step is a resume (only the interrupted
+        calls' tasks run again), nor when the run's ``max_concurrency`` could not
+        start them all.
         """
         if not (isinstance(input, dict) and input.get("__type") == "tool_call_with_context"):
             return None
@@ -350,9 +353,16 @@ class ToolBatchNode(ToolNode):
         if len(expected) < 2 or calls[0]["id"] not in expected or (limit and limit < len(expected)):
             return None
         key = (id(message), expected)
-        gathering = self._gatherings.get(key)
-        if gathering is None:
-            gathering = self._gatherings[key] = Gathering(expected, message)
+        found = self._gatherings.get(key)
+        if found is not None and found.open_to(str(calls[0]["id"])):
+            return found
+        gatherings = self._gatherings
+
+        def close() -> None:
+            if gatherings.get(key) is gathering:
+                del gatherings[key]
+
+        gathering = gatherings[key] = Gathering(expected, message, self._run_gathered, close)
         return gathering
 
     async def _gathered(
@@ -363,46 +373,29 @@ class ToolBatchNode(ToolNode):
         config: RunnableConfig,
         runtime: Any,
     ) -> Any:
-        """Join ``gathering``; the last task to arrive runs the batch for all of them."""
-        call_id = call["id"]
-        arrived = asyncio.get_running_loop().create_future()
+        """Join ``gathering``, and answer this task's call once its batch has run."""
         context = contextvars.copy_context()  # this task's: its config, for interrupt()
-        gathering.arrivals[call_id] = (call, input, config, runtime, context, arrived)
-        if len(gathering.arrivals) < len(gathering.expected):
-            output = await arrived
-        else:
-            self._gatherings.pop((id(gathering.message), gathering.expected), None)
-            output = await self._run_gathered(gathering)
+        output = await gathering.join(call["id"], (call, input, config, runtime, context))
         if isinstance(output, BaseException):
             raise output
         return self._combine_tool_outputs([output], "tool_calls")
 
-    async def _run_gathered(self, gathering: Gathering) -> Any:
-        ordered = [gathering.arrivals[i] for i in gathering.expected]
+    async def _run_gathered(self, arrivals: list[Arrival]) -> dict[str, Any]:
+        """Run the gathered calls as one batch; each call's output or exception."""
         runtimes: dict[str, ToolRuntime] = {}
         contexts: dict[str, contextvars.Context] = {}
-        for call, input, config, runtime, context, _ in ordered:
+        for call, input, config, runtime, context in arrivals:
             runtimes[call["id"]] = self._tool_runtime(input, call, config, runtime)
             contexts[call["id"]] = context
         run = NodeRun("tool_calls", runtimes, contexts)
         run.gathered = True  # each call is a task of its own: an error fails only its own
-        calls = [item[0] for item in ordered]
-        try:
-            results = await self._hosted_batch(run, calls, ordered[-1][3])
-        except BaseException as exc:
-            for *_, arrived in ordered[:-1]:
-                if not arrived.done():
-                    arrived.set_exception(exc) if isinstance(exc, Exception) else arrived.cancel()
-            raise
-        for call, *_, arrived in ordered:
+        calls = [arrival[0] for arrival in arrivals]
+        results = await self._hosted_batch(run, calls, arrivals[-1][3])
+        outputs: dict[str, Any] = {}
+        for call in calls:
             output: Any = run.exceptions.get(call["id"])
-            if output is None:
-                output = run.outputs.get(call["id"]) or results[call["id"]]
-            if call is ordered[-1][0]:
-                mine = output
-            elif not arrived.done():
-                arrived.set_result(output)
-        return mine
+            outputs[call["id"]] = output or run.outputs.get(call["id"]) or results[call["id"]]
+        return outputs
 
     # -- one run ------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
 
 import msgspec
@@ -33,6 +33,8 @@ from ._langchain import LangChainToolError
 __all__ = [
     "CURRENT_RUN",
     "STREAM_KEY",
+    "GATHER_TURNS",
+    "Arrival",
     "Contexts",
     "Gathering",
     "InputType",
@@ -194,15 +196,95 @@ class Contexts(dict[str, contextvars.Context]):
         return self.context
 
 
+GATHER_TURNS = 3
+"""How many loop turns a gathering waits, after its last arrival, for another."""
+
+Arrival = tuple[Any, ...]
+"""One ``Send`` task's part: its call, input, config, runtime and context."""
+
+
 class Gathering:
-    """The ``Send`` tasks of one AI message's calls, meeting to run as one batch."""
+    """The ``Send`` tasks of one AI message's calls, meeting to run as one batch.
 
-    __slots__ = ("arrivals", "expected", "message")
+    LangGraph starts the tasks of a step one after another, before any of them runs,
+    so the siblings arrive within a loop turn or two of the first. A task that joins
+    awaits its own future; a task of the gathering's own (started by the first
+    arrival) waits until every expected call has arrived, or until
+    :data:`GATHER_TURNS` turns pass with no new one (a graph that sends only some of
+    a message's calls, a sibling cancelled or failed before it arrived), closes the
+    gathering (a later arrival starts a new one) and runs what arrived as one batch
+    with ``run``, handing each task its call's output. A task cancelled while it
+    waits leaves (its call too, if the batch has not started) and its
+    ``CancelledError`` propagates; the others' batch goes on, and is cancelled (and
+    awaited) only when no task waits for it any more.
+    """
 
-    def __init__(self, expected: tuple[str, ...], message: AIMessage) -> None:
+    __slots__ = ("arrivals", "closed", "expected", "message", "on_close", "run", "task", "waiting")
+
+    def __init__(
+        self,
+        expected: tuple[str, ...],
+        message: AIMessage,
+        run: Callable[[list[Arrival]], Awaitable[dict[str, Any]]],
+        on_close: Callable[[], None],
+    ) -> None:
         self.expected = expected
         self.message = message  # held: the key is its id()
-        self.arrivals: dict[str, tuple[Any, ...]] = {}
+        self.run = run
+        self.on_close = on_close
+        self.arrivals: dict[str, Arrival] = {}
+        self.waiting: dict[str, asyncio.Future[Any]] = {}
+        self.closed = False
+        self.task: asyncio.Task[None] | None = None
+
+    def open_to(self, call_id: str) -> bool:
+        """Whether the task of ``call_id`` may still join."""
+        return not self.closed and call_id not in self.arrivals
+
+    async def join(self, call_id: str, arrival: Arrival) -> Any:
+        """Wait for the batch; this call's output (an exception to raise, or not)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        self.arrivals[call_id] = arrival
+        self.waiting[call_id] = future
+        if self.task is None:
+            self.task = loop.create_task(self._collect())
+        try:
+            return await future
+        except asyncio.CancelledError:
+            del self.waiting[call_id]
+            if not self.closed:
+                del self.arrivals[call_id]
+            task = self.task
+            if not self.waiting and not task.done():
+                task.cancel()  # nobody waits for the batch: it ends with its last task
+                await asyncio.wait({task})
+            raise
+
+    async def _collect(self) -> None:
+        try:
+            idle = 0
+            while len(self.arrivals) < len(self.expected) and idle < GATHER_TURNS:
+                seen = len(self.arrivals)
+                await asyncio.sleep(0)
+                idle = idle + 1 if len(self.arrivals) == seen else 0
+        finally:
+            self.closed = True
+            self.on_close()
+        ordered = [self.arrivals[i] for i in self.expected if i in self.arrivals]
+        if not ordered:
+            return
+        try:
+            outputs = await self.run(ordered)
+        except Exception as exc:  # every waiting task raises it
+            outputs = dict.fromkeys(self.waiting, exc)
+        except BaseException:  # cancelled: so are the tasks still waiting, if any
+            for future in self.waiting.values():
+                future.cancel()
+            raise
+        for call_id, future in self.waiting.items():
+            if not future.done():
+                future.set_result(outputs[call_id])
 
 
 def no_writer(chunk: Any) -> None:
