@@ -7,7 +7,7 @@ on asyncio; the node hosts its batch on the loop through ``toolnursery.aio``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -1015,7 +1015,9 @@ def test_send_tasks_of_one_message_arriving_one_after_another_each_run() -> None
     assert len(set(_batch_ids([a, b]))) == 2  # each a batch of its own
 
 
-def _holding(log: list[str]) -> tuple[Any, asyncio.Event, asyncio.Event]:
+def _holding(
+    log: list[str], on_cancel: Callable[[], Any] = lambda: None
+) -> tuple[Any, asyncio.Event, asyncio.Event]:
     """A LangChain tool that holds its call until released; its start and release."""
     started, release = asyncio.Event(), asyncio.Event()
 
@@ -1027,6 +1029,7 @@ def _holding(log: list[str]) -> tuple[Any, asyncio.Event, asyncio.Event]:
             await release.wait()
         except asyncio.CancelledError:
             log.append(f"cancelled {q}")
+            on_cancel()
             raise
         return f"held {q}"
 
@@ -1077,16 +1080,22 @@ def test_a_sibling_cancelled_before_it_arrives_leaves_the_others_to_run() -> Non
 
 def test_when_every_task_of_a_gathering_is_cancelled_its_batch_is_cancelled_and_awaited() -> None:
     log: list[str] = []
+    tasks: list[asyncio.Task[Any]] = []
 
     async def main() -> list[bool]:
-        hold, started, _ = _holding(log)
+        # The body, cancelled, cancels the last task again: that task still waits for the
+        # batch to end (started calls are never abandoned), then raises CancelledError.
+        hold, started, _ = _holding(log, on_cancel=lambda: tasks[-1].cancel())
         node = ToolBatchNode([hold, batch_of])
-        tasks = [asyncio.create_task(node.ainvoke(_sent(HELD, i), OUTSIDE_A_GRAPH)) for i in "123"]
+        tasks.extend(
+            asyncio.create_task(node.ainvoke(_sent(HELD, i), OUTSIDE_A_GRAPH)) for i in "123"
+        )
         await started.wait()
         for task in tasks:
             task.cancel()
         await asyncio.wait(tasks)
-        assert log == ["cancelled a"]  # the body was cancelled and ended before the last task
+        assert log == ["cancelled a"]
+        assert asyncio.all_tasks() == {asyncio.current_task()}  # the batch's task ended too
         return [task.cancelled() for task in tasks]
 
     assert _run(main()) == [True, True, True]

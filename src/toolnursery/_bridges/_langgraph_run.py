@@ -9,6 +9,7 @@ unhandled). :data:`CURRENT_RUN` carries it into the batch's tasks.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
@@ -258,7 +259,9 @@ class Gathering:
             task = self.task
             if not self.waiting and not task.done():
                 task.cancel()  # nobody waits for the batch: it ends with its last task
-                await asyncio.wait({task})
+                while not task.done():  # a repeated cancellation does not cut this short
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await asyncio.wait({task})
             raise
 
     async def _collect(self) -> None:
