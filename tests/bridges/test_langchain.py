@@ -130,7 +130,7 @@ def test_tool_exceptions_become_one_line_error_results() -> None:
     assert {r.error.code for r in results if r.error} == {LangChainToolError.code}
 
 
-def test_outputs_that_are_not_text_come_back_as_json() -> None:
+def test_outputs_that_are_not_text_come_back_as_langchain_renders_them() -> None:
     @lc_tool
     def listing(n: int) -> dict[str, Any]:
         """List."""
@@ -156,7 +156,8 @@ def test_outputs_that_are_not_text_come_back_as_json() -> None:
         ToolCall("2", "with_artifact", {"n": 3}),
         ToolCall("3", "opaque", {}),
     )
-    assert [r.text for r in results] == ['{"items":[0,1]}', "3 rows", "an opaque value"]
+    # LangChain's own text for a ToolMessage: json.dumps, its spacing included
+    assert [r.text for r in results] == ['{"items": [0, 1]}', "3 rows", "an opaque value"]
 
 
 def test_a_batch_abort_cancels_their_asyncio_tool() -> None:
@@ -347,3 +348,142 @@ def test_langgraphs_toolnode_runs_exported_tools_in_an_agent_turn() -> None:
         ("1", "hello ada from graph"),
         ("2", "2"),
     ]
+
+
+# -- drop-in: create_agent, injected parameters, LangChain's own answers ----------------------
+
+from typing import Annotated  # noqa: E402
+
+import msgspec  # noqa: E402
+from langchain_core.tools import InjectedToolArg, InjectedToolCallId  # noqa: E402
+
+from toolnursery import Depends  # noqa: E402
+
+
+def _tool_calling_model(responses: list[Any]) -> Any:
+    from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+
+    class ToolCallingFakeModel(FakeMessagesListChatModel):
+        """LangChain's fake chat model, with the ``bind_tools`` an agent calls."""
+
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+    return ToolCallingFakeModel(responses=responses)
+
+
+def _turn(*calls: tuple[str, str, dict[str, Any]]) -> Any:
+    from langchain_core.messages import AIMessage
+
+    return AIMessage(
+        "", tool_calls=[{"id": i, "name": n, "args": a, "type": "tool_call"} for i, n, a in calls]
+    )
+
+
+def test_create_agent_runs_a_registrys_tools_swapped_in_with_one_call() -> None:
+    agents = pytest.importorskip("langchain.agents")
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    registry = ToolRegistry()
+    registry.register(greet)
+
+    async def no_sundays(execution: ToolExecution, next_: Any) -> Any:
+        return Deny("not on sundays") if execution.arguments["name"] == "sun" else await next_()
+
+    registry.on_pre_execute(no_sundays)
+    model = _tool_calling_model(
+        [_turn(("1", "greet", {"name": "ada"}), ("2", "greet", {"name": "sun"})), AIMessage("done")]
+    )
+    agent = agents.create_agent(model, tools=to_langchain(registry, deps="agent"))
+    state = _run(agent.ainvoke({"messages": [HumanMessage("hi")]}))
+    messages = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+    assert [(m.tool_call_id, m.status, m.content) for m in messages] == [
+        ("1", "success", "hello ada from agent"),
+        ("2", "error", "Error: not on sundays"),
+    ]
+    assert state["messages"][-1].content == "done"
+
+
+@lc_tool
+def admin_secret(q: str, auth: Annotated[dict[str, Any], InjectedToolArg]) -> str:
+    """Show the secret to admins."""
+    return "the secret" if auth.get("role") == "admin" else "no"
+
+
+@lc_tool
+def whose(q: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> str:
+    """The call's id."""
+    return f"{q} for {tool_call_id}"
+
+
+def test_a_model_filling_an_injected_parameter_is_refused_before_the_tool_runs() -> None:
+    ran: list[str] = []
+
+    @lc_tool
+    def audited(q: str, who: Annotated[str, InjectedToolArg]) -> str:
+        """Run with an audit name."""
+        ran.append(who)
+        return who
+
+    results = _batch(
+        _registry(admin_secret, whose, audited),
+        ToolCall("1", "admin_secret", {"q": "x", "auth": {"role": "admin"}}),
+        ToolCall("2", "whose", {"q": "x", "tool_call_id": "forged"}),
+        ToolCall("3", "audited", {"q": "x", "who": "root"}),
+        ToolCall("4", "whose", {"q": "y"}),
+    )
+    refusal = 'Error: invalid arguments: argument "{}" is supplied by the host, not the model'
+    assert [r.text for r in results] == [
+        refusal.format("auth"),
+        refusal.format("tool_call_id"),
+        refusal.format("who"),
+        "y for 4",  # InjectedToolCallId: our call's id
+    ]
+    assert [r.error.code if r.error else None for r in results] == [
+        "INVALID_ARGS",
+        "INVALID_ARGS",
+        "INVALID_ARGS",
+        None,
+    ]
+    assert ran == []
+    assert "auth" not in from_langchain(admin_secret).parameters["properties"]
+
+
+class Account(msgspec.Struct):
+    role: str
+
+
+def _account() -> Account:
+    return Account("user")
+
+
+@tool
+async def account_secret(q: str, account: Annotated[Account, Depends(_account)]) -> str:
+    """Show the secret to admins."""
+    return "the secret" if account.role == "admin" else f"no secret for {account.role}"
+
+
+def test_an_exported_tools_injected_dependency_is_never_filled_by_the_model() -> None:
+    registry = ToolRegistry()
+    registry.register(account_secret)
+    [exported] = to_langchain(registry)
+    assert "account" not in exported.tool_call_schema["properties"]  # type: ignore[index]
+    forged = {"q": "x", "account": {"role": "admin"}}
+    message = _run(
+        exported.ainvoke({"type": "tool_call", "id": "1", "name": exported.name, "args": forged})
+    )
+    assert "the secret" not in message.content
+
+
+def test_a_tools_own_handle_tool_error_answer_is_an_error_result() -> None:
+    @lc_tool
+    def picky(q: str) -> str:
+        """Refuse."""
+        raise ToolException("not today")
+
+    picky.handle_tool_error = True
+    [result] = _batch(_registry(picky), ToolCall("1", "picky", {"q": "x"}))
+    assert result.is_error
+    assert result.text == 'Error: tool "picky": not today'
+    assert result.error is not None
+    assert result.error.code == LangChainToolError.code

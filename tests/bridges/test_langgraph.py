@@ -7,7 +7,7 @@ on asyncio; the node hosts its batch on the loop through ``toolnursery.aio``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -162,9 +162,10 @@ def test_list_state_gives_a_list_and_tool_call_dicts_give_a_messages_update() ->
         node([{"id": "d1", "name": "add", "args": {"a": 2, "b": 2}, "type": "tool_call"}])
     )
     assert [m.content for m in direct["history"]] == ["4"]
-    with pytest.raises(ValueError, match="no AIMessage"):
+    # ToolNode's own errors for inputs that hold no calls
+    with pytest.raises(ValueError, match="No AIMessage found in input"):
         _run(node({"history": [HumanMessage("hi")]}))
-    with pytest.raises(ValueError, match='no messages in the input \\(key "history"\\)'):
+    with pytest.raises(ValueError, match="No message found in input"):
         _run(node({"messages": [TURN]}))
 
 
@@ -187,7 +188,7 @@ def test_results_stream_as_they_commit_in_model_order_while_bodies_overlap() -> 
         return "fast"
 
     turn = _ai(("s", "slow", {"a": 1}), ("f", "fast", {"a": 1}))
-    app = _agent_graph(ToolBatchNode(_registry(slow, fast)), [turn, AIMessage("ok")])
+    app = _agent_graph(ToolBatchNode(_registry(slow, fast), stream=True), [turn, AIMessage("ok")])
 
     async def main() -> list[tuple[str, Any]]:
         return [
@@ -414,8 +415,8 @@ def test_outside_a_node_run_the_interrupt_approval_is_unavailable() -> None:
 
 
 def test_the_node_refuses_what_is_not_a_registry() -> None:
-    with pytest.raises(TypeError, match="needs a ToolRegistry, not list"):
-        ToolBatchNode([add])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="a sequence of tools, not int"):
+        ToolBatchNode(42)  # type: ignore[arg-type]
 
 
 def test_other_state_shapes_send_inputs_and_a_plain_runnable() -> None:
@@ -473,3 +474,658 @@ def test_the_node_offers_the_registry_tools_to_bind_to_a_model() -> None:
         ("add", "Add two integers."),
         ("multiply", "Multiply two integers."),
     ]
+
+
+# -- drop-in for ToolNode: create_react_agent, LangChain tools, ToolNode's features ------
+
+import warnings  # noqa: E402
+from typing import Annotated as _Annotated  # noqa: E402
+
+from langchain_core.tools import InjectedToolArg, InjectedToolCallId  # noqa: E402
+from langchain_core.tools import tool as lc_tool  # noqa: E402
+from langgraph.config import get_stream_writer  # noqa: E402
+from langgraph.errors import GraphRecursionError  # noqa: E402
+from langgraph.prebuilt import InjectedState, InjectedStore, ToolRuntime  # noqa: E402
+from langgraph.runtime import DEFAULT_RUNTIME  # noqa: E402
+from langgraph.store.memory import InMemoryStore  # noqa: E402
+from langgraph.types import Send, interrupt  # noqa: E402
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # create_react_agent is deprecated for create_agent
+    from langgraph.prebuilt import create_react_agent
+
+
+OUTSIDE_A_GRAPH: Any = {"configurable": {"__pregel_runtime": DEFAULT_RUNTIME}}
+"""What LangGraph gives a node's ``ainvoke`` (ToolNode's too) outside a graph run."""
+
+
+class ToolCallingFakeModel(FakeMessagesListChatModel):
+    """LangChain's fake chat model, with the ``bind_tools`` create_react_agent calls."""
+
+    bound: list[str] = []
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        self.bound = [t.name for t in tools]
+        return self
+
+
+def _react(tools: Any, responses: list[BaseMessage], **kwargs: Any) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return create_react_agent(ToolCallingFakeModel(responses=responses), tools=tools, **kwargs)
+
+
+@lc_tool
+def listing(n: int) -> dict[str, Any]:
+    """List."""
+    return {"items": list(range(n)), "name": "é"}
+
+
+@lc_tool
+def count(q: str, state: _Annotated[dict[str, Any], InjectedState]) -> str:
+    """Count the messages."""
+    return f"{q}: {len(state['messages'])} messages"
+
+
+@lc_tool
+def first_kind(q: str, messages: _Annotated[list[Any], InjectedState("messages")]) -> str:
+    """The first message's kind."""
+    return f"{q}: {type(messages[0]).__name__}"
+
+
+@lc_tool
+def remember(q: str, store: _Annotated[Any, InjectedStore()]) -> str:
+    """Store and read back."""
+    store.put(("notes",), "k", {"v": q})
+    return f"stored {store.get(('notes',), 'k').value}"
+
+
+@lc_tool
+def whose(q: str, tool_call_id: _Annotated[str, InjectedToolCallId]) -> str:
+    """The call's id."""
+    return f"{q} for {tool_call_id}"
+
+
+@lc_tool
+def with_runtime(q: str, runtime: ToolRuntime) -> str:
+    """Write to the stream through the runtime."""
+    runtime.stream_writer({"progress": q})
+    return f"{q} {runtime.tool_call_id} {len(runtime.state['messages'])}"
+
+
+@lc_tool
+def writes(q: str) -> str:
+    """Write to the stream."""
+    get_stream_writer()({"chunk": q})
+    return "wrote"
+
+
+@lc_tool
+def command(q: str, tool_call_id: _Annotated[str, InjectedToolCallId]) -> Command[Any]:
+    """Answer with a Command."""
+    return Command(update={"messages": [ToolMessage(f"cmd {q}", tool_call_id=tool_call_id)]})
+
+
+@lc_tool
+def commands(q: str, tool_call_id: _Annotated[str, InjectedToolCallId]) -> list[Command[Any]]:
+    """Answer with a list of Commands."""
+    return [
+        Command(update={"messages": [ToolMessage(f"cmds {q}", tool_call_id=tool_call_id)]}),
+        Command(update={"messages": []}),
+    ]
+
+
+@lc_tool
+def boom(q: str) -> str:
+    """Fail."""
+    raise ValueError(f"bad {q}")
+
+
+FEATURES = [listing, count, first_kind, remember, whose, with_runtime, writes, command, commands]
+FEATURE_CALLS = [
+    ("listing", {"n": 2}),
+    ("count", {"q": "a"}),
+    ("first_kind", {"q": "b"}),
+    ("remember", {"q": "c"}),
+    ("whose", {"q": "d"}),
+    ("with_runtime", {"q": "e"}),
+    ("writes", {"q": "f"}),
+    ("command", {"q": "g"}),
+    ("commands", {"q": "h"}),
+]
+
+
+def _feature_turn() -> list[BaseMessage]:
+    return [_ai(*((f"c{i}", n, a) for i, (n, a) in enumerate(FEATURE_CALLS))), AIMessage("done")]
+
+
+def _react_run(node: Any, *, version: str, sync: bool) -> tuple[list[Any], list[Any]]:
+    agent = _react(node, _feature_turn(), store=InMemoryStore(), version=version)
+    start = {"messages": [HumanMessage("hi")]}
+    modes = ["custom", "values"]
+    if sync:
+        chunks = list(agent.stream(start, stream_mode=modes))
+    else:
+
+        async def main() -> list[Any]:
+            return [chunk async for chunk in agent.astream(start, stream_mode=modes)]
+
+        chunks = _run(main())
+    state = [chunk for mode, chunk in chunks if mode == "values"][-1]
+    messages = [(m.tool_call_id, m.name, m.content, m.status) for m in _tool_messages(state)]
+    custom = sorted((chunk for mode, chunk in chunks if mode == "custom"), key=str)
+    return sorted(messages), custom
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+@pytest.mark.parametrize("sync", [False, True], ids=["ainvoke", "invoke"])
+def test_create_react_agent_takes_the_node_and_answers_exactly_as_toolnode(
+    version: str, sync: bool
+) -> None:
+    """The same LangChain tools (json.dumps text, InjectedState / InjectedStore /
+    InjectedToolCallId / ToolRuntime, Commands, the stream writer) under ToolNode and
+    under our node, swapped in with one call, give the same messages and chunks."""
+    theirs = _react_run(ToolNode(FEATURES), version=version, sync=sync)
+    ours = _react_run(ToolBatchNode(FEATURES), version=version, sync=sync)
+    assert ours == theirs
+    messages, custom = ours
+    assert ("c0", "listing", '{"items": [0, 1], "name": "é"}', "success") in messages
+    assert ("c4", "whose", "d for c4", "success") in messages
+    assert ("c7", "command", "cmd g", "success") in messages
+    assert custom == [{"chunk": "f"}, {"progress": "e"}]  # each tool's chunk, alone
+
+
+@tool(**PARALLEL)
+async def batch_of(tag: str, ctx: ToolRunContext) -> str:
+    """Say which batch ran the call."""
+    await trio.lowlevel.checkpoint()
+    return f"{tag} {ctx.batch_id}"
+
+
+def _batch_ids(messages: list[Any]) -> list[str]:
+    """The batch id each ``batch_of`` answer names (each must be a success)."""
+    ids = []
+    for message in messages:
+        assert message.status == "success", message.content
+        tag, batch = message.content.split()
+        assert tag in "abc"
+        assert batch != "None"
+        ids.append(batch)
+    return ids
+
+
+def test_create_react_agents_send_tasks_of_one_message_run_as_one_batch() -> None:
+    node = ToolBatchNode([batch_of, listing])
+    turn = _ai(
+        ("1", "batch_of", {"tag": "a"}), ("2", "batch_of", {"tag": "b"}), ("3", "listing", {"n": 1})
+    )
+    agent = _react(node, [turn, AIMessage("done")])  # version="v2": one Send per call
+    state = _run(agent.ainvoke({"messages": [HumanMessage("hi")]}))
+    a, b, third = _tool_messages(state)
+    assert [a.content.split()[0], b.content.split()[0]] == ["a", "b"]
+    assert len(set(_batch_ids([a, b]))) == 1  # one batch
+    assert third.content == '{"items": [0], "name": "é"}'
+    assert agent.get_graph().nodes["tools"].data is node
+
+
+def test_send_tasks_of_calls_without_ids_get_the_same_made_up_ids_and_all_run() -> None:
+    turn = AIMessage("", id="ai")
+    turn.tool_calls = [
+        {"name": "batch_of", "args": {"tag": "a"}, "id": None, "type": "tool_call"},  # type: ignore[typeddict-item]
+        {"name": "batch_of", "args": {"tag": "b"}, "id": "", "type": "tool_call"},
+        {"name": "batch_of", "args": {"tag": "c"}, "id": "call_0", "type": "tool_call"},
+    ]
+    agent = _react(ToolBatchNode([batch_of]), [turn, AIMessage("done")])
+    state = _run(agent.ainvoke({"messages": [HumanMessage("hi")]}))
+    messages = _tool_messages(state)
+    assert sorted(m.tool_call_id for m in messages) == ["call_0", "call_0_1", "call_1"]
+    assert len(set(_batch_ids(messages))) == 1  # still one batch
+    assert [c["id"] for c in turn.tool_calls] == ["call_0_1", "call_1", "call_0"]
+
+
+def test_the_model_is_bound_the_tools_of_a_registry_node() -> None:
+    model = ToolCallingFakeModel(responses=[_ai(("1", "add", {"a": 1, "b": 2})), AIMessage("ok")])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        agent = create_react_agent(model, tools=ToolBatchNode(_registry()))
+    state = _run(agent.ainvoke({"messages": [HumanMessage("hi")]}))
+    assert model.bound == ["add", "multiply"]
+    assert [m.content for m in _tool_messages(state)] == ["3"]
+    assert isinstance(ToolBatchNode(_registry()), ToolNode)
+
+
+def _errors_under(node: Any, *, sync: bool = True) -> Any:
+    agent = _react(
+        node, [_ai(("1", "boom", {"q": "x"}), ("2", "listing", {"n": 0})), AIMessage("ok")]
+    )
+    start = {"messages": [HumanMessage("hi")]}
+    try:
+        state = agent.invoke(start) if sync else _run(agent.ainvoke(start))
+    except Exception as exc:  # what ToolNode lets out, ours must too
+        return type(exc), str(exc)
+    return [(m.content, m.status) for m in _tool_messages(state)]
+
+
+def _on_value_error(e: ValueError) -> str:
+    return f"handled {e}"
+
+
+def _on_type_error(e: TypeError) -> str:
+    return f"handled {e}"
+
+
+@pytest.mark.parametrize(
+    "handling",
+    [
+        True,
+        False,
+        "it broke",
+        _on_value_error,
+        _on_type_error,
+        ValueError,
+        (KeyError, ValueError),
+        KeyError,
+    ],
+    ids=["true", "false", "text", "callable", "callable-other-type", "type", "tuple", "other-type"],
+)
+@pytest.mark.parametrize("sync", [True, False], ids=["invoke", "ainvoke"])
+def test_handle_tool_errors_has_toolnodes_semantics(handling: Any, sync: bool) -> None:
+    theirs = _errors_under(ToolNode([boom, listing], handle_tool_errors=handling), sync=sync)
+    ours = _errors_under(ToolBatchNode([boom, listing], handle_tool_errors=handling), sync=sync)
+    assert ours == theirs
+
+
+def test_by_default_a_tool_error_leaves_the_node_as_under_toolnode() -> None:
+    assert _errors_under(ToolBatchNode([boom, listing])) == (ValueError, "bad x")
+    assert _errors_under(ToolNode([boom, listing])) == (ValueError, "bad x")
+
+
+def test_a_tools_own_handle_tool_error_answer_is_an_error_message() -> None:
+    @lc_tool
+    def picky(q: str) -> str:
+        """Refuse."""
+        from langchain_core.tools import ToolException
+
+        raise ToolException("not today")
+
+    picky.handle_tool_error = True
+    for node in (ToolNode([picky]), ToolBatchNode([picky])):
+        [message] = _run(node.ainvoke([_ai(("1", "picky", {"q": "x"}))], OUTSIDE_A_GRAPH))
+        assert (message.content, message.status) == ("not today", "error")
+
+
+def test_a_parent_command_with_sends_is_combined_as_toolnode_combines_it() -> None:
+    @lc_tool
+    def handoff(to: str) -> Command[Any]:
+        """Hand off."""
+        return Command(graph=Command.PARENT, goto=[Send(to, {"x": 1})])
+
+    turn = [_ai(("1", "handoff", {"to": "a"}), ("2", "handoff", {"to": "b"}))]
+    theirs = _run(ToolNode([handoff]).ainvoke(turn, OUTSIDE_A_GRAPH))
+    ours = _run(ToolBatchNode([handoff]).ainvoke(turn, OUTSIDE_A_GRAPH))
+    assert ours == theirs
+    [parent] = ours
+    assert parent.graph == Command.PARENT
+    assert [s.node for s in parent.goto] == ["a", "b"]
+
+
+def _interrupting_tools(ran: list[str]) -> list[Any]:
+    @lc_tool
+    def book(what: str) -> str:
+        """Book, once a human agrees."""
+        ran.append(f"book {what}")
+        answer = interrupt({"book": what})
+        return f"booked {what}: {answer}"
+
+    @lc_tool
+    def charge(amount: int) -> str:
+        """Charge."""
+        ran.append(f"charge {amount}")
+        return f"charged {amount}"
+
+    return [book, charge]
+
+
+def _custom_agent(node: Any, responses: list[BaseMessage]) -> Any:
+    """create_react_agent's loop built by hand: the node gets the whole state (one run)."""
+    model = ToolCallingFakeModel(responses=responses)
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", lambda state: {"messages": [model.invoke(state["messages"])]})
+    graph.add_node("tools", node)
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
+    return graph.compile(checkpointer=InMemorySaver())
+
+
+@pytest.mark.parametrize("build", ["create_react_agent", "state_graph"])
+@pytest.mark.parametrize("sync", [False, True], ids=["ainvoke", "invoke"])
+def test_an_interrupt_pauses_the_graph_and_the_resume_runs_nothing_twice(
+    build: str, sync: bool
+) -> None:
+    ran: list[str] = []
+    turn = _ai(("1", "charge", {"amount": 5}), ("2", "book", {"what": "hotel"}))
+    responses = [turn, AIMessage("done")]
+    node = ToolBatchNode(_interrupting_tools(ran))
+    if build == "create_react_agent":
+        agent = _react(node, responses, checkpointer=InMemorySaver())
+    else:
+        agent = _custom_agent(node, responses)
+    config = {"configurable": {"thread_id": f"{build}-{sync}"}}
+
+    def call(value: Any) -> Any:
+        return agent.invoke(value, config) if sync else _run(agent.ainvoke(value, config))
+
+    first = call({"messages": [HumanMessage("trip")]})
+    [pending] = first["__interrupt__"]
+    assert pending.value == {"book": "hotel"}
+    assert sorted(ran) == ["book hotel", "charge 5"]
+    state = call(Command(resume="yes"))
+    assert [(m.tool_call_id, m.content) for m in _tool_messages(state)] == [
+        ("1", "charged 5"),
+        ("2", "booked hotel: yes"),
+    ]
+    # the committed charge did not run again; the interrupted call ran from its start
+    assert sorted(ran) == ["book hotel", "book hotel", "charge 5"]
+
+
+def test_other_control_flow_exceptions_pass_through() -> None:
+    @lc_tool
+    def loop_forever(q: str) -> str:
+        """Raise a LangGraph control-flow exception."""
+        from langgraph.errors import ParentCommand
+
+        raise ParentCommand(Command(graph=Command.PARENT, goto="elsewhere"))
+
+    for node in (ToolNode([loop_forever]), ToolBatchNode([loop_forever], handle_tool_errors=True)):
+        with pytest.raises(Exception) as caught:
+            _run(node.ainvoke([_ai(("1", "loop_forever", {"q": "x"}))], OUTSIDE_A_GRAPH))
+        assert type(caught.value).__name__ == "ParentCommand"
+    assert GraphRecursionError  # the family LangGraph raises through nodes
+
+
+@lc_tool
+def admin_secret(q: str, auth: _Annotated[dict[str, Any], InjectedToolArg]) -> str:
+    """Show the secret to admins."""
+    return "the secret" if auth.get("role") == "admin" else "no"
+
+
+@lc_tool
+def state_peek(q: str, state: _Annotated[dict[str, Any], InjectedState]) -> str:
+    """Peek at the state."""
+    return f"{len(state['messages'])}"
+
+
+@pytest.mark.parametrize(
+    ("name", "forged"),
+    [
+        ("admin_secret", {"auth": {"role": "admin"}}),
+        ("state_peek", {"state": {"messages": []}}),
+        ("whose", {"tool_call_id": "forged"}),
+        ("with_runtime", {"runtime": {"tool_call_id": "forged"}}),
+    ],
+)
+def test_a_model_filling_an_injected_parameter_is_refused(
+    name: str, forged: dict[str, Any]
+) -> None:
+    node = ToolBatchNode([admin_secret, state_peek, whose, with_runtime])
+    turn = _ai(("1", name, {"q": "x", **forged}))
+    state = _run(_react(node, [turn, AIMessage("ok")]).ainvoke({"messages": [HumanMessage("hi")]}))
+    [message] = _tool_messages(state)
+    [key] = forged
+    assert message.status == "error"
+    assert message.content == (
+        f'Error: invalid arguments: argument "{key}" is supplied by the host, not the model'
+    )
+    assert "secret" not in message.content
+
+
+def test_args_that_are_not_an_object_are_refused_and_missing_ids_are_made_up() -> None:
+    ran: list[Any] = []
+
+    @lc_tool
+    def poke() -> str:
+        """A side effect with no arguments."""
+        ran.append(1)
+        return "poked"
+
+    calls = [
+        {"name": "poke", "args": [], "id": "a", "type": "tool_call"},
+        {"name": "poke", "args": 0, "id": "b", "type": "tool_call"},
+        {"name": "poke", "args": "", "id": "c", "type": "tool_call"},
+        {"name": "poke", "args": False, "id": "d", "type": "tool_call"},
+        {"name": "poke", "id": "e", "type": "tool_call"},
+    ]
+    message = AIMessage("", id="ai-1")
+    message.tool_calls = calls  # type: ignore[assignment]
+    out = _run(ToolBatchNode([poke]).ainvoke({"messages": [message]}, OUTSIDE_A_GRAPH))
+    answers = [(m.tool_call_id, m.status, m.content) for m in out["messages"]]
+    assert answers[:4] == [
+        ("a", "error", 'Error: invalid arguments: "args" must be an object, got an array'),
+        ("b", "error", 'Error: invalid arguments: "args" must be an object, got a number'),
+        ("c", "error", 'Error: invalid arguments: "args" must be an object, got a string'),
+        ("d", "error", 'Error: invalid arguments: "args" must be an object, got a boolean'),
+    ]
+    assert answers[4] == ("e", "success", "poked")  # only a missing args means {}
+    assert ran == [1]
+
+    no_ids = AIMessage("", id="ai-2", tool_calls=[])
+    no_ids.tool_calls = [
+        {"name": "poke", "args": {}, "id": None, "type": "tool_call"},  # type: ignore[typeddict-item]
+        {"name": "poke", "args": {}, "id": "", "type": "tool_call"},
+        {"name": "poke", "args": {}, "id": "call_1", "type": "tool_call"},
+    ]
+    out = _run(ToolBatchNode([poke]).ainvoke({"messages": [no_ids]}, OUTSIDE_A_GRAPH))
+    written, *messages = out["messages"]
+    assert [m.tool_call_id for m in messages] == ["call_0", "call_1_1", "call_1"]
+    assert [m.status for m in messages] == ["success"] * 3  # both id-less calls ran
+    assert written is no_ids
+    assert [c["id"] for c in no_ids.tool_calls] == [
+        "call_0",
+        "call_1_1",
+        "call_1",
+    ]
+
+
+def test_what_toolnode_takes_that_the_node_cannot_keep_is_refused_at_construction() -> None:
+    def wrapper(request: Any, execute: Any) -> Any:
+        return execute(request)
+
+    for option in ("wrap_tool_call", "awrap_tool_call"):
+        with pytest.raises(TypeError, match=f"ToolBatchNode does not take {option}"):
+            ToolBatchNode([listing], **{option: wrapper})
+    with pytest.raises(TypeError, match="handle_tool_errors applies to LangChain tools"):
+        ToolBatchNode(_registry(), handle_tool_errors=False)
+
+
+def test_the_node_runs_under_plain_trio() -> None:
+    async def main() -> Any:
+        return await ToolBatchNode([listing, add])(
+            [_ai(("1", "listing", {"n": 1}), ("2", "add", {"a": 1, "b": 1}))]
+        )
+
+    out = trio.run(main)
+    assert [m.content for m in out] == ['{"items": [0], "name": "é"}', "2"]
+
+
+def test_under_the_sync_invoke_an_asyncio_body_is_an_error_result_not_a_hang() -> None:
+    from toolnursery.aio import asyncio_tool
+
+    @asyncio_tool
+    @tool
+    async def on_asyncio(q: str) -> str:
+        """Needs the asyncio host."""
+        await asyncio.sleep(0)
+        return q
+
+    node = ToolBatchNode(_registry(on_asyncio))
+    state = _react(
+        node,
+        [_ai(("1", "on_asyncio", {"q": "x"}), ("2", "add", {"a": 1, "b": 1})), AIMessage("ok")],
+    ).invoke({"messages": [HumanMessage("hi")]})
+    first, second = _tool_messages(state)
+    assert first.status == "error"
+    assert "asyncio" in first.content
+    assert second.content == "2"
+
+
+# -- Send tasks that never all arrive: nothing waits forever ------------------------------
+
+
+def _sent(message: AIMessage, call_id: str) -> dict[str, Any]:
+    """The payload of the ``Send`` task of one of ``message``'s calls."""
+    [call] = [c for c in message.tool_calls if c["id"] == call_id]
+    state = {"messages": [HumanMessage("hi"), message]}
+    return {"__type": "tool_call_with_context", "tool_call": call, "state": state}
+
+
+def test_a_graph_sending_only_some_of_a_messages_calls_completes_as_one_batch() -> None:
+    turn = _ai(*((str(i), "batch_of", {"tag": tag}) for i, tag in enumerate("abc")))
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [turn]}
+
+    def route(state: MessagesState) -> list[Send]:
+        last = state["messages"][-1]
+        return [Send("tools", _sent(last, c["id"])) for c in last.tool_calls[:2]]  # type: ignore[attr-defined]
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", agent)
+    graph.add_node("tools", ToolBatchNode([batch_of]))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", route, ["tools"])
+    state = _run(graph.compile().ainvoke({"messages": [HumanMessage("hi")]}))
+    a, b = _tool_messages(state)
+    assert (a.tool_call_id, b.tool_call_id) == ("0", "1")
+    assert [a.content.split()[0], b.content.split()[0]] == ["a", "b"]
+    assert len(set(_batch_ids([a, b]))) == 1  # the two: one batch
+
+
+def test_send_tasks_of_one_message_arriving_one_after_another_each_run() -> None:
+    turn = _ai(("1", "batch_of", {"tag": "a"}), ("2", "batch_of", {"tag": "b"}))
+    node = ToolBatchNode([batch_of])
+
+    async def main() -> list[Any]:
+        first = await node.ainvoke(_sent(turn, "1"), OUTSIDE_A_GRAPH)  # its sibling never came
+        second = await node.ainvoke(_sent(turn, "2"), OUTSIDE_A_GRAPH)  # late: a batch alone
+        return [*first["messages"], *second["messages"]]
+
+    a, b = _run(main())
+    assert [a.content.split()[0], b.content.split()[0]] == ["a", "b"]
+    assert len(set(_batch_ids([a, b]))) == 2  # each a batch of its own
+
+
+def _holding(
+    log: list[str], on_cancel: Callable[[], Any] = lambda: None
+) -> tuple[Any, asyncio.Event, asyncio.Event]:
+    """A LangChain tool that holds its call until released; its start and release."""
+    started, release = asyncio.Event(), asyncio.Event()
+
+    @lc_tool
+    async def hold(q: str) -> str:
+        """Hold until released."""
+        started.set()
+        try:
+            await release.wait()
+        except asyncio.CancelledError:
+            log.append(f"cancelled {q}")
+            on_cancel()
+            raise
+        return f"held {q}"
+
+    return hold, started, release
+
+
+HELD = _ai(
+    ("1", "hold", {"q": "a"}), ("2", "batch_of", {"tag": "b"}), ("3", "batch_of", {"tag": "c"})
+)
+
+
+def test_a_sibling_cancelled_while_its_batch_runs_raises_and_the_others_get_their_results() -> None:
+    log: list[str] = []
+
+    async def main() -> list[Any]:
+        hold, started, release = _holding(log)
+        node = ToolBatchNode([hold, batch_of])
+        tasks = [asyncio.create_task(node.ainvoke(_sent(HELD, i), OUTSIDE_A_GRAPH)) for i in "123"]
+        await started.wait()  # the batch of all three runs
+        tasks[1].cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await tasks[1]
+        release.set()
+        return [(await tasks[i])["messages"][0] for i in (0, 2)]
+
+    held, c = _run(main())
+    assert (held.content, c.content.split()[0], log) == ("held a", "c", [])
+    _batch_ids([c])
+
+
+def test_a_sibling_cancelled_before_it_arrives_leaves_the_others_to_run() -> None:
+    log: list[str] = []
+
+    async def main() -> list[Any]:
+        hold, _, release = _holding(log)
+        release.set()
+        node = ToolBatchNode([hold, batch_of])
+        tasks = [asyncio.create_task(node.ainvoke(_sent(HELD, i), OUTSIDE_A_GRAPH)) for i in "123"]
+        tasks[1].cancel()  # before it ever ran
+        with pytest.raises(asyncio.CancelledError):
+            await tasks[1]
+        return [(await tasks[i])["messages"][0] for i in (0, 2)]
+
+    held, c = _run(main())
+    assert (held.content, c.content.split()[0], log) == ("held a", "c", [])
+    _batch_ids([c])
+
+
+def test_when_every_task_of_a_gathering_is_cancelled_its_batch_is_cancelled_and_awaited() -> None:
+    log: list[str] = []
+    tasks: list[asyncio.Task[Any]] = []
+
+    async def main() -> list[bool]:
+        # The body, cancelled, cancels the last task again: that task still waits for the
+        # batch to end (started calls are never abandoned), then raises CancelledError.
+        hold, started, _ = _holding(log, on_cancel=lambda: tasks[-1].cancel())
+        node = ToolBatchNode([hold, batch_of])
+        tasks.extend(
+            asyncio.create_task(node.ainvoke(_sent(HELD, i), OUTSIDE_A_GRAPH)) for i in "123"
+        )
+        await started.wait()
+        for task in tasks:
+            task.cancel()
+        await asyncio.wait(tasks)
+        assert log == ["cancelled a"]
+        assert asyncio.all_tasks() == {asyncio.current_task()}  # the batch's task ended too
+        return [task.cancelled() for task in tasks]
+
+    assert _run(main()) == [True, True, True]
+
+
+def test_a_task_cancelled_while_its_gathering_waits_leaves_and_its_call_never_runs() -> None:
+    from toolnursery._bridges._langgraph_run import Arrival, Gathering
+
+    ran: list[list[str]] = []
+    seen: list[Any] = []
+
+    async def run(arrivals: list[Arrival]) -> dict[str, Any]:
+        ran.append([arrival[0] for arrival in arrivals])
+        return {arrival[0]: f"out {arrival[0]}" for arrival in arrivals}
+
+    async def main() -> Any:
+        gathering = Gathering(("1", "2", "3"), AIMessage(""), run, lambda: seen.append("closed"))
+        first = asyncio.create_task(gathering.join("1", ("1",)))
+        second = asyncio.create_task(gathering.join("2", ("2",)))
+
+        async def cancel_second() -> None:  # runs once both joined, before the gathering closes
+            seen.append((sorted(gathering.arrivals), gathering.closed))
+            second.cancel()
+
+        canceller = asyncio.create_task(cancel_second())
+        with pytest.raises(asyncio.CancelledError):
+            await second
+        await canceller
+        return await first
+
+    assert _run(main()) == "out 1"
+    assert seen == [(["1", "2"], False), "closed"]
+    assert ran == [["1"]]  # "3" never came, "2" left before the batch: "1" ran alone

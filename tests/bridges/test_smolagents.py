@@ -268,3 +268,129 @@ def test_from_smolagents_refuses_what_is_not_a_tool() -> None:
         RegistrationError, match=r"expected a smolagents\.Tool instance, got function"
     ):
         from_smolagents(lambda: None)
+
+
+# -- drop-in: smolagents' ToolCallingAgent with a registry's tools ----------------------------
+
+from typing import Annotated  # noqa: E402
+
+import msgspec  # noqa: E402
+from smolagents import ToolCallingAgent  # noqa: E402
+
+from toolnursery import Deny, Depends, ToolExecution, ToolRunContext  # noqa: E402
+from toolnursery import tool as tn_tool  # noqa: E402
+from toolnursery.smolagents import to_smolagents  # noqa: E402
+
+
+class ScriptedToolCallingModel(Model):  # type: ignore[misc]
+    """A smolagents model answering from a script of tool calls, the last one the final
+    answer; it keeps what it was shown."""
+
+    def __init__(self, *turns: list[tuple[str, dict[str, Any]]]) -> None:
+        super().__init__(model_id="scripted")
+        self.turns = list(turns)
+        self.seen: list[list[Any]] = []
+        self.offered: list[str] = []
+
+    def generate(self, messages: list[Any], **kwargs: Any) -> ChatMessage:
+        self.seen.append(list(messages))
+        self.offered = [t.name for t in kwargs.get("tools_to_call_from") or []]
+        calls = self.turns.pop(0)
+        return ChatMessage(
+            role=MessageRole.ASSISTANT,
+            content="",
+            tool_calls=[
+                ChatMessageToolCall(
+                    ChatMessageToolCallFunction(arguments=args, name=name),
+                    id=f"t{i}",
+                    type="function",
+                )
+                for i, (name, args) in enumerate(calls)
+            ],
+        )
+
+
+class Auth(msgspec.Struct):
+    role: str
+
+
+def _auth(ctx: ToolRunContext[Any]) -> Auth:
+    return Auth(ctx.deps or "user")
+
+
+@tn_tool
+def forecast(city: str, days: int = 1) -> str:
+    """Forecast the weather.
+
+    Args:
+        city: the city.
+        days: how many days.
+    """
+    return f"sun in {city} for {days} day(s)"
+
+
+@tn_tool
+def secret(topic: str, auth: Annotated[Auth, Depends(_auth)]) -> str:
+    """Tell a secret to admins.
+
+    Args:
+        topic: what it is about.
+    """
+    return "the secret" if auth.role == "admin" else f"no secret for {auth.role}"
+
+
+def _observations(model: ScriptedToolCallingModel) -> str:
+    return str(model.seen[-1][-1].content)
+
+
+def test_a_tool_calling_agent_runs_a_registrys_tools_swapped_in_with_one_call() -> None:
+    registry = ToolRegistry()
+    registry.register(forecast)
+
+    async def no_mars(execution: ToolExecution, next_: Any) -> Any:
+        return Deny("not on mars") if execution.arguments["city"] == "Mars" else await next_()
+
+    registry.on_pre_execute(no_mars)
+    model = ScriptedToolCallingModel(
+        [("forecast", {"city": "Oslo"}), ("forecast", {"city": "Mars", "days": 2})],
+        [("final_answer", {"answer": "done"})],
+    )
+    agent = ToolCallingAgent(tools=to_smolagents(registry), model=model, max_steps=3)
+    assert agent.run("weather?") == "done"
+    assert model.offered == ["forecast", "final_answer"]
+    seen = _observations(model)
+    assert "sun in Oslo for 1 day(s)" in str(seen)
+    assert "Error: not on mars" in str(seen)
+
+
+def test_a_model_filling_an_injected_dependency_never_reaches_the_tool() -> None:
+    registry = ToolRegistry()
+    registry.register(secret)
+    [exported] = to_smolagents(registry)
+    assert list(exported.inputs) == ["topic"]  # the dependency is not an input
+    model = ScriptedToolCallingModel(
+        [("secret", {"topic": "x", "auth": {"role": "admin"}})],
+        [("secret", {"topic": "x"})],
+        [("final_answer", {"answer": "done"})],
+    )
+    agent = ToolCallingAgent(tools=to_smolagents(registry), model=model, max_steps=4)
+    assert agent.run("tell me") == "done"
+    shown = " ".join(str(m.content) for m in model.seen[-1])
+    assert "the secret" not in shown
+    assert "no secret for user" in shown  # the call without the forged argument ran
+    # and called directly, past smolagents' own check, the forged value never arrives
+    assert "the secret" not in exported.forward(topic="x", auth={"role": "admin"})
+
+
+def test_exported_inputs_follow_the_schema() -> None:
+    registry = ToolRegistry()
+    registry.register(forecast)
+    [exported] = to_smolagents(registry)
+    assert exported.inputs == {
+        "city": {"type": "string", "description": "the city."},
+        "days": {"type": "integer", "description": "how many days.", "nullable": True},
+    }
+    assert exported.forward(city="Rome", days=None) == "sun in Rome for 1 day(s)"
+    assert exported.forward(city=3) == 'Error: invalid arguments: "city" must be a string'
+    with pytest.raises(KeyError, match='no tool "nope"'):
+        to_smolagents(registry, names=["nope"])

@@ -19,25 +19,37 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Iterable
-from typing import Any
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeGuard
 
 from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
+from langchain_core.messages import ToolMessage
+from langchain_core.messages.tool import ToolOutputMixin
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import ConfigDict
+from pydantic import BaseModel, ConfigDict
 
 from .._aio._host import Job, host_for, wait_job
 from .._aio._tool import asyncio_tool
-from .._core._errors import ToolError
+from .._core._errors import ToolArgsError, ToolError
 from .._core._execution import ToolExecutionInput
 from .._core._json import thaw
-from .._core._jsonform import render_value
 from .._core._signal import CancelSignal
 from .._pipeline._registry import ToolRegistry, ToolScope
 from .._tools._definition import ToolDefinition
 
-__all__ = ["LangChainToolError", "RegistryTool", "from_langchain", "to_langchain"]
+__all__ = [
+    "LangChainToolError",
+    "RegistryTool",
+    "from_langchain",
+    "injected_names",
+    "injected_violation",
+    "langchain_parameters",
+    "refuse_injected",
+    "to_langchain",
+    "tool_call_input",
+]
 
 
 class LangChainToolError(ToolError):
@@ -61,11 +73,12 @@ def _failure(tool: BaseTool, exc: Exception) -> LangChainToolError:
 
 
 def _output(value: Any) -> str:
-    """The text of what ``invoke`` returned: a string as is, anything else as JSON."""
-    if isinstance(value, str):  # invoked with plain arguments, a tool returns its content
+    """The text of what a tool gave back: a string as is, anything else as LangChain
+    renders it for a ``ToolMessage`` (``json.dumps``, its spacing and all)."""
+    if isinstance(value, str):
         return value
     try:
-        return render_value(value)
+        return json.dumps(value, ensure_ascii=False)
     except Exception:  # no JSON form: the tool's own text for it
         return str(value)
 
@@ -76,16 +89,86 @@ def _is_async(tool: BaseTool) -> bool:
     return type(tool)._arun is not BaseTool._arun
 
 
+def injected_names(tool: BaseTool) -> frozenset[str]:
+    """The parameters of ``tool`` the host fills, never the model.
+
+    LangChain's injected family (``InjectedToolArg`` and its subclasses —
+    LangGraph's ``InjectedState`` and ``InjectedStore`` among them —
+    ``InjectedToolCallId``, ``ToolRuntime``): the fields of the tool's input schema
+    that its model-facing schema leaves out.
+    """
+    full = tool.get_input_schema()
+    shown = tool.tool_call_schema
+    if not (_is_model(full) and _is_model(shown)):
+        return frozenset()
+    return frozenset(full.model_fields) - frozenset(shown.model_fields)
+
+
+def _is_model(value: object) -> TypeGuard[type[BaseModel]]:
+    return isinstance(value, type) and issubclass(value, BaseModel)
+
+
+def refuse_injected(names: frozenset[str], args: Any) -> None:
+    """Refuse a call whose arguments name a host-filled parameter (see
+    :func:`injected_names`): an ``INVALID_ARGS`` result, the tool never runs.
+
+    Raises:
+        ToolArgsError: ``args`` names one of ``names``.
+    """
+    if names and isinstance(args, Mapping):
+        named = [key for key in args if key in names]
+        if named:
+            raise ToolArgsError([injected_violation(key) for key in named])
+
+
+def injected_violation(name: str) -> str:
+    """The one-line violation of a model argument naming an injected parameter."""
+    return f'argument "{name}" is supplied by the host, not the model'
+
+
+def tool_call_input(name: str, call_id: str, args: Any) -> dict[str, Any]:
+    """LangChain's ``ToolCall`` dict, which makes ``invoke`` answer with a ``ToolMessage``."""
+    return {"type": "tool_call", "name": name, "id": call_id, "args": args}
+
+
+def _answer(tool: BaseTool, value: Any) -> str:
+    """The text of what ``invoke`` returned for a tool call; an error answer raises.
+
+    ``ToolMessage`` (LangChain's formatting kept): its content; ``status="error"``
+    (the tool's own ``handle_tool_error`` answer) raises
+    :class:`LangChainToolError` with that text on one line.
+    """
+    if isinstance(value, ToolMessage):
+        text = _output(value.content)
+        if value.status == "error":
+            raise LangChainToolError(f'tool "{tool.name}": {one_line(text) or "failed"}')
+        return text
+    if isinstance(value, ToolOutputMixin) or (
+        isinstance(value, list) and value and all(isinstance(v, ToolOutputMixin) for v in value)
+    ):
+        raise LangChainToolError(
+            f'tool "{tool.name}" returned a LangGraph Command; only '
+            "toolnursery.langgraph.ToolBatchNode can apply one"
+        )
+    return _output(value)
+
+
 def from_langchain(tool: BaseTool, *, name: str | None = None) -> ToolDefinition:
     """Make a registry definition of a LangChain tool.
 
     The parameters are the JSON Schema LangChain advertises for the tool (injected
-    arguments left out), validated by toolnursery before the tool runs. A tool with
-    an asyncio implementation (``StructuredTool.from_function(coroutine=...)``, an
-    ``async def`` under ``@tool``, a ``BaseTool`` overriding ``_arun``) runs on the
-    asyncio loop that hosts the batch (through ``toolnursery.aio``); a sync tool runs
-    on a worker thread. ``ToolException`` and any other exception become a one-line
-    error result with code ``LANGCHAIN_TOOL_ERROR``.
+    arguments left out), validated by toolnursery before the tool runs; an argument
+    naming an injected parameter (``InjectedToolArg`` and its subclasses,
+    ``InjectedToolCallId``, ``ToolRuntime``...) is refused (``INVALID_ARGS``: the
+    model cannot fill what the host supplies). The tool is invoked with a LangChain
+    tool call (``InjectedToolCallId`` gets the call's id), so the text is LangChain's
+    own (``json.dumps`` of a value that is not text) and its ``handle_tool_error``
+    answer is an error result. A tool with an asyncio implementation
+    (``StructuredTool.from_function(coroutine=...)``, an ``async def`` under
+    ``@tool``, a ``BaseTool`` overriding ``_arun``) runs on the asyncio loop that
+    hosts the batch (through ``toolnursery.aio``); a sync tool runs on a worker
+    thread. ``ToolException`` and any other exception become a one-line error result
+    with code ``LANGCHAIN_TOOL_ERROR``.
 
     Args:
         tool: the LangChain tool.
@@ -97,28 +180,38 @@ def from_langchain(tool: BaseTool, *, name: str | None = None) -> ToolDefinition
     """
     if not isinstance(tool, BaseTool):
         raise TypeError(f"from_langchain needs a LangChain BaseTool, not {type(tool).__name__}")
-    function = convert_to_openai_tool(tool)["function"]
-    parameters: dict[str, Any] = dict(function.get("parameters") or {})
-    parameters.setdefault("type", "object")
-    parameters.setdefault("properties", {})
-    description = str(function.get("description") or tool.description or "")
+    description, parameters = langchain_parameters(tool)
+    hidden = injected_names(tool)
     if _is_async(tool):
 
         async def run_async(args: Any, ctx: Any) -> str:
+            refuse_injected(hidden, args)
             try:
-                return _output(await tool.ainvoke(thaw(args)))
-            except (ToolException, Exception) as exc:
+                value = await tool.ainvoke(tool_call_input(tool.name, ctx.call_id, thaw(args)))
+            except Exception as exc:
                 raise _failure(tool, exc) from exc
+            return _answer(tool, value)
 
         return ToolDefinition(name or tool.name, description, parameters, asyncio_tool(run_async))
 
     def run_sync(args: Any, ctx: Any) -> str:
+        refuse_injected(hidden, args)
         try:
-            return _output(tool.invoke(thaw(args)))
+            value = tool.invoke(tool_call_input(tool.name, ctx.call_id, thaw(args)))
         except Exception as exc:
             raise _failure(tool, exc) from exc
+        return _answer(tool, value)
 
     return ToolDefinition(name or tool.name, description, parameters, run_sync)
+
+
+def langchain_parameters(tool: BaseTool) -> tuple[str, dict[str, Any]]:
+    """The description and the JSON Schema of arguments LangChain shows the model."""
+    function = convert_to_openai_tool(tool)["function"]
+    parameters: dict[str, Any] = dict(function.get("parameters") or {})
+    parameters.setdefault("type", "object")
+    parameters.setdefault("properties", {})
+    return str(function.get("description") or tool.description or ""), parameters
 
 
 _TOOL_CALL_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar(

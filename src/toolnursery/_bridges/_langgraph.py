@@ -1,19 +1,27 @@
-"""A LangGraph node that runs an AI message's tool calls as one toolnursery batch.
+"""A LangGraph ``ToolNode`` that runs an AI message's tool calls as one toolnursery batch.
 
-:class:`ToolBatchNode` takes the state ``langgraph.prebuilt.ToolNode`` takes (a list
-of messages, a state with a ``messages`` key, or a list of tool-call dicts) and
-returns what it returns (``ToolMessage``\\s with ``tool_call_id``, ``name`` and
-``status``, in model order). The calls run as one batch of the registry on the
-``toolnursery.aio`` host of the running loop, so resource keys, barriers,
-``max_parallel``, model-order commits, every policy and the recorder apply as in
-any batch. Each result is written to LangGraph's custom stream as it commits.
-Cancelling the node's task aborts the batch (started calls drain, the rest get
-``ABORTED_BEFORE_DISPATCH``) before ``CancelledError`` propagates.
+:class:`ToolBatchNode` *is* a ``langgraph.prebuilt.ToolNode`` (a subclass), so it goes
+wherever LangGraph takes one — ``create_react_agent(model, tools=node)``,
+``graph.add_node("tools", node)``, ``node.invoke`` / ``node.ainvoke`` — and takes what
+``ToolNode`` takes: LangChain tools or plain functions (plus toolnursery definitions),
+or a whole :class:`ToolRegistry`. Same inputs (state, messages, tool-call dicts, the
+``Send`` payloads of ``create_react_agent``), same outputs (``ToolMessage``\\s in model
+order, ``Command``\\s as ``ToolNode`` combines them).
 
-``Ask`` decisions become LangGraph interrupts through :class:`InterruptApproval`, the
-registry's approval service: the first unanswered ``Ask`` aborts the batch and the
-node raises LangGraph's interrupt; on resume the node runs again from its start (as
-every LangGraph node does) and the answered ``Ask`` takes the resume value.
+The calls run as one batch of the registry (resource keys, barriers,
+``max_parallel``, model-order commits, every policy, the recorder): on the running
+asyncio loop's ``toolnursery.aio`` host under ``ainvoke``, in a ``trio.run`` of the
+calling thread under ``invoke``. A LangChain tool's body is ``ToolNode``'s own
+execution (its injection of ``InjectedState``, ``InjectedStore``,
+``InjectedToolCallId`` and ``ToolRuntime``, its ``handle_tool_errors``, its
+``Command`` checks and its text) run inside the batch; an argument the model sent
+for an injected parameter is refused before the tool runs. LangGraph's control-flow
+exceptions (``interrupt()``, the ``GraphBubbleUp`` family) and errors
+``handle_tool_errors`` leaves unhandled leave the node as they leave ``ToolNode``;
+the calls that committed before an interrupt are kept (per thread, in this process)
+and not run again when the graph resumes.
+
+``Ask`` decisions become LangGraph interrupts through :class:`InterruptApproval`.
 """
 
 from __future__ import annotations
@@ -21,162 +29,181 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import os
-from collections.abc import Callable
-from typing import Any
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
-import msgspec
+import trio
 from langchain_core.messages import AIMessage, ToolMessage
-from langgraph.errors import GraphInterrupt
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import ensure_config, get_config_list
+from langchain_core.tools import BaseTool
+from langchain_core.tools import tool as create_tool
+from langgraph.prebuilt import ToolNode, ToolRuntime
+from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import get_runtime
-from langgraph.types import interrupt
 
-from .._aio._host import Job, host_for, wait_job
+from .._aio._host import HOST, Job, host_for, wait_job
+from .._aio._tool import run_on_host
 from .._batch._recorder import ToolCallRecorder
 from .._batch._scheduler import open_tool_batch, run_tool_calls
 from .._core._content import (
-    AudioContent,
-    ImageContent,
-    TextContent,
     ToolCall,
     ToolExecutionResult,
 )
-from .._core._execution import ApprovalOutcome, ApprovalRequest
+from .._core._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, ToolError
+from .._core._json import thaw
 from .._core._signal import CancelSignal
 from .._pipeline._registry import ToolRegistry, ToolScope
-from ._langchain import to_langchain
+from .._tools._definition import ToolDefinition
+from ._langchain import (
+    LangChainToolError,
+    injected_names,
+    langchain_parameters,
+    one_line,
+    refuse_injected,
+    to_langchain,
+)
+from ._langgraph_run import (
+    CURRENT_RUN,
+    STREAM_KEY,
+    Arrival,
+    Gathering,
+    InputType,
+    InterruptApproval,
+    NodeRun,
+    answered_by_body,
+    call_arguments,
+    in_asyncio,
+    is_interrupt,
+    last_ai,
+    made_up_id,
+    messages_of,
+    no_writer,
+    summary,
+    tool_message,
+)
 
 __all__ = ["STREAM_KEY", "InterruptApproval", "ToolBatchNode", "tool_message"]
-
-STREAM_KEY = "toolnursery"
-"""The key of the custom-stream chunks the node writes: ``{STREAM_KEY: ToolMessage}``."""
 
 _CONTEXT = object()
 """The default of ``deps``: the graph's runtime context."""
 
-_INTERRUPTED = "interrupted: a tool call waits for a human (LangGraph interrupt)"
-_APPROVED = frozenset({"approve", "approved", "allow", "allowed-once", "yes"})
+_DEFAULT_ERRORS = (ToolNode.__init__.__kwdefaults__ or {})["handle_tool_errors"]
+
+_NOT_KEPT = frozenset({TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH})
+_RESUMING = "__pregel_resuming"
+"""LangGraph's configurable key marking the step a resume starts from."""
+_KEPT_RUNS = 256
+"""How many interrupted node runs keep their committed calls for the resume."""
 
 
-class _NodeRun:
-    """One run of the node, as the approval service sees it from the batch's tasks."""
-
-    __slots__ = ("context", "interrupt", "job")
-
-    def __init__(self, context: contextvars.Context, job: Job[Any]) -> None:
-        self.context = context
-        self.job = job
-        self.interrupt: GraphInterrupt | None = None
+def _has_id(call: dict[str, Any]) -> bool:
+    return isinstance(call.get("id"), str) and bool(call["id"])
 
 
-_RUN: contextvars.ContextVar[_NodeRun | None] = contextvars.ContextVar(
-    "toolnursery.langgraph.run", default=None
-)
+def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return a.get("name") == b.get("name") and a.get("args") == b.get("args")
 
 
-class InterruptApproval:
-    """An approval service that asks through LangGraph's ``interrupt()``.
-
-    Give it to the registry (``ToolRegistry(approval=InterruptApproval())``) and run
-    the calls with an agent scope through :class:`ToolBatchNode` in a graph compiled
-    with a checkpointer. An ``Ask`` then interrupts the graph with
-    ``{"tool": name, "call_id": id, "reason": reason}``; resume it with
-    ``Command(resume=True)`` (or ``"approve"``) to run the call, anything else
-    rejects it. On resume the node runs its batch again from the start, as LangGraph
-    re-runs an interrupted node: calls that ran before the interrupt run again
-    (a barrier, or a call dispatched before the ``Ask`` was reached), so make such
-    tools idempotent. Outside a :class:`ToolBatchNode` run the answer is
-    ``"unavailable"``.
-    """
-
-    async def request(self, request: ApprovalRequest, /) -> ApprovalOutcome:
-        """Interrupt the graph for ``request`` (or take the resume value of a re-run)."""
-        run = _RUN.get()
-        if run is None:
-            return "unavailable"
-        payload = {"tool": request.tool_name, "call_id": request.call_id, "reason": request.reason}
-        try:
-            answer = run.context.run(interrupt, payload)
-        except GraphInterrupt as exc:
-            if run.interrupt is None:
-                run.interrupt = exc
-            run.job.abort(_INTERRUPTED)
-            return "cancelled"
-        return "allowed-once" if _approved(answer) else "rejected"
+def _make_up_ids(calls: list[dict[str, Any]]) -> set[str]:
+    """Give each call without an id one (``call_<index>``, never an id the calls already
+    use); the ids made up."""
+    missing = [i for i, call in enumerate(calls) if not _has_id(call)]
+    if not missing:
+        return set()
+    taken = {call["id"] for call in calls if _has_id(call)}
+    made: set[str] = set()
+    for index in missing:
+        calls[index]["id"] = made_up_id(index, taken)
+        made.add(calls[index]["id"])
+    return made
 
 
-def _approved(answer: object) -> bool:
-    return answer is True or (isinstance(answer, str) and answer in _APPROVED)
-
-
-def tool_message(call: ToolCall, result: ToolExecutionResult) -> ToolMessage:
-    """The ``ToolMessage`` of one result: its text (or blocks), ``status``, and the
-    typed value (a tool with an output) as ``artifact``."""
-    content: str | list[str | dict[Any, Any]]
-    if all(isinstance(block, TextContent) for block in result.content):
-        content = result.text
-    else:
-        content = [_block(block) for block in result.content]
-    return ToolMessage(
-        content=content,
-        tool_call_id=call.id,
-        name=call.name,
-        status="error" if result.is_error else "success",
-        artifact=result.structured_content,
-    )
-
-
-def _block(block: Any) -> dict[str, Any]:
-    """A content block in LangChain's standard form; a block it has none for, as JSON text."""
-    if isinstance(block, TextContent):
-        return {"type": "text", "text": block.text}
-    if isinstance(block, ImageContent | AudioContent):
-        kind = "image" if isinstance(block, ImageContent) else "audio"
-        return {"type": kind, "base64": block.data, "mime_type": block.mime_type}
-    return {"type": "text", "text": msgspec.json.encode(block).decode()}
-
-
-class ToolBatchNode:
-    """A drop-in for ``langgraph.prebuilt.ToolNode`` that runs the calls as one batch.
+class ToolBatchNode(ToolNode):
+    """LangGraph's ``ToolNode``, with the calls of each AI message run as one batch.
 
     Example::
 
-        graph.add_node("tools", ToolBatchNode(registry))
+        agent = create_react_agent(model, tools=ToolBatchNode([search, book]))
 
-    The node reads the last ``AIMessage`` of the state (or a list of tool-call
-    dicts), runs its tool calls as one batch of ``registry`` and returns one
-    ``ToolMessage`` per call in model order: ``[...]`` for a list input, else
-    ``{messages_key: [...]}``. Unknown tools, invalid arguments, denials and
-    failures are ``status="error"`` messages with toolnursery's one-line text.
+    ``tools`` is what ``ToolNode`` takes — LangChain tools and plain functions
+    (made tools with LangChain's ``@tool``) — and toolnursery definitions, or a
+    :class:`ToolRegistry` / agent :class:`ToolScope` whose tools, policies and hooks
+    run the calls. The LangChain tools run as ``ToolNode`` runs them (injection,
+    ``handle_tool_errors``, ``Command`` returns, its text), inside the batch;
+    toolnursery tools answer with toolnursery's one-line texts, errors included.
+    Unknown tools, invalid arguments (against the schema the model was shown), a
+    model argument naming an injected parameter, and arguments that are not an
+    object are ``status="error"`` messages and never reach a tool. A call without an
+    id gets one (``call_0``...), written on the AI message too.
 
     Args:
-        registry: the registry whose tools, policies and hooks run the calls.
+        tools: LangChain tools, functions and definitions, or a registry or scope.
+        name: the node's name (``ToolNode``'s).
+        tags: the node's tags (``ToolNode``'s).
+        handle_tool_errors: ``ToolNode``'s, applied to the LangChain tools' errors
+            (a toolnursery tool's failure is always an error result).
+        messages_key: the state key of the messages.
+        wrap_tool_call: not supported (refused): wrap calls with the registry's
+            ``on_execute`` wrappers.
+        awrap_tool_call: not supported (refused), as ``wrap_tool_call``.
         agent: the agent scope the calls run for (default: the registry's view).
         max_parallel: at most this many bodies at once.
         recorder: the batch's recorder (the durable log).
-        deps: what tools see as ``ctx.deps``; by default the graph run's context
-            (``graph.ainvoke(..., context=...)``).
+        deps: what toolnursery tools see as ``ctx.deps``; by default the graph run's
+            context (``graph.ainvoke(..., context=...)``).
         resume_from: a log (a :class:`JsonlRecorder` file) to resume the batch from:
-            calls it shows committed are not run again (results are then
-            streamed when the batch ends).
-        messages_key: the state key of the messages.
-        stream: write each ``ToolMessage`` to LangGraph's custom stream as it
-            commits, as ``{"toolnursery": message}`` (``stream_mode="custom"``).
+            calls it shows committed are not run again.
+        stream: also write each ``ToolMessage`` to LangGraph's custom stream as it
+            commits, as ``{"toolnursery": message}`` (default off: the custom stream
+            carries what the tools write, as under ``ToolNode``).
+
+    Raises:
+        TypeError: ``tools`` is none of these; ``wrap_tool_call`` /
+            ``awrap_tool_call`` was given; ``handle_tool_errors`` was given to a node
+            with no LangChain tools.
     """
 
     def __init__(
         self,
-        registry: ToolRegistry,
+        tools: ToolRegistry | ToolScope | Sequence[BaseTool | ToolDefinition | Callable[..., Any]],
         *,
+        name: str = "tools",
+        tags: list[str] | None = None,
+        handle_tool_errors: Any = _DEFAULT_ERRORS,
+        messages_key: str = "messages",
+        wrap_tool_call: Any = None,
+        awrap_tool_call: Any = None,
         agent: ToolScope | None = None,
         max_parallel: int = 10,
         recorder: ToolCallRecorder | None = None,
         deps: Any = _CONTEXT,
         resume_from: str | os.PathLike[str] | None = None,
-        messages_key: str = "messages",
-        stream: bool = True,
+        stream: bool = False,
     ) -> None:
-        if not isinstance(registry, ToolRegistry):
-            raise TypeError(f"ToolBatchNode needs a ToolRegistry, not {type(registry).__name__}")
+        for option, value in (
+            ("wrap_tool_call", wrap_tool_call),
+            ("awrap_tool_call", awrap_tool_call),
+        ):
+            if value is not None:
+                raise TypeError(
+                    f"ToolBatchNode does not take {option}: a wrapper would run outside the "
+                    "batch's pipeline; wrap calls with registry.on_execute(...) instead"
+                )
+        registry, agent, shown, langchain_names = self._registry_of(tools, agent)
+        if not langchain_names and handle_tool_errors is not _DEFAULT_ERRORS:
+            raise TypeError(
+                "ToolBatchNode: handle_tool_errors applies to LangChain tools, and this node "
+                "has none; a toolnursery tool's failure is always an error ToolMessage"
+            )
+        super().__init__(
+            shown,
+            name=name,
+            tags=tags,
+            handle_tool_errors=handle_tool_errors,
+            messages_key=messages_key,
+        )
         self.registry = registry
         self.agent = agent
         self.max_parallel = max_parallel
@@ -184,118 +211,381 @@ class ToolBatchNode:
         self.deps = deps
         self.resume_from = resume_from
         self.messages_key = messages_key
-        self.stream = stream
-        self.__name__ = "tools"
+        self.stream_results = stream
+        self._langchain_names = langchain_names
+        self._kept: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
+        self._gatherings: dict[tuple[int, tuple[str, ...]], Gathering] = {}
+
+    def _registry_of(
+        self, tools: Any, agent: ToolScope | None
+    ) -> tuple[ToolRegistry, ToolScope | None, list[BaseTool], frozenset[str]]:
+        """The registry the calls run in, its scope, the tools the model is shown, and
+        the names of the LangChain tools (run as ``ToolNode`` runs them)."""
+        if isinstance(tools, ToolScope):
+            tools, agent = tools.registry, tools
+        if isinstance(tools, ToolRegistry):
+            return tools, agent, to_langchain(tools, agent=agent), frozenset()
+        if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):
+            raise TypeError(
+                "ToolBatchNode needs a ToolRegistry, a ToolScope or a sequence of tools, "
+                f"not {type(tools).__name__}"
+            )
+        registry = ToolRegistry()
+        lc_tools: list[BaseTool] = []
+        for item in tools:
+            if isinstance(item, ToolDefinition):
+                registry.register(item)
+                continue
+            lc_tool = item if isinstance(item, BaseTool) else create_tool(item)
+            lc_tools.append(lc_tool)
+            registry.register(self._definition(lc_tool))
+        ours = [t.name for t in tools if isinstance(t, ToolDefinition)]
+        names = frozenset(t.name for t in lc_tools)
+        return registry, agent, lc_tools + to_langchain(registry, names=ours), names
+
+    def _definition(self, lc_tool: BaseTool) -> ToolDefinition:
+        """A LangChain tool as a definition whose body is ``ToolNode``'s execution of it."""
+        description, parameters = langchain_parameters(lc_tool)
+        hidden = injected_names(lc_tool)
+        node = self
+
+        async def body(args: Any, ctx: Any) -> str:
+            refuse_injected(hidden, args)
+            run = CURRENT_RUN.get()
+            if run is None or ctx.call_id not in run.runtimes:
+                raise ToolError(f'tool "{lc_tool.name}" runs only inside its ToolBatchNode')
+            runtime = run.runtimes[ctx.call_id]
+            call = {
+                "name": lc_tool.name,
+                "args": thaw(args),
+                "id": ctx.call_id,
+                "type": "tool_call",
+            }
+            request = ToolCallRequest(
+                tool_call=call,  # type: ignore[arg-type]
+                tool=lc_tool,
+                state=runtime.state,
+                runtime=runtime,
+            )
+            try:
+                if run.host is not None:
+                    work = node._execute_tool_async(request, run.input_type, runtime.config)
+                    output = await run_on_host(run.host, work, lc_tool.name)
+                else:
+                    output = await trio.to_thread.run_sync(
+                        node._execute_tool_sync,
+                        request,
+                        run.input_type,
+                        runtime.config,
+                    )
+            except Exception as exc:  # GraphBubbleUp, or what handle_tool_errors left
+                run.fail(ctx.call_id, exc)
+                raise LangChainToolError(
+                    f'tool "{lc_tool.name}": {one_line(str(exc)) or type(exc).__name__}'
+                ) from exc
+            run.outputs[ctx.call_id] = output
+            text, failed = summary(output, ctx.call_id)
+            if failed:
+                raise LangChainToolError(one_line(text) or f'tool "{lc_tool.name}" failed')
+            return text
+
+        return ToolDefinition(lc_tool.name, description, parameters, body)
 
     @property
-    def tools(self) -> list[Any]:
-        """The registry's tools as LangChain tools, to bind to the chat model."""
-        return to_langchain(self.registry, agent=self.agent)
+    def tools(self) -> list[BaseTool]:
+        """The tools to bind to the chat model (``tools_by_name``'s values)."""
+        return list(self.tools_by_name.values())
 
     async def __call__(self, input: Any) -> Any:
-        """Run the tool calls of ``input``; see the class docstring.
+        """``await node(state)``: run the calls of ``input`` as the node does, inside a
+        graph or not (outside one, tools see no graph state, store or stream)."""
+        try:
+            runtime = get_runtime()
+        except (RuntimeError, KeyError):  # called outside a graph run
+            runtime = None
+        return await self._afunc(input, ensure_config(), runtime)
 
-        Raises:
-            ValueError: the input holds no messages, or no ``AIMessage``.
-            asyncio.CancelledError: the node's task was cancelled (after the batch
-                aborted and drained).
-            GraphInterrupt: an ``Ask`` was sent to the human (see
-                :class:`InterruptApproval`).
+    def _func(self, input: Any, config: RunnableConfig, runtime: Any = None) -> Any:
+        calls, input_type, extra = self._calls_of(input)
+        run, kept_key, pending = self._prepare(input, input_type, calls, config, runtime)
+        results = trio.run(self._trio_batch, run, pending, runtime)
+        return self._finish(run, kept_key, calls, pending, results, input_type, extra)
+
+    async def _afunc(self, input: Any, config: RunnableConfig, runtime: Any = None) -> Any:
+        calls, input_type, extra = self._calls_of(input)
+        gathering = self._gathering_of(input, calls, config)
+        if gathering is not None:
+            return await self._gathered(gathering, calls[0], input, config, runtime)
+        run, kept_key, pending = self._prepare(input, input_type, calls, config, runtime)
+        if trio.lowlevel.in_trio_task() and not in_asyncio():
+            results = await self._trio_batch(run, pending, runtime)
+        else:
+            results = await self._hosted_batch(run, pending, runtime)
+        return self._finish(run, kept_key, calls, pending, results, input_type, extra)
+
+    # -- the Send tasks of one AI message, gathered ---------------------------------------
+
+    def _gathering_of(
+        self, input: Any, calls: list[dict[str, Any]], config: RunnableConfig
+    ) -> Gathering | None:
+        """The gathering this ``Send`` task's call joins, or ``None`` to run it alone.
+
+        ``create_react_agent`` sends each call of an AI message to the node as a task
+        of its own, all in one step: those tasks meet here and their calls run as one
+        batch (the tasks that arrived; see :class:`Gathering` — none waits for a call
+        whose task never comes). Not when the step is a resume (only the interrupted
+        calls' tasks run again), nor when the run's ``max_concurrency`` could not
+        start them all.
         """
-        calls, as_list = self._parse(input)
-        writer, context = _runtime_parts(self.stream)
-        deps = context if self.deps is _CONTEXT else self.deps
-        messages = await self._run(calls, deps, writer)
-        return messages if as_list else {self.messages_key: messages}
+        if not (isinstance(input, dict) and input.get("__type") == "tool_call_with_context"):
+            return None
+        configurable = config.get("configurable") or {}
+        message = last_ai(input, self.messages_key)
+        if message is None or configurable.get(_RESUMING) or not in_asyncio():
+            return None
+        answered = {
+            getattr(m, "tool_call_id", None)
+            for m in messages_of(input.get("state"), self.messages_key)
+            if isinstance(m, ToolMessage)
+        }
+        expected = tuple(str(c["id"]) for c in message.tool_calls if c.get("id") not in answered)
+        limit = config.get("max_concurrency")
+        if len(expected) < 2 or calls[0]["id"] not in expected or (limit and limit < len(expected)):
+            return None
+        key = (id(message), expected)
+        found = self._gatherings.get(key)
+        if found is not None and found.open_to(str(calls[0]["id"])):
+            return found
+        gatherings = self._gatherings
 
-    async def _run(
-        self, calls: list[ToolCall], deps: Any, writer: Callable[[Any], None] | None
-    ) -> list[ToolMessage]:
-        loop = asyncio.get_running_loop()
-        host = await host_for(loop)
-        job: Job[None] = Job(loop, CancelSignal())
-        node_run = _NodeRun(contextvars.copy_context(), job)
-        messages: list[ToolMessage] = []
-        registry, agent, recorder = self.registry, self.agent, self.recorder
-        max_parallel, resume_from = self.max_parallel, self.resume_from
+        def close() -> None:
+            if gatherings.get(key) is gathering:
+                del gatherings[key]
 
-        async def run() -> None:
-            _RUN.set(node_run)  # the batch's tasks start in copies of this context
-            if resume_from is not None:
-                results = await run_tool_calls(
-                    registry,
-                    calls,
-                    signal=job.signal,
-                    agent=agent,
-                    max_parallel=max_parallel,
-                    recorder=recorder,
-                    resume_from=resume_from,
-                    deps=deps,
+        gathering = gatherings[key] = Gathering(expected, message, self._run_gathered, close)
+        return gathering
+
+    async def _gathered(
+        self,
+        gathering: Gathering,
+        call: dict[str, Any],
+        input: Any,
+        config: RunnableConfig,
+        runtime: Any,
+    ) -> Any:
+        """Join ``gathering``, and answer this task's call once its batch has run."""
+        context = contextvars.copy_context()  # this task's: its config, for interrupt()
+        output = await gathering.join(call["id"], (call, input, config, runtime, context))
+        if isinstance(output, BaseException):
+            raise output
+        return self._combine_tool_outputs([output], "tool_calls")
+
+    async def _run_gathered(self, arrivals: list[Arrival]) -> dict[str, Any]:
+        """Run the gathered calls as one batch; each call's output or exception."""
+        runtimes: dict[str, ToolRuntime] = {}
+        contexts: dict[str, contextvars.Context] = {}
+        for call, input, config, runtime, context in arrivals:
+            runtimes[call["id"]] = self._tool_runtime(input, call, config, runtime)
+            contexts[call["id"]] = context
+        run = NodeRun("tool_calls", runtimes, contexts)
+        run.gathered = True  # each call is a task of its own: an error fails only its own
+        calls = [arrival[0] for arrival in arrivals]
+        results = await self._hosted_batch(run, calls, arrivals[-1][3])
+        outputs: dict[str, Any] = {}
+        for call in calls:
+            output: Any = run.exceptions.get(call["id"])
+            outputs[call["id"]] = output or run.outputs.get(call["id"]) or results[call["id"]]
+        return outputs
+
+    # -- one run ------------------------------------------------------------------------
+
+    def _calls_of(self, input: Any) -> tuple[list[dict[str, Any]], InputType, list[AIMessage]]:
+        """The model's calls (ids made up where missing), the input's kind, and the AI
+        message to write back when ids were made up."""
+        parsed, input_type = self._parse_input(input)
+        raw = cast("list[dict[str, Any]]", parsed)
+        message = last_ai(input, self.messages_key)
+        id_less = [call for call in raw if not _has_id(call)]
+        if message is None:
+            made_up = _make_up_ids(raw)
+        else:
+            # All the AI message's id-less calls get theirs at once (every Send task of
+            # the message must see the same ids); a call of the input that is not the
+            # message's own dict takes the id of its equal.
+            siblings: list[dict[str, Any]] = message.tool_calls  # type: ignore[assignment]
+            made_up = _make_up_ids(siblings)
+            for call in id_less:
+                if not _has_id(call):
+                    twin = next(
+                        (c for c in siblings if c["id"] in made_up and _same(c, call)), None
+                    )
+                    call["id"] = (
+                        twin["id"] if twin is not None else made_up_id(len(siblings), set(made_up))
+                    )
+        extra = [message] if made_up and message is not None and input_type == "dict" else []
+        return [dict(c) for c in raw], input_type, extra
+
+    def _prepare(
+        self,
+        input: Any,
+        input_type: InputType,
+        calls: list[dict[str, Any]],
+        config: RunnableConfig,
+        runtime: Any,
+    ) -> tuple[NodeRun, tuple[str, str] | None, list[dict[str, Any]]]:
+        # A LangChain tool's body needs its call's ToolRuntime (ToolNode's per-call
+        # config included); a toolnursery tool's does not, and pays nothing for it.
+        langchain_names = self._langchain_names
+        runtimes = (
+            {
+                call["id"]: self._tool_runtime(input, call, cfg, runtime)
+                for call, cfg in zip(calls, get_config_list(config, len(calls)), strict=True)
+                if call.get("name") in langchain_names
+            }
+            if langchain_names and any(c.get("name") in langchain_names for c in calls)
+            else {}
+        )
+        run = NodeRun(input_type, runtimes)
+        configurable = config.get("configurable") or {}
+        thread = configurable.get("thread_id")
+        kept_key = None
+        if thread is not None:
+            kept_key = (str(thread), str(configurable.get("checkpoint_ns", "")))
+            run.outputs.update(self._kept.get(kept_key, {}))
+        pending = [call for call in calls if call["id"] not in run.outputs]
+        return run, kept_key, pending
+
+    def _tool_runtime(
+        self, input: Any, call: dict[str, Any], config: RunnableConfig, runtime: Any
+    ) -> ToolRuntime:
+        """The ``ToolRuntime`` of one call, as ``ToolNode`` makes it."""
+        return ToolRuntime(
+            state=self._extract_state(input, config),  # type: ignore[arg-type]
+            tool_call_id=call["id"],
+            config=config,
+            context=getattr(runtime, "context", None),
+            store=getattr(runtime, "store", None),
+            stream_writer=getattr(runtime, "stream_writer", no_writer),
+            tools=list(self.tools_by_name.values()),
+            execution_info=getattr(runtime, "execution_info", None),
+            server_info=getattr(runtime, "server_info", None),
+        )
+
+    def _finish(
+        self,
+        run: NodeRun,
+        kept_key: tuple[str, str] | None,
+        calls: list[dict[str, Any]],
+        pending: list[dict[str, Any]],
+        results: dict[str, ToolMessage],
+        input_type: InputType,
+        extra: list[AIMessage],
+    ) -> Any:
+        ids = [call["id"] for call in calls]
+        raised = run.raised(ids)
+        if raised is not None and not is_interrupt(raised):
+            raise raised
+        outputs = [run.outputs.get(call["id"]) or results[call["id"]] for call in calls]
+        if raised is not None:
+            if kept_key is not None:
+                self._kept[kept_key] = {
+                    call["id"]: output
+                    for call, output in zip(calls, outputs, strict=True)
+                    if call["id"] not in run.unkept
+                    and (call["id"] in run.outputs or call["id"] in results)
+                }
+                self._kept.move_to_end(kept_key)
+                while len(self._kept) > _KEPT_RUNS:
+                    self._kept.popitem(last=False)
+            raise raised
+        if kept_key is not None:
+            self._kept.pop(kept_key, None)
+        combined = self._combine_tool_outputs(outputs, input_type)
+        if extra and isinstance(combined, dict):
+            combined[self.messages_key] = [*extra, *combined[self.messages_key]]
+        return combined
+
+    def _deps(self, runtime: Any) -> Any:
+        return getattr(runtime, "context", None) if self.deps is _CONTEXT else self.deps
+
+    def _writer(self, runtime: Any) -> Callable[[Any], None] | None:
+        return getattr(runtime, "stream_writer", None) if self.stream_results else None
+
+    async def _batch(
+        self, run: NodeRun, pending: list[dict[str, Any]], runtime: Any, signal: CancelSignal
+    ) -> dict[str, ToolMessage]:
+        """Run the pending calls as one batch (in the trio run); their ``ToolMessage``\\s
+        (the LangChain tools' own answers stay in ``run.outputs``)."""
+        CURRENT_RUN.set(run)  # the batch's tasks start in copies of this context
+        run.host = HOST.get()
+        calls = [ToolCall(c["id"], str(c.get("name") or ""), call_arguments(c)) for c in pending]
+        writer = self._writer(runtime)
+        deps = self._deps(runtime)
+        messages: dict[str, ToolMessage] = {}
+        run.abort = signal.cancel
+
+        def commit(call: ToolCall, result: ToolExecutionResult) -> None:
+            output = run.outputs.get(call.id)
+            if output is not None and not answered_by_body(result):
+                del run.outputs[call.id]  # a policy replaced or blocked the tool's answer
+                output = None
+            messages[call.id] = tool_message(call, result)
+            if result.error is not None and result.error.code in _NOT_KEPT:
+                run.unkept.add(call.id)  # aborted: it runs again on resume
+            if writer is not None:
+                writer(
+                    {STREAM_KEY: output if isinstance(output, ToolMessage) else messages[call.id]}
                 )
-                for call, result in zip(calls, results, strict=True):
-                    messages.append(tool_message(call, result))
-                    if writer is not None:
-                        writer({STREAM_KEY: messages[-1]})
-                return
-            async with open_tool_batch(
-                registry,
-                signal=job.signal,
-                agent=agent,
-                max_parallel=max_parallel,
-                recorder=recorder,
-                deps=deps,
-            ) as batch:
-                job.on_abort = batch.close
-                for call in calls:
-                    batch.submit(call)
-                batch.close()
-                async for call, result in batch:
-                    message = tool_message(call, result)
-                    messages.append(message)
-                    if writer is not None:
-                        writer({STREAM_KEY: message})
 
-        host.spawn(job, run)
-        await wait_job(job)
-        if node_run.interrupt is not None:
-            raise node_run.interrupt
+        if self.resume_from is not None:
+            results = await run_tool_calls(
+                self.registry,
+                calls,
+                signal=signal,
+                agent=self.agent,
+                max_parallel=self.max_parallel,
+                recorder=self.recorder,
+                resume_from=self.resume_from,
+                deps=deps,
+            )
+            for call, result in zip(calls, results, strict=True):
+                commit(call, result)
+            return messages
+        async with open_tool_batch(
+            self.registry,
+            signal=signal,
+            agent=self.agent,
+            max_parallel=self.max_parallel,
+            recorder=self.recorder,
+            deps=deps,
+        ) as batch:
+
+            def abort(reason: str) -> None:
+                signal.cancel(reason)
+                batch.close()
+
+            run.abort = abort
+            for call in calls:
+                batch.submit(call)
+            batch.close()
+            async for call, result in batch:
+                commit(call, result)
         return messages
 
-    def _parse(self, input: Any) -> tuple[list[ToolCall], bool]:
-        if isinstance(input, list) and input and _is_tool_call(input[-1]):
-            return [_call(item) for item in input], False
-        if isinstance(input, dict) and input.get("__type") == "tool_call_with_context":
-            return [_call(input["tool_call"])], False
-        as_list = isinstance(input, list)
-        if as_list:
-            messages = input
-        elif isinstance(input, dict):
-            messages = input.get(self.messages_key) or []
-        else:
-            messages = getattr(input, self.messages_key, None) or []
-        if not messages:
-            raise ValueError(f'ToolBatchNode: no messages in the input (key "{self.messages_key}")')
-        for message in reversed(messages):
-            if isinstance(message, AIMessage):
-                return [_call(item) for item in message.tool_calls], as_list
-        raise ValueError("ToolBatchNode: no AIMessage in the input")
+    async def _trio_batch(
+        self, run: NodeRun, pending: list[dict[str, Any]], runtime: Any
+    ) -> dict[str, ToolMessage]:
+        return await self._batch(run, pending, runtime, CancelSignal())
 
+    async def _hosted_batch(
+        self, run: NodeRun, pending: list[dict[str, Any]], runtime: Any
+    ) -> dict[str, ToolMessage]:
+        loop = asyncio.get_running_loop()
+        host = await host_for(loop)
+        job: Job[dict[str, ToolMessage]] = Job(loop, CancelSignal())
 
-def _is_tool_call(item: object) -> bool:
-    return isinstance(item, dict) and item.get("type") == "tool_call"
+        async def work() -> dict[str, ToolMessage]:
+            return await self._batch(run, pending, runtime, job.signal)
 
-
-def _call(item: Any) -> ToolCall:
-    args = item.get("args")
-    return ToolCall(str(item.get("id") or ""), str(item.get("name") or ""), args or {})
-
-
-def _runtime_parts(stream: bool) -> tuple[Callable[[Any], None] | None, Any]:
-    """The run's stream writer (when streaming) and context; ``(None, None)`` outside a graph."""
-    try:
-        runtime = get_runtime()
-    except (RuntimeError, KeyError):  # called outside a graph run
-        return None, None
-    if runtime is None:
-        return None, None
-    return (runtime.stream_writer if stream else None), runtime.context
+        host.spawn(job, work)
+        return await wait_job(job)

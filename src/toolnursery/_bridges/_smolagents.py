@@ -11,18 +11,22 @@ or URL as a tool-calling model writes them), and registers ``forward`` as a plai
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import itertools
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import msgspec
+import trio
 from smolagents import Tool  # type: ignore[import-untyped,unused-ignore]
 
 from .._core._errors import RegistrationError
-from .._core._execution import ToolRunContext
+from .._core._execution import ToolExecutionInput, ToolRunContext
+from .._core._signal import CancelSignal
+from .._pipeline._registry import ToolRegistry, ToolScope
 from .._tools._definition import ToolDefinition
-from ._hosted import one_line_error, thaw
+from ._hosted import one_line_error, result_text, thaw
 
-__all__ = ["from_smolagents", "inputs_schema"]
+__all__ = ["RegistrySmolTool", "from_smolagents", "inputs_schema", "to_smolagents"]
 
 _JSON_TYPES: Final = {
     "string": {"type": "string"},
@@ -144,3 +148,130 @@ def from_smolagents(
         body,
         **options,
     )
+
+
+_SMOL_TYPES: Final = frozenset(
+    {"string", "boolean", "integer", "number", "array", "object", "null", "any"}
+)
+_CALL_NUMBERS = itertools.count(1)
+
+
+def _input_of(name: str, schema: Any, required: bool) -> dict[str, Any]:
+    """One property of a JSON Schema as a smolagents input (a type it knows, or ``any``)."""
+    schema = schema if isinstance(schema, Mapping) else {}
+    declared = schema.get("type")
+    kinds = declared if isinstance(declared, list) else [declared]
+    known = [kind for kind in kinds if kind in _SMOL_TYPES]
+    kind: Any = "any" if not known or len(known) != len(kinds) else known
+    if isinstance(kind, list):
+        kind = kind[0] if len(kind) == 1 else kind
+    entry: dict[str, Any] = {"type": kind, "description": str(schema.get("description") or name)}
+    if not required:
+        entry["nullable"] = True
+    return entry
+
+
+class RegistrySmolTool(Tool):  # type: ignore[misc]
+    """A registry tool as a smolagents ``Tool``; made by :func:`to_smolagents`.
+
+    ``forward`` runs the call through the registry's pipeline in a ``trio.run`` of
+    the calling thread (smolagents calls tools from its worker threads) and returns
+    the result's text; a failure is toolnursery's one-line ``Error: ...`` text, what
+    the model reads as the observation.
+    """
+
+    skip_forward_signature_validation = True
+    output_type = "string"
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        name: str,
+        description: str,
+        parameters: Mapping[str, Any],
+        *,
+        agent: ToolScope | None = None,
+        deps: Any = None,
+    ) -> None:
+        properties = parameters.get("properties") or {}
+        required = set(parameters.get("required") or ())
+        self.name = name
+        self.description = description or name
+        self.inputs = {
+            key: _input_of(key, value, key in required) for key, value in properties.items()
+        }
+        self.registry = registry
+        self.agent = agent
+        self.deps = deps
+        super().__init__()
+
+    def forward(self, *args: Any, **kwargs: Any) -> str:
+        """Run the call through the registry; its text (an error on one line)."""
+        if args:
+            if len(args) != 1 or len(self.inputs) != 1 or kwargs:
+                return f'Error: tool "{self.name}" takes its arguments by name'
+            kwargs = {next(iter(self.inputs)): args[0]}
+        arguments = {
+            key: value
+            for key, value in kwargs.items()
+            if value is not None or not self.inputs.get(key, {}).get("nullable")
+        }
+        call = ToolExecutionInput(
+            f"smol-{next(_CALL_NUMBERS)}",
+            self.name,
+            arguments,
+            signal=CancelSignal(),
+            agent=self.agent,
+        )
+
+        async def run() -> str:
+            return result_text(await self.registry.execute(call, deps=self.deps))
+
+        return trio.run(run)
+
+
+def to_smolagents(
+    registry: ToolRegistry,
+    *,
+    agent: ToolScope | None = None,
+    deps: Any = None,
+    names: Iterable[str] | None = None,
+) -> list[Tool]:
+    """The tools of ``registry`` (as ``agent`` sees them) as smolagents tools.
+
+    Give them to smolagents' agents as its own
+    (``ToolCallingAgent(tools=to_smolagents(registry), model=model)``): each call runs
+    through the registry's pipeline (validation, policies, observers, ``ctx.deps`` =
+    ``deps``). smolagents runs each call alone, so the batch scheduler (keys,
+    barriers) does not apply. Inputs: each schema property with smolagents' type
+    (``any`` for what it has no name for), ``nullable`` when optional; an optional
+    input the model sets to ``null`` is left out. The bodies run under ``trio.run``
+    in smolagents' thread: trio and thread bodies, not asyncio ones.
+
+    Args:
+        registry: the registry.
+        agent: the agent scope whose view to export (default: the registry's).
+        deps: what the tools see as ``ctx.deps``.
+        names: only these tools (default: all), in this order.
+
+    Raises:
+        KeyError: a name in ``names`` is not a tool of that view.
+    """
+    schemas = {schema.name: schema for schema in registry.schemas(agent)}
+    wanted = list(schemas) if names is None else list(names)
+    tools: list[Tool] = []
+    for tool_name in wanted:
+        schema = schemas.get(tool_name)
+        if schema is None:
+            raise KeyError(f'to_smolagents: no tool "{tool_name}" in this registry view')
+        tools.append(
+            RegistrySmolTool(
+                registry,
+                schema.name,
+                schema.description,
+                thaw(schema.parameters),
+                agent=agent,
+                deps=deps,
+            )
+        )
+    return tools
