@@ -214,6 +214,36 @@ async def test_use_cache_false_resolves_once_per_parameter() -> None:
     assert text(await one(registry(pair), "pair")) == "0,1"
 
 
+@dataclasses.dataclass
+class Counter:
+    """An ``eq=True`` dataclass with ``__call__``: callable, and unhashable."""
+
+    start: int
+    calls: int = 0
+
+    def __call__(self) -> int:
+        self.calls += 1
+        return self.start + self.calls
+
+
+async def test_an_unhashable_callable_dependency_resolves_once_per_call() -> None:
+    counter = Counter(10)
+
+    @tool
+    def pair(a: int = Depends(counter), b: int = Depends(counter)) -> str:
+        return f"{a},{b}"
+
+    @tool
+    async def apair(a: int = Depends(counter), b: int = Depends(counter)) -> str:
+        return f"{a},{b}"
+
+    reg = registry(pair, apair)
+    assert text(await one(reg, "pair")) == "11,11"  # one value for both parameters
+    assert text(await one(reg, "apair")) == "12,12"
+    assert text(await one(reg, "pair")) == "13,13"  # and a new one per call
+    assert counter.calls == 3
+
+
 async def token(ctx: ToolRunContext[Any]) -> str:
     await trio.lowlevel.checkpoint()
     return f"token-{ctx.deps}"

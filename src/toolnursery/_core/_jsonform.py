@@ -21,6 +21,7 @@ that render alike, a key or an object with no JSON form, a cycle. That error
 from __future__ import annotations
 
 import dataclasses
+import decimal
 import enum
 import math
 import re
@@ -207,7 +208,9 @@ def _walk(value: Any, sort: bool, depth: int, active: set[int]) -> Any:
     t = type(value)
     if t is str:
         return json_safe_text(value)
-    if value is None or t is bool or t is int:
+    if t is int:
+        return value if value.bit_length() < _INT_TEXT_BITS else _digits(value)
+    if value is None or t is bool:
         return value
     if t is float:
         return _finite(value)
@@ -224,7 +227,7 @@ def _walk(value: Any, sort: bool, depth: int, active: set[int]) -> Any:
     if isinstance(value, str):
         return json_safe_text(str(value))
     if isinstance(value, int):
-        return int(value)
+        return _walk(int(value), sort, depth, active)
     if isinstance(value, float):
         return _finite(float(value))
     if _is_pydantic(value):
@@ -236,6 +239,23 @@ def _walk(value: Any, sort: bool, depth: int, active: set[int]) -> Any:
     if isinstance(value, msgspec.Struct) or _is_dataclass(value) or _is_attrs(value):
         return _walk_record(value, depth, active)
     return _leaf(value)
+
+
+# CPython refuses to turn an int of more than ``sys.get_int_max_str_digits()`` digits
+# (4,300 by default, 640 at the least) into text, and msgspec's encoder with it. Below
+# this many bits an int has fewer than 640 digits; above it, decimal writes the digits,
+# which has no such limit.
+_INT_TEXT_BITS: Final = 2_000
+
+
+def _digit_text(n: int) -> str:
+    """``n``'s decimal digits, whatever its size."""
+    return str(decimal.Decimal(n))
+
+
+def _digits(n: int) -> msgspec.Raw:
+    """``n`` as a raw JSON number, whatever its size."""
+    return msgspec.Raw(_digit_text(n).encode())
 
 
 def _finite(f: float) -> float:
@@ -291,7 +311,8 @@ def _render_key(key: object) -> str:
     if isinstance(key, str):
         return json_safe_text(str(key))
     if isinstance(key, int):
-        return str(int(key))
+        whole = int(key)
+        return str(whole) if whole.bit_length() < _INT_TEXT_BITS else _digit_text(whole)
     if isinstance(key, float):
         _finite_key(float(key))
         return msgspec.json.encode(float(key)).decode()
