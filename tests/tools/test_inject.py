@@ -135,6 +135,7 @@ def test_injected_parameters_are_not_in_the_schema() -> None:
         "type": "object",
         "properties": {"to": {"type": "string", "description": "the recipient."}},
         "required": ["to"],
+        "additionalProperties": False,
     }
 
 
@@ -350,7 +351,11 @@ async def test_context_parameters_in_every_spelling_get_the_context() -> None:
         seen.extend([a, b])
         return "ok"
 
-    assert probe.parameters == {"type": "object", "properties": {}}
+    assert probe.parameters == {
+        "type": "object",
+        "properties": {},
+        "additionalProperties": False,
+    }
     await one(registry(probe), "probe", deps=1)
     assert seen[0] is seen[1]
     assert seen[0].deps == 1

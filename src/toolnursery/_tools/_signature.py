@@ -38,6 +38,7 @@ __all__ = [
     "Kind",
     "Param",
     "ParamPlan",
+    "closed_plan",
     "for_pydantic",
     "for_struct",
     "invoker",
@@ -402,9 +403,18 @@ def _converter(name: str, declared: Any, dump: Callable[[Any], Any]) -> Callable
 def _is_record(cls: type) -> bool:
     if issubclass(cls, msgspec.Struct) or "pydantic" in getattr(cls, "__module__", ""):
         return False
-    if typing.is_typeddict(cls) or dataclasses.is_dataclass(cls):
+    if _is_typeddict(cls) or dataclasses.is_dataclass(cls):
         return True
     return hasattr(cls, "__attrs_attrs__")
+
+
+def _is_typeddict(cls: type) -> bool:
+    """``typing.TypedDict`` or ``typing_extensions.TypedDict`` (a class of its own before
+    Python 3.13, which pydantic asks for before 3.12; loaded only if someone used it)."""
+    if typing.is_typeddict(cls):
+        return True
+    extensions = sys.modules.get("typing_extensions")
+    return extensions is not None and bool(extensions.is_typeddict(cls))
 
 
 def _strip_required(annotation: Any) -> Any:
@@ -415,6 +425,33 @@ def _strip_required(annotation: Any) -> Any:
 
 def _mutable(value: object) -> bool:
     return isinstance(value, list | dict | set | bytearray)
+
+
+# -- unknown arguments -------------------------------------------------------------------
+
+
+def closed_plan(
+    schema: dict[str, Any], parse: Callable[[Any], Any], names: list[str]
+) -> tuple[dict[str, Any], Callable[[Any], Any]]:
+    """``schema`` closed (``additionalProperties: false``) and ``parse`` refusing an
+    argument not in ``names`` (in declaration order), one violation per unknown key."""
+    known = frozenset(names)
+    takes = f"the tool takes: {', '.join(names)}" if names else "the tool takes no arguments"
+    encode = msgspec.json.encode
+
+    def parse_closed(args: Any) -> Any:
+        if isinstance(args, dict) and not known.issuperset(args):
+            found = [
+                f"unknown argument {encode(k).decode()} ({takes})" for k in args if k not in known
+            ]
+            try:  # and what else is wrong, as a validator lists every violation
+                parse({k: v for k, v in args.items() if k in known})
+            except ToolArgsError as exc:
+                found.extend(exc.violations)
+            raise ToolArgsError(found)
+        return parse(args)
+
+    return {**schema, "additionalProperties": False}, parse_closed
 
 
 # -- calling the body ---------------------------------------------------------------------
