@@ -111,12 +111,20 @@ async def test_the_model_cannot_fill_a_context_or_injected_parameter() -> None:
     a, b, c = await run_tool_calls(registry(book), calls, deps={"inbox": "mine"})
     assert a.is_error
     assert text(a) == (
-        'Error: invalid arguments: unknown argument "inbox" (the tool takes: city, nights)'
+        'Error: invalid arguments: argument "inbox" is supplied by the host, not the model'
     )
     assert b.is_error
-    assert 'unknown argument "ctx"' in text(b)
+    assert text(b) == (
+        'Error: invalid arguments: argument "ctx" is supplied by the host, not the model'
+    )
     assert text(c) == "Oslo x1 for mine"
     assert RAN == ["Oslo"]
+
+
+@tool(ignore_unknown_arguments=True)
+def lenient_send(to: str, inbox: str = Depends("inbox")) -> str:
+    """Takes extras, but never the injected inbox."""
+    return f"{to} via {inbox}"
 
 
 async def test_opting_out_accepts_unknown_arguments_and_drops_them() -> None:
@@ -125,6 +133,18 @@ async def test_opting_out_accepts_unknown_arguments_and_drops_them() -> None:
         registry(lenient), [ToolCall("a", "lenient", {"city": "Oslo", "extra": 1})]
     )
     assert text(result) == "Oslo"
+    dropped, refused = await run_tool_calls(
+        registry(lenient_send),
+        [
+            ToolCall("a", "lenient_send", {"to": "bo", "extra": 1}),
+            ToolCall("b", "lenient_send", {"to": "bo", "inbox": "attacker", "x": 1}),
+        ],
+        deps={"inbox": "mine"},
+    )
+    assert text(dropped) == "bo via mine"
+    assert text(refused) == (
+        'Error: invalid arguments: argument "inbox" is supplied by the host, not the model'
+    )
     with pytest.raises(RegistrationError, match="ignore_unknown_arguments must be a bool"):
         tool(ignore_unknown_arguments=1)(lambda city: city)  # type: ignore[call-overload]
 

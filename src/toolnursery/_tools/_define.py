@@ -451,11 +451,12 @@ def tool(
     resolvable at decoration time. The schema is the same whichever path reads the
     signature: records inlined, no ``title`` keywords.
 
-    An argument the function does not take — a misspelt name, or the name of its
-    context or injected parameter — refuses the call before the body runs
+    An argument the function does not take refuses the call before the body runs
     (``unknown argument "extra" (the tool takes: foo, bar)``), and the schema says so
     with ``"additionalProperties": false``; ``ignore_unknown_arguments=True`` accepts
-    and drops such arguments instead (the schema then allows them).
+    and drops such arguments instead (the schema then allows them). An argument
+    naming the context or an injected parameter is refused either way (``argument
+    "inbox" is supplied by the host, not the model``).
 
     Example::
 
@@ -481,7 +482,8 @@ def tool(
             returns a :class:`Dependency` to inject the parameter, or ``None``
             (``lambda m: Depends(m.name) if isinstance(m, TheirDepends) else None``).
         ignore_unknown_arguments: accept arguments the function does not take, and
-            drop them before the body runs (default: refuse the call, naming them).
+            drop them before the body runs (default: refuse the call, naming them);
+            one naming the context or an injected parameter is refused still.
         **options: the tool's options, as for :func:`define_tool`.
 
     Returns:
@@ -541,8 +543,9 @@ def _tool_from_function(
             else p
             for p in plan
         ]
-    if not ignore_unknown:
-        schema, parse = closed_plan(schema, parse, [p.name for p in params])
+    hosted = [p.name for p in plan if p.kind is Kind.CONTEXT or p.kind is Kind.INJECTED]
+    names = [p.name for p in params]
+    schema, parse = closed_plan(schema, parse, names, hosted, closed=not ignore_unknown)
     if strict:
         schema, parse = _strict_plan(owner, schema, parse)
     invoke, suspends = invoker(fn, plan, body_async)

@@ -431,27 +431,53 @@ def _mutable(value: object) -> bool:
 
 
 def closed_plan(
-    schema: dict[str, Any], parse: Callable[[Any], Any], names: list[str]
+    schema: dict[str, Any],
+    parse: Callable[[Any], Any],
+    names: list[str],
+    hosted: list[str],
+    *,
+    closed: bool = True,
 ) -> tuple[dict[str, Any], Callable[[Any], Any]]:
-    """``schema`` closed (``additionalProperties: false``) and ``parse`` refusing an
-    argument not in ``names`` (in declaration order), one violation per unknown key."""
+    """``parse`` refusing what the model may not send, and ``schema`` saying so.
+
+    An argument naming a context or injected parameter (``hosted``) is always refused
+    (``argument "inbox" is supplied by the host, not the model``); with ``closed``, so
+    is any other argument not in ``names`` (the exposed parameters, in declaration
+    order), and the schema gets ``additionalProperties: false``. One violation per such
+    key, in the order sent, then the other violations of the remaining arguments.
+    """
     known = frozenset(names)
+    host = frozenset(hosted)
+    allowed = known if closed else None
     takes = f"the tool takes: {', '.join(names)}" if names else "the tool takes no arguments"
     encode = msgspec.json.encode
 
-    def parse_closed(args: Any) -> Any:
-        if isinstance(args, dict) and not known.issuperset(args):
-            found = [
-                f"unknown argument {encode(k).decode()} ({takes})" for k in args if k not in known
-            ]
-            try:  # and what else is wrong, as a validator lists every violation
-                parse({k: v for k, v in args.items() if k in known})
-            except ToolArgsError as exc:
-                found.extend(exc.violations)
-            raise ToolArgsError(found)
-        return parse(args)
+    def refused(key: str) -> str | None:
+        if key in host:
+            return f"argument {encode(key).decode()} is supplied by the host, not the model"
+        if allowed is not None and key not in allowed:
+            return f"unknown argument {encode(key).decode()} ({takes})"
+        return None
 
-    return {**schema, "additionalProperties": False}, parse_closed
+    def parse_guarded(args: Any) -> Any:
+        if not isinstance(args, dict):
+            return parse(args)
+        if allowed is not None:
+            if allowed.issuperset(args):
+                return parse(args)
+        elif host.isdisjoint(args):
+            return parse(args)
+        found = [text for text in map(refused, args) if text is not None]
+        rest = {k: v for k, v in args.items() if k not in host}
+        try:  # and what else is wrong, as a validator lists every violation
+            parse({k: v for k, v in rest.items() if allowed is None or k in allowed})
+        except ToolArgsError as exc:
+            found.extend(exc.violations)
+        raise ToolArgsError(found)
+
+    if not closed and not host:
+        return schema, parse
+    return ({**schema, "additionalProperties": False} if closed else schema), parse_guarded
 
 
 # -- calling the body ---------------------------------------------------------------------
