@@ -282,6 +282,8 @@ def _violations(errors: list[Any]) -> list[str]:
             out.append(f"{_quoted(path)} must be {_compact(value)}")
         elif keyword in APPLIES_TO:
             out.append(f"{_quoted(path)}{rule(keyword, value)}")
+        elif keyword in ("anyOf", "oneOf") and error.context:
+            out.extend(t for t in _alternatives(_quoted(path), error) if t not in out)
         elif keyword == "additionalProperties" and value is False and isinstance(instance, dict):
             out.extend(_unknown(error.schema, instance, prefix))
         elif keyword in ("additionalProperties", "unevaluatedProperties") and value is False:
@@ -289,6 +291,25 @@ def _violations(errors: list[Any]) -> list[str]:
         else:
             out.append(f'{_quoted(path)} breaks "{keyword}": {error.message}')
     return out
+
+
+def _alternatives(where: str, error: Any) -> list[str]:
+    """A failed ``anyOf``/``oneOf`` in our words: the types it takes, when the value has
+    none of them, else what is wrong with it in the alternatives of its type."""
+    here = list(error.absolute_path)
+    subs = list(error.context)
+    wrong_type = [e for e in subs if e.validator == "type" and list(e.absolute_path) == here]
+    if len(wrong_type) == len(subs):
+        nouns: list[str] = []
+        for sub in wrong_type:
+            kinds = (
+                [sub.validator_value]
+                if isinstance(sub.validator_value, str)
+                else sub.validator_value
+            )
+            nouns.extend(n for n in (_NOUNS.get(k, k) for k in kinds) if n not in nouns)
+        return [f"{where} must be {' or '.join(nouns)}"]
+    return _violations([e for e in subs if e not in wrong_type])
 
 
 def _unknown(schema: Any, instance: dict[str, Any], prefix: str) -> list[str]:
