@@ -24,7 +24,6 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-import msgspec
 import pydantic
 from pydantic_ai import CallToolsNode, RunContext, Tool
 from pydantic_ai import exceptions as pai_exceptions
@@ -40,6 +39,7 @@ from .._batch._recorder import ToolCallRecorder
 from .._core._content import ToolCall, ToolExecutionResult
 from .._core._errors import RegistrationError, ToolArgsError, ToolError
 from .._core._execution import ToolRunContext
+from .._core._jsonform import returned_value
 from .._pipeline._registry import ToolRegistry, ToolScope
 from .._tools._definition import ToolDefinition
 from ._hosted import (
@@ -166,20 +166,12 @@ class ToolnurseryToolset(AbstractToolset[Any]):
         return ctx.deps if self.deps is None else self.deps
 
 
-_decode: Final = msgspec.json.Decoder().decode
-_encode: Final = msgspec.json.Encoder().encode
-
-
 def _returned(result: ToolExecutionResult) -> Any:
     """What pydantic-ai gets back for ``result``: its JSON value, or its text."""
     text = result_text(result)
-    if result.is_error or len(result.content) != 1 or not text or text[0] == '"':
+    if result.is_error or len(result.content) != 1:
         return text
-    try:
-        value = _decode(text)
-    except (msgspec.DecodeError, ValueError):  # not JSON, or an int past 64 bits
-        return text
-    return value if _encode(value).decode() == text else text  # compact, as we render
+    return returned_value(text)
 
 
 class ToolnurseryCapability(AbstractCapability[Any]):

@@ -40,6 +40,7 @@ __all__ = [
     "json_safe_text",
     "render_slow",
     "render_value",
+    "returned_value",
     "text_is_safe",
     "utf8_safe",
 ]
@@ -154,6 +155,22 @@ def render_value(value: object) -> str:
     except Exception:  # a type, key, set or string msgspec does not take as is
         pass
     return render_slow(value)
+
+
+def returned_value(text: str) -> Any:
+    """The JSON value ``text`` is as :func:`render_value` writes one — a number, boolean,
+    null, object or array in compact form — else ``text`` itself.
+
+    What a framework that keeps a tool's returned value (pydantic-ai, fastmcp's client)
+    is given for a result's text: ``"0"`` becomes ``0``, prose stays prose.
+    """
+    if not text or text[0] == '"':
+        return text
+    try:
+        value = _decoder.decode(text)
+    except (msgspec.DecodeError, ValueError):  # not JSON, or an int past 64 bits
+        return text
+    return value if _plain_encoder.encode(value).decode() == text else text
 
 
 def render_slow(value: object) -> str:

@@ -289,6 +289,7 @@ def _soft_classifier(parse: _Parse, classifier: Callable[[Any], object]) -> Call
         except Exception:
             return False
 
+    is_concurrency_safe.__wrapped__ = classifier  # type: ignore[attr-defined]  # (what MCP serving reads)
     return is_concurrency_safe
 
 
