@@ -180,6 +180,9 @@ _ONLY_FOR: Final[dict[str, frozenset[str]]] = {
 }
 """The keywords that constrain only values of one JSON type (so they can share a node)."""
 
+_NOTES: Final = frozenset({"description", "examples"})
+"""Keywords that annotate and constrain nothing: a branch's may move up to the node."""
+
 
 def _merge_unions(node: Any) -> Any:
     """``anyOf`` of branches ``{"type": T, <T's own keywords>}`` as one ``type: [T, ...]``."""
@@ -211,7 +214,7 @@ def _merge_unions(node: Any) -> Any:
         elif isinstance(own.get("enum"), list):
             values.extend(own.pop("enum"))
             listed += 1
-        if not _ONLY_FOR[kind].issuperset(own) or not merged.keys().isdisjoint(own):
+        if not (_ONLY_FOR[kind] | _NOTES).issuperset(own) or not merged.keys().isdisjoint(own):
             return out
         types.append(kind)
         merged.update(own)
