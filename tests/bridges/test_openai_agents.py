@@ -161,7 +161,9 @@ def test_cancelling_the_run_aborts_the_call_in_flight() -> None:
 
 def test_function_tools_refuses_what_is_not_a_registry() -> None:
     with pytest.raises(TypeError, match=r"function_tools\(registry\) must be a ToolRegistry"):
-        function_tools([add])  # type: ignore[arg-type]
+        function_tools({"add": add})  # type: ignore[arg-type]
+    with pytest.raises(RegistrationError, match=r"expected an agents\.FunctionTool, got int"):
+        function_tools([add, 3])  # type: ignore[list-item]
 
 
 # -- FunctionTools into a registry --------------------------------------------------------
@@ -287,3 +289,115 @@ def test_registry_tools_and_imported_function_tools_mix_in_one_agent() -> None:
 
     assert _outputs(_run(main())) == {"c1": "42", "c2": "2"}
     assert sorted(e.call_id for e in executions) == ["c1", "c2"]
+
+
+# -- the common agent, our piece swapped in ---------------------------------------------------
+
+
+@function_tool
+def get_weather(city: str, days: int | None = None) -> str:
+    """Get the weather of a city.
+
+    Args:
+        city: the city.
+        days: how many days ahead.
+    """
+    return f"sunny in {city}"
+
+
+@function_tool
+def get_player(ctx: ToolContext[str]) -> str:
+    """Say whom the agent works for."""
+    return ctx.context
+
+
+def _turn() -> ScriptedModel:
+    return ScriptedModel(
+        [
+            [
+                # Strict mode (the SDK's default) has the model send every property.
+                function_call("get_weather", {"city": "Oslo", "days": None}, call_id="c1"),
+                function_call("get_player", {}, call_id="c2"),
+            ],
+            [assistant_message("done")],
+        ]
+    )
+
+
+def test_the_common_agent_with_our_tools_answers_as_the_native_one() -> None:
+    async def main() -> tuple[dict[str, str], dict[str, str]]:
+        native = Agent(name="assistant", model=_turn(), tools=[get_weather, get_player])
+        # The one call changed: the same list of tools, through function_tools.
+        ours = Agent(
+            name="assistant", model=_turn(), tools=function_tools([get_weather, get_player])
+        )
+        first = await Runner.run(native, "go", context="ann", run_config=NO_TRACING)
+        second = await Runner.run(ours, "go", context="ann", run_config=NO_TRACING)
+        return _outputs(first), _outputs(second)
+
+    native, ours = _run(main())
+    assert native == {"c1": "sunny in Oslo", "c2": "ann"}
+    assert ours == native
+
+
+def test_the_error_text_the_model_gets_is_ours_on_one_line() -> None:
+    async def main() -> dict[str, str]:
+        model = ScriptedModel(
+            [
+                [
+                    function_call("get_weather", {"city": "Oslo", "days": "x"}, call_id="c1"),
+                    function_call("get_weather", {"city": 3, "days": 1, "when": 1}, call_id="c2"),
+                ],
+                [assistant_message("done")],
+            ]
+        )
+        agent = Agent(name="assistant", model=model, tools=function_tools([get_weather]))
+        return _outputs(await Runner.run(agent, "go", run_config=NO_TRACING))
+
+    assert _run(main()) == {
+        "c1": 'Error: invalid arguments: "days" must be an integer or null',
+        "c2": 'Error: invalid arguments: "city" must be a string; '
+        'unknown argument "when" (the tool takes: city, days)',
+    }
+
+
+def test_the_model_cannot_fill_a_tool_context_or_depends_parameter() -> None:
+    from toolnursery import Depends
+
+    ran: list[str] = []
+
+    @function_tool
+    def their_forecast(ctx: ToolContext[str], city: str) -> str:
+        """Forecast."""
+        ran.append(f"their {ctx.context}")
+        return f"sun in {city}"
+
+    @tool
+    async def our_send(to: str, inbox: str = Depends(lambda ctx: ctx.deps)) -> str:
+        """Send."""
+        ran.append(f"ours {inbox}")
+        return f"sent to {to}"
+
+    async def main() -> dict[str, str]:
+        model = ScriptedModel(
+            [
+                [
+                    function_call(
+                        "their_forecast", {"city": "Oslo", "ctx": {"context": "x"}}, call_id="a"
+                    ),
+                    function_call("our_send", {"to": "bo", "inbox": "admin"}, call_id="b"),
+                    function_call("our_send", {"to": "bo"}, call_id="c"),
+                ],
+                [assistant_message("done")],
+            ]
+        )
+        tools = function_tools([their_forecast, our_send])
+        agent = Agent(name="assistant", model=model, tools=tools)
+        return _outputs(await Runner.run(agent, "go", context="ann", run_config=NO_TRACING))
+
+    assert _run(main()) == {
+        "a": 'Error: invalid arguments: unknown argument "ctx" (the tool takes: city)',
+        "b": 'Error: invalid arguments: argument "inbox" is supplied by the host, not the model',
+        "c": "sent to bo",
+    }
+    assert ran == ["ours ann"]

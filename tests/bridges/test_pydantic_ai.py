@@ -395,3 +395,128 @@ def test_the_toolset_refuses_what_is_not_a_registry() -> None:
         match=r"ToolnurseryToolset\(registry\) must be a ToolRegistry or ToolScope, got dict",
     ):
         ToolnurseryToolset({})  # type: ignore[arg-type]
+
+
+# -- the common agent, our piece swapped in ---------------------------------------------------
+
+
+def roll_die() -> int:
+    """Roll a six-sided die (this one is loaded)."""
+    return 0
+
+
+def player_name(ctx: RunContext[str]) -> str:
+    """Get the player's name."""
+    return ctx.deps
+
+
+def test_the_common_agent_with_our_capability_answers_as_the_native_one() -> None:
+    from pydantic_ai.models.test import TestModel
+
+    recorder = ListRecorder()
+
+    async def main() -> tuple[str, str]:
+        native = Agent(TestModel(), deps_type=str, tools=[roll_die, player_name])
+        # The one call changed: the same list of tools, in our capability.
+        capability = ToolnurseryCapability([roll_die, player_name], recorder=recorder)
+        ours = Agent(TestModel(), deps_type=str, capabilities=[capability])
+        return (
+            (await native.run("Roll for me", deps="Anne")).output,
+            (await ours.run("Roll for me", deps="Anne")).output,
+        )
+
+    native, ours = _run(main())
+    assert native == '{"roll_die":0,"player_name":"Anne"}'
+    assert ours == native  # 0 stays a number
+    calls = [e for e in recorder.events if isinstance(e, ToolCallEvent)]
+    assert sorted(e.call.name for e in calls) == ["player_name", "roll_die"]
+    assert len({e.batch for e in recorder.events}) == 1  # one response, one batch
+
+
+@tool
+async def values(kind: str) -> Any:
+    """Return a value of a kind."""
+    return {
+        "zero": 0,
+        "yes": True,
+        "none": None,
+        "object": {"b": [1, 2.5], "a": "x"},
+        "prose": "sunny, 0 clouds",
+    }[kind]
+
+
+def test_returns_keep_their_json_type() -> None:
+    registry = ToolRegistry()
+    registry.register(values)
+    kinds = ["zero", "yes", "none", "object", "prose"]
+    seen: dict[str, Any] = {}
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            calls = [ToolCallPart("values", {"kind": k}, tool_call_id=k) for k in kinds]
+            return ModelResponse(parts=list(calls))
+        seen.update(_returns(messages))
+        return ModelResponse(parts=[TextPart("done")])
+
+    async def main() -> None:
+        for capabilities, toolsets in (
+            ([ToolnurseryCapability(registry)], []),
+            ([], [ToolnurseryToolset(registry)]),
+        ):
+            seen.clear()
+            agent = Agent(FunctionModel(respond), capabilities=capabilities, toolsets=toolsets)
+            await agent.run("go")
+            assert seen == {
+                "zero": 0,
+                "yes": True,
+                "none": None,
+                "object": {"a": "x", "b": [1, 2.5]},
+                "prose": "sunny, 0 clouds",
+            }
+            assert type(seen["zero"]) is int
+
+    _run(main())
+
+
+# -- the model cannot fill an injected parameter ----------------------------------------------
+
+
+def test_the_model_cannot_fill_a_run_context_or_depends_parameter() -> None:
+    from toolnursery import Depends
+
+    ran: list[str] = []
+
+    async def their_forecast(ctx: RunContext[str], city: str) -> str:
+        """Forecast."""
+        ran.append(f"their {ctx.deps}")
+        return f"sun in {city}"
+
+    @tool
+    async def our_send(to: str, inbox: str = Depends(lambda ctx: ctx.deps)) -> str:
+        """Send."""
+        ran.append(f"ours {inbox}")
+        return f"sent to {to}"
+
+    registry = ToolRegistry()
+    registry.register(from_pydantic_ai(their_forecast))
+    registry.register(our_send)
+    turn = [
+        ToolCallPart(
+            "their_forecast", {"city": "Oslo", "ctx": {"deps": "admin"}}, tool_call_id="a"
+        ),
+        ToolCallPart("our_send", {"to": "bo", "inbox": "admin"}, tool_call_id="b"),
+        ToolCallPart("our_send", {"to": "bo"}, tool_call_id="c"),
+    ]
+
+    async def main() -> str:
+        agent = Agent(
+            _scripted(turn), deps_type=str, capabilities=[ToolnurseryCapability(registry)]
+        )
+        return (await agent.run("go", deps="ann")).output
+
+    assert _run(main()) == (
+        'a=Error: invalid arguments: unknown argument "ctx" (the tool takes: city) | '
+        'b=Error: invalid arguments: argument "inbox" is supplied by the host, not the model | '
+        "c=sent to bo"
+    )
+    assert ran == ["ours ann"]

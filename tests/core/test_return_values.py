@@ -331,6 +331,27 @@ async def test_every_kind_of_value_is_rendered(value: Any, text: str) -> None:
 FSNAME = os.fsdecode(b"caf\xe9")  # a lone surrogate, as os.scandir hands out
 
 
+@pytest.mark.parametrize("digits", [4_301, 5_001, 20_000])
+async def test_an_int_of_any_size_renders_its_digits(digits: int) -> None:
+    n = 10 ** (digits - 1) + 7
+    value = {"n": n, "m": [-n], n: Flight("X", n, Airport("AMS", "Schiphol"))}
+    result = await run(value)
+    assert result.is_error is False, result.text
+    body = result.text
+    with_digits = decimal_text(n)
+    assert len(with_digits) == digits
+    assert body == (
+        f'{{"{with_digits}":{{"number":"X","seats":{with_digits},'
+        '"origin":{"code":"AMS","name":"Schiphol"}},'
+        f'"m":[-{with_digits}],"n":{with_digits}}}'
+    )
+    assert render_slow(value) == body
+
+
+def decimal_text(n: int) -> str:
+    return str(Decimal(n))  # no int-to-text digit limit on this path
+
+
 @pytest.mark.parametrize(
     ("value", "text"),
     [

@@ -238,7 +238,10 @@ async def test_a_served_tool_gets_the_hosts_deps_and_lists_no_dependency(mode: s
             without = await client.call_tool("lookup", {"key": "ada"})
     assert set(listed.input_schema["properties"]) == {"key"}
     assert first_text(found) == "Ada Lovelace"
-    assert first_text(smuggled) == "Ada Lovelace"  # a client's "db" never reaches the body
+    assert smuggled.is_error  # a client's "db" never reaches the body: the call is refused
+    assert first_text(smuggled) == (
+        'Error: invalid arguments: argument "db" is supplied by the host, not the model'
+    )
     assert without.is_error
     assert error_code(without) == "MISSING_DEPENDENCY"
 

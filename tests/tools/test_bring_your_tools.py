@@ -321,8 +321,13 @@ def test_schemas_are_what_the_model_fills_in() -> None:
             },
         },
         "required": ["recipients", "subject", "body"],
+        "additionalProperties": False,
     }
-    assert by_name["get_balance"].parameters == {"type": "object", "properties": {}}
+    assert by_name["get_balance"].parameters == {
+        "type": "object",
+        "properties": {},
+        "additionalProperties": False,
+    }
     assert by_name["get_most_recent_transactions"].parameters["properties"] == {
         "n": {"type": "integer", "description": "how many.", "default": 10}
     }

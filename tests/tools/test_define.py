@@ -489,7 +489,7 @@ def test_struct_schema_is_inlined_with_required_and_optional_keys() -> None:
     assert props["dry_run"] == {"type": "boolean", "default": False}
     assert props["mode"] == {"type": "string", "enum": ["fast", "safe"], "default": "safe"}
     assert props["color"] == {"type": "string", "enum": ["red", "green"], "default": "red"}
-    assert props["tags"] == {"type": "array", "items": {"type": "string"}}
+    assert props["tags"] == {"type": "array", "default": [], "items": {"type": "string"}}
     server = {
         "type": "object",
         "properties": {
@@ -500,7 +500,11 @@ def test_struct_schema_is_inlined_with_required_and_optional_keys() -> None:
     }
     assert props["servers"] == {"type": "array", "default": [], "items": server}
     assert props["primary"] == {**server, "type": ["object", "null"], "default": None}
-    assert props["labels"] == {"type": "object", "additionalProperties": {"type": "integer"}}
+    assert props["labels"] == {
+        "type": "object",
+        "default": {},
+        "additionalProperties": {"type": "integer"},
+    }
     assert props["note"] == {
         "type": "string",
         "description": "free text",
@@ -729,6 +733,7 @@ def test_tool_derives_name_description_and_schema() -> None:
                 "limit": {"type": ["integer", "null"], "default": None},
             },
             "required": ["pattern"],
+            "additionalProperties": False,
         }
     )
 

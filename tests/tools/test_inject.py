@@ -135,6 +135,7 @@ def test_injected_parameters_are_not_in_the_schema() -> None:
         "type": "object",
         "properties": {"to": {"type": "string", "description": "the recipient."}},
         "required": ["to"],
+        "additionalProperties": False,
     }
 
 
@@ -212,6 +213,36 @@ async def test_use_cache_false_resolves_once_per_parameter() -> None:
         return f"{a},{b}"
 
     assert text(await one(registry(pair), "pair")) == "0,1"
+
+
+@dataclasses.dataclass
+class Counter:
+    """An ``eq=True`` dataclass with ``__call__``: callable, and unhashable."""
+
+    start: int
+    calls: int = 0
+
+    def __call__(self) -> int:
+        self.calls += 1
+        return self.start + self.calls
+
+
+async def test_an_unhashable_callable_dependency_resolves_once_per_call() -> None:
+    counter = Counter(10)
+
+    @tool
+    def pair(a: int = Depends(counter), b: int = Depends(counter)) -> str:
+        return f"{a},{b}"
+
+    @tool
+    async def apair(a: int = Depends(counter), b: int = Depends(counter)) -> str:
+        return f"{a},{b}"
+
+    reg = registry(pair, apair)
+    assert text(await one(reg, "pair")) == "11,11"  # one value for both parameters
+    assert text(await one(reg, "apair")) == "12,12"
+    assert text(await one(reg, "pair")) == "13,13"  # and a new one per call
+    assert counter.calls == 3
 
 
 async def token(ctx: ToolRunContext[Any]) -> str:
@@ -320,7 +351,11 @@ async def test_context_parameters_in_every_spelling_get_the_context() -> None:
         seen.extend([a, b])
         return "ok"
 
-    assert probe.parameters == {"type": "object", "properties": {}}
+    assert probe.parameters == {
+        "type": "object",
+        "properties": {},
+        "additionalProperties": False,
+    }
     await one(registry(probe), "probe", deps=1)
     assert seen[0] is seen[1]
     assert seen[0].deps == 1

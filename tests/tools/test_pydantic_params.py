@@ -6,6 +6,7 @@ exactly what the tool's validation accepts.
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any
 
 import jsonschema
@@ -49,7 +50,13 @@ def move(
 
 def test_pydantic_model_and_field_metadata_reach_the_schema() -> None:
     schema = move.parameters
-    assert schema["properties"]["to"] == {"$ref": "#/$defs/Point", "description": "the target."}
+    assert schema["properties"]["to"] == {  # inlined and untitled, as on msgspec's path
+        "type": "object",
+        "properties": {"x": {"type": "integer"}, "y": {"default": 0, "type": "integer"}},
+        "required": ["x"],
+        "description": "the target.",
+    }
+    assert "title" not in json.dumps(schema)
     speed = schema["properties"]["speed"]
     assert (speed["minimum"], speed["maximum"], speed["description"]) == (1, 100, "km/h")
     assert schema["properties"]["label"]["maxLength"] == 3

@@ -14,7 +14,13 @@ import msgspec
 import pydantic
 import pytest
 
-from toolnursery import StrictSchemaError, from_strict_arguments, strict_json_schema, tool
+from toolnursery import (
+    StrictSchemaError,
+    define_tool,
+    from_strict_arguments,
+    strict_json_schema,
+    tool,
+)
 from toolnursery._core._json import snapshot
 
 JUDGE = jsonschema.Draft202012Validator
@@ -121,11 +127,14 @@ def test_strict_option_refuses_at_definition_naming_the_tool() -> None:
             return ""
 
 
-def test_strict_keeps_refs_and_rewrites_defs() -> None:
-    @tool
-    def go(to: Point, speed: Annotated[int, pydantic.Field(ge=1)] = 5) -> str:
-        return ""
+class GoArgs(pydantic.BaseModel):
+    to: Point
+    speed: Annotated[int, pydantic.Field(ge=1)] = 5
 
+
+def test_strict_keeps_refs_and_rewrites_defs() -> None:
+    # A model's own schema keeps pydantic's $defs (an @tool signature's is inlined).
+    go = define_tool(name="go", description="Go.", parameters=GoArgs, execute=lambda a, c: "")
     strict = strict_json_schema(go.parameters)
     assert strict["required"] == ["to", "speed"]
     assert strict["$defs"]["Point"]["additionalProperties"] is False

@@ -16,6 +16,7 @@ context (``context`` is our ``deps``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -35,8 +36,17 @@ __all__ = ["from_function_tool", "function_tools"]
 _encode = msgspec.json.Encoder().encode
 
 
-def function_tools(registry: ToolRegistry | ToolScope, *, deps: Any = None) -> list[Tool]:
+def function_tools(
+    registry: ToolRegistry | ToolScope | Sequence[FunctionTool | ToolDefinition],
+    *,
+    deps: Any = None,
+) -> list[Tool]:
     """A registry's (or scope's) tools as openai-agents ``FunctionTool``s.
+
+    Given the list an ``Agent(tools=[...])`` takes instead (``@function_tool``s, and
+    toolnursery definitions such as ``@tool``'s), its tools are put in a registry of
+    their own (:func:`from_function_tool` for each ``FunctionTool``) and listed back
+    in the same order: ``tools=function_tools([get_weather])``.
 
     Each tool lists the registry's own JSON Schema (``strict_json_schema=False``: the
     schema is sent as written, and our validator checks the arguments). A call runs
@@ -46,13 +56,21 @@ def function_tools(registry: ToolRegistry | ToolScope, *, deps: Any = None) -> l
     cancelled and settles as ``ABORTED``) before the cancellation propagates.
 
     Args:
-        registry: the registry, or a scope of it (the tools it lists now).
+        registry: the registry, or a scope of it (the tools it lists now), or a list
+            of ``FunctionTool``s and definitions.
         deps: our ``deps`` for every call (default: the run's context object,
             ``RunContextWrapper.context``).
 
     Raises:
-        TypeError: ``registry`` is neither a registry nor a scope.
+        TypeError: ``registry`` is neither a registry, a scope nor a list.
+        RegistrationError: an item of the list is neither a ``FunctionTool`` nor a
+            definition, or two of them share a name.
     """
+    if isinstance(registry, list | tuple):
+        own = ToolRegistry()
+        for item in registry:
+            own.register(item if isinstance(item, ToolDefinition) else from_function_tool(item))
+        registry = own
     target, scope = registry_and_scope(registry, "function_tools(registry)")
     return [
         FunctionTool(

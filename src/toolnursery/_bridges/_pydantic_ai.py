@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 import pydantic
@@ -39,6 +39,7 @@ from .._batch._recorder import ToolCallRecorder
 from .._core._content import ToolCall, ToolExecutionResult
 from .._core._errors import RegistrationError, ToolArgsError, ToolError
 from .._core._execution import ToolRunContext
+from .._core._jsonform import returned_value
 from .._pipeline._registry import ToolRegistry, ToolScope
 from .._tools._definition import ToolDefinition
 from ._hosted import (
@@ -141,12 +142,17 @@ class ToolnurseryToolset(AbstractToolset[Any]):
 
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
-    ) -> str:
-        """Run one call: its batch's result under the capability, else one ``execute``."""
+    ) -> Any:
+        """Run one call: its batch's result under the capability, else one ``execute``.
+
+        The return is the result's JSON value when its text is exactly the JSON
+        toolnursery renders for a number, boolean, null, object or array (so ``0`` stays
+        a number, as pydantic-ai keeps a native tool's value), else the text.
+        """
         call_id = ctx.tool_call_id or ""
         pending = _BATCH.get()
         if pending is not None and pending.toolset is self and call_id in pending.results:
-            return result_text(await asyncio.shield(pending.results[call_id]))
+            return _returned(await asyncio.shield(pending.results[call_id]))
         token = _RUN_CONTEXT.set(ctx)
         try:
             result = await execute_hosted(
@@ -154,10 +160,18 @@ class ToolnurseryToolset(AbstractToolset[Any]):
             )
         finally:
             _RUN_CONTEXT.reset(token)
-        return result_text(result)
+        return _returned(result)
 
     def _deps(self, ctx: RunContext[Any]) -> Any:
         return ctx.deps if self.deps is None else self.deps
+
+
+def _returned(result: ToolExecutionResult) -> Any:
+    """What pydantic-ai gets back for ``result``: its JSON value, or its text."""
+    text = result_text(result)
+    if result.is_error or len(result.content) != 1:
+        return text
+    return returned_value(text)
 
 
 class ToolnurseryCapability(AbstractCapability[Any]):
@@ -172,7 +186,10 @@ class ToolnurseryCapability(AbstractCapability[Any]):
     aborts the batch: started calls drain, the rest are ``ABORTED_BEFORE_DISPATCH``.
 
     Args:
-        registry: the registry, or a scope of it.
+        registry: the registry, or a scope of it; or the list an agent's ``tools=``
+            takes (pydantic-ai ``Tool``s, plain or ``RunContext``-taking functions,
+            toolnursery definitions) as a list, made into a registry of their own
+            (:func:`from_pydantic_ai` for each pydantic-ai tool).
         deps: our ``deps`` (default: the agent run's ``ctx.deps``).
         recorder: the batch recorder.
         max_parallel: the batch's cap.
@@ -180,14 +197,14 @@ class ToolnurseryCapability(AbstractCapability[Any]):
 
     def __init__(
         self,
-        registry: ToolRegistry | ToolScope,
+        registry: ToolRegistry | ToolScope | Sequence[Tool[Any] | Callable[..., Any]],
         *,
         deps: Any = None,
         recorder: ToolCallRecorder | None = None,
         max_parallel: int = 10,
     ) -> None:
         self.toolset = ToolnurseryToolset(
-            registry, deps=deps, recorder=recorder, max_parallel=max_parallel
+            _registry_of(registry), deps=deps, recorder=recorder, max_parallel=max_parallel
         )
 
     def get_toolset(self) -> ToolnurseryToolset:
@@ -221,6 +238,17 @@ class ToolnurseryCapability(AbstractCapability[Any]):
         finally:
             _BATCH.reset(token)
             _RUN_CONTEXT.reset(run_token)
+
+
+def _registry_of(
+    tools: ToolRegistry | ToolScope | Sequence[Tool[Any] | Callable[..., Any]],
+) -> Any:
+    if not isinstance(tools, list | tuple):
+        return tools  # the toolset says what is wrong with anything else
+    registry = ToolRegistry()
+    for item in tools:
+        registry.register(item if isinstance(item, ToolDefinition) else from_pydantic_ai(item))
+    return registry
 
 
 def _batchable(node: Any, ctx: RunContext[Any], ours: frozenset[str]) -> list[ToolCall]:

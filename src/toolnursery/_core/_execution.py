@@ -9,7 +9,7 @@ import msgspec
 
 from ._asking import Elicitation, Sample, elicit, sample
 from ._content import HookContext
-from ._progress import LogLevel, report_log, report_progress
+from ._progress import LogLevel, Reported, report_log, report_progress
 from ._scope import AgentScope
 from ._signal import CancelSignal
 
@@ -187,17 +187,20 @@ class ToolRunContext(Generic[DepsT]):
 
     def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
-    ) -> None:
+    ) -> Reported:
         """Report this call's progress to whoever runs it (see :func:`reporting`).
 
         In order, synchronously; served over MCP it becomes a
-        ``notifications/progress`` when the client asked for progress.
+        ``notifications/progress`` when the client asked for progress. The report is
+        made by the call itself; what it returns may be awaited, as fastmcp's
+        ``await ctx.report_progress(...)`` is written, and awaiting it does nothing.
         """
-        report_progress(progress, total, message, call_id=self.call_id)
+        return report_progress(progress, total, message, call_id=self.call_id)
 
-    def log(self, level: LogLevel, data: Any, *, logger: str | None = None) -> None:
-        """Send a log message from this call (served over MCP: ``notifications/message``)."""
-        report_log(level, data, logger=logger, call_id=self.call_id)
+    def log(self, level: LogLevel, data: Any, *, logger: str | None = None) -> Reported:
+        """Send a log message from this call (served over MCP: ``notifications/message``);
+        made at once, and awaitable like :meth:`report_progress`'s."""
+        return report_log(level, data, logger=logger, call_id=self.call_id)
 
     async def elicit(
         self, message: str, requested_schema: Mapping[str, Any], *, key: str | None = None

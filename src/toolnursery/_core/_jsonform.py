@@ -21,6 +21,7 @@ that render alike, a key or an object with no JSON form, a cycle. That error
 from __future__ import annotations
 
 import dataclasses
+import decimal
 import enum
 import math
 import re
@@ -39,6 +40,7 @@ __all__ = [
     "json_safe_text",
     "render_slow",
     "render_value",
+    "returned_value",
     "text_is_safe",
     "utf8_safe",
 ]
@@ -155,6 +157,22 @@ def render_value(value: object) -> str:
     return render_slow(value)
 
 
+def returned_value(text: str) -> Any:
+    """The JSON value ``text`` is as :func:`render_value` writes one — a number, boolean,
+    null, object or array in compact form — else ``text`` itself.
+
+    What a framework that keeps a tool's returned value (pydantic-ai, fastmcp's client)
+    is given for a result's text: ``"0"`` becomes ``0``, prose stays prose.
+    """
+    if not text or text[0] == '"':
+        return text
+    try:
+        value = _decoder.decode(text)
+    except (msgspec.DecodeError, ValueError):  # not JSON, or an int past 64 bits
+        return text
+    return value if _plain_encoder.encode(value).decode() == text else text
+
+
 def render_slow(value: object) -> str:
     """:func:`render_value` without the fast path (the walk alone): the same text."""
     try:
@@ -207,7 +225,9 @@ def _walk(value: Any, sort: bool, depth: int, active: set[int]) -> Any:
     t = type(value)
     if t is str:
         return json_safe_text(value)
-    if value is None or t is bool or t is int:
+    if t is int:
+        return value if value.bit_length() < _INT_TEXT_BITS else _digits(value)
+    if value is None or t is bool:
         return value
     if t is float:
         return _finite(value)
@@ -224,7 +244,7 @@ def _walk(value: Any, sort: bool, depth: int, active: set[int]) -> Any:
     if isinstance(value, str):
         return json_safe_text(str(value))
     if isinstance(value, int):
-        return int(value)
+        return _walk(int(value), sort, depth, active)
     if isinstance(value, float):
         return _finite(float(value))
     if _is_pydantic(value):
@@ -236,6 +256,23 @@ def _walk(value: Any, sort: bool, depth: int, active: set[int]) -> Any:
     if isinstance(value, msgspec.Struct) or _is_dataclass(value) or _is_attrs(value):
         return _walk_record(value, depth, active)
     return _leaf(value)
+
+
+# CPython refuses to turn an int of more than ``sys.get_int_max_str_digits()`` digits
+# (4,300 by default, 640 at the least) into text, and msgspec's encoder with it. Below
+# this many bits an int has fewer than 640 digits; above it, decimal writes the digits,
+# which has no such limit.
+_INT_TEXT_BITS: Final = 2_000
+
+
+def _digit_text(n: int) -> str:
+    """``n``'s decimal digits, whatever its size."""
+    return str(decimal.Decimal(n))
+
+
+def _digits(n: int) -> msgspec.Raw:
+    """``n`` as a raw JSON number, whatever its size."""
+    return msgspec.Raw(_digit_text(n).encode())
 
 
 def _finite(f: float) -> float:
@@ -291,7 +328,8 @@ def _render_key(key: object) -> str:
     if isinstance(key, str):
         return json_safe_text(str(key))
     if isinstance(key, int):
-        return str(int(key))
+        whole = int(key)
+        return str(whole) if whole.bit_length() < _INT_TEXT_BITS else _digit_text(whole)
     if isinstance(key, float):
         _finite_key(float(key))
         return msgspec.json.encode(float(key)).decode()

@@ -17,7 +17,7 @@ called in the trio thread: a report made in a worker thread (a sync body under
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from typing import Any, Final, Literal, TypeAlias
@@ -133,14 +133,35 @@ def current_sink() -> ReportSink | None:
     return _sink.get()
 
 
+class Reported:
+    """What a report returns: done already, and awaitable as a no-op.
+
+    A report is made when the call is made (in order, synchronously), so ``await
+    ctx.report_progress(...)``, as fastmcp's ``Context`` is used, and the plain call
+    both work; awaiting it never suspends.
+    """
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return
+        yield  # a generator: awaiting it returns at once
+
+    def __repr__(self) -> str:
+        return "Reported()"
+
+
+REPORTED: Final = Reported()
+
+
 def report_progress(
     progress: float,
     total: float | None = None,
     message: str | None = None,
     *,
     call_id: str | None = None,
-) -> None:
-    """Report the current call's progress.
+) -> Reported:
+    """Report the current call's progress (``await`` it or not: it is done at once).
 
     Args:
         progress: how far it has got; should increase with every report.
@@ -148,13 +169,16 @@ def report_progress(
         message: a human-readable note.
         call_id: the reporting call's id (``ctx.report_progress`` passes it).
 
+    Returns:
+        :class:`Reported`, which awaiting does nothing more with.
+
     Raises:
         ValueError: ``progress`` or ``total`` is not a finite number (``progress`` is
             required; ``total`` may be ``None``), or ``message`` is not a str.
     """
     sink = _sink.get()
     if sink is None:
-        return
+        return REPORTED
     if not _finite(progress):
         raise ValueError(f"report_progress(): progress must be a finite number, got {progress!r}")
     if total is not None and not _finite(total):
@@ -162,6 +186,7 @@ def report_progress(
     if message is not None and not isinstance(message, str):
         raise ValueError(f"report_progress(): message must be a str, got {message!r}")
     sink(ProgressReport(progress=progress, total=total, message=message, call_id=call_id))
+    return REPORTED
 
 
 def _finite(value: object) -> bool:
@@ -175,8 +200,9 @@ def _finite(value: object) -> bool:
 
 def report_log(
     level: LogLevel, data: Any, *, logger: str | None = None, call_id: str | None = None
-) -> None:
-    """Report a log message from the current call (``data``: a str or any JSON value).
+) -> Reported:
+    """Report a log message from the current call (``data``: a str or any JSON value);
+    like :func:`report_progress`, done at once and awaitable.
 
     Raises:
         ValueError: ``level`` is not one of :data:`LogLevel`.
@@ -186,3 +212,4 @@ def report_log(
     sink = _sink.get()
     if sink is not None:
         sink(LogReport(level=level, data=data, logger=logger, call_id=call_id))
+    return REPORTED

@@ -52,7 +52,7 @@ from .._core._progress import ProgressReport, current_sink
 from .._pipeline._registry import Disposer, ToolRegistry, ToolScope
 from .._tools._definition import ToolDefinition
 from ._answering import ElicitHandler, SampleHandler, ServerQuestions
-from ._convert import blocks_from_mcp
+from ._convert import blocks_from_mcp, unwrapped
 from ._listing import (
     OutputCheck,
     checked_tools,
@@ -320,6 +320,8 @@ class McpMount:
         structured = answer.structured_content
         if check is not None:
             check(structured)
+        else:  # a plain return fastmcp wrapped (so did our serve): the text has it
+            structured, meta = unwrapped(structured, meta)
         return ToolReturn(content, meta=meta, structured=structured)
 
     # -- questions from the server ---------------------------------------------------

@@ -43,7 +43,7 @@ from .._core._signal import CancelSignal
 from .._pipeline._registry import ToolRegistry, ToolScope
 from .._tools._output import output_schema
 from ._asking import CallQuestions, ask_the_client, new_secret
-from ._convert import annotations_to_mcp
+from ._convert import WRAPPED_META, annotations_to_mcp, served_hints, wrapped_value
 
 __all__ = ["ERROR_META_KEY", "mcp_server", "serve_mcp_stdio"]
 
@@ -413,7 +413,7 @@ def _tools(registry: ToolRegistry, scope: ToolScope | None) -> list[types.Tool]:
     tools: list[types.Tool] = []
     for schema in registry.schemas(scope):
         definition = registry.get(schema.name, scope)
-        hints = None if definition is None else definition.mcp_annotations
+        hints = None if definition is None else served_hints(definition)
         output = None if definition is None else output_schema(definition)
         tools.append(
             types.Tool(
@@ -446,6 +446,11 @@ def _call_result(result: ToolExecutionResult) -> dict[str, Any]:
     structured = result.structured_content
     if isinstance(structured, dict):
         wire["structuredContent"] = msgspec.to_builtins(structured)
+    else:
+        wrapped = wrapped_value(result)  # fastmcp's client reads it as ``data``
+        if wrapped is not None:
+            wire["structuredContent"] = wrapped
+            wire["_meta"] = {WRAPPED_META: {"wrap_result": True}}
     return wire
 
 

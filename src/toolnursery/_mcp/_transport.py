@@ -9,6 +9,7 @@ is handed to ``Client`` as it is (the SDK connects to it directly).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import TracebackType
@@ -167,4 +168,19 @@ def connection_target(
                 yield streams
 
         return WatchedTransport(http, ended, lambda: failures[-1] if failures else None)
+    return _low_level(server)
+
+
+def _low_level(server: Any) -> Any:
+    """The SDK ``Server`` under a fastmcp ``FastMCP`` (itself otherwise).
+
+    The SDK's ``Client`` runs a low-level ``Server`` (or its own ``MCPServer``) in
+    process; a ``FastMCP`` keeps one as ``_mcp_server``, whose lifespan enters the
+    ``FastMCP``'s own (its ``lifespan=``, providers, extensions) — the object fastmcp's
+    in-memory transport runs too. fastmcp is looked at only if it was imported.
+    """
+    fastmcp: Any = sys.modules.get("fastmcp")
+    if fastmcp is not None and isinstance(server, getattr(fastmcp, "FastMCP", ())):
+        inner: Any = server
+        return inner._mcp_server
     return server

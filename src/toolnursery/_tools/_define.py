@@ -44,7 +44,15 @@ from ._output import OutputRenderer, attach_output
 from ._pydantic_params import model_plan, signature_plan, uses_pydantic
 from ._raw import mark_validating
 from ._schema import SchemaProp, compile_spec
-from ._signature import Kind, Param, for_pydantic, for_struct, invoker, read_signature
+from ._signature import (
+    Kind,
+    Param,
+    closed_plan,
+    for_pydantic,
+    for_struct,
+    invoker,
+    read_signature,
+)
 from ._strict import from_strict_arguments, strict_json_schema
 from ._struct_schema import struct_schema
 from ._validator import Validator, validator_for
@@ -281,6 +289,7 @@ def _soft_classifier(parse: _Parse, classifier: Callable[[Any], object]) -> Call
         except Exception:
             return False
 
+    is_concurrency_safe.__wrapped__ = classifier  # type: ignore[attr-defined]  # (what MCP serving reads)
     return is_concurrency_safe
 
 
@@ -389,6 +398,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     depends: DependsHook | None = None,
+    ignore_unknown_arguments: bool = False,
     **options: Unpack[ToolOptionArgs[Any]],
 ) -> ToolDefinition: ...
 
@@ -401,6 +411,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     depends: DependsHook | None = None,
+    ignore_unknown_arguments: bool = False,
     **options: Unpack[ToolOptionArgs[Any]],
 ) -> Callable[[Callable[..., Any]], ToolDefinition]: ...
 
@@ -412,6 +423,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     depends: DependsHook | None = None,
+    ignore_unknown_arguments: bool = False,
     **options: Unpack[ToolOptionArgs[Any]],
 ) -> ToolDefinition | Callable[[Callable[..., Any]], ToolDefinition]:
     """Turn a typed function into a :class:`ToolDefinition` (use as ``@tool`` or ``@tool(...)``).
@@ -437,7 +449,15 @@ def tool(
     ``BaseModel`` parameters and ``pydantic.Field`` / ``annotated_types`` metadata
     (the whole signature is then checked by pydantic, ``msgspec.Meta`` included).
     Any other ``Annotated`` metadata is refused on either path. Annotations must be
-    resolvable at decoration time.
+    resolvable at decoration time. The schema is the same whichever path reads the
+    signature: records inlined, no ``title`` keywords.
+
+    An argument the function does not take refuses the call before the body runs
+    (``unknown argument "extra" (the tool takes: foo, bar)``), and the schema says so
+    with ``"additionalProperties": false``; ``ignore_unknown_arguments=True`` accepts
+    and drops such arguments instead (the schema then allows them). An argument
+    naming the context or an injected parameter is refused either way (``argument
+    "inbox" is supplied by the host, not the model``).
 
     Example::
 
@@ -462,6 +482,9 @@ def tool(
             called with each ``Annotated`` metadata item and each default value, it
             returns a :class:`Dependency` to inject the parameter, or ``None``
             (``lambda m: Depends(m.name) if isinstance(m, TheirDepends) else None``).
+        ignore_unknown_arguments: accept arguments the function does not take, and
+            drop them before the body runs (default: refuse the call, naming them);
+            one naming the context or an injected parameter is refused still.
         **options: the tool's options, as for :func:`define_tool`.
 
     Returns:
@@ -479,7 +502,11 @@ def tool(
         tool_name = name if name is not None else getattr(function, "__name__", "tool")
         owner = f"@tool {tool_name}"
         checked, output, render_output, strict = _options(owner, options)
-        definition = _tool_from_function(function, tool_name, description, checked, strict, depends)
+        if type(ignore_unknown_arguments) is not bool:
+            raise RegistrationError(f"{owner}: ignore_unknown_arguments must be a bool")
+        definition = _tool_from_function(
+            function, tool_name, description, checked, strict, depends, ignore_unknown_arguments
+        )
         return _with_output(owner, definition, output, render_output)
 
     if fn is None:
@@ -494,11 +521,13 @@ def _tool_from_function(
     options: ToolOptions,
     strict: bool,
     depends: DependsHook | None = None,
+    ignore_unknown: bool = False,
 ) -> ToolDefinition:
     owner = f"@tool {tool_name}"
     body_async = is_async(fn)
     params, plan, pydantic_seen = read_signature(fn, owner, depends, body_async)
-    summary, arg_docs = parse_docstring(inspect.getdoc(fn))
+    doc = getattr(fn, "__doc__", None)  # as written: whether a summary line opens it
+    summary, arg_docs = parse_docstring(doc if isinstance(doc, str) else inspect.getdoc(fn))
     defaults = [p.default for p in params]
     if pydantic_seen or uses_pydantic([p.annotation for p in params], defaults):
         params, converters = for_pydantic(params, owner)
@@ -515,6 +544,9 @@ def _tool_from_function(
             else p
             for p in plan
         ]
+    hosted = [p.name for p in plan if p.kind is Kind.CONTEXT or p.kind is Kind.INJECTED]
+    names = [p.name for p in params]
+    schema, parse = closed_plan(schema, parse, names, hosted, closed=not ignore_unknown)
     if strict:
         schema, parse = _strict_plan(owner, schema, parse)
     invoke, suspends = invoker(fn, plan, body_async)

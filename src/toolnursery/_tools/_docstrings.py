@@ -1,7 +1,7 @@
 """Docstrings → a tool's description and its parameters' descriptions.
 
-Google, Sphinx (reST) and NumPy styles are read by ``docstring_parser`` (the style is
-detected per docstring). Only the summary and the free text after it become the
+Google, Sphinx (reST), NumPy and Epydoc styles are read by ``docstring_parser`` (the
+style is detected per docstring), with or without a summary line. Only the summary and the free text after it become the
 description; the sections (arguments, returns, raises, examples, …) never do.
 """
 
@@ -23,8 +23,8 @@ def parse_docstring(
     """Split a docstring into its description and per-name descriptions.
 
     Args:
-        doc: the docstring, in Google, Sphinx or NumPy style (indentation is
-            normalized here).
+        doc: the docstring as written (``fn.__doc__``), in Google, Sphinx, NumPy or
+            Epydoc style (indentation is normalized here).
         kinds: the entry kinds collected (``param``, ``attribute``, ``ivar``, …).
 
     Returns:
@@ -34,7 +34,13 @@ def parse_docstring(
     """
     if not doc:
         return "", {}
-    parsed = docstring_parser.parse(inspect.cleandoc(doc))
+    text = inspect.cleandoc(doc)
+    if not doc.split("\n", 1)[0].strip():
+        # No summary line (``"""\n    Args: ..."""``): the blank first line, kept, makes
+        # the Google parser read "Args:" as a section rather than as the summary. A
+        # summary after it is read the same either way.
+        text = "\n" + text
+    parsed = docstring_parser.parse(text)
     found: dict[str, str] = {}
     for meta in parsed.meta:
         if not meta.args or meta.args[0] not in kinds or meta.description is None:

@@ -142,7 +142,7 @@ _MISSING: Final = object()
 class Injected:
     """One injected parameter, compiled at definition time: :meth:`get` resolves it."""
 
-    __slots__ = ("call", "cls", "key", "name", "takes_ctx", "use_cache")
+    __slots__ = ("cache_key", "call", "cls", "key", "name", "takes_ctx", "use_cache")
 
     def __init__(
         self, name: str, dep: Dependency, annotation: object, owner: str, body_async: bool
@@ -150,6 +150,7 @@ class Injected:
         self.name = name
         self.key: str | None = None
         self.call: Callable[..., Any] | None = None
+        self.cache_key: object = None
         self.cls: type | None = None
         self.takes_ctx = True
         self.use_cache = dep.use_cache
@@ -171,6 +172,7 @@ class Injected:
                     "but the tool body is sync; make the body async or the dependency sync"
                 )
             self.call = target
+            self.cache_key = _cache_key(target)
             self.takes_ctx = _takes_argument(target)
 
     def describe(self) -> str:
@@ -190,8 +192,9 @@ class Injected:
         call = self.call
         if call is None:
             return self._lookup(getattr(ctx, "deps", None))  # a remote context has none
-        if self.use_cache and call in cache:
-            return cache[call]
+        key = self.cache_key
+        if self.use_cache and key in cache:
+            return cache[key]
         value = call(ctx) if self.takes_ctx else call()
         if inspect.isawaitable(value):
             close = getattr(value, "close", None)
@@ -202,7 +205,7 @@ class Injected:
                 "awaitable, which a sync tool body cannot await"
             )
         if self.use_cache:
-            cache[call] = value
+            cache[key] = value
         return value
 
     async def aget(self, ctx: ToolRunContext[Any], cache: dict[Any, Any]) -> Any:
@@ -210,13 +213,14 @@ class Injected:
         call = self.call
         if call is None:
             return self._lookup(getattr(ctx, "deps", None))  # a remote context has none
-        if self.use_cache and call in cache:
-            return cache[call]
+        key = self.cache_key
+        if self.use_cache and key in cache:
+            return cache[key]
         value = call(ctx) if self.takes_ctx else call()
         if inspect.isawaitable(value):
             value = await value
         if self.use_cache:
-            cache[call] = value
+            cache[key] = value
         return value
 
     def _lookup(self, deps: Any) -> Any:
@@ -271,6 +275,17 @@ def _members(deps: Any) -> list[Any]:
             if isinstance(name, str) and not name.startswith("_"):
                 names[name] = None
     return [v for v in (getattr(deps, n, _MISSING) for n in names) if v is not _MISSING]
+
+
+def _cache_key(call: Callable[..., Any]) -> object:
+    """What the per-call cache files ``call``'s value under: the callable itself, so
+    equal callables share one value, or its identity when it cannot be hashed (an
+    ``eq=True`` dataclass with ``__call__``); it lives as long as the tool does."""
+    try:
+        hash(call)
+    except Exception:
+        return ("unhashable", id(call))
+    return call
 
 
 def _bare(annotation: object) -> object:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 from typing import Any, Final
@@ -281,11 +282,51 @@ def _violations(errors: list[Any]) -> list[str]:
             out.append(f"{_quoted(path)} must be {_compact(value)}")
         elif keyword in APPLIES_TO:
             out.append(f"{_quoted(path)}{rule(keyword, value)}")
+        elif keyword in ("anyOf", "oneOf") and error.context:
+            out.extend(t for t in _alternatives(_quoted(path), error) if t not in out)
+        elif keyword == "additionalProperties" and value is False and isinstance(instance, dict):
+            out.extend(_unknown(error.schema, instance, prefix))
         elif keyword in ("additionalProperties", "unevaluatedProperties") and value is False:
             out.append(f"{_quoted(path)} has an unexpected property: {error.message}")
         else:
             out.append(f'{_quoted(path)} breaks "{keyword}": {error.message}')
     return out
+
+
+def _alternatives(where: str, error: Any) -> list[str]:
+    """A failed ``anyOf``/``oneOf`` in our words: the types it takes, when the value has
+    none of them, else what is wrong with it in the alternatives of its type."""
+    here = list(error.absolute_path)
+    subs = list(error.context)
+    wrong_type = [e for e in subs if e.validator == "type" and list(e.absolute_path) == here]
+    if len(wrong_type) == len(subs):
+        nouns: list[str] = []
+        for sub in wrong_type:
+            kinds = (
+                [sub.validator_value]
+                if isinstance(sub.validator_value, str)
+                else sub.validator_value
+            )
+            nouns.extend(n for n in (_NOUNS.get(k, k) for k in kinds) if n not in nouns)
+        return [f"{where} must be {' or '.join(nouns)}"]
+    return _violations([e for e in subs if e not in wrong_type])
+
+
+def _unknown(schema: Any, instance: dict[str, Any], prefix: str) -> list[str]:
+    """One line per key ``additionalProperties: false`` refuses, naming the known ones."""
+    declared = schema.get("properties", {}) if isinstance(schema, dict) else {}
+    patterns = schema.get("patternProperties", {}) if isinstance(schema, dict) else {}
+    names = list(declared) if isinstance(declared, dict) else []
+    if prefix:
+        takes = f"the object takes: {', '.join(names)}" if names else "the object takes none"
+    else:
+        takes = f"the tool takes: {', '.join(names)}" if names else "the tool takes no arguments"
+    noun = "property" if prefix else "argument"
+    return [
+        f'unknown {noun} "{prefix}{key}" ({takes})'
+        for key in instance
+        if key not in names and not any(re.search(p, key) for p in patterns)
+    ]
 
 
 def validating_execute(

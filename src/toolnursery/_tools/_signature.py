@@ -38,6 +38,7 @@ __all__ = [
     "Kind",
     "Param",
     "ParamPlan",
+    "closed_plan",
     "for_pydantic",
     "for_struct",
     "invoker",
@@ -402,9 +403,18 @@ def _converter(name: str, declared: Any, dump: Callable[[Any], Any]) -> Callable
 def _is_record(cls: type) -> bool:
     if issubclass(cls, msgspec.Struct) or "pydantic" in getattr(cls, "__module__", ""):
         return False
-    if typing.is_typeddict(cls) or dataclasses.is_dataclass(cls):
+    if _is_typeddict(cls) or dataclasses.is_dataclass(cls):
         return True
     return hasattr(cls, "__attrs_attrs__")
+
+
+def _is_typeddict(cls: type) -> bool:
+    """``typing.TypedDict`` or ``typing_extensions.TypedDict`` (a class of its own before
+    Python 3.13, which pydantic asks for before 3.12; loaded only if someone used it)."""
+    if typing.is_typeddict(cls):
+        return True
+    extensions = sys.modules.get("typing_extensions")
+    return extensions is not None and bool(extensions.is_typeddict(cls))
 
 
 def _strip_required(annotation: Any) -> Any:
@@ -415,6 +425,59 @@ def _strip_required(annotation: Any) -> Any:
 
 def _mutable(value: object) -> bool:
     return isinstance(value, list | dict | set | bytearray)
+
+
+# -- unknown arguments -------------------------------------------------------------------
+
+
+def closed_plan(
+    schema: dict[str, Any],
+    parse: Callable[[Any], Any],
+    names: list[str],
+    hosted: list[str],
+    *,
+    closed: bool = True,
+) -> tuple[dict[str, Any], Callable[[Any], Any]]:
+    """``parse`` refusing what the model may not send, and ``schema`` saying so.
+
+    An argument naming a context or injected parameter (``hosted``) is always refused
+    (``argument "inbox" is supplied by the host, not the model``); with ``closed``, so
+    is any other argument not in ``names`` (the exposed parameters, in declaration
+    order), and the schema gets ``additionalProperties: false``. One violation per such
+    key, in the order sent, then the other violations of the remaining arguments.
+    """
+    known = frozenset(names)
+    host = frozenset(hosted)
+    allowed = known if closed else None
+    takes = f"the tool takes: {', '.join(names)}" if names else "the tool takes no arguments"
+    encode = msgspec.json.encode
+
+    def refused(key: str) -> str | None:
+        if key in host:
+            return f"argument {encode(key).decode()} is supplied by the host, not the model"
+        if allowed is not None and key not in allowed:
+            return f"unknown argument {encode(key).decode()} ({takes})"
+        return None
+
+    def parse_guarded(args: Any) -> Any:
+        if not isinstance(args, dict):
+            return parse(args)
+        if allowed is not None:
+            if allowed.issuperset(args):
+                return parse(args)
+        elif host.isdisjoint(args):
+            return parse(args)
+        found = [text for text in map(refused, args) if text is not None]
+        rest = {k: v for k, v in args.items() if k not in host}
+        try:  # and what else is wrong, as a validator lists every violation
+            parse({k: v for k, v in rest.items() if allowed is None or k in allowed})
+        except ToolArgsError as exc:
+            found.extend(exc.violations)
+        raise ToolArgsError(found)
+
+    if not closed and not host:
+        return schema, parse
+    return ({**schema, "additionalProperties": False} if closed else schema), parse_guarded
 
 
 # -- calling the body ---------------------------------------------------------------------

@@ -53,6 +53,9 @@ _FORMATS: dict[type[mi.Type], str] = {
 }
 """Types msgspec decodes from strings, and the ``format`` the schema gives them."""
 
+_EMPTY_FACTORIES: tuple[object, ...] = (list, dict, set, frozenset)
+"""The factories msgspec makes of an empty container default: the schema shows it."""
+
 _SCALARS = (mi.StrType, mi.IntType, mi.FloatType, mi.BoolType, mi.LiteralType, mi.EnumType)
 
 
@@ -124,7 +127,10 @@ def _struct_object(
             _scan(field.type, walk, where)
             msgspec.json.Decoder(field.type)  # msgspec's own refusals (ambiguous unions)
             info = mi.type_info(field.type)
-            schema, node = _field_schema(info, field.default, descriptions.get(field.name), walk)
+            default = field.default
+            if default is NODEFAULT and field.default_factory in _EMPTY_FACTORIES:
+                default = field.default_factory()  # an empty list, dict or set
+            schema, node = _field_schema(info, default, descriptions.get(field.name), walk)
         except StructSchemaError:
             raise
         except ConstraintError as exc:
