@@ -1,6 +1,6 @@
 """The tasks of one batch that run its admitted dispatches: reused workers, deadline groups.
 
-The driver (:mod:`toolnursery._batch._driver`) makes a :class:`WorkerPool` on its first
+The trio driver (:mod:`toolnursery._batch._driver`) makes a :class:`WorkerPool` on its first
 pooled call and talks to it through five methods: :meth:`~WorkerPool.submit` an
 admitted call, :meth:`~WorkerPool.flush` (start the workers queued calls are owed,
 before the driver awaits), :meth:`~WorkerPool.close` (no call will start any more),
@@ -29,12 +29,13 @@ import trio
 from .._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT
 from .._core._signal import CancelSignal
 from .._core._statistics import Counters
-from .._pipeline._call import RESOLVED, CallRecord, Slot
+from .._machine._admission import Admission
+from .._machine._call import RESOLVED, Slot
+from .._pipeline._call import CallRecord
 from .._pipeline._dispatch import dispatch_grouped
 from .._pipeline._dispatch import start as start_dispatch
-from ._admission import Admission
 
-__all__ = ["GROUP_MIN_BUDGET_MS", "GROUP_SIZE", "WorkerPool", "start_dispatch", "unwound"]
+__all__ = ["GROUP_MIN_BUDGET_MS", "GROUP_SIZE", "WorkerPool", "start_dispatch"]
 
 _QUEUED = Slot.QUEUED
 _RUNNING = Slot.RUNNING
@@ -70,14 +71,6 @@ class _DeadlineGroup:
         self.deadline = -math.inf  # the latest own deadline of the members started
         self.unstarted = 0
         self.scope: trio.CancelScope | None = None
-
-
-def unwound(call: CallRecord) -> None:
-    """An abort unwound the call (running, or queued and never run): its result by
-    whether its body ran; settled."""
-    assert call.slot is _QUEUED or call.slot is _RUNNING
-    call.resolve(call.aborted(), RESOLVED)
-    call.slot = _SETTLED
 
 
 class WorkerPool:
@@ -181,7 +174,7 @@ class WorkerPool:
             queue = self._queue
             while queue:
                 call = queue.popleft()
-                unwound(call)
+                call.unwind()
                 self._admission.settle(call)
 
     # -- tasks ------------------------------------------------------------------------
@@ -230,7 +223,7 @@ class WorkerPool:
             return
         while queue:
             call = queue.popleft()
-            unwound(call)
+            call.unwind()
             self._admission.settle(call)
         self._wake()
 
@@ -283,7 +276,7 @@ class WorkerPool:
             # The batch abort (the pool's scope), or the group's deadline: the call is
             # recorded by whether its body ran, or as timed out; then re-raise.
             self.unwinding = True
-            unwound(call)
+            call.unwind()
             raise
         except Exception as exc:
             self._failed(exc)
@@ -361,7 +354,7 @@ class WorkerPool:
                     # The pool scope carried the batch abort through the wrappers and the
                     # body: record the call by whether its body ran, and re-raise.
                     self.unwinding = True
-                    unwound(call)
+                    call.unwind()
                     raise
                 except Exception as exc:
                     self._failed(exc)

@@ -37,20 +37,18 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
-import msgspec
 import trio
 
 from .._core._content import TextContent, ToolExecutionResult
 from .._core._errors import ToolNotFoundError, ToolTimeoutError
 from .._core._execution import ToolDispatchExecution
 from .._core._outcomes import (
-    ABORTED_BEFORE_DISPATCH_RESULT,
-    ABORTED_RESULT,
     failure_result,
     normalize,
     unreachable,
 )
 from .._core._signal import CancelSignal, ScopeLink
+from .._machine._call import aborted_as, cut_short
 from . import _deadline
 from ._call import FINAL, PENDING, RESOLVED, AttemptContext, CallRecord
 from ._deadline import DeadlinePolicy
@@ -122,7 +120,7 @@ def settle(call: CallRecord, value: Any) -> ToolExecutionResult:
     """
     if call.caller._cancelled:
         result = normalize(value, call.name)
-        return result if result.is_error else ABORTED_RESULT
+        return result if result.is_error else cut_short(True)
     if type(value) is str and value.isascii():
         result = call.clean = ToolExecutionResult((TextContent(value),), False)
         return result
@@ -141,10 +139,8 @@ def resolve_dispatch(call: CallRecord, result: ToolExecutionResult) -> None:
 
 
 def abort_result(call: CallRecord, result: ToolExecutionResult) -> ToolExecutionResult:
-    """What a successful ``result`` becomes after the caller's abort (keeping its contexts)."""
-    base = ABORTED_RESULT if call.invoked else ABORTED_BEFORE_DISPATCH_RESULT
-    contexts = result.additional_contexts
-    return msgspec.structs.replace(base, additional_contexts=contexts) if contexts else base
+    """What ``result`` becomes after the caller's abort (the call machine decides)."""
+    return aborted_as(result, call.invoked)
 
 
 # -- a pooled call: one awaitable for the worker's own frame ----------------------------
@@ -465,7 +461,7 @@ _CANCELLED: Final = object()
 
 def _cut_short(call: CallRecord) -> ToolExecutionResult:
     """An attempt that ends before its body runs: ABORTED if an earlier attempt ran it."""
-    return ABORTED_RESULT if call.invoked else ABORTED_BEFORE_DISPATCH_RESULT
+    return cut_short(call.invoked)
 
 
 async def _base_dispatch(
@@ -500,10 +496,10 @@ async def _base_dispatch(
         if call.derived is not None:
             call.end_attempt()
     if value is _CANCELLED:
-        return ABORTED_RESULT
+        return cut_short(True)
     if signal._cancelled:
         result = normalize(value, call.name)
-        return result if result.is_error else ABORTED_RESULT
+        return result if result.is_error else cut_short(True)
     return settle(call, value)
 
 
@@ -547,7 +543,7 @@ async def _acquire(
     stats = call.current_plan().stats
     gate = call.gate
     if gate is not None:
-        gate._leave(call)
+        gate.leave(call)
     stats.waiting += 1
     try:
         if carried and signal is call.caller:
@@ -561,7 +557,7 @@ async def _acquire(
     held = False
     try:
         if gate is not None:
-            await gate._rejoin(call)
+            await gate.rejoin(call)
         held = not (call.caller._cancelled or signal._cancelled)
     finally:
         if not held:
