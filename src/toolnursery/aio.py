@@ -28,14 +28,18 @@ See ``docs/asyncio.md``.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Final, Literal
 
 import msgspec
 
+from ._aio._driver import AsyncioDriver, check_batch, run_calls, settle_task
 from ._aio._host import Job, drain_job, host_for, wait_job
 from ._aio._host import aclose as aclose
+from ._aio._route import needs_trio as needs_trio
+from ._aio._route import trio_reason
 from ._aio._tool import asyncio_tool as asyncio_tool
 from ._aio._tool import is_asyncio_tool as is_asyncio_tool
 from ._batch._recorder import ToolCallRecorder
@@ -47,20 +51,96 @@ from ._core._errors import AsyncioHostError as AsyncioHostError
 from ._core._execution import ToolExecutionInput
 from ._core._homes import fixup_module_metadata as _fixup_module_metadata
 from ._core._signal import CancelSignal, Fusion, fuse
+from ._core._statistics import ToolStatistics
 from ._pipeline._registry import ToolRegistry, ToolScope
 
 __all__ = [
     "AsyncioHostError",
     "AsyncioToolBatch",
+    "BatchDriver",
+    "Driver",
     "aclose",
     "asyncio_tool",
+    "batch_driver",
     "execute",
     "is_asyncio_tool",
+    "needs_trio",
     "open_tool_batch",
     "run_tool_calls",
 ]
 
 _BLOCK_RAISED = "the batch's block raised"
+
+Driver = Literal["auto", "asyncio", "trio"]
+"""Which driver runs a batch from asyncio: ``"auto"`` (the rule of ``docs/asyncio.md``),
+``"asyncio"`` (the native driver; refused with ``ValueError`` when a tool or hook of
+the batch needs trio) or ``"trio"`` (the trio guest run)."""
+
+_DRIVERS: Final = ("auto", "asyncio", "trio")
+
+logger = logging.getLogger("toolnursery.aio")
+"""Logs, at DEBUG, which driver each batch runs on (fields ``batch_id``, ``driver``,
+``reason``)."""
+
+
+class BatchDriver(msgspec.Struct, frozen=True):
+    """Which driver a batch runs on (see :func:`batch_driver`).
+
+    Attributes:
+        driver: ``"asyncio"`` (natively on the running loop) or ``"trio"`` (the trio
+            guest run).
+        reason: why not asyncio (``None`` when it is asyncio).
+    """
+
+    driver: Literal["asyncio", "trio"]
+    reason: str | None = None
+
+
+def batch_driver(
+    registry: ToolRegistry,
+    calls: Iterable[ToolCall] | None = None,
+    *,
+    agent: ToolScope | None = None,
+    driver: Driver = "auto",
+) -> BatchDriver:
+    """The driver a batch of ``calls`` (``None``: a streamed batch, whose calls may be
+    any tool of the view) would run on from asyncio, and why.
+
+    Raises:
+        ValueError: ``driver`` is not one of ``"auto"``, ``"asyncio"``, ``"trio"``, or
+            is ``"asyncio"`` for a batch whose tools or hooks need trio.
+    """
+    names = None if calls is None else [call.name for call in calls if isinstance(call, ToolCall)]
+    reason = _choose(driver, registry, agent, names)
+    return BatchDriver("asyncio") if reason is None else BatchDriver("trio", reason)
+
+
+def _choose(
+    driver: object, registry: ToolRegistry, agent: ToolScope | None, names: list[str] | None
+) -> str | None:
+    """Why the batch runs in the trio guest run, or ``None``: on the asyncio driver."""
+    if driver not in _DRIVERS:
+        raise ValueError(f"driver must be one of 'auto', 'asyncio', 'trio', got {driver!r}")
+    if driver == "trio":
+        return "driver='trio' was asked for"
+    if not isinstance(registry, ToolRegistry):
+        return "not a ToolRegistry"  # the trio API refuses it with its own error
+    reason = trio_reason(registry, agent, names)
+    if reason is not None and driver == "asyncio":
+        raise ValueError(f"driver='asyncio' cannot run this batch: {reason}")
+    return reason
+
+
+def _log(batch_id: str | None, reason: str | None) -> None:
+    if logger.isEnabledFor(logging.DEBUG):
+        driver = "asyncio" if reason is None else "trio"
+        logger.debug(
+            "batch %s runs on the %s driver%s",
+            batch_id,
+            driver,
+            "" if reason is None else f" ({reason})",
+            extra={"batch_id": batch_id, "driver": driver, "reason": reason},
+        )
 
 
 async def run_tool_calls(
@@ -72,6 +152,7 @@ async def run_tool_calls(
     max_parallel: int = 10,
     recorder: ToolCallRecorder | None = None,
     deps: Any = None,
+    driver: Driver = "auto",
 ) -> list[ToolExecutionResult]:
     """Run one model response's tool calls from asyncio; results in model order.
 
@@ -80,13 +161,38 @@ async def run_tool_calls(
     commit, unstarted ones get ``ABORTED_BEFORE_DISPATCH`` (the recorder sees them
     all), and ``CancelledError`` propagates once nothing the batch started is running.
 
+    The batch runs natively on the running loop when every tool it calls and every
+    hook runs on asyncio, else in the trio guest run (``driver``; see
+    :func:`batch_driver` and ``docs/asyncio.md``).
+
     Raises:
-        ValueError: ``max_parallel`` is not a positive integer.
+        ValueError: ``max_parallel`` is not a positive integer, or ``driver`` is not
+            a :data:`Driver` (or ``"asyncio"`` for a batch that needs trio).
         asyncio.CancelledError: the awaiting task was cancelled (after the drain).
         Exception: the scheduler's first internal failure (e.g. a recorder that
             raised), after the calls in flight have settled.
     """
     pending = list(calls)
+    names = [call.name for call in pending if type(call) is ToolCall or isinstance(call, ToolCall)]
+    reason = _choose(driver, registry, agent, names)
+    if reason is None:
+        check_batch(registry, signal, agent, max_parallel)
+        own_fusion = fuse(signal) if signal is not None else None
+        native = AsyncioDriver(
+            registry,
+            own_fusion.signal if own_fusion is not None else CancelSignal(),
+            agent,
+            max_parallel,
+            recorder,
+            deps=deps,
+        )
+        _log(native.id, None)
+        try:
+            return await run_calls(native, pending)
+        finally:
+            if own_fusion is not None:
+                own_fusion.close()
+    _log(None, reason)
     loop = asyncio.get_running_loop()
     host = await host_for(loop)
     job: Job[list[ToolExecutionResult]] = Job(loop, CancelSignal())
@@ -153,10 +259,13 @@ class AsyncioToolBatch:
     with ``async for`` to receive ``(call, result)`` pairs in model order.
     """
 
-    __slots__ = ("_batch", "_finished", "_loop", "_pairs", "_read", "_waiters")
+    __slots__ = ("_batch", "_finished", "_loop", "_native", "_pairs", "_read", "_waiters")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, native: AsyncioDriver | None = None
+    ) -> None:
         self._loop = loop
+        self._native = native
         self._batch: ToolBatch | None = None
         self._pairs: list[tuple[ToolCall, ToolExecutionResult]] = []
         self._read = 0
@@ -164,19 +273,35 @@ class AsyncioToolBatch:
         self._waiters: list[asyncio.Future[None]] = []
 
     @property
+    def driver(self) -> Literal["asyncio", "trio"]:
+        """Which driver runs the batch: ``"asyncio"`` (natively on this loop) or
+        ``"trio"`` (the trio guest run); see :func:`batch_driver`."""
+        return "trio" if self._native is None else "asyncio"
+
+    @property
     def id(self) -> str:
         """The batch id the recorder's events carry."""
-        return self._trio_batch.id
+        native = self._native
+        return native.id if native is not None else self._trio_batch.id
 
     @property
     def signal(self) -> CancelSignal:
         """The batch's own signal: ``batch.signal.cancel(reason)`` aborts the batch."""
-        return self._trio_batch.signal
+        native = self._native
+        return native.machine.signal if native is not None else self._trio_batch.signal
 
     @property
     def results(self) -> list[ToolExecutionResult]:
         """The results committed so far, in model order."""
+        native = self._native
+        if native is not None:
+            return list(native.machine.results)
         return self._trio_batch.results
+
+    def statistics(self) -> ToolStatistics:
+        """A frozen snapshot of the batch (see :meth:`toolnursery.ToolBatch.statistics`)."""
+        native = self._native
+        return native.statistics() if native is not None else self._trio_batch.statistics()
 
     def submit(self, call: ToolCall) -> int:
         """Add the next call (model order); returns its index in the batch.
@@ -185,16 +310,29 @@ class AsyncioToolBatch:
             TypeError: ``call`` is not a :class:`ToolCall`.
             RuntimeError: the batch is closed.
         """
+        native = self._native
+        if native is not None:
+            return native.submit(call)
         return self._trio_batch.submit(call)
 
     def close(self) -> None:
         """End submission: the batch finishes once every submitted call has committed."""
-        self._trio_batch.close()
+        native = self._native
+        if native is not None:
+            native.close()
+        else:
+            self._trio_batch.close()
 
     def __aiter__(self) -> AsyncioToolBatch:
         return self
 
     async def __anext__(self) -> tuple[ToolCall, ToolExecutionResult]:
+        native = self._native
+        if native is not None:
+            pair = await native.next_pair()
+            if pair is None:
+                raise StopAsyncIteration
+            return pair
         while self._read >= len(self._pairs):
             if self._finished:
                 raise StopAsyncIteration
@@ -234,6 +372,7 @@ async def open_tool_batch(
     max_parallel: int = 10,
     recorder: ToolCallRecorder | None = None,
     deps: Any = None,
+    driver: Driver = "auto",
 ) -> AsyncIterator[AsyncioToolBatch]:
     """Open a batch from asyncio that runs calls as they are submitted.
 
@@ -251,11 +390,38 @@ async def open_tool_batch(
     aborted — started calls drain, the rest get ``ABORTED_BEFORE_DISPATCH`` — before
     the exception propagates.
 
+    The calls are not known when the batch opens, so the driver is chosen from every
+    tool the view can call (see :func:`batch_driver`); ``batch.driver`` says which.
+
     Raises:
-        ValueError: ``max_parallel`` is not a positive integer.
+        ValueError: ``max_parallel`` is not a positive integer, or ``driver`` is not
+            a :data:`Driver` (or ``"asyncio"`` for a view that needs trio).
         Exception: the scheduler's first internal failure, at the end of the block.
     """
     loop = asyncio.get_running_loop()
+    reason = _choose(driver, registry, agent, None)
+    if reason is None:
+        check_batch(registry, signal, agent, max_parallel)
+        own_fusion = fuse(signal) if signal is not None else None
+        own = own_fusion.signal if own_fusion is not None else CancelSignal()
+        native = AsyncioDriver(registry, own, agent, max_parallel, recorder, deps=deps)
+        _log(native.id, None)
+        task = loop.create_task(native.drive(), name=f"toolnursery:batch {native.id}")
+        try:
+            try:
+                yield AsyncioToolBatch(loop, native)
+            except BaseException:
+                own.cancel(_BLOCK_RAISED)
+                native.close()
+                await settle_task(task, own, native.close)
+                raise
+            native.close()
+            await settle_task(task, own, native.close)
+        finally:
+            if own_fusion is not None:
+                own_fusion.close()
+        return
+    _log(None, reason)
     host = await host_for(loop)
     job: Job[None] = Job(loop, CancelSignal())
     fusion, batch_signal = _fuse(signal, job.signal)

@@ -73,7 +73,14 @@ class CancelSignal:
                 callback(self)
 
     async def wait(self) -> None:
-        """Block until the signal fires (returns at once if it already has)."""
+        """Block until the signal fires (returns at once if it already has).
+
+        Works under trio and under asyncio (a body or hook of a batch on the asyncio
+        driver of :mod:`toolnursery.aio`).
+        """
+        if not trio.lowlevel.in_trio_task():
+            await _wait_on_asyncio(self)
+            return
         if self._cancelled:
             await trio.lowlevel.checkpoint()
             return
@@ -111,6 +118,26 @@ class CancelSignal:
     def __repr__(self) -> str:
         state = f"cancelled, reason={self._reason!r}" if self._cancelled else "pending"
         return f"<CancelSignal {state}>"
+
+
+async def _wait_on_asyncio(signal: CancelSignal) -> None:
+    """:meth:`CancelSignal.wait` under asyncio: a future the signal's link resolves."""
+    import asyncio  # only the asyncio driver's bodies get here
+
+    if signal._cancelled:
+        await asyncio.sleep(0)
+        return
+    future = asyncio.get_running_loop().create_future()
+
+    def fired(_: CancelSignal) -> None:
+        if not future.done():
+            future.set_result(None)
+
+    signal._link(fired)
+    try:
+        await future
+    finally:
+        signal._unlink(fired)
 
 
 class Fusion:

@@ -47,6 +47,7 @@ from .._core._outcomes import (
     normalize,
     unreachable,
 )
+from .._core._aiothread import run_sync as _aio_thread
 from .._core._signal import CancelSignal, ScopeLink
 from .._machine._call import aborted_as, cut_short
 from . import _deadline
@@ -78,6 +79,7 @@ _STEP: Final = Route.STEP
 _AWAIT: Final = Route.AWAIT
 _THREAD: Final = Route.THREAD
 _INLINE: Final = Route.INLINE
+_in_trio_task: Final = trio.lowlevel.in_trio_task
 
 
 # -- the seam -------------------------------------------------------------------------
@@ -102,6 +104,8 @@ def invoke(call: CallRecord) -> Awaitable[Any]:
         return awaitable
     if route is _THREAD:
         call.signal  # noqa: B018  (a derived signal is made here, in the trio thread)
+        if not _in_trio_task():  # the asyncio driver's call (toolnursery._aio._driver)
+            return _aio_thread(plan.body, call.args, context)
         return trio.to_thread.run_sync(plan.body, call.args, context)
     assert route is _INLINE, route
     return _returned(plan.body(call.args, context))
