@@ -32,7 +32,7 @@ from .._core._outcomes import (
     error_message,
     text_result,
 )
-from .._core._signal import CancelSignal
+from .._core._signal import CancelSignal, link, unlink
 
 __all__ = [
     "CUT",
@@ -117,7 +117,7 @@ async def resolve_decision(
         ApprovalRequest(agent, name, execution.call_id, decision.reason, execution.signal)
     )
     if outcome == "allowed-once" or outcome == "cancelled":
-        if execution.signal._cancelled:
+        if execution.signal.cancelled:
             return ABORTED_BEFORE_DISPATCH_RESULT
         if outcome == "allowed-once":
             return None
@@ -301,11 +301,11 @@ class Suspended:
         """Run the phase to its end: its value, or :data:`CUT` when the grace ran out
         and the phase ended in the ``Cancelled`` of the grace."""
         self.grace = grace
-        signal._link(self)
+        link(signal, self)
         try:
             return await self
         finally:
-            signal._unlink(self)
+            unlink(signal, self)
             self.scope = None
 
     def __await__(self) -> Generator[Any, Any, Any]:
