@@ -39,7 +39,8 @@ from .._core._decisions import ResourceKey
 from .._core._errors import AbortError, ToolTimeoutError
 from .._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, failure_result
 from .._core._progress import ReportSink, install_sink, remove_sink
-from .._core._signal import CancelSignal
+from .._core._scope import check_agent
+from .._core._signal import CancelSignal, link
 from .._core._statistics import ToolStatistics
 from .._core._statistics import now as _now
 from .._machine._batch import HAND_OFF_MAX, INLINE, POOL, BatchMachine
@@ -260,7 +261,7 @@ class AsyncioDriver:
         """Drive the batch to its end (no group: a batch of one call, run inline)."""
         machine = self.machine
         # The batch signal is private to this batch, so the link dies with it.
-        machine.signal._link(self.on_abort)
+        link(machine.signal, self.on_abort)
         if machine.recorder is not None:
             self.reports = install_sink(machine.record_report)
         ended = False
@@ -364,7 +365,7 @@ class AsyncioDriver:
                     return
                 await self.wait()
                 continue
-            if signal._cancelled:
+            if signal.cancelled:
                 return
             call = calls[i]
             keys = machine.classify(call)
@@ -384,7 +385,7 @@ class AsyncioDriver:
                         return
                     await self.wait()
                     continue
-                if signal._cancelled:
+                if signal.cancelled:
                     return
                 if machine.full():
                     await self.wait()
@@ -431,7 +432,7 @@ class AsyncioDriver:
         stamps = machine.stamps
         if stamps is not None:
             stamps[call.index] = [self.loop.time(), None, None]
-        if machine.signal._cancelled:
+        if machine.signal.cancelled:
             # Aborted while the call was being prepared: it never runs.
             call.unwind()
             machine.settled(call)
@@ -493,7 +494,7 @@ class AsyncioDriver:
         """One call's dispatch task: wait for its turn, dispatch, settle (and commit)."""
         machine = self.machine
         signal = machine.signal
-        if signal._cancelled and call.slot is _QUEUED:
+        if signal.cancelled and call.slot is _QUEUED:
             # Aborted before this task began: it never runs.
             if deadline is not None:
                 deadline.unstarted -= 1
@@ -519,7 +520,7 @@ class AsyncioDriver:
                     machine.stats.wait += _now() - begun
                 else:
                     await wait.granted.wait()  # type: ignore[attr-defined]
-                if signal._cancelled:
+                if signal.cancelled:
                     assert call.slot is _QUEUED  # it never ran
                     call.resolve(ABORTED_BEFORE_DISPATCH_RESULT, RESOLVED)
                     aborted = True
@@ -560,10 +561,10 @@ class AsyncioDriver:
                 call.resolve(failure_result(AbortError()), RESOLVED)
                 call.slot = _SETTLED
                 return
-            if not signal._cancelled:
+            if not signal.cancelled:
                 self.unwinding = True  # cancelled from outside the batch
             call.unwind()
-            if not pooled and signal._cancelled and task.cancelling() == 1:
+            if not pooled and signal.cancelled and task.cancelling() == 1:
                 return  # the abort's own cancellation of this task: ours to end
             raise
         except Exception as exc:
@@ -597,7 +598,7 @@ class AsyncioDriver:
         deadline.members[call] = task
         if not deadline.unstarted:
             deadline.handle = loop.call_at(deadline.deadline, deadline.expire)
-        if call.caller._cancelled:
+        if call.caller.cancelled:
             resolve_dispatch(call, cut_short(call.invoked))
             return
         failed: ToolExecutionResult | None = None
@@ -625,7 +626,7 @@ class AsyncioDriver:
             self.wake_up()
             return
         machine = self.machine
-        if machine.failure is None and (not self.unwinding or machine.signal._cancelled):
+        if machine.failure is None and (not self.unwinding or machine.signal.cancelled):
             try:
                 machine.commit_now(post=False)
             except Exception as exc:
@@ -710,7 +711,7 @@ def check_batch(
     if signal is not None and not isinstance(signal, CancelSignal):
         raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")
     if agent is not None:
-        registry._check_agent(agent)
+        check_agent(registry, agent)
 
 
 async def settle_task(task: asyncio.Task[Any], abort: CancelSignal, close: Any) -> None:

@@ -26,7 +26,7 @@ import trio
 from .._core._content import ToolCall, ToolExecutionResult
 from .._core._decisions import ResourceKey
 from .._core._progress import ReportSink, install_sink, remove_sink
-from .._core._signal import CancelSignal, ScopeLink
+from .._core._signal import CancelSignal, ScopeLink, link, unlink
 from .._core._statistics import ToolStatistics
 from .._core._statistics import now as _now
 from .._machine._admission import Admission
@@ -274,7 +274,7 @@ class _Driver:
         self.nursery = nursery
         machine = self.machine
         # The batch signal is private to this batch, so the link dies with it.
-        machine.signal._link(self.on_abort)
+        link(machine.signal, self.on_abort)
         # The calls' progress reports become durable events (the tasks the batch starts
         # inherit this context, so pooled bodies report here too).
         if machine.recorder is not None:
@@ -353,7 +353,7 @@ class _Driver:
                     return
                 await self.wait()
                 continue
-            if signal._cancelled:
+            if signal.cancelled:
                 return
             call = calls[i]
             keys = machine.classify(call)
@@ -373,7 +373,7 @@ class _Driver:
                         return
                     await self.wait()
                     continue
-                if signal._cancelled:
+                if signal.cancelled:
                     return
                 # Waiting calls hold no slot, but at most max_parallel of them wait.
                 if machine.full():
@@ -399,7 +399,7 @@ class _Driver:
         """Start the call (the machine's step), then await what the step hands out."""
         machine = self.machine
         step = machine.start(call, keys, inline, barrier)
-        if type(step) is not int:
+        if not isinstance(step, int):
             # A policy hook suspended: await the rest of the policy, then place the call.
             pool = self.pool
             if pool is not None and pool.owed:
@@ -441,7 +441,7 @@ class _Driver:
                 wake=self.settled,
                 failed=machine.failed,
             )
-            if machine.signal._cancelled:
+            if machine.signal.cancelled:
                 self.abort_pool(pool)  # aborted while the call was being prepared
         plan = call.plan
         assert plan is not None
@@ -467,14 +467,14 @@ class _Driver:
             await dispatch(call, carried=True)  # nothing to interrupt: no scope
         else:
             scope = trio.CancelScope()
-            link = ScopeLink(scope)
+            scope_link = ScopeLink(scope)
             signal = machine.signal
-            signal._link(link)
+            link(signal, scope_link)
             try:
                 with scope:
                     await dispatch(call, carried=True)
             finally:
-                signal._unlink(link)
+                unlink(signal, scope_link)
             if scope.cancelled_caught:
                 call.resolve(call.aborted(), RESOLVED)
         if timings:
@@ -532,7 +532,7 @@ class _Driver:
             pool = self.pool
             assert pool is not None
             machine = self.machine
-            if machine.failure is None and (not pool.unwinding or machine.signal._cancelled):
+            if machine.failure is None and (not pool.unwinding or machine.signal.cancelled):
                 # (Once a call was cancelled, and not by the batch's abort, something
                 # outside cancels the batch: nothing is committed any more, here.)
                 try:

@@ -328,7 +328,7 @@ class WorkerPool:
                             stats.wait += clock() - begun
                         else:
                             await wait.granted.wait()
-                        if signal._cancelled:
+                        if signal.cancelled:
                             assert call.slot is _QUEUED  # it never ran
                             call.resolve(ABORTED_BEFORE_DISPATCH_RESULT, RESOLVED)
                             aborted = True

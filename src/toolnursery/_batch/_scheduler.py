@@ -51,6 +51,7 @@ import trio
 from .._core._arguments import parse_arguments
 from .._core._content import ToolCall, ToolExecutionResult
 from .._core._groups import collapse, only_cancelled
+from .._core._scope import check_agent
 from .._core._signal import CancelSignal, fuse
 from .._machine._intake import check_batch_id
 from .._pipeline._registry import ToolRegistry, ToolScope
@@ -85,7 +86,7 @@ def _check_batch(
     if signal is not None and not isinstance(signal, CancelSignal):
         raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")
     if agent is not None:
-        registry._check_agent(agent)
+        check_agent(registry, agent)
     if batch_id is not None:
         check_batch_id(batch_id)
 

@@ -29,6 +29,7 @@ from .._core._statistics import Counters, ToolStatistics, outcome
 from .._core._statistics import now as _now
 from .._pipeline._call import UNPARSED, CallRecord
 from .._pipeline._classify import classify
+from .._pipeline._registry import counters
 from .._pipeline._stages import conclude, finalize_now, policy_now
 from .._pipeline._stages import start as begin_call
 from . import _intake
@@ -473,7 +474,7 @@ class BatchMachine:
         cancellation from an enclosing scope) is abandoned.
         """
         stats = self.stats
-        into = self.registry._stats
+        into = counters(self.registry)
         into.prepare += stats.prepare
         into.wait += stats.wait
         into.dispatch += stats.dispatch

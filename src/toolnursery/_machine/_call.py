@@ -113,7 +113,6 @@ _NEW: Final = Slot.NEW
 _QUEUED: Final = Slot.QUEUED
 _RUNNING: Final = Slot.RUNNING
 _SETTLED: Final = Slot.SETTLED
-_replace: Final = msgspec.structs.replace
 
 
 def cut_short(invoked: bool, timed_out: float | None = None) -> ToolExecutionResult:
@@ -137,7 +136,7 @@ def aborted_as(result: ToolExecutionResult, invoked: bool) -> ToolExecutionResul
     """The abort's result (by whether a body ran) in place of ``result``, with its contexts."""
     base = ABORTED_RESULT if invoked else ABORTED_BEFORE_DISPATCH_RESULT
     contexts = result.additional_contexts
-    return _replace(base, additional_contexts=contexts) if contexts else base
+    return msgspec.structs.replace(base, additional_contexts=contexts) if contexts else base
 
 
 class CallMachine:

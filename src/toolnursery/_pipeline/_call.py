@@ -25,7 +25,7 @@ from .._core._content import HookContext, ToolCall, ToolExecutionResult
 from .._core._decisions import ResourceKey
 from .._core._execution import ToolExecution, ToolExecutionToken, ToolRunContext
 from .._core._scope import AgentScope
-from .._core._signal import CancelSignal
+from .._core._signal import CancelSignal, link, unlink
 from .._machine._call import (
     FINAL,
     PENDING,
@@ -53,6 +53,7 @@ __all__ = [
     "Gate",
     "Slot",
     "Waiting",
+    "attempt_context",
 ]
 
 
@@ -102,7 +103,6 @@ class CallRecord(CallMachine):
     """
 
     __slots__ = (
-        "_deferred",
         "_execution",
         "agent",
         "args",
@@ -112,6 +112,7 @@ class CallRecord(CallMachine):
         "call_id",
         "caller",
         "deadline",
+        "deferrals",
         "deps",
         "derived",
         "frozen",
@@ -166,7 +167,7 @@ class CallRecord(CallMachine):
         self.derived: _BodySignal | None = None
         self.timings = False
         self.attempt_starts: list[float] | None = None  # a retried call's, on trio's clock
-        self._deferred: list[HookContext] | None = None
+        self.deferrals: list[HookContext] | None = None
         self._execution: ToolExecution | None = None
 
     def current_plan(self) -> ToolPlan:
@@ -226,9 +227,9 @@ class CallRecord(CallMachine):
     @property
     def deferred(self) -> list[HookContext]:
         """The contexts the body deferred (made on first use)."""
-        deferred = self._deferred
+        deferred = self.deferrals
         if deferred is None:
-            deferred = self._deferred = []
+            deferred = self.deferrals = []
         return deferred
 
     def defer_context(self, context: HookContext) -> None:
@@ -248,7 +249,7 @@ class CallRecord(CallMachine):
 
     def with_deferred(self, result: ToolExecutionResult) -> ToolExecutionResult:
         """``result`` with the body-deferred contexts in front of its own."""
-        deferred = self._deferred
+        deferred = self.deferrals
         if not deferred:
             return result
         return msgspec.structs.replace(
@@ -311,6 +312,16 @@ class AttemptContext(ToolRunContext[Any]):
         self._record.defer_context(context)
 
 
+def attempt_context(call: CallRecord) -> AttemptContext:
+    """A fresh run context for one attempt of ``call``'s body (one small allocation)."""
+    context: AttemptContext = _new(AttemptContext)  # without ToolRunContext.__new__
+    context._record = call
+    return context
+
+
+_new: Final = object.__new__
+
+
 class _BodySignal(CancelSignal):
     """The signal a body sees under a deadline or a replacement: fires with any source.
 
@@ -328,14 +339,14 @@ class _BodySignal(CancelSignal):
         self._deadline = deadline
         self._clock = trio.lowlevel.current_clock() if deadline is not None else None
         for source in sources:
-            if source._cancelled:
-                self._fire(source._reason)
+            if source.cancelled:
+                self._fire(source.reason)
                 return
         for source in sources:
-            source._link(self._from_source)
+            link(source, self._from_source)
 
     @property
-    def _cancelled(self) -> bool:
+    def cancelled(self) -> bool:
         if self._latched:
             return True
         deadline = self._deadline
@@ -347,8 +358,8 @@ class _BodySignal(CancelSignal):
                 return True
         return False
 
-    @_cancelled.setter
-    def _cancelled(self, value: bool) -> None:
+    @cancelled.setter
+    def cancelled(self, value: bool) -> None:
         self._latched = value
 
     def cancel(self, reason: Any = None) -> None:
@@ -357,11 +368,11 @@ class _BodySignal(CancelSignal):
 
     def _from_source(self, source: CancelSignal) -> None:
         if not self._latched:
-            self._fire(source._reason)
+            self._fire(source.reason)
 
     def close(self) -> None:
         for source in self._sources:
-            source._unlink(self._from_source)
+            unlink(source, self._from_source)
 
     async def wait(self) -> None:
         deadline = self._deadline
@@ -370,7 +381,7 @@ class _BodySignal(CancelSignal):
             return
         with trio.move_on_at(deadline):
             await super().wait()
-        self._cancelled  # noqa: B018  (latches the deadline when it has passed)
+        self.cancelled  # noqa: B018  (latches the deadline when it has passed)
 
 
 class _DeadlineReason:

@@ -41,17 +41,17 @@ import trio
 
 from .._core._content import TextContent, ToolExecutionResult
 from .._core._errors import ToolNotFoundError, ToolTimeoutError
-from .._core._execution import ToolDispatchExecution
+from .._core._execution import ToolDispatchExecution, dispatch_view
 from .._core._outcomes import (
     failure_result,
     normalize,
     unreachable,
 )
 from .._core._aiothread import run_sync as _aio_thread
-from .._core._signal import CancelSignal, ScopeLink
+from .._core._signal import CancelSignal, ScopeLink, fired_before, link, unlink
 from .._machine._call import aborted_as, cut_short
 from . import _deadline
-from ._call import FINAL, PENDING, RESOLVED, AttemptContext, CallRecord
+from ._call import FINAL, PENDING, RESOLVED, CallRecord, attempt_context
 from ._deadline import DeadlinePolicy
 from ._plan import Route
 
@@ -95,8 +95,7 @@ def invoke(call: CallRecord) -> Awaitable[Any]:
     of its value. A sync body's exception raises from here.
     """
     plan: ToolPlan = call.plan  # type: ignore[assignment]
-    context: AttemptContext = _new(AttemptContext)  # without ToolRunContext.__new__
-    context._record = call
+    context = attempt_context(call)
     call.invoked = True
     route = plan.route
     if route is _AWAIT or route is _STEP:
@@ -122,7 +121,7 @@ def settle(call: CallRecord, value: Any) -> ToolExecutionResult:
     record remembers it (as ``clean``), and ``conclude`` skips the check while the
     call's result is still that object.
     """
-    if call.caller._cancelled:
+    if call.caller.cancelled:
         result = normalize(value, call.name)
         return result if result.is_error else cut_short(True)
     if type(value) is str and value.isascii():
@@ -133,9 +132,9 @@ def settle(call: CallRecord, value: Any) -> ToolExecutionResult:
 
 def resolve_dispatch(call: CallRecord, result: ToolExecutionResult) -> None:
     """End a dispatch with ``result``: the body's deferred contexts, the abort rule."""
-    if call._deferred:
+    if call.deferrals:
         result = call.with_deferred(result)
-    if call.caller._cancelled and not result.is_error:
+    if call.caller.cancelled and not result.is_error:
         result = abort_result(call, result)
     assert call.state is PENDING
     call.result = result
@@ -169,7 +168,7 @@ def settle_dispatch(call: CallRecord, value: Any) -> None:
 
     The common case — ASCII text, no abort, nothing deferred — in one step.
     """
-    if type(value) is str and value.isascii() and not call._deferred and not call.caller._cancelled:
+    if type(value) is str and value.isascii() and not call.deferrals and not call.caller.cancelled:
         assert call.state is PENDING
         call.result = call.clean = ToolExecutionResult((TextContent(value),), False)
         call.state = RESOLVED
@@ -220,14 +219,14 @@ def start(call: CallRecord) -> tuple[Awaitable[Any], Ending]:
     plan: ToolPlan = call.plan  # type: ignore[assignment]
     if plan.version != plan.versions.value:  # call.current_plan(), inline (the hot path)
         plan = call.current_plan()
-    if not call.caller._cancelled:
+    if not call.caller.cancelled:
         if plan.bare:
             route = plan.route
             if route is _AWAIT or route is _STEP:
                 return invoke(call), BODY
         elif plan.hooks.chained and plan.definition is not None:
             wrappers = plan.hooks.execute
-            view = ToolDispatchExecution._of(call)
+            view = dispatch_view(call)
             awaitable: Awaitable[ToolExecutionResult] = wrappers[0](
                 view, _ExecuteNext(wrappers, view, call, 1, True)
             )
@@ -259,7 +258,7 @@ async def dispatch(call: CallRecord, *, carried: bool = False) -> None:
             if (
                 (route is _STEP or (route is _AWAIT and carried))
                 and plan.limiter is None
-                and not caller._cancelled
+                and not caller.cancelled
             ):
                 # The common case, without a coroutine layer: no limit, an async body
                 # that an enclosing scope (or nothing) interrupts.
@@ -276,7 +275,7 @@ async def dispatch(call: CallRecord, *, carried: bool = False) -> None:
             # The view's only wrapper is the timeout policy: its deadline scope, here.
             result = await _timed_dispatch(call, caller, carried, budget)
     else:
-        view = ToolDispatchExecution._of(call)
+        view = dispatch_view(call)
         first = wrappers[0]
         try:
             if type(first) is not DeadlinePolicy:
@@ -315,7 +314,7 @@ def _direct_now(plan: ToolPlan, call: CallRecord, carried: bool) -> bool:
     return (
         (route is _STEP or (route is _AWAIT and carried))
         and plan.limiter is None
-        and not call.caller._cancelled
+        and not call.caller.cancelled
     )
 
 
@@ -339,12 +338,12 @@ async def dispatch_grouped(
     try:
         try:
             if wrappers:
-                view = ToolDispatchExecution._of(call)
+                view = dispatch_view(call)
                 result = await _ExecuteNext(wrappers, view, call, 1, True)()
             elif (
                 (route is _AWAIT or route is _STEP)
                 and plan.limiter is None
-                and not caller._cancelled
+                and not caller.cancelled
             ):
                 # The body awaited here (one coroutine layer fewer than _direct).
                 failed: ToolExecutionResult | None = None
@@ -359,7 +358,7 @@ async def dispatch_grouped(
             else:
                 result = await _base_dispatch(call, caller, True)
         except trio.Cancelled:
-            if scope.cancel_called and not caller._fired_before(deadline):
+            if scope.cancel_called and not fired_before(caller, deadline):
                 call.timed_out = budget
             raise
         finally:
@@ -367,7 +366,7 @@ async def dispatch_grouped(
     except Exception as exc:  # a wrapper raised
         call.resolve(failure_result(exc), FINAL)
         return
-    if scope.cancel_called and not caller._fired_before(deadline):
+    if scope.cancel_called and not fired_before(caller, deadline):
         result = failure_result(ToolTimeoutError(budget))  # the deadline passed, ignored
     elif type(result) is not ToolExecutionResult:
         call.resolve(unreachable("tools/execute result", result), FINAL)
@@ -474,7 +473,7 @@ async def _base_dispatch(
     """Resolve the tool now, take its limit, run the body; never raises an ``Exception``."""
     caller = call.caller
     replaced = signal is not caller
-    if caller._cancelled or (replaced and signal._cancelled):
+    if caller.cancelled or (replaced and signal.cancelled):
         return _cut_short(call)
     plan = call.current_plan()
     if plan.definition is None:
@@ -501,7 +500,7 @@ async def _base_dispatch(
             call.end_attempt()
     if value is _CANCELLED:
         return cut_short(True)
-    if signal._cancelled:
+    if signal.cancelled:
         result = normalize(value, call.name)
         return result if result.is_error else cut_short(True)
     return settle(call, value)
@@ -514,18 +513,18 @@ async def _in_scope(awaitable: Any, call: CallRecord, signal: CancelSignal, carr
     The scope absorbs only its own ``Cancelled``; one from an enclosing scope passes.
     """
     scope = trio.CancelScope()
-    link = ScopeLink(scope)
+    scope_link = ScopeLink(scope)
     caller = call.caller
     if not carried:
-        caller._link(link)
+        link(caller, scope_link)
     if signal is not caller:
-        signal._link(link)
+        link(signal, scope_link)
     try:
         with scope:
             return await awaitable
     finally:
-        caller._unlink(link)
-        signal._unlink(link)
+        unlink(caller, scope_link)
+        unlink(signal, scope_link)
     return _CANCELLED
 
 
@@ -562,7 +561,7 @@ async def _acquire(
     try:
         if gate is not None:
             await gate.rejoin(call)
-        held = not (call.caller._cancelled or signal._cancelled)
+        held = not (call.caller.cancelled or signal.cancelled)
     finally:
         if not held:
             limiter.release_on_behalf_of(call)

@@ -33,7 +33,7 @@ from .._core._outcomes import (
     error_message,
     text_result,
 )
-from .._core._signal import CancelSignal
+from .._core._signal import CancelSignal, link, unlink
 
 __all__ = [
     "CUT",
@@ -118,7 +118,7 @@ async def resolve_decision(
         ApprovalRequest(agent, name, execution.call_id, decision.reason, execution.signal)
     )
     if outcome == "allowed-once" or outcome == "cancelled":
-        if execution.signal._cancelled:
+        if execution.signal.cancelled:
             return ABORTED_BEFORE_DISPATCH_RESULT
         if outcome == "allowed-once":
             return None
@@ -304,11 +304,11 @@ class Suspended:
         if not trio.lowlevel.in_trio_task():  # the asyncio driver's phase
             return await _AsyncioRest(self, signal, grace)
         self.grace = grace
-        signal._link(self)
+        link(signal, self)
         try:
             return await self
         finally:
-            signal._unlink(self)
+            unlink(signal, self)
             self.scope = None
 
     def __await__(self) -> Generator[Any, Any, Any]:
@@ -376,7 +376,7 @@ class _AsyncioRest:
         phase = self.phase
         step, trap = phase.step, phase.trap
         signal = self.signal
-        signal._link(self)
+        link(signal, self)
         counted = True  # our one cancellation (if it came) is still counted on the task
         try:
             while True:
@@ -403,7 +403,7 @@ class _AsyncioRest:
                             return CUT
                     raise
         finally:
-            signal._unlink(self)
+            unlink(signal, self)
             handle = self.handle
             if handle is not None:
                 handle.cancel()
