@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Awaitable, Iterable
+from collections.abc import Iterable
 from contextvars import Token
 from typing import Any, Final
 
@@ -40,14 +40,14 @@ from .._core._errors import AbortError, ToolTimeoutError
 from .._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, failure_result
 from .._core._progress import ReportSink, install_sink, remove_sink
 from .._core._scope import check_agent
-from .._core._signal import CancelSignal, link
+from .._core._signal import CancelSignal, link, unlink
 from .._core._statistics import ToolStatistics
 from .._core._statistics import now as _now
 from .._machine._batch import HAND_OFF_MAX, INLINE, POOL, BatchMachine
 from .._machine._call import RESOLVED, Slot, cut_short
 from .._machine._events import ToolCallRecorder
 from .._pipeline._call import CallRecord
-from .._pipeline._dispatch import Ending, invoke, resolve_dispatch, settle
+from .._pipeline._dispatch import invoke, resolve_dispatch, settle
 from .._pipeline._dispatch import start as start_dispatch
 from .._pipeline._registry import ToolRegistry, ToolScope
 
@@ -94,6 +94,37 @@ class _Deadline:
         for call, task in self.members.items():
             self.hit.add(call)
             task.cancel()
+
+
+class _Cancel:
+    """Cancels the driver's own task when the batch signal fires (a dispatch it runs
+    in place); from inside that task (a body aborting its own batch), at its next
+    suspension instead, so the cancellation always lands inside the dispatch."""
+
+    __slots__ = ("handle", "sent", "task")
+
+    def __init__(self, task: asyncio.Task[Any]) -> None:
+        self.task = task
+        self.sent = False
+        self.handle: asyncio.Handle | None = None
+
+    def __call__(self, _: CancelSignal) -> None:
+        if _current_task() is self.task:
+            self.handle = self.task.get_loop().call_soon(self.fire)
+        else:
+            self.fire()
+
+    def fire(self) -> None:
+        self.handle = None
+        if not self.sent:
+            self.sent = True
+            self.task.cancel()
+
+    def close(self) -> None:
+        handle = self.handle
+        if handle is not None:
+            self.handle = None
+            handle.cancel()
 
 
 class AsyncioDriver:
@@ -410,7 +441,7 @@ class AsyncioDriver:
         """Start the call (the machine's step), then await what the step hands out."""
         machine = self.machine
         step = machine.start(call, keys, inline, barrier)
-        if type(step) is not int:
+        if not isinstance(step, int):
             # A policy hook suspended: await the rest of the policy, then place the call.
             self.deadlines = None
             if machine.timings:
@@ -471,7 +502,17 @@ class AsyncioDriver:
             assert call.slot is _NEW
             call.slot = _RUNNING
             awaitable, ending = start_dispatch(call)
-            await _finish(call, awaitable, ending)  # never yields
+            try:
+                outcome = await awaitable  # never yields
+            except Exception as exc:
+                ending.raised(call, exc)
+            else:
+                ending.returned(call, outcome)
+            call.slot = _SETTLED
+        elif plan.budget is None:
+            assert call.slot is _NEW
+            call.slot = _RUNNING
+            await self.dispatch_here(call)
             call.slot = _SETTLED
         else:
             budget = plan.budget
@@ -489,6 +530,41 @@ class AsyncioDriver:
             machine.stats.dispatch += _now() - begun
         if stamps is not None:
             stamp[2] = self.loop.time()
+
+    async def dispatch_here(self, call: CallRecord) -> None:
+        """Dispatch in the driver's own task, which the abort then cancels: counted, and
+        taken back with ``uncancel()`` when it comes back (an outside cancellation
+        passes as itself)."""
+        task = _current_task()
+        assert task is not None
+        cancel = _Cancel(task)
+        signal = self.machine.signal
+        link(signal, cancel)
+        try:
+            awaitable, ending = start_dispatch(call)
+            try:
+                outcome = await awaitable
+            except Exception as exc:
+                ending.raised(call, exc)
+            else:
+                ending.returned(call, outcome)
+        except _CancelledError:
+            ours = cancel.sent
+            cancel.sent = False
+            if not ours and task.cancelling() == 0:
+                # The body raised CancelledError itself: the call is aborted, as on trio.
+                call.resolve(failure_result(AbortError()), RESOLVED)
+                return
+            call.resolve(call.aborted(), RESOLVED)
+            if ours and task.uncancel() == 0:
+                return  # the abort's own cancellation: taken back
+            call.slot = _SETTLED
+            raise  # from outside: the caller drains, commits, re-raises
+        finally:
+            unlink(signal, cancel)
+            cancel.close()
+        if cancel.sent:
+            task.uncancel()  # the body caught the abort's cancellation and returned
 
     async def dispatch(self, call: CallRecord, deadline: _Deadline | None, pooled: bool) -> None:
         """One call's dispatch task: wait for its turn, dispatch, settle (and commit)."""
@@ -516,10 +592,10 @@ class AsyncioDriver:
                 assert wait.granted is not None
                 if timings:
                     begun = _now()
-                    await wait.granted.wait()  # type: ignore[attr-defined]
+                    await wait.granted.wait()
                     machine.stats.wait += _now() - begun
                 else:
-                    await wait.granted.wait()  # type: ignore[attr-defined]
+                    await wait.granted.wait()
                 if signal.cancelled:
                     assert call.slot is _QUEUED  # it never ran
                     call.resolve(ABORTED_BEFORE_DISPATCH_RESULT, RESOLVED)
@@ -538,7 +614,12 @@ class AsyncioDriver:
                     begun = _now()
                 if deadline is None:
                     awaitable, ending = start_dispatch(call)
-                    await _finish(call, awaitable, ending)
+                    try:
+                        outcome = await awaitable
+                    except Exception as exc:
+                        ending.raised(call, exc)
+                    else:
+                        ending.returned(call, outcome)
                 else:
                     await self.timed(call, deadline, task)
                 if timings and pooled:
@@ -670,15 +751,6 @@ class AsyncioDriver:
             await self.wait()
 
 
-async def _finish(call: CallRecord, awaitable: Awaitable[Any], ending: Ending) -> None:
-    try:
-        outcome = await awaitable
-    except Exception as exc:
-        ending.raised(call, exc)
-    else:
-        ending.returned(call, outcome)
-
-
 def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
     """The one failure a task group wrapped (the driver's own: tasks raise none)."""
     exceptions = group.exceptions
@@ -699,7 +771,6 @@ async def run_calls(driver: AsyncioDriver, calls: Iterable[ToolCall]) -> list[To
     else:
         await driver.drive()
     return machine.results
-
 
 
 def check_batch(

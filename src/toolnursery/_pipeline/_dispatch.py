@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
+from .._core._aiothread import run_sync as _aio_thread
 from .._core._content import TextContent, ToolExecutionResult
 from .._core._errors import ToolNotFoundError, ToolTimeoutError
 from .._core._execution import ToolDispatchExecution, dispatch_view
@@ -47,7 +48,6 @@ from .._core._outcomes import (
     normalize,
     unreachable,
 )
-from .._core._aiothread import run_sync as _aio_thread
 from .._core._signal import CancelSignal, ScopeLink, fired_before, link, unlink
 from .._machine._call import aborted_as, cut_short
 from . import _deadline
