@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import gc
 import json
 import os
@@ -36,9 +37,9 @@ import trio
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import toolnursery.aio  # noqa: E402
-from passthrough import add_five  # noqa: E402
-from toolnursery import ToolCall, ToolDefinition, ToolRegistry  # noqa: E402
+import toolnursery.aio
+from passthrough import add_five
+from toolnursery import ToolCall, ToolDefinition, ToolRegistry
 
 loads = json.loads
 PARAMETERS = {"type": "object", "properties": {"q": {"type": "string"}}}
@@ -148,7 +149,12 @@ def main() -> None:
     for label, n, hooks, trio_body, goal in cases:
         batches = max(20, 2000 // n)
         ratios = [
-            one_run(lambda: ours(n, hooks, trio_body), lambda: bare(n), batches, blocks)
+            one_run(
+                functools.partial(ours, n, hooks, trio_body),
+                functools.partial(bare, n),
+                batches,
+                blocks,
+            )
             for _ in range(options.runs)
         ]
         spread = f"{min(ratios):.2f}–{max(ratios):.2f}×"

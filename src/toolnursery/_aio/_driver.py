@@ -575,6 +575,7 @@ class AsyncioDriver:
             if deadline is not None:
                 deadline.unstarted -= 1
             call.unwind()
+            machine.settled(call)
             self.settled(call)
             return
         task = _current_task()

@@ -200,6 +200,9 @@ def install_retry_policy(
             record.clean = final  # final as it is: a clean result, frozen attempts meta
         return final
 
+    # Its backoff sleeps on trio's clock: a batch from asyncio that meets it runs in the
+    # trio guest run (toolnursery._aio._route reads this mark).
+    retry_wrapper.__toolnursery_needs_trio__ = True  # type: ignore[attr-defined]
     disposers = [owner.on_execute(retry_wrapper)]
     if names:
         watch: list[Disposer] = []
