@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 
 from .._core._content import TextContent, ToolExecutionResult
-from .._core._errors import ToolNotFoundError, ToolTimeoutError
+from .._core._errors import ToolArgsError, ToolNotFoundError, ToolTimeoutError
 from .._core._execution import ToolDispatchExecution, dispatch_view
 from .._core._outcomes import (
     failure_result,
@@ -96,6 +96,12 @@ def invoke(call: CallRecord) -> Awaitable[Any]:
     context = attempt_context(call)
     call.invoked = True
     route = plan.route
+    check = plan.check
+    if check is not None:
+        # A raw definition's argument check, in place of its wrapper's coroutine layer.
+        violations = check(call.args)
+        if violations:
+            return _raises(ToolArgsError(violations), route)
     if route is _AWAIT or route is _STEP:
         awaitable: Awaitable[Any] = plan.body(call.args, context)
         return awaitable
@@ -104,6 +110,18 @@ def invoke(call: CallRecord) -> Awaitable[Any]:
         return trio.to_thread.run_sync(plan.body, call.args, context)
     assert route is _INLINE, route
     return _returned(plan.body(call.args, context))
+
+
+def _raises(exc: ToolArgsError, route: Route) -> Awaitable[Any]:
+    """Arguments the check refused, as the body's failure would come: a sync body's
+    raises from :func:`invoke`, an async body's from its awaitable."""
+    if route is _INLINE or route is _THREAD:
+        raise exc
+    return _raising(exc)
+
+
+async def _raising(exc: Exception) -> Any:
+    raise exc
 
 
 async def _returned(value: Any) -> Any:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from .._core._scope import AgentScope
+from .._tools._raw import VALIDATES_ATTR, inline_check
 from ._deadline import DeadlinePolicy
 
 if TYPE_CHECKING:
@@ -141,6 +142,7 @@ class ToolPlan:
         "bare",
         "body",
         "budget",
+        "check",
         "definition",
         "hooks",
         "limiter",
@@ -178,6 +180,13 @@ class ToolPlan:
         self.limiter = limiter
         self.rebuild = rebuild
         self.body: Any = None if definition is None else definition.execute
+        # A raw definition's argument check, called by dispatch before the body it wraps
+        # (no coroutine layer of the wrapper's around the body).
+        self.check: Callable[[Any], Any] | None = None
+        if definition is not None and getattr(self.body, VALIDATES_ATTR, None) is not None:
+            split = inline_check(self.body)
+            if split is not None:
+                self.body, self.check = split
         if definition is None:
             self.route = Route.MISSING
         elif is_async:
