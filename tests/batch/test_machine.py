@@ -43,8 +43,8 @@ def imported(tree: ast.AST) -> set[str]:
 
     def visit(node: ast.AST) -> None:
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for child in node.orelse:
-                visit(child)
+            for branch in node.orelse:
+                visit(branch)
             return
         if isinstance(node, ast.Import):
             names.update(alias.name.split(".")[0] for alias in node.names)
@@ -144,7 +144,7 @@ def test_a_batch_runs_on_the_machine_with_no_event_loop() -> None:
     first.slot = Slot.SETTLED
     machine.settled(first)
     machine.commit_now()
-    assert [r.content[0].text for r in machine.results] == ["one", "two"]  # type: ignore[union-attr]
+    assert [r.content[0].text for r in machine.results] == ["one", "two"]
     assert machine.classify(third) == ()
     assert machine.start(third, (), inline=False, barrier=False) == POOL
     assert machine.classify(barrier) is None  # exclusive: the driver drains first

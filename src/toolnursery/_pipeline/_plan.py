@@ -179,14 +179,16 @@ class ToolPlan:
         self.stats = stats
         self.limiter = limiter
         self.rebuild = rebuild
-        self.body: Any = None if definition is None else definition.execute
+        body: Any = None if definition is None else definition.execute
         # A raw definition's argument check, called by dispatch before the body it wraps
         # (no coroutine layer of the wrapper's around the body).
-        self.check: Callable[[Any], Any] | None = None
-        if definition is not None and getattr(self.body, VALIDATES_ATTR, None) is not None:
-            split = inline_check(self.body)
+        check: Callable[[Any], Any] | None = None
+        if body is not None and getattr(body, VALIDATES_ATTR, None) is not None:
+            split = inline_check(body)
             if split is not None:
-                self.body, self.check = split
+                body, check = split
+        self.body = body
+        self.check = check
         if definition is None:
             self.route = Route.MISSING
         elif is_async:
