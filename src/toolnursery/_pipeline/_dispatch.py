@@ -50,7 +50,7 @@ from .._core._outcomes import (
 from .._core._signal import CancelSignal, ScopeLink, fired_before, link, unlink
 from .._machine._call import aborted_as, cut_short
 from . import _deadline
-from ._call import FINAL, PENDING, RESOLVED, CallRecord, attempt_context
+from ._call import FINAL, PENDING, RESOLVED, AttemptContext, CallRecord
 from ._deadline import DeadlinePolicy
 from ._plan import Route
 
@@ -93,7 +93,8 @@ def invoke(call: CallRecord) -> Awaitable[Any]:
     of its value. A sync body's exception raises from here.
     """
     plan: ToolPlan = call.plan  # type: ignore[assignment]
-    context = attempt_context(call)
+    context: AttemptContext = _new(AttemptContext)  # attempt_context(call), inlined
+    context._record = call
     call.invoked = True
     route = plan.route
     check = plan.check
