@@ -1,6 +1,6 @@
-"""The batch's sans-IO core on its own: it imports no event loop, and it runs a batch with
-none (the scheduler's property tests drive it the same way, in
-``test_scheduler_properties.py``)."""
+"""The batch's sans-IO core on its own — the call machine (``_core/_lifecycle.py``) and the
+batch machine (``_machine/``): it imports no event loop, and it runs a batch with none (the
+scheduler's property tests drive it the same way, in ``test_scheduler_properties.py``)."""
 
 from __future__ import annotations
 
@@ -16,11 +16,10 @@ from toolnursery import (
     ToolExecutionResult,
     ToolRegistry,
     ToolRunContext,
+    _machine,
 )
-from toolnursery._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, ABORTED_RESULT
-from toolnursery._machine import _call
-from toolnursery._machine._batch import DONE, INLINE, POOL, BatchMachine
-from toolnursery._machine._call import (
+from toolnursery._core import _lifecycle as _call
+from toolnursery._core._lifecycle import (
     PENDING,
     RESOLVED,
     SLOT_MOVES,
@@ -30,9 +29,11 @@ from toolnursery._machine._call import (
     after_abort,
     cut_short,
 )
+from toolnursery._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, ABORTED_RESULT
+from toolnursery._machine._batch import DONE, INLINE, POOL, BatchMachine
 from toolnursery._pipeline._dispatch import settle_dispatch
 
-MACHINE = Path(_call.__file__).parent
+MACHINE = [*sorted(Path(_machine.__file__).parent.glob("*.py")), Path(_call.__file__)]
 LOOPS = {"trio", "asyncio", "anyio", "sniffio"}
 
 
@@ -60,8 +61,8 @@ def imported(tree: ast.AST) -> set[str]:
 
 
 def test_the_machine_imports_no_event_loop() -> None:
-    modules = sorted(MACHINE.glob("*.py"))
-    assert {m.name for m in modules} >= {"_call.py", "_batch.py", "_admission.py"}
+    modules = MACHINE
+    assert {m.name for m in modules} >= {"_lifecycle.py", "_batch.py", "_admission.py"}
     for module in modules:
         found = imported(ast.parse(module.read_text(), str(module)))
         assert not found & (LOOPS | {"<dynamic import>"}), (module.name, found & LOOPS)

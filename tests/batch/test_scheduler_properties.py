@@ -43,9 +43,9 @@ from toolnursery import (
     run_tool_calls,
 )
 from toolnursery._core._decisions import PostToolDecision, PreToolDecision
+from toolnursery._core._lifecycle import RESOLVED, Slot
 from toolnursery._core._outcomes import failure_result
 from toolnursery._machine._batch import INLINE, POOL, BatchMachine
-from toolnursery._machine._call import RESOLVED, Slot
 from toolnursery._pipeline._call import CallRecord
 from toolnursery._pipeline._dispatch import resolve_dispatch, settle_dispatch
 from toolnursery.log import ContextEvent, RecorderEvent, ToolCallEvent, ToolResultEvent

@@ -25,13 +25,13 @@ import trio
 
 from .._core._content import ToolCall, ToolExecutionResult
 from .._core._decisions import ResourceKey
+from .._core._lifecycle import RESOLVED, Slot
 from .._core._progress import ReportSink, install_sink, remove_sink
 from .._core._signal import CancelSignal, ScopeLink, link, unlink
 from .._core._statistics import ToolStatistics
 from .._core._statistics import now as _now
 from .._machine._admission import Admission
 from .._machine._batch import BARRIER, HAND_OFF_MAX, INLINE, POOL, BatchMachine
-from .._machine._call import RESOLVED, Slot
 from .._machine._events import ToolCallRecorder
 from .._pipeline._call import CallRecord
 from .._pipeline._dispatch import dispatch

@@ -22,6 +22,7 @@ import msgspec
 
 from .._core._content import ToolCall, ToolExecutionResult
 from .._core._decisions import PARALLEL, ResourceKey
+from .._core._lifecycle import PENDING, RESOLVED, Slot
 from .._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT
 from .._core._progress import CallReport
 from .._core._signal import CancelSignal
@@ -34,7 +35,6 @@ from .._pipeline._stages import conclude, finalize_now, policy_now
 from .._pipeline._stages import start as begin_call
 from . import _intake
 from ._admission import Admission, Flag, Latch
-from ._call import PENDING, RESOLVED, Slot
 from ._events import (
     CallMode,
     ContextEvent,

@@ -42,13 +42,13 @@ import trio
 from .._core._content import TextContent, ToolExecutionResult
 from .._core._errors import ToolArgsError, ToolNotFoundError, ToolTimeoutError
 from .._core._execution import ToolDispatchExecution, dispatch_view
+from .._core._lifecycle import aborted_as, cut_short
 from .._core._outcomes import (
     failure_result,
     normalize,
     unreachable,
 )
 from .._core._signal import CancelSignal, ScopeLink, fired_before, link, unlink
-from .._machine._call import aborted_as, cut_short
 from . import _deadline
 from ._call import FINAL, PENDING, RESOLVED, AttemptContext, CallRecord
 from ._deadline import DeadlinePolicy
