@@ -3,7 +3,7 @@
 A traced record (a subclass whose ``state`` and ``slot`` log every assignment) stands in
 for :class:`CallRecord` where the pipeline and the batch make theirs; each row runs one
 scenario and compares the path every call took with the diagram in
-``toolnursery._machine._call``'s docstring (``STATE_MOVES``, ``SLOT_MOVES``).
+``toolnursery._core._lifecycle``'s docstring (``STATE_MOVES``, ``SLOT_MOVES``).
 """
 
 from __future__ import annotations

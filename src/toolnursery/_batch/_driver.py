@@ -17,7 +17,7 @@ that settle while the workers unwind, before the nursery's ``Cancelled`` ends th
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Coroutine, Iterable
 from contextvars import Token
 from typing import Any
 
@@ -25,13 +25,13 @@ import trio
 
 from .._core._content import ToolCall, ToolExecutionResult
 from .._core._decisions import ResourceKey
+from .._core._lifecycle import RESOLVED, Slot
 from .._core._progress import ReportSink, install_sink, remove_sink
 from .._core._signal import CancelSignal, ScopeLink, link, unlink
 from .._core._statistics import ToolStatistics
 from .._core._statistics import now as _now
 from .._machine._admission import Admission
-from .._machine._batch import HAND_OFF_MAX, INLINE, POOL, BatchMachine
-from .._machine._call import RESOLVED, Slot
+from .._machine._batch import BARRIER, HAND_OFF_MAX, INLINE, POOL, BatchMachine
 from .._machine._events import ToolCallRecorder
 from .._pipeline._call import CallRecord
 from .._pipeline._dispatch import dispatch
@@ -298,7 +298,7 @@ class _Driver:
             failure = machine.failure
             if failure is None:
                 machine.failure = failure = exc
-            while machine.in_flight():
+            while machine.admission.admitted:
                 await self.sleep()
             if failure is exc:
                 raise
@@ -346,6 +346,7 @@ class _Driver:
         machine = self.machine
         calls = machine.calls
         signal = machine.signal
+        admission = machine.admission
         i = 0
         while True:
             if i >= len(calls):
@@ -359,14 +360,20 @@ class _Driver:
             keys = machine.classify(call)
             if keys is None:
                 # Exclusive: a barrier. The previous group has drained already.
-                await self.begin(call, (), inline=True, barrier=True)
+                await self.proceed(call, (), machine.start(call, (), True, True), True)
                 i += 1
                 await self.drain()
                 continue
-            await self.begin(call, keys, inline=machine.closed and i == len(calls) - 1)
+            alone = machine.closed and i == len(calls) - 1
+            step = machine.start(call, keys, alone, False)
+            if step == POOL:
+                self.submit(call)
+            elif step:
+                await self.proceed(call, keys, step, alone)
             i += 1
             while True:
-                if machine.ready():
+                cursor = machine.cursor
+                if cursor < len(calls) and calls[cursor].slot is _SETTLED:
                     await self.commit_ready()
                 if i >= len(calls):
                     if machine.closed:
@@ -376,48 +383,49 @@ class _Driver:
                 if signal.cancelled:
                     return
                 # Waiting calls hold no slot, but at most max_parallel of them wait.
-                if machine.full():
+                if admission.running >= admission.cap or admission.waiting >= admission.cap:
                     await self.wait()
                     continue
                 call = calls[i]
-                keys = machine.classify(call)
-                if keys is None:
+                alone = machine.closed and i == len(calls) - 1 and not admission.admitted
+                step = machine.step(call, alone)
+                if step == POOL:
+                    self.submit(call)
+                elif step == BARRIER:
                     break
-                alone = machine.closed and i == len(calls) - 1 and not machine.in_flight()
-                await self.begin(call, keys, inline=alone)
+                elif step:
+                    await self.proceed(call, machine.keys, step, alone)
                 i += 1
             await self.drain()
 
-    async def begin(
+    async def proceed(
         self,
         call: CallRecord,
         keys: tuple[ResourceKey, ...],
-        *,
+        step: int | Coroutine[Any, Any, None],
         inline: bool,
-        barrier: bool = False,
     ) -> None:
-        """Start the call (the machine's step), then await what the step hands out."""
+        """Await what the machine's step handed out: the rest of a policy that suspended
+        (then the call is placed), or a dispatch in place (``INLINE``)."""
         machine = self.machine
-        step = machine.start(call, keys, inline, barrier)
+        pool = self.pool
+        if pool is not None and pool.owed:
+            pool.flush()
         if not isinstance(step, int):
             # A policy hook suspended: await the rest of the policy, then place the call.
-            pool = self.pool
-            if pool is not None and pool.owed:
-                pool.flush()
             if machine.timings:
                 begun = _now()
                 await step
                 machine.stats.prepare += _now() - begun
             else:
                 await step
-            machine.raise_failure()
+            if machine.failure is not None:
+                raise machine.failure
             step = machine.place(call, keys, inline)
-        if step == POOL:
-            self.submit(call)
-        elif step == INLINE:
-            pool = self.pool
-            if pool is not None and pool.owed:
-                pool.flush()
+            if step == POOL:
+                self.submit(call)
+                return
+        if step == INLINE:
             await self.dispatch_inline(call)
 
     def submit(self, call: CallRecord) -> None:
@@ -512,7 +520,7 @@ class _Driver:
             not machine.closed
             or machine.started < len(machine.calls)
             or pool is None
-            or machine.in_flight() > HAND_OFF_MAX
+            or machine.admission.admitted > HAND_OFF_MAX
         ):
             return False
         machine.raise_failure()
@@ -521,7 +529,7 @@ class _Driver:
         if machine.post_due():
             return False
         self.handed_off = True
-        if not machine.in_flight():
+        if not machine.admission.admitted:
             pool.finish()  # nothing in flight: the pool's leftovers end now
         return True
 
@@ -539,7 +547,7 @@ class _Driver:
                     machine.commit_now(post=False)
                 except Exception as exc:
                     machine.failed(exc)  # the driver re-raises it once the pool has ended
-            if not machine.in_flight():
+            if not machine.admission.admitted:
                 pool.finish()  # the last dispatch settled: what a body left running ends
 
     async def sleep(self) -> None:
@@ -560,13 +568,16 @@ class _Driver:
     async def wait(self) -> None:
         """:meth:`sleep`, then raise the first internal failure of a worker, if any."""
         await self.sleep()
-        self.machine.raise_failure()
+        failure = self.machine.failure
+        if failure is not None:
+            raise failure
 
     async def drain(self) -> None:
         """Wait until nothing is in flight and every started call has committed."""
         machine = self.machine
+        admission = machine.admission
         while True:
             await self.commit_ready()
-            if machine.drained():
+            if not admission.admitted and machine.cursor >= machine.started:
                 return
             await self.wait()

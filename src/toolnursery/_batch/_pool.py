@@ -26,11 +26,11 @@ from collections.abc import Callable
 
 import trio
 
+from .._core._lifecycle import RESOLVED, Slot
 from .._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT
 from .._core._signal import CancelSignal
 from .._core._statistics import Counters
 from .._machine._admission import Admission
-from .._machine._call import RESOLVED, Slot
 from .._pipeline._call import CallRecord
 from .._pipeline._dispatch import dispatch_grouped
 from .._pipeline._dispatch import start as start_dispatch

@@ -22,6 +22,7 @@ import msgspec
 
 from .._core._content import ToolCall, ToolExecutionResult
 from .._core._decisions import PARALLEL, ResourceKey
+from .._core._lifecycle import PENDING, RESOLVED, Slot
 from .._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT
 from .._core._progress import CallReport
 from .._core._signal import CancelSignal
@@ -34,7 +35,6 @@ from .._pipeline._stages import conclude, finalize_now, policy_now
 from .._pipeline._stages import start as begin_call
 from . import _intake
 from ._admission import Admission, Flag, Latch
-from ._call import PENDING, RESOLVED, Slot
 from ._events import (
     CallMode,
     ContextEvent,
@@ -47,7 +47,7 @@ from ._events import (
 if TYPE_CHECKING:
     from .._pipeline._registry import ToolRegistry, ToolScope
 
-__all__ = ["DONE", "HAND_OFF_MAX", "INLINE", "POOL", "BatchMachine"]
+__all__ = ["BARRIER", "DONE", "HAND_OFF_MAX", "INLINE", "POOL", "BatchMachine"]
 
 DONE: Final = 0
 """A step of :meth:`BatchMachine.start` / :meth:`~BatchMachine.place`: the call is settled
@@ -56,6 +56,8 @@ INLINE: Final = 1
 """Dispatch the call in the driver, now (it runs alone, or cannot suspend)."""
 POOL: Final = 2
 """The call is admitted (``QUEUED``): hand it to a worker."""
+BARRIER: Final = 3
+"""The call is exclusive: the driver drains the batch, then starts it alone."""
 
 HAND_OFF_MAX: Final = 16
 """The most dispatches in flight for which a driver leaves the commits to its workers
@@ -110,6 +112,7 @@ class BatchMachine:
         "grace",
         "id",
         "ids",
+        "keys",
         "reader",
         "recorder",
         "registry",
@@ -151,6 +154,7 @@ class BatchMachine:
         self.calls: list[CallRecord] = []
         self.ids: set[str] = set()
         self.closed = False
+        self.keys: tuple[ResourceKey, ...] = ()  # the keys of the call step() started last
         self.admission = Admission(max_parallel, wake, new_latch)
         self.stats = Counters()  # phase times and abandoned calls of this batch
         self.started = 0  # calls started, a model-order prefix
@@ -271,6 +275,37 @@ class BatchMachine:
             if rest is not None:
                 return rest
         return self.place(call, keys, inline)
+
+    def step(self, call: CallRecord, alone: bool) -> int | Coroutine[Any, Any, None]:
+        """The next call, in one step: classified, then (unless it is a barrier, which
+        the driver starts with :meth:`start` once the batch has drained) started and
+        placed. ``alone``: it would run with nothing beside it (dispatched in place).
+
+        Returns ``BARRIER``, or what :meth:`start` returns.
+        """
+        # self.classify(call), inlined (the hot path):
+        if call.fixed is not None:
+            keys: tuple[ResourceKey, ...] = ()
+        else:
+            arguments = call.args
+            if arguments is UNPARSED:
+                arguments = _intake.arguments(call)
+            if call.fixed is not None:
+                keys = ()
+            else:
+                plan = call.plan = self.registry._plan(call.name, self.agent)
+                definition = plan.definition
+                if definition is None:
+                    return BARRIER
+                mode = classify(definition, arguments)
+                if mode is PARALLEL:
+                    keys = ()
+                elif mode.kind == "keyed":
+                    keys = mode.keys
+                else:
+                    return BARRIER
+        self.keys = keys  # the placement's, should the policy suspend (see place)
+        return self.start(call, keys, alone, False)
 
     def place(self, call: CallRecord, keys: tuple[ResourceKey, ...], inline: bool) -> int:
         """Settle a decided call, or admit a pending one: ``INLINE`` (dispatch it in the

@@ -9,7 +9,7 @@ the deferred-context list on the first ``defer_context``, and a derived signal w
 body under a deadline or a wrapper's replacement signal reads ``ctx.signal``.
 
 Where a call stands, and what an abort or a deadline makes of it, is the call machine's
-(:class:`toolnursery._machine._call.CallMachine`, whose subclass the record is): its two
+(:class:`toolnursery._core._lifecycle.CallMachine`, whose subclass the record is): its two
 diagrams and their tables are there.
 """
 
@@ -24,9 +24,7 @@ import trio
 from .._core._content import HookContext, ToolCall, ToolExecutionResult
 from .._core._decisions import ResourceKey
 from .._core._execution import ToolExecution, ToolExecutionToken, ToolRunContext
-from .._core._scope import AgentScope
-from .._core._signal import CancelSignal, link, unlink
-from .._machine._call import (
+from .._core._lifecycle import (
     FINAL,
     PENDING,
     RESOLVED,
@@ -36,6 +34,8 @@ from .._machine._call import (
     CallState,
     Slot,
 )
+from .._core._scope import AgentScope
+from .._core._signal import CancelSignal, link, unlink
 
 if TYPE_CHECKING:
     from ._plan import ToolPlan

@@ -41,17 +41,17 @@ import trio
 
 from .._core._aiothread import run_sync as _aio_thread
 from .._core._content import TextContent, ToolExecutionResult
-from .._core._errors import ToolNotFoundError, ToolTimeoutError
+from .._core._errors import ToolArgsError, ToolNotFoundError, ToolTimeoutError
 from .._core._execution import ToolDispatchExecution, dispatch_view
+from .._core._lifecycle import aborted_as, cut_short
 from .._core._outcomes import (
     failure_result,
     normalize,
     unreachable,
 )
 from .._core._signal import CancelSignal, ScopeLink, fired_before, link, unlink
-from .._machine._call import aborted_as, cut_short
 from . import _deadline
-from ._call import FINAL, PENDING, RESOLVED, CallRecord, attempt_context
+from ._call import FINAL, PENDING, RESOLVED, AttemptContext, CallRecord
 from ._deadline import DeadlinePolicy
 from ._plan import Route
 
@@ -95,9 +95,16 @@ def invoke(call: CallRecord) -> Awaitable[Any]:
     of its value. A sync body's exception raises from here.
     """
     plan: ToolPlan = call.plan  # type: ignore[assignment]
-    context = attempt_context(call)
+    context: AttemptContext = _new(AttemptContext)  # attempt_context(call), inlined
+    context._record = call
     call.invoked = True
     route = plan.route
+    check = plan.check
+    if check is not None:
+        # A raw definition's argument check, in place of its wrapper's coroutine layer.
+        violations = check(call.args)
+        if violations:
+            return _raises(ToolArgsError(violations), route)
     if route is _AWAIT or route is _STEP:
         awaitable: Awaitable[Any] = plan.body(call.args, context)
         return awaitable
@@ -108,6 +115,18 @@ def invoke(call: CallRecord) -> Awaitable[Any]:
         return trio.to_thread.run_sync(plan.body, call.args, context)
     assert route is _INLINE, route
     return _returned(plan.body(call.args, context))
+
+
+def _raises(exc: ToolArgsError, route: Route) -> Awaitable[Any]:
+    """Arguments the check refused, as the body's failure would come: a sync body's
+    raises from :func:`invoke`, an async body's from its awaitable."""
+    if route is _INLINE or route is _THREAD:
+        raise exc
+    return _raising(exc)
+
+
+async def _raising(exc: Exception) -> Any:
+    raise exc
 
 
 async def _returned(value: Any) -> Any:
