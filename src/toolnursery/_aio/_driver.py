@@ -30,21 +30,21 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Coroutine, Iterable
 from contextvars import Token
 from typing import Any, Final
 
 from .._core._content import ToolCall, ToolExecutionResult
 from .._core._decisions import ResourceKey
 from .._core._errors import AbortError, ToolTimeoutError
+from .._core._lifecycle import RESOLVED, Slot, cut_short
 from .._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, failure_result
 from .._core._progress import ReportSink, install_sink, remove_sink
 from .._core._scope import check_agent
 from .._core._signal import CancelSignal, link, unlink
 from .._core._statistics import ToolStatistics
 from .._core._statistics import now as _now
-from .._machine._batch import HAND_OFF_MAX, INLINE, POOL, BatchMachine
-from .._machine._call import RESOLVED, Slot, cut_short
+from .._machine._batch import BARRIER, HAND_OFF_MAX, INLINE, POOL, BatchMachine
 from .._machine._events import ToolCallRecorder
 from .._pipeline._call import CallRecord
 from .._pipeline._dispatch import invoke, resolve_dispatch, settle
@@ -389,6 +389,7 @@ class AsyncioDriver:
         machine = self.machine
         calls = machine.calls
         signal = machine.signal
+        admission = machine.admission
         i = 0
         while True:
             if i >= len(calls):
@@ -402,14 +403,20 @@ class AsyncioDriver:
             keys = machine.classify(call)
             if keys is None:
                 # Exclusive: a barrier. The previous group has drained already.
-                await self.begin(call, (), inline=True, barrier=True)
+                await self.proceed(call, (), machine.start(call, (), True, True), True)
                 i += 1
                 await self.drain()
                 continue
-            await self.begin(call, keys, inline=machine.closed and i == len(calls) - 1)
+            alone = machine.closed and i == len(calls) - 1
+            step = machine.start(call, keys, alone, False)
+            if step == POOL:
+                self.spawn(call)
+            elif step:
+                await self.proceed(call, keys, step, alone)
             i += 1
             while True:
-                if machine.ready():
+                cursor = machine.cursor
+                if cursor < len(calls) and calls[cursor].slot is _SETTLED:
                     await self.commit_ready()
                 if i >= len(calls):
                     if machine.closed:
@@ -418,29 +425,32 @@ class AsyncioDriver:
                     continue
                 if signal.cancelled:
                     return
-                if machine.full():
+                # Waiting calls hold no slot, but at most max_parallel of them wait.
+                if admission.running >= admission.cap or admission.waiting >= admission.cap:
                     await self.wait()
                     continue
                 call = calls[i]
-                keys = machine.classify(call)
-                if keys is None:
+                alone = machine.closed and i == len(calls) - 1 and not admission.admitted
+                step = machine.step(call, alone)
+                if step == POOL:
+                    self.spawn(call)
+                elif step == BARRIER:
                     break
-                alone = machine.closed and i == len(calls) - 1 and not machine.in_flight()
-                await self.begin(call, keys, inline=alone)
+                elif step:
+                    await self.proceed(call, machine.keys, step, alone)
                 i += 1
             await self.drain()
 
-    async def begin(
+    async def proceed(
         self,
         call: CallRecord,
         keys: tuple[ResourceKey, ...],
-        *,
+        step: int | Coroutine[Any, Any, None],
         inline: bool,
-        barrier: bool = False,
     ) -> None:
-        """Start the call (the machine's step), then await what the step hands out."""
+        """Await what the machine's step handed out: the rest of a policy that suspended
+        (then the call is placed), or a dispatch in place (``INLINE``)."""
         machine = self.machine
-        step = machine.start(call, keys, inline, barrier)
         if not isinstance(step, int):
             # A policy hook suspended: await the rest of the policy, then place the call.
             self.deadlines = None
@@ -452,9 +462,10 @@ class AsyncioDriver:
                 await step
             machine.raise_failure()
             step = machine.place(call, keys, inline)
-        if step == POOL:
-            self.spawn(call)
-        elif step == INLINE:
+            if step == POOL:
+                self.spawn(call)
+                return
+        if step == INLINE:
             await self.dispatch_inline(call)
 
     def spawn(self, call: CallRecord) -> None:
