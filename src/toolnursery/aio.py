@@ -35,11 +35,12 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from ._aio._driver import AsyncioDriver, check_batch, run_calls, settle_task
+from ._aio._driver import AsyncioDriver, run_calls
 from ._aio._host import Job, drain_job, host_for, wait_job
 from ._aio._host import aclose as aclose
 from ._aio._route import needs_trio as needs_trio
 from ._aio._route import trio_reason
+from ._aio._tasks import check_batch, settle_task
 from ._aio._tool import asyncio_tool as asyncio_tool
 from ._aio._tool import is_asyncio_tool as is_asyncio_tool
 from ._batch._recorder import ToolCallRecorder
@@ -186,7 +187,7 @@ async def run_tool_calls(
             recorder,
             deps=deps,
         )
-        _log(native.id, None)
+        _log(native.machine.id, None)
         try:
             return await run_calls(native, pending)
         finally:
@@ -282,7 +283,7 @@ class AsyncioToolBatch:
     def id(self) -> str:
         """The batch id the recorder's events carry."""
         native = self._native
-        return native.id if native is not None else self._trio_batch.id
+        return native.machine.id if native is not None else self._trio_batch.id
 
     @property
     def signal(self) -> CancelSignal:
@@ -301,7 +302,9 @@ class AsyncioToolBatch:
     def statistics(self) -> ToolStatistics:
         """A frozen snapshot of the batch (see :meth:`toolnursery.ToolBatch.statistics`)."""
         native = self._native
-        return native.statistics() if native is not None else self._trio_batch.statistics()
+        if native is not None:
+            return native.machine.statistics()
+        return self._trio_batch.statistics()
 
     def submit(self, call: ToolCall) -> int:
         """Add the next call (model order); returns its index in the batch.
@@ -311,9 +314,14 @@ class AsyncioToolBatch:
             RuntimeError: the batch is closed.
         """
         native = self._native
-        if native is not None:
-            return native.submit(call)
-        return self._trio_batch.submit(call)
+        if native is None:
+            return self._trio_batch.submit(call)
+        machine = native.machine
+        if machine.closed:
+            raise RuntimeError("this batch is closed; submit() takes calls only before close()")
+        index = machine.add(call)
+        native.wake_up()
+        return index
 
     def close(self) -> None:
         """End submission: the batch finishes once every submitted call has committed."""
@@ -329,10 +337,7 @@ class AsyncioToolBatch:
     async def __anext__(self) -> tuple[ToolCall, ToolExecutionResult]:
         native = self._native
         if native is not None:
-            pair = await native.next_pair()
-            if pair is None:
-                raise StopAsyncIteration
-            return pair
+            return await self._next_native(native)
         while self._read >= len(self._pairs):
             if self._finished:
                 raise StopAsyncIteration
@@ -345,6 +350,22 @@ class AsyncioToolBatch:
         pair = self._pairs[self._read]
         self._read += 1
         return pair
+
+    async def _next_native(self, native: AsyncioDriver) -> tuple[ToolCall, ToolExecutionResult]:
+        machine = native.machine
+        results = machine.results
+        while self._read >= len(results):
+            if native.finished:
+                raise StopAsyncIteration
+            event = machine.reader
+            if event is None or event.is_set():
+                event = machine.reader = asyncio.Event()
+            await event.wait()  # type: ignore[attr-defined]
+        index = self._read
+        self._read += 1
+        tool_call = machine.calls[index].tool_call
+        assert tool_call is not None
+        return tool_call, results[index]
 
     @property
     def _trio_batch(self) -> ToolBatch:
@@ -405,8 +426,8 @@ async def open_tool_batch(
         own_fusion = fuse(signal) if signal is not None else None
         own = own_fusion.signal if own_fusion is not None else CancelSignal()
         native = AsyncioDriver(registry, own, agent, max_parallel, recorder, deps=deps)
-        _log(native.id, None)
-        task = loop.create_task(native.drive(), name=f"toolnursery:batch {native.id}")
+        _log(native.machine.id, None)
+        task = loop.create_task(native.drive(), name=f"toolnursery:batch {native.machine.id}")
         try:
             try:
                 yield AsyncioToolBatch(loop, native)

@@ -1,34 +1,28 @@
 """The asyncio driver of a batch: the batch machine run natively on an asyncio loop.
 
-The batch's state and every decision about it are the machine's
+The batch's state and decisions are the machine's
 (:class:`~toolnursery._machine._batch.BatchMachine`), as under the trio driver
-(:mod:`toolnursery._batch._driver`); this module awaits what the machine hands out and
-waits where it must, with asyncio's own primitives: one :class:`asyncio.TaskGroup` per
-batch (none for a lone call), one task per dispatch (asyncio starts tasks in the order
-they were made, so bodies start in model order), :meth:`asyncio.Task.cancel` for the
-abort and one timer per deadline group for the timeout policy.
+(:mod:`toolnursery._batch._driver`); this module awaits what the machine hands out with
+asyncio's own primitives: one :class:`asyncio.TaskGroup` per batch (none for a lone
+call), one task per dispatch (asyncio starts tasks in the order they were made, so
+bodies start in model order), :meth:`asyncio.Task.cancel` for the abort and one timer
+per deadline group (:class:`~toolnursery._aio._tasks.DeadlineGroup`).
 
-Abort: the batch signal cancels the tasks of the dispatches in flight (never the
-driver's own task); a task cancelled before it began settles its call as
-``ABORTED_BEFORE_DISPATCH``. The driver drains, commits and observes in model order, as
-on trio. A cancellation from outside (the awaiting task cancelled, an enclosing
-``asyncio.timeout``) aborts the batch the same way, and the drain then runs in a task of
-its own that further cancellations cannot interrupt (trio's shielded scope, emulated);
-the outside ``CancelledError`` propagates once the batch is finished, its count on the
-task untouched, so an enclosing ``asyncio.timeout`` still turns it into ``TimeoutError``.
-A cancellation the driver makes itself (a deadline group's timer) is taken back with
-``uncancel()`` when it comes back.
-
-What asyncio cannot do as trio does: its cancellation is edge-triggered, so a body that
-catches ``CancelledError`` and goes on awaiting is not cancelled again (its result, if a
-success, still becomes ``ABORTED``); and a body cannot start tasks in the batch's group
-(nothing a body starts with ``asyncio.create_task`` is the batch's to cancel).
+Abort: the batch signal cancels the dispatches' tasks (a call the driver runs in place:
+its own task, the cancellation counted and taken back with ``uncancel()``); the driver
+drains, commits and observes in model order. A cancellation from outside aborts the
+batch the same way; the drain then runs in a task of its own that later cancellations
+cannot interrupt (trio's shielded scope, emulated), and the outside ``CancelledError``
+propagates once the batch has finished, its count on the task untouched (so an
+enclosing ``asyncio.timeout`` still raises ``TimeoutError``). asyncio's cancellation is
+edge-triggered: a body that catches ``CancelledError`` and awaits again runs on (its
+success still becomes ``ABORTED``); see ``docs/asyncio.md``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
+import contextlib
 import time
 from collections.abc import Coroutine, Iterable
 from contextvars import Token
@@ -36,24 +30,21 @@ from typing import Any, Final
 
 from .._core._content import ToolCall, ToolExecutionResult
 from .._core._decisions import ResourceKey
-from .._core._errors import AbortError, ToolTimeoutError
-from .._core._lifecycle import RESOLVED, Slot, cut_short
+from .._core._errors import AbortError
+from .._core._lifecycle import RESOLVED, Slot
 from .._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, failure_result
 from .._core._progress import ReportSink, install_sink, remove_sink
-from .._core._scope import check_agent
-from .._core._signal import CancelSignal, link, unlink
-from .._core._statistics import ToolStatistics
+from .._core._signal import CancelSignal, link
 from .._core._statistics import now as _now
 from .._machine._batch import BARRIER, HAND_OFF_MAX, INLINE, POOL, BatchMachine
 from .._machine._events import ToolCallRecorder
 from .._pipeline._call import CallRecord
-from .._pipeline._dispatch import invoke, resolve_dispatch, settle
 from .._pipeline._dispatch import start as start_dispatch
 from .._pipeline._registry import ToolRegistry, ToolScope
+from ._tasks import CANCELLED_REASON, DeadlineGroup, dispatch_here, single
 
-__all__ = ["CANCELLED_REASON", "AsyncioDriver", "run_calls"]
+__all__ = ["AsyncioDriver", "run_calls"]
 
-CANCELLED_REASON: Final = "the awaiting asyncio task was cancelled"
 GROUP_SIZE: Final = 64
 """At most this many calls share one deadline timer."""
 
@@ -67,64 +58,6 @@ _current_task: Final = asyncio.current_task
 
 def _no_time() -> float:
     return 0.0
-
-
-class _Deadline:
-    """The calls of one time budget that the driver placed in one pass: one timer.
-
-    Each member's own deadline is the budget from its start; the last member to start
-    sets the timer to the latest of them (asyncio starts them in one loop iteration).
-    When it fires, every member still running is cancelled; a member whose own deadline
-    had passed before the batch's abort is ``TOOL_TIMEOUT``.
-    """
-
-    __slots__ = ("budget", "deadline", "fired", "handle", "hit", "members", "unstarted")
-
-    def __init__(self, budget: float) -> None:
-        self.budget = budget
-        self.members: dict[CallRecord, asyncio.Task[Any]] = {}
-        self.unstarted = 0
-        self.deadline = -math.inf
-        self.handle: asyncio.TimerHandle | None = None
-        self.fired = False
-        self.hit: set[CallRecord] = set()  # members the timer cancelled
-
-    def expire(self) -> None:
-        self.fired = True
-        for call, task in self.members.items():
-            self.hit.add(call)
-            task.cancel()
-
-
-class _Cancel:
-    """Cancels the driver's own task when the batch signal fires (a dispatch it runs
-    in place); from inside that task (a body aborting its own batch), at its next
-    suspension instead, so the cancellation always lands inside the dispatch."""
-
-    __slots__ = ("handle", "sent", "task")
-
-    def __init__(self, task: asyncio.Task[Any]) -> None:
-        self.task = task
-        self.sent = False
-        self.handle: asyncio.Handle | None = None
-
-    def __call__(self, _: CancelSignal) -> None:
-        if _current_task() is self.task:
-            self.handle = self.task.get_loop().call_soon(self.fire)
-        else:
-            self.fire()
-
-    def fire(self) -> None:
-        self.handle = None
-        if not self.sent:
-            self.sent = True
-            self.task.cancel()
-
-    def close(self) -> None:
-        handle = self.handle
-        if handle is not None:
-            self.handle = None
-            handle.cancel()
 
 
 class AsyncioDriver:
@@ -144,7 +77,6 @@ class AsyncioDriver:
         "live",
         "loop",
         "machine",
-        "read",
         "reports",
         "unwinding",
         "waiter",
@@ -181,7 +113,7 @@ class AsyncioDriver:
         self.group: asyncio.TaskGroup | None = None
         self.live: dict[CallRecord, asyncio.Task[Any]] = {}  # dispatches begun, running
         self.inline: asyncio.Task[Any] | None = None  # a dispatch the driver awaits
-        self.deadlines: dict[float, _Deadline] | None = None  # budget -> group filling
+        self.deadlines: dict[float, DeadlineGroup] | None = None  # budget -> group filling
         self.waiter: asyncio.Future[None] | None = None
         self.woken = False
         self.handed_off = False  # the tasks commit (see hand_off)
@@ -189,45 +121,10 @@ class AsyncioDriver:
         self.aborted_at: float | None = None
         self.reports: Token[ReportSink | None] | None = None
         self.finished = False
-        self.read = 0
-
-    # -- the public face's side ---------------------------------------------------------
-
-    @property
-    def id(self) -> str:
-        return self.machine.id
-
-    def submit(self, call: ToolCall) -> int:
-        machine = self.machine
-        if machine.closed:
-            raise RuntimeError("this batch is closed; submit() takes calls only before close()")
-        index = machine.add(call)
-        self.wake_up()
-        return index
 
     def close(self) -> None:
         self.machine.closed = True
         self.wake_up()
-
-    def statistics(self) -> ToolStatistics:
-        return self.machine.statistics()
-
-    async def next_pair(self) -> tuple[ToolCall, ToolExecutionResult] | None:
-        """The next committed pair in model order, or ``None`` once the batch has ended."""
-        machine = self.machine
-        results = machine.results
-        while self.read >= len(results):
-            if self.finished:
-                return None
-            event = machine.reader
-            if event is None or event.is_set():
-                event = machine.reader = asyncio.Event()
-            await event.wait()  # type: ignore[attr-defined]
-        index = self.read
-        self.read += 1
-        tool_call = machine.calls[index].tool_call
-        assert tool_call is not None
-        return tool_call, results[index]
 
     # -- waking ---------------------------------------------------------------------------
 
@@ -268,15 +165,13 @@ class AsyncioDriver:
                 # Cancelled from outside while the tasks committed: the group has
                 # cancelled them; abort, commit the rest, then let it go on.
                 await self.after_cancel()
-                self.end(self.finished_cleanly())
+                self.end(self.machine.drained() and self.machine.failure is None)
             raise
-        except BaseExceptionGroup as group:
+        except BaseException as exc:
             if self.handed_off:
                 self.end(False)
-            raise _single(group) from None
-        except BaseException:
-            if self.handed_off:
-                self.end(False)
+            if isinstance(exc, BaseExceptionGroup):
+                raise single(exc) from None
             raise
         if self.handed_off:
             ended = False
@@ -310,7 +205,7 @@ class AsyncioDriver:
             ended = True
         except _CancelledError:
             await self.after_cancel()
-            ended = self.finished_cleanly()
+            ended = self.machine.drained() and self.machine.failure is None
             raise
         except Exception as exc:
             # Internal failure: start nothing new, let in-flight dispatches settle,
@@ -327,10 +222,6 @@ class AsyncioDriver:
             if not self.handed_off:
                 self.end(ended)
 
-    def finished_cleanly(self) -> bool:
-        machine = self.machine
-        return machine.failure is None and machine.cursor >= len(machine.calls)
-
     async def after_cancel(self) -> None:
         """A cancellation from outside reached the batch: abort it, then drain, commit
         and give the unstarted calls their results in a task of its own, which later
@@ -341,12 +232,8 @@ class AsyncioDriver:
         machine.signal.cancel(CANCELLED_REASON)
         rest = self.loop.create_task(self.finish_aborted())
         while not rest.done():
-            try:
-                await asyncio.shield(rest)
-            except _CancelledError:
-                continue
-            except Exception:
-                break
+            with contextlib.suppress(_CancelledError):
+                await asyncio.wait((rest,))  # never cancels ``rest``
         rest.result()
 
     async def finish_aborted(self) -> None:
@@ -375,6 +262,9 @@ class AsyncioDriver:
         reader = self.machine.reader
         if reader is not None:
             reader.set()
+
+    def aborted(self) -> float | None:  # when the abort came (the loop's clock), if it did
+        return self.aborted_at
 
     def on_abort(self, _: CancelSignal) -> None:
         """The batch signal fired: cancel the dispatches in flight (never the driver)."""
@@ -487,14 +377,14 @@ class AsyncioDriver:
         assert group is not None
         group.create_task(self.dispatch(call, deadline, True))
 
-    def join(self, call: CallRecord, budget: float) -> _Deadline:
+    def join(self, call: CallRecord, budget: float) -> DeadlineGroup:
         """The deadline group of this pass that ``call`` (``budget`` ms) joins."""
         deadlines = self.deadlines
         if deadlines is None:
             deadlines = self.deadlines = {}
         group = deadlines.get(budget)
         if group is None or group.unstarted + len(group.members) >= GROUP_SIZE:
-            group = deadlines[budget] = _Deadline(budget)
+            group = deadlines[budget] = DeadlineGroup(budget)
         group.unstarted += 1
         return group
 
@@ -523,13 +413,13 @@ class AsyncioDriver:
         elif plan.budget is None:
             assert call.slot is _NEW
             call.slot = _RUNNING
-            await self.dispatch_here(call)
+            await dispatch_here(call, machine.signal)
             call.slot = _SETTLED
         else:
             budget = plan.budget
             deadline = None
             if budget is not None:
-                deadline = _Deadline(budget)
+                deadline = DeadlineGroup(budget)
                 deadline.unstarted = 1
             task = self.inline = self.loop.create_task(self.dispatch(call, deadline, False))
             try:
@@ -542,42 +432,9 @@ class AsyncioDriver:
         if stamps is not None:
             stamp[2] = self.loop.time()
 
-    async def dispatch_here(self, call: CallRecord) -> None:
-        """Dispatch in the driver's own task, which the abort then cancels: counted, and
-        taken back with ``uncancel()`` when it comes back (an outside cancellation
-        passes as itself)."""
-        task = _current_task()
-        assert task is not None
-        cancel = _Cancel(task)
-        signal = self.machine.signal
-        link(signal, cancel)
-        try:
-            awaitable, ending = start_dispatch(call)
-            try:
-                outcome = await awaitable
-            except Exception as exc:
-                ending.raised(call, exc)
-            else:
-                ending.returned(call, outcome)
-        except _CancelledError:
-            ours = cancel.sent
-            cancel.sent = False
-            if not ours and task.cancelling() == 0:
-                # The body raised CancelledError itself: the call is aborted, as on trio.
-                call.resolve(failure_result(AbortError()), RESOLVED)
-                return
-            call.resolve(call.aborted(), RESOLVED)
-            if ours and task.uncancel() == 0:
-                return  # the abort's own cancellation: taken back
-            call.slot = _SETTLED
-            raise  # from outside: the caller drains, commits, re-raises
-        finally:
-            unlink(signal, cancel)
-            cancel.close()
-        if cancel.sent:
-            task.uncancel()  # the body caught the abort's cancellation and returned
-
-    async def dispatch(self, call: CallRecord, deadline: _Deadline | None, pooled: bool) -> None:
+    async def dispatch(
+        self, call: CallRecord, deadline: DeadlineGroup | None, pooled: bool
+    ) -> None:
         """One call's dispatch task: wait for its turn, dispatch, settle (and commit)."""
         machine = self.machine
         signal = machine.signal
@@ -633,7 +490,7 @@ class AsyncioDriver:
                     else:
                         ending.returned(call, outcome)
                 else:
-                    await self.timed(call, deadline, task)
+                    await deadline.run(call, task, self.aborted)
                 if timings and pooled:
                     machine.stats.dispatch += _now() - begun
         except _CancelledError:
@@ -678,40 +535,6 @@ class AsyncioDriver:
                     stamps[call.index][2] = self.loop.time()
                 machine.settled(call)
                 self.settled(call)
-
-    async def timed(self, call: CallRecord, deadline: _Deadline, task: asyncio.Task[Any]) -> None:
-        """The dispatch of a call whose view's only execute wrapper is the timeout policy:
-        the body awaited with the group's timer armed."""
-        loop = self.loop
-        budget = deadline.budget
-        own = loop.time() + budget / 1000
-        if own > deadline.deadline:
-            deadline.deadline = own
-        deadline.unstarted -= 1
-        deadline.members[call] = task
-        if not deadline.unstarted:
-            deadline.handle = loop.call_at(deadline.deadline, deadline.expire)
-        if call.caller.cancelled:
-            resolve_dispatch(call, cut_short(call.invoked))
-            return
-        failed: ToolExecutionResult | None = None
-        value: Any = None
-        try:
-            value = await invoke(call)
-        except Exception as exc:
-            failed = failure_result(exc)
-        finally:
-            if call.derived is not None:
-                call.end_attempt()
-        if call in deadline.hit:
-            # The timer cancelled the body and it returned anyway: the deadline passed.
-            task.uncancel()
-            aborted_at = self.aborted_at
-            if aborted_at is None or aborted_at >= own:
-                result = failure_result(ToolTimeoutError(budget))
-                resolve_dispatch(call, result)
-                return
-        resolve_dispatch(call, failed if failed is not None else settle(call, value))
 
     def settled(self, call: CallRecord) -> None:
         """A task settled a call: wake the driver; after the hand-off, commit."""
@@ -763,14 +586,6 @@ class AsyncioDriver:
             await self.wait()
 
 
-def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The one failure a task group wrapped (the driver's own: tasks raise none)."""
-    exceptions = group.exceptions
-    while len(exceptions) == 1 and isinstance(exceptions[0], BaseExceptionGroup):
-        exceptions = exceptions[0].exceptions
-    return exceptions[0] if len(exceptions) == 1 else group
-
-
 async def run_calls(driver: AsyncioDriver, calls: Iterable[ToolCall]) -> list[ToolExecutionResult]:
     """Run a whole, known batch from this task; its results."""
     machine = driver.machine
@@ -783,44 +598,3 @@ async def run_calls(driver: AsyncioDriver, calls: Iterable[ToolCall]) -> list[To
     else:
         await driver.drive()
     return machine.results
-
-
-def check_batch(
-    registry: ToolRegistry, signal: object, agent: ToolScope | None, max_parallel: object
-) -> None:
-    """The checks of the trio API's batch arguments (its errors, word for word)."""
-    if type(max_parallel) is not int or max_parallel < 1:
-        raise ValueError(f"max_parallel must be a positive integer, got {max_parallel!r}")
-    if signal is not None and not isinstance(signal, CancelSignal):
-        raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")
-    if agent is not None:
-        check_agent(registry, agent)
-
-
-async def settle_task(task: asyncio.Task[Any], abort: CancelSignal, close: Any) -> None:
-    """Await a batch's driver task to its end, whatever cancellations arrive.
-
-    A cancellation of the awaiting task aborts the batch (``abort`` fires, ``close()``
-    ends submission) and keeps waiting; it propagates once the driver has ended, unless
-    the driver failed, whose failure then wins (the cancellation as its context).
-    """
-    cancelled: BaseException | None = None
-    while not task.done():
-        try:
-            await asyncio.shield(task)
-        except _CancelledError as exc:
-            if task.done() and task.cancelled():
-                raise  # the driver's own task was cancelled (the loop shuts down)
-            cancelled = exc
-            if not task.done():
-                abort.cancel(CANCELLED_REASON)
-                close()
-        except Exception:
-            break  # the driver failed: raised below
-    if cancelled is not None:
-        failure = None if task.cancelled() else task.exception()
-        if failure is not None:
-            failure.__context__ = cancelled
-            raise failure
-        raise cancelled
-    task.result()
