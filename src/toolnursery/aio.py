@@ -36,6 +36,8 @@ from typing import Any, Final, Literal
 import msgspec
 
 from ._aio._driver import AsyncioDriver, run_calls
+from ._aio._execute import execute as _execute_native
+from ._aio._execute import execute_reason
 from ._aio._host import Job, drain_job, host_for, wait_job
 from ._aio._host import aclose as aclose
 from ._aio._route import needs_trio as needs_trio
@@ -219,7 +221,11 @@ async def run_tool_calls(
 
 
 async def execute(
-    registry: ToolRegistry, input: ToolExecutionInput, *, deps: Any = None
+    registry: ToolRegistry,
+    input: ToolExecutionInput,
+    *,
+    deps: Any = None,
+    driver: Driver = "auto",
 ) -> ToolExecutionResult:
     """Run one call through ``registry``'s pipeline from asyncio.
 
@@ -230,9 +236,24 @@ async def execute(
     observers), waits until the body has unwound, and then raises ``CancelledError``.
     ``input.signal`` is never fired on the caller's behalf.
 
+    The call runs natively on the running loop when its tool and the hooks run on
+    asyncio and it has no deadline of its own, else in the trio guest run (``driver``;
+    see :func:`batch_driver`).
+
     Raises:
+        ValueError: ``driver`` is not a :data:`Driver` (or ``"asyncio"`` for a call
+            that needs trio).
         asyncio.CancelledError: the awaiting task was cancelled (after the body unwound).
     """
+    if driver not in _DRIVERS:
+        raise ValueError(f"driver must be one of 'auto', 'asyncio', 'trio', got {driver!r}")
+    native = isinstance(registry, ToolRegistry) and isinstance(input, ToolExecutionInput)
+    if driver != "trio" and native:
+        reason = execute_reason(registry, input)
+        if reason is None:
+            return await _execute_native(registry, input, deps)
+        if driver == "asyncio":
+            raise ValueError(f"driver='asyncio' cannot run this call: {reason}")
     loop = asyncio.get_running_loop()
     host = await host_for(loop)
     job: Job[ToolExecutionResult] = Job(loop, CancelSignal())

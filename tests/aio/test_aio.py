@@ -792,7 +792,9 @@ def test_asyncio_tool_cancelled_on_the_asyncio_side_is_aborted() -> None:
 
         registry = ToolRegistry()
         registry.register(aio.asyncio_tool(_definition("hang", hang)))
-        call = asyncio.create_task(aio.execute(registry, ToolExecutionInput("h", "hang", {})))
+        call = asyncio.create_task(
+            aio.execute(registry, ToolExecutionInput("h", "hang", {}), driver="trio")
+        )
         await running.wait()
         (tool_task,) = [t for t in asyncio.all_tasks() if t.get_name() == "toolnursery:hang"]
         tool_task.cancel()

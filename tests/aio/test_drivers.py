@@ -30,6 +30,7 @@ from toolnursery import (
     ToolCall,
     ToolDefinition,
     ToolExecution,
+    ToolExecutionInput,
     ToolExecutionResult,
     ToolRegistry,
     ToolRunContext,
@@ -817,3 +818,78 @@ def _text(results: list[ToolExecutionResult]) -> list[Any]:
 
 
 _ = (_text, TextContent, Awaitable)
+
+
+def test_a_body_whose_awaited_task_is_cancelled_by_someone_else_is_aborted() -> None:
+    """On the asyncio driver a body's ``CancelledError`` that no cancellation of the
+    batch caused (the task it awaited was cancelled elsewhere) is ``ABORTED``, as the
+    guest run maps an asyncio tool cancelled on the asyncio side."""
+    inner: list[asyncio.Task[None]] = []
+    entered = Gate(1)
+
+    @aio.asyncio_tool
+    async def awaits_inner(args: Any, ctx: ToolRunContext) -> str:
+        task = asyncio.create_task(asyncio.Event().wait())  # type: ignore[arg-type]
+        inner.append(task)
+        entered.arrive()
+        await task
+        return "unreachable"  # pragma: no cover
+
+    registry = ToolRegistry()
+    registry.register(_define("inner", awaits_inner))
+
+    async def main() -> list[str]:
+        out = []
+        for calls in ([ToolCall("1", "inner")], [ToolCall("1", "inner"), ToolCall("2", "inner")]):
+            nonlocal entered
+            entered = Gate(len(calls))
+            batch = asyncio.create_task(aio.run_tool_calls(registry, calls, driver="asyncio"))
+            await entered.wait()
+            for task in inner:
+                task.cancel()
+            inner.clear()
+            out.extend(summary(r) for r in await batch)
+        entered = Gate(1)
+        single = asyncio.create_task(
+            aio.execute(registry, ToolExecutionInput("x", "inner", {}), driver="asyncio")
+        )
+        await entered.wait()
+        inner.pop().cancel()
+        out.append(summary(await single))
+        _quiet()
+        return out
+
+    assert _run(main) == ["ABORTED"] * 4
+
+
+def test_execute_runs_natively_and_an_outside_cancellation_reaches_the_observers() -> None:
+    seen: list[str] = []
+    entered = Gate(1)
+
+    @aio.asyncio_tool
+    async def waits(args: Any, ctx: ToolRunContext) -> str:
+        entered.arrive()
+        await asyncio.Event().wait()
+        return "unreachable"  # pragma: no cover
+
+    registry = ToolRegistry()
+    registry.register(_define("waits", waits))
+    registry.register(_define("echo", echo))
+    registry.on_result(lambda execution, result: seen.append(summary(result)))
+
+    async def main() -> None:
+        result = await aio.execute(
+            registry, ToolExecutionInput("1", "echo", {"q": "n"}), driver="asyncio"
+        )
+        assert summary(result) == "echo n"
+        task = asyncio.create_task(
+            aio.execute(registry, ToolExecutionInput("2", "waits", {}), driver="asyncio")
+        )
+        await entered.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        _quiet()
+
+    _run(main)
+    assert seen == ["echo n", "ABORTED"]
