@@ -381,19 +381,12 @@ class BatchMachine:
 
     # -- committing ----------------------------------------------------------------------
 
-    def ready(self) -> bool:
-        """Whether the call at the cursor has settled (a commit is due)."""
-        cursor = self.cursor
-        calls = self.calls
-        return cursor < len(calls) and calls[cursor].slot is _SETTLED
-
     def drained(self) -> bool:
         """Nothing in flight, and every started call committed."""
         return not self.admission.admitted and self.cursor >= self.started
 
     def post_due(self) -> bool:
-        """Whether a call still to commit has a post-execute hook (which a driver runs
-        itself, where it may suspend, rather than in a worker)."""
+        """Whether a call still to commit has a post-execute hook (a driver's to run)."""
         for call in self.calls[self.cursor :]:
             plan = call.plan
             if plan is not None and plan.hooks.post:
@@ -598,7 +591,7 @@ class BatchMachine:
         )
 
     def record_contexts(self) -> None:
-        """Record every committed result's contexts, once all results are in."""
+        """Record every committed result's contexts (once all results are in)."""
         recorder = self.recorder
         if recorder is None:
             return
