@@ -390,7 +390,20 @@ class _Driver:
                 alone = machine.closed and i == len(calls) - 1 and not admission.admitted
                 step = machine.step(call, alone)
                 if step == POOL:
-                    self.submit(call)
+                    pool = self.pool
+                    if (
+                        pool is not None
+                        and pool.lot is None
+                        and call.plan.outer_budget is None  # type: ignore[union-attr]
+                        and machine.stamps is None
+                        and i < len(calls) - 1  # the last call closes the pool (submit)
+                    ):
+                        # self.submit(call), inlined: a worker is owed for the next await.
+                        call.gate = self.gate
+                        pool.queue.append(call)
+                        pool.owed += 1
+                    else:
+                        self.submit(call)
                 elif step == BARRIER:
                     break
                 elif step:

@@ -95,15 +95,15 @@ class WorkerPool:
         "_closed",
         "_failed",
         "_groups",
-        "_lot",
         "_nursery",
-        "_queue",
         "_signal",
         "_stamps",
         "_stats",
         "_tasks",
         "_wake",
+        "lot",
         "owed",
+        "queue",
         "unwinding",
     )
 
@@ -130,8 +130,8 @@ class WorkerPool:
         self._tasks = 0  # workers and deadline-group hosts running in the nursery
         self._closed = False  # no call will start any more
         self._groups: dict[float, _DeadlineGroup] | None = None  # budget -> group filling
-        self._queue: deque[CallRecord] = deque()  # dispatches waiting for a worker
-        self._lot: trio.lowlevel.ParkingLot | None = None  # parked workers, once one parks
+        self.queue: deque[CallRecord] = deque()  # dispatches waiting for a worker
+        self.lot: trio.lowlevel.ParkingLot | None = None  # parked workers, once one parks
         self.owed = 0  # workers queued calls need, to start at the driver's next await
         self.unwinding = False  # a call of the pool was cancelled (abort, or from outside)
 
@@ -149,7 +149,7 @@ class WorkerPool:
     def close(self) -> None:
         """No call will start any more: parked workers end once the queue is empty."""
         self._closed = True
-        lot = self._lot
+        lot = self.lot
         if lot:
             lot.unpark_all()
 
@@ -158,7 +158,7 @@ class WorkerPool:
         end, and whatever a body left running in the batch nursery is cancelled (nothing a
         call starts outlives the batch)."""
         self._closed = True
-        lot = self._lot
+        lot = self.lot
         if lot:
             lot.unpark_all()
         nursery = self._nursery
@@ -171,7 +171,7 @@ class WorkerPool:
         self._nursery.cancel_scope.cancel()
         if self.owed:
             self.owed = 0
-            queue = self._queue
+            queue = self.queue
             while queue:
                 call = queue.popleft()
                 call.unwind()
@@ -181,8 +181,8 @@ class WorkerPool:
 
     def _enqueue(self, call: CallRecord) -> None:
         """Queue a call for a worker: wake a parked one, or start one."""
-        self._queue.append(call)
-        lot = self._lot
+        self.queue.append(call)
+        lot = self.lot
         if lot:
             if self._closed:
                 lot.unpark_all()  # the last call: wake every parked worker (the rest end)
@@ -218,7 +218,7 @@ class WorkerPool:
 
     def _unwind_queue(self) -> None:
         """The pool is being cancelled: the dispatches no worker took never ran."""
-        queue = self._queue
+        queue = self.queue
         if not queue:
             return
         while queue:
@@ -296,7 +296,7 @@ class WorkerPool:
         arrives as ``trio.Cancelled`` through the call's wrappers and body; a worker
         cancelled on its way settles the dispatches still queued (they never ran).
         """
-        queue = self._queue
+        queue = self.queue
         stats = self._stats
         clock = self._clock
         admission = self._admission
@@ -309,9 +309,9 @@ class WorkerPool:
                 if not queue:
                     if self._closed:
                         return
-                    lot = self._lot
+                    lot = self.lot
                     if lot is None:
-                        lot = self._lot = trio.lowlevel.ParkingLot()
+                        lot = self.lot = trio.lowlevel.ParkingLot()
                     await lot.park()
                     continue
                 call = queue.popleft()

@@ -305,7 +305,39 @@ class BatchMachine:
                 else:
                     return BARRIER
         self.keys = keys  # the placement's, should the policy suspend (see place)
-        return self.start(call, keys, alone, False)
+        if keys or self.recorder is not None or self.failure is not None or call.fixed:
+            return self.start(call, keys, alone, False)
+        # self.start(call, (), alone, False), inlined for the common case (no recorder,
+        # no keys, no policy hook), and self.place() with it:
+        self.started += 1
+        plan = call.plan  # type: ignore[assignment]
+        begin_call(call, plan, call.args, frozen=call.frozen)
+        if call.state is not PENDING:
+            call.slot = _SETTLED
+            return DONE
+        if plan.hooks.any_prepare:
+            if self.timings:
+                begun = _now()
+                rest = policy_now(call, self.grace)
+                self.stats.prepare += _now() - begun
+            else:
+                rest = policy_now(call, self.grace)
+            if rest is not None:
+                return rest
+            return self.place(call, (), alone)
+        if plan.version != plan.versions.value:
+            plan = plan.current()
+        if alone or (plan.bare and not plan.route.suspends):
+            return INLINE
+        call.slot = _QUEUED
+        admission = self.admission
+        if admission.running < admission.cap:
+            # admission.admit(call, ()), inlined: it runs now.
+            admission.admitted += 1
+            admission.running += 1
+        else:
+            admission.admit(call, ())
+        return POOL
 
     def place(self, call: CallRecord, keys: tuple[ResourceKey, ...], inline: bool) -> int:
         """Settle a decided call, or admit a pending one: ``INLINE`` (dispatch it in the
@@ -349,19 +381,12 @@ class BatchMachine:
 
     # -- committing ----------------------------------------------------------------------
 
-    def ready(self) -> bool:
-        """Whether the call at the cursor has settled (a commit is due)."""
-        cursor = self.cursor
-        calls = self.calls
-        return cursor < len(calls) and calls[cursor].slot is _SETTLED
-
     def drained(self) -> bool:
         """Nothing in flight, and every started call committed."""
         return not self.admission.admitted and self.cursor >= self.started
 
     def post_due(self) -> bool:
-        """Whether a call still to commit has a post-execute hook (which a driver runs
-        itself, where it may suspend, rather than in a worker)."""
+        """Whether a call still to commit has a post-execute hook (a driver's to run)."""
         for call in self.calls[self.cursor :]:
             plan = call.plan
             if plan is not None and plan.hooks.post:
@@ -566,7 +591,7 @@ class BatchMachine:
         )
 
     def record_contexts(self) -> None:
-        """Record every committed result's contexts, once all results are in."""
+        """Record every committed result's contexts (once all results are in)."""
         recorder = self.recorder
         if recorder is None:
             return
