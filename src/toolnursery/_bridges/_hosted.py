@@ -34,7 +34,6 @@ __all__ = [
 ]
 
 
-
 def registry_and_scope(target: object, what: str) -> tuple[ToolRegistry, ToolScope | None]:
     """Split a bridge's ``registry`` argument (a registry, or a scope of one).
 
