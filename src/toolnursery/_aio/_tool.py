@@ -100,8 +100,9 @@ def _check_coroutine_function(fn: object, what: str) -> None:
 def _bridge(fn: Callable[..., Any], tool_name: str | None) -> Any:
     @functools.wraps(fn)
     async def run_on_asyncio(*args: Any, **kwargs: Any) -> Any:
-        if not trio.lowlevel.in_trio_task():
-            # Called from asyncio code directly (a test of the body, say): just run it.
+        if _in_asyncio_task():
+            # Awaited from an asyncio task (the asyncio driver's dispatch, or a test of
+            # the body): just run it.
             return await fn(*args, **kwargs)
         host = HOST.get()
         if host is None:
@@ -110,6 +111,18 @@ def _bridge(fn: Callable[..., Any], tool_name: str | None) -> Any:
 
     setattr(run_on_asyncio, _MARK, True)
     return run_on_asyncio
+
+
+def _in_asyncio_task() -> bool:
+    """Whether this runs in an asyncio task (a trio task of the guest run does not: its
+    steps are callbacks of the loop, outside any task). Cheaper than asking trio."""
+    try:
+        return _current_task() is not None
+    except RuntimeError:  # no asyncio loop runs here (plain trio.run)
+        return False
+
+
+_current_task: Final = asyncio.current_task
 
 
 def _name(
