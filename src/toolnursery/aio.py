@@ -11,16 +11,20 @@ take the same arguments and give the same results as their trio counterparts::
 
     asyncio.run(main())
 
-The trio side runs as a guest of the running asyncio loop: one long-lived trio run
-per loop, started by the first call and shut down when the loop shuts down
-(``asyncio.run`` / ``asyncio.Runner`` do this) or on ``await aclose()``.
+A batch runs on one of two drivers of the same batch machine, chosen automatically
+(:func:`batch_driver` says which, and why): natively on the running loop when every
+tool it calls is an :func:`asyncio_tool` body or a plain ``def`` and no hook is marked
+:func:`needs_trio`; otherwise in a trio run hosted as a guest of the loop (one
+long-lived run per loop, started by the first batch that needs it and shut down when
+the loop shuts down, as ``asyncio.run`` / ``asyncio.Runner`` do, or on
+``await aclose()``).
 
 Cancellation crosses in both directions. Cancelling the awaiting asyncio task aborts
 the batch (or the call) through its signal, waits until every started call has
 settled, and then lets ``CancelledError`` propagate; an internal failure of the
 scheduler surfaces as the same exception. A body declared with :func:`asyncio_tool`
-runs as a task on the asyncio loop; a trio cancellation of its call (a batch abort,
-the timeout policy) cancels that task and waits for it to finish.
+runs on the asyncio loop (in the guest run: as a task, which a trio cancellation of its
+call cancels and waits for).
 
 See ``docs/asyncio.md``.
 """

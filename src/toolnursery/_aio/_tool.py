@@ -1,10 +1,11 @@
 """asyncio tools: a body written for asyncio, run on the host loop, awaited from trio.
 
 An ``async def`` does not say which event loop it was written for, so an asyncio body
-is declared with :func:`asyncio_tool`. The declared body becomes a trio ``async def``
-that starts the asyncio coroutine as a task on the loop hosting the trio run and
-parks the trio task until the asyncio task is done (both loops share one thread, so
-the asyncio task's done-callback reschedules the trio task directly). A trio
+is declared with :func:`asyncio_tool`. On the asyncio driver the declared body is just
+awaited (it runs in an asyncio task already). In the trio guest run it becomes a trio
+``async def`` that starts the asyncio coroutine as a task on the loop hosting the trio
+run and parks the trio task until the asyncio task is done (both loops share one
+thread, so the asyncio task's done-callback reschedules the trio task directly). A trio
 cancellation cancels the asyncio task and keeps waiting until it has finished — its
 ``except CancelledError``/``finally`` blocks run before the call settles — and then
 delivers ``trio.Cancelled``, so the pipeline maps it exactly as a trio body's.
