@@ -39,9 +39,9 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from ._aio._driver import AsyncioDriver, run_calls
+from ._aio._driver import AsyncioDriver
 from ._aio._execute import execute as _execute_native
-from ._aio._execute import execute_reason
+from ._aio._execute import execute_reason, run_calls
 from ._aio._host import Job, drain_job, host_for, wait_job
 from ._aio._host import aclose as aclose
 from ._aio._route import needs_trio as needs_trio

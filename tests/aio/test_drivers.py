@@ -893,3 +893,33 @@ def test_execute_runs_natively_and_an_outside_cancellation_reaches_the_observers
 
     _run(main)
     assert seen == ["echo n", "ABORTED"]
+
+
+@pytest.mark.parametrize("suspending", [0, 3, 9])
+def test_a_post_execute_that_suspends_in_a_tasks_commit_keeps_model_order(
+    suspending: int,
+) -> None:
+    """Once every call has started, the dispatch tasks commit (post-execute and
+    observers included); one whose post-execute suspends leaves it to the driver, and
+    the later calls still commit after it, in model order."""
+    seen: list[str] = []
+
+    async def post(execution: ToolExecution, result: ToolExecutionResult, next_: Any) -> Any:
+        if execution.call_id == str(suspending):
+            await asyncio.sleep(0)
+        seen.append(execution.call_id)
+        return await next_()
+
+    registry = ToolRegistry()
+    registry.register(_define("echo", echo))
+    registry.on_post_execute(post)
+    registry.on_result(lambda execution, result: seen.append(f"observed {execution.call_id}"))
+
+    async def main() -> list[str]:
+        calls = [ToolCall(str(i), "echo", f'{{"q": "{i}"}}') for i in range(10)]
+        results = await aio.run_tool_calls(registry, calls, driver="asyncio")
+        _quiet()
+        return [summary(r) for r in results]
+
+    assert _run(main) == [f"echo {i}" for i in range(10)]
+    assert seen == [item for i in range(10) for item in (str(i), f"observed {i}")]

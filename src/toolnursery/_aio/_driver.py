@@ -24,11 +24,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Coroutine, Iterable
+from collections.abc import Coroutine
 from contextvars import Token
 from typing import Any, Final
 
-from .._core._content import ToolCall, ToolExecutionResult
+from .._core._content import ToolExecutionResult
 from .._core._decisions import ResourceKey
 from .._core._errors import AbortError
 from .._core._lifecycle import RESOLVED, Slot
@@ -43,7 +43,7 @@ from .._pipeline._dispatch import start as start_dispatch
 from .._pipeline._registry import ToolRegistry, ToolScope
 from ._tasks import CANCELLED_REASON, DeadlineGroup, dispatch_here, single
 
-__all__ = ["AsyncioDriver", "run_calls"]
+__all__ = ["AsyncioDriver"]
 
 GROUP_SIZE: Final = 64
 """At most this many calls share one deadline timer."""
@@ -56,16 +56,15 @@ _CancelledError: Final = asyncio.CancelledError
 _current_task: Final = asyncio.current_task
 
 
+_Stalled = tuple[CallRecord, Coroutine[Any, Any, ToolExecutionResult], int]
+
+
 def _no_time() -> float:
     return 0.0
 
 
 class AsyncioDriver:
-    """The asyncio side of one batch: its group, its tasks, the waits.
-
-    Args: as :class:`~toolnursery._machine._batch.BatchMachine`'s (the clock, the event
-    type and the wake-up are this driver's).
-    """
+    """The asyncio side of one batch (arguments: :class:`BatchMachine`'s)."""
 
     __slots__ = (
         "aborted_at",
@@ -78,6 +77,7 @@ class AsyncioDriver:
         "loop",
         "machine",
         "reports",
+        "stalled",
         "unwinding",
         "waiter",
         "woken",
@@ -120,6 +120,7 @@ class AsyncioDriver:
         self.unwinding = False  # a dispatch was cancelled, not by the batch's abort
         self.aborted_at: float | None = None
         self.reports: Token[ReportSink | None] | None = None
+        self.stalled: _Stalled | None = None  # a post-execute that suspended in a task
         self.finished = False
 
     def close(self) -> None:
@@ -223,10 +224,8 @@ class AsyncioDriver:
                 self.end(ended)
 
     async def after_cancel(self) -> None:
-        """A cancellation from outside reached the batch: abort it, then drain, commit
-        and give the unstarted calls their results in a task of its own, which later
-        cancellations cannot interrupt. The caller re-raises the cancellation (unless
-        the drain failed: its failure wins, the cancellation as its context)."""
+        """A cancellation from outside came: abort, then finish the batch in a task that
+        later cancellations cannot reach; the caller re-raises (a failure wins)."""
         machine = self.machine
         machine.closed = True
         machine.signal.cancel(CANCELLED_REASON)
@@ -250,6 +249,10 @@ class AsyncioDriver:
 
     def end(self, ended: bool) -> None:
         """The batch has ended (``ended``: every call committed, nothing in flight)."""
+        stalled = self.stalled
+        if stalled is not None:  # a failure came first: the suspended post-execute ends
+            self.stalled = None
+            stalled[1].close()
         reports = self.reports
         if reports is not None:
             self.reports = None
@@ -542,9 +545,12 @@ class AsyncioDriver:
             self.wake_up()
             return
         machine = self.machine
-        if machine.failure is None and (not self.unwinding or machine.signal.cancelled):
+        ok = machine.failure is None and (not self.unwinding or machine.signal.cancelled)
+        if ok and self.stalled is None:
+            # Post-execute and observers run here, in model order; one that suspends
+            # is left to the driver (which awaits it once the group has ended).
             try:
-                machine.commit_now(post=False)
+                self.stalled = machine.commit_now(post=True)
             except Exception as exc:
                 machine.failed(exc)  # the driver re-raises it once the group has ended
 
@@ -560,8 +566,9 @@ class AsyncioDriver:
         ):
             return False
         machine.raise_failure()
-        machine.commit_now(post=False)
-        if machine.post_due():
+        pending = machine.commit_now(post=True)
+        if pending is not None:
+            self.stalled = pending  # a post-execute suspended: the driver awaits it
             return False
         self.handed_off = True
         return True
@@ -569,6 +576,11 @@ class AsyncioDriver:
     async def commit_ready(self) -> None:
         """Commit the settled model-order prefix; await a post-execute that suspends."""
         machine = self.machine
+        stalled = self.stalled
+        if stalled is not None:
+            self.stalled = None
+            call, rest, begun = stalled
+            machine.finish_commit(call, await rest, begun)
         while True:
             pending = machine.commit_now(post=True)
             if pending is None:
@@ -584,17 +596,3 @@ class AsyncioDriver:
             if machine.drained():
                 return
             await self.wait()
-
-
-async def run_calls(driver: AsyncioDriver, calls: Iterable[ToolCall]) -> list[ToolExecutionResult]:
-    """Run a whole, known batch from this task; its results."""
-    machine = driver.machine
-    add = machine.add
-    for call in calls:
-        add(call)
-    machine.closed = True
-    if len(machine.calls) <= 1:
-        await driver.run()  # a lone call runs inline: no group
-    else:
-        await driver.drive()
-    return machine.results

@@ -1,4 +1,5 @@
-"""One call through a registry's pipeline, run natively on asyncio (``aio.execute``).
+"""One call through a registry's pipeline, run natively on asyncio (``aio.execute``),
+and a whole known batch on the asyncio driver (``aio.run_tool_calls``).
 
 The asyncio form of :func:`toolnursery._pipeline._stages.execute`: prepare, dispatch (in
 this task, which the call's signal cancels: see
@@ -12,11 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from .._core._content import ToolExecutionResult
+from .._core._content import ToolCall, ToolExecutionResult
 from .._core._execution import ToolExecutionInput
 from .._core._lifecycle import PENDING, RESOLVED
 from .._core._signal import CancelSignal, fuse
@@ -25,7 +27,10 @@ from .._pipeline._stages import begin, finalize, policy
 from ._route import plan_reason
 from ._tasks import CANCELLED_REASON, dispatch_here
 
-__all__ = ["execute", "execute_reason"]
+if TYPE_CHECKING:
+    from ._driver import AsyncioDriver
+
+__all__ = ["execute", "execute_reason", "run_calls"]
 
 
 def execute_reason(registry: ToolRegistry, input: ToolExecutionInput) -> str | None:
@@ -78,3 +83,17 @@ async def execute(
     finally:
         if fusion is not None:
             fusion.close()
+
+
+async def run_calls(driver: AsyncioDriver, calls: Iterable[ToolCall]) -> list[ToolExecutionResult]:
+    """Run a whole, known batch from this task; its results."""
+    machine = driver.machine
+    add = machine.add
+    for call in calls:
+        add(call)
+    machine.closed = True
+    if len(machine.calls) <= 1:
+        await driver.run()  # a lone call runs inline: no group
+    else:
+        await driver.drive()
+    return machine.results
