@@ -923,3 +923,56 @@ def test_a_post_execute_that_suspends_in_a_tasks_commit_keeps_model_order(
 
     assert _run(main) == [f"echo {i}" for i in range(10)]
     assert seen == [item for i in range(10) for item in (str(i), f"observed {i}")]
+
+
+def test_a_streamed_batch_under_an_outer_timeout_drains_and_raises_timeout(driver: str) -> None:
+    events: list[str] = []
+
+    async def main() -> None:
+        entered = Gate(1)
+        registry = _abort_registry(events, entered)
+
+        async def block() -> None:
+            async with asyncio.timeout(0.05):
+                async with aio.open_tool_batch(registry, driver=driver) as batch:  # type: ignore[arg-type]
+                    batch.submit(ToolCall("2", "waits"))
+                    batch.close()
+                    async for _ in batch:
+                        pass  # pragma: no cover - the call never commits in time
+
+        with pytest.raises(TimeoutError):
+            await block()
+        current = asyncio.current_task()
+        assert current is not None
+        assert current.cancelling() == 0
+        _quiet()
+
+    _run(main)
+    assert events == ["2 cancelled", "2 cleaned up", "2 ABORTED"]
+
+
+def test_a_streamed_batch_whose_recorder_fails_raises_at_the_end_of_the_block(
+    driver: str,
+) -> None:
+    class Raising:
+        def record(self, event: Any, /) -> None:
+            if isinstance(event, ToolResultEvent):
+                raise OSError("disk full")
+
+    registry = ToolRegistry()
+    registry.register(_define("echo", echo))
+
+    async def main() -> None:
+        async def block() -> None:
+            async with aio.open_tool_batch(registry, recorder=Raising(), driver=driver) as batch:  # type: ignore[arg-type]
+                batch.submit(ToolCall("1", "echo"))
+                batch.submit(ToolCall("2", "echo"))
+                batch.close()
+                async for _ in batch:
+                    pass  # pragma: no cover - nothing commits
+
+        with pytest.raises(OSError, match="disk full"):
+            await block()
+        _quiet()
+
+    _run(main)
