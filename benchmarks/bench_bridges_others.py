@@ -19,8 +19,9 @@ The pydantic-ai and openai-agents figures are whole agent turns (two model reque
 the scripted model, the framework's run loop, ten tool calls), divided by ten: the
 framework's own per-turn costs are in both columns, so the ratio says what swapping
 the executor changes for a user. The smolagents figures are the tool step alone.
-Bodies: ``async`` awaiting one checkpoint on asyncio (pydantic-ai, openai-agents; a
-toolnursery ``@tool`` awaits a trio checkpoint), a plain ``def`` on a worker thread
+Bodies: ``async`` awaiting one checkpoint on asyncio (pydantic-ai, openai-agents; ours
+a toolnursery ``@tool`` declared ``asyncio_tool``, which the asyncio driver runs —
+``--body trio``: a trio ``@tool``, run in the trio guest run), a plain ``def`` on a worker thread
 (smolagents, both sides).
 
 A repetition is the median of interleaved one-turn samples of both sides (CPU time of
@@ -80,9 +81,22 @@ async def trio_lookup(query: str, limit: int = 10) -> str:
     return f"{limit} results for {query}"
 
 
+@tool(name="lookup", is_concurrency_safe=lambda args: True)
+async def asyncio_lookup(query: str, limit: int = 10) -> str:
+    """Look a query up."""
+    await asyncio.sleep(0)
+    return f"{limit} results for {query}"
+
+
+OUR_BODIES = {"asyncio": toolnursery.aio.asyncio_tool(asyncio_lookup), "trio": trio_lookup}
+"""Ours: the body declared ``asyncio_tool`` (the asyncio driver runs the batch: the
+default), or a trio ``@tool`` (the trio guest run); ``--body``."""
+BODY = ["asyncio"]
+
+
 def our_registry() -> ToolRegistry:
     registry = ToolRegistry()
-    registry.register(trio_lookup)
+    registry.register(OUR_BODIES[BODY[0]])
     return with_hooks(registry)
 
 
@@ -266,7 +280,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="7 samples per repetition, not 31")
     parser.add_argument("--only", choices=["pydantic-ai", "openai-agents", "smolagents"])
+    parser.add_argument("--body", choices=["asyncio", "trio"], default="asyncio")
     args = parser.parse_args()
+    BODY[0] = args.body
     samples = 7 if args.quick else 31
     names = {
         "pydantic-ai": "pydantic-ai-slim",

@@ -19,8 +19,13 @@ toolnursery / bare per repetition.
 The peers' own figures are quoted from the design notes, labelled as quoted: they were
 measured on a machine of the same class, not by this script, and on a no-op batch.
 
+With ``--n 10 --five`` the batch is a typical model turn (N = 10) with one pass-through
+hook in each of the five phases (``passthrough.add_five``), and the quoted peers' per-call
+figures are printed as multiples of ours (the peers' figures are N = 1000 no-op batches,
+so the multiple is an indication, not a like-for-like measurement).
+
 Run: ``python benchmarks/bench_peers.py`` (``--quick``: one batch per timing instead of
-five, well under a minute).
+five, well under a minute; ``--n N``; ``--five``).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from typing import Any
 import msgspec
 import trio
 
+from passthrough import add_five
 from toolnursery import (
     TextContent,
     ToolCall,
@@ -50,6 +56,7 @@ from toolnursery import (
 
 N = 1000
 REPS = 3
+FIVE = False  # one pass-through hook per phase on ours (--five)
 
 QUOTED = (
     ("pydantic-ai", "119–143"),
@@ -170,6 +177,8 @@ async def measure(
     definition, body = make()
     registry = ToolRegistry()
     registry.register(definition)
+    if FIVE:
+        add_five(registry)
     calls = make_calls(N)
 
     async def ours() -> None:
@@ -187,9 +196,14 @@ async def measure(
         # other load on a shared machine moves one sample, not the repetition.
         ours_s: list[float] = []
         bare_s: list[float] = []
-        for _ in range(max(5, loops)):
-            ours_s.append(await timed(ours, 1) / N * 1e6)
-            bare_s.append(await timed(bare, 1) / N * 1e6)
+        chunk = max(1, 1000 // N)  # batches per sample: about 1000 calls
+        for sample in range(max(5, loops)):
+            if sample % 2:  # the order alternates
+                bare_s.append(await timed(bare, chunk) / (chunk * N) * 1e6)
+                ours_s.append(await timed(ours, chunk) / (chunk * N) * 1e6)
+            else:
+                ours_s.append(await timed(ours, chunk) / (chunk * N) * 1e6)
+                bare_s.append(await timed(bare, chunk) / (chunk * N) * 1e6)
         ours_us.append(statistics.median(ours_s))
         bare_us.append(statistics.median(bare_s))
     return ours_us, bare_us
@@ -207,6 +221,7 @@ async def main_async(loops: int) -> None:
     print(
         f"lookup(query: str, limit: int = 10), raw JSON arguments into a msgspec Struct, "
         f"odd calls omit limit; N={N}, max_parallel={N}"
+        + (", one pass-through hook in each of the five phases" if FIVE else "")
     )
     print(
         f"CPU µs per call, median (min–max) of {REPS} repetitions, each the median of "
@@ -215,20 +230,34 @@ async def main_async(loops: int) -> None:
     header = f"{'case':<38} {'toolnursery µs':>24} {'bare nursery µs':>24} {'ratio':>22}"
     print(header)
     print("-" * len(header))
+    headline: list[float] = []
     for label, make in CASES:
         ours, bare = await measure(make, loops)
+        headline = headline or ours
         ratios = [a / b for a, b in zip(ours, bare, strict=True)]
         print(f"{label:<38} {spread(ours):>24} {spread(bare):>24} {spread(ratios, 'x'):>22}")
     print()
-    print("Quoted, not measured here (DESIGN.md, same machine class, a no-op batch, N = 1000):")
+    print("Quoted, not measured here (DESIGN.md, same machine class, a no-op batch, N = 1000),")
+    print(
+        f"and as a multiple of ours ({CASES[0][0]}, median {statistics.median(headline):.2f} µs):"
+    )
     for name, figure in QUOTED:
-        print(f"  {name:<48} {figure:>10} µs per call")
+        low, high = (float(x) for x in figure.split("–"))
+        ours_us = statistics.median(headline)
+        print(
+            f"  {name:<48} {figure:>10} µs per call  "
+            f"{low / ours_us:6.1f}–{high / ours_us:.1f}x ours"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="one batch per timing")
+    parser.add_argument("--n", type=int, default=1000, help="calls per batch (max_parallel = N)")
+    parser.add_argument("--five", action="store_true", help="a pass-through hook per phase")
     args = parser.parse_args()
+    global N, FIVE
+    N, FIVE = args.n, args.five
     trio.run(main_async, 1 if args.quick else 5)
 
 

@@ -1,12 +1,14 @@
 """Per-call cost of the batch scheduler, against a bare trio nursery in the same run.
 
 Prints the rows of the scheduler's cost table. Each row runs ``run_tool_calls`` on N
-``parallel`` calls and, interleaved in the same trio run, a bare ``trio.open_nursery()``
-that ``start_soon``-s one task per call doing the least work the scheduler's contract
-implies (``json.loads`` of the call's arguments, the same body awaited, its value stored
-in model order: :func:`run_bare`); a repetition is the median of
-interleaved samples of both (about 1000 calls each), and the row shows µs per call and
-the ratio scheduler / bare as the median with the min–max over the repetitions. The headline body awaits one checkpoint (as real tools do); the
+``parallel`` calls carrying ``{"q": "<i>"}`` against a one-property raw JSON Schema
+(validated, as every raw definition is) and, interleaved in the same trio run with the
+order alternating, a bare ``trio.open_nursery()`` that ``start_soon``-s one task per call
+doing the least work the scheduler's contract implies (``json.loads`` of the call's
+arguments, the same body awaited, its value stored in model order: :func:`run_bare`); a
+repetition is the median of interleaved samples of both (about 1000 calls each), timed on
+the CPU clock, and the row shows µs per call and the ratio scheduler / bare as the median
+with the min–max over the repetitions. The headline body awaits one checkpoint (as real tools do); the
 rows marked "no-await" use a body with no ``await``, which the scheduler runs inline.
 
 Rows (N = 1000 and ``max_parallel = N`` unless said):
@@ -92,7 +94,7 @@ def make_registry(
         tn.ToolDefinition(
             "noop",
             "does nothing",
-            {"type": "object"},
+            PARAMETERS,
             body,
             is_concurrency_safe=always,
             timeout_ms=60_000,
@@ -116,8 +118,12 @@ def make_registry(
     return registry  # type: ignore[no-any-return]
 
 
+PARAMETERS = {"type": "object", "properties": {"q": {"type": "string"}}}
+"""The tool's raw schema: one property, checked for every call."""
+
+
 def make_calls(n: int) -> list[ToolCall]:
-    return [ToolCall(f"c{i}", "noop", "{}") for i in range(n)]
+    return [ToolCall(f"c{i}", "noop", json.dumps({"q": str(i)})) for i in range(n)]
 
 
 async def run_bare(n: int, body: Any, cap: int | None = None) -> list[Any]:
@@ -126,10 +132,10 @@ async def run_bare(n: int, body: Any, cap: int | None = None) -> list[Any]:
     awaited, its value stored in model order — under ``trio.CapacityLimiter(cap)`` when
     ``cap`` is given."""
     results: list[Any] = [None] * n
-    text = "{}"
+    texts = [json.dumps({"q": str(i)}) for i in range(n)]
 
     async def one(i: int) -> None:
-        results[i] = await body(json.loads(text), None)
+        results[i] = await body(json.loads(texts[i]), None)
 
     if cap is None:
         async with trio.open_nursery() as nursery:
@@ -140,7 +146,7 @@ async def run_bare(n: int, body: Any, cap: int | None = None) -> list[Any]:
 
     async def limited(i: int) -> None:
         async with limiter:
-            results[i] = await body(json.loads(text), None)
+            results[i] = await body(json.loads(texts[i]), None)
 
     async with trio.open_nursery() as nursery:
         for i in range(n):
@@ -212,9 +218,13 @@ async def measure(
     for _ in range(reps):
         ours: list[float] = []
         base: list[float] = []
-        for _ in range(samples):
-            ours.append(await timed(sched, chunk) / (chunk * n) * 1e6)
-            base.append(await timed(bare, chunk) / (chunk * n) * 1e6)
+        for sample in range(samples):
+            if sample % 2:  # the order alternates: neither side always runs first
+                base.append(await timed(bare, chunk) / (chunk * n) * 1e6)
+                ours.append(await timed(sched, chunk) / (chunk * n) * 1e6)
+            else:
+                ours.append(await timed(sched, chunk) / (chunk * n) * 1e6)
+                base.append(await timed(bare, chunk) / (chunk * n) * 1e6)
         row.ours.append(statistics.median(ours))
         row.bare.append(statistics.median(base))
     return row

@@ -11,16 +11,20 @@ take the same arguments and give the same results as their trio counterparts::
 
     asyncio.run(main())
 
-The trio side runs as a guest of the running asyncio loop: one long-lived trio run
-per loop, started by the first call and shut down when the loop shuts down
-(``asyncio.run`` / ``asyncio.Runner`` do this) or on ``await aclose()``.
+A batch runs on one of two drivers of the same batch machine, chosen automatically
+(:func:`batch_driver` says which, and why): natively on the running loop when every
+tool it calls is an :func:`asyncio_tool` body or a plain ``def`` and no hook is marked
+:func:`needs_trio`; otherwise in a trio run hosted as a guest of the loop (one
+long-lived run per loop, started by the first batch that needs it and shut down when
+the loop shuts down, as ``asyncio.run`` / ``asyncio.Runner`` do, or on
+``await aclose()``).
 
 Cancellation crosses in both directions. Cancelling the awaiting asyncio task aborts
 the batch (or the call) through its signal, waits until every started call has
 settled, and then lets ``CancelledError`` propagate; an internal failure of the
 scheduler surfaces as the same exception. A body declared with :func:`asyncio_tool`
-runs as a task on the asyncio loop; a trio cancellation of its call (a batch abort,
-the timeout policy) cancels that task and waits for it to finish.
+runs on the asyncio loop (in the guest run: as a task, which a trio cancellation of its
+call cancels and waits for).
 
 See ``docs/asyncio.md``.
 """
@@ -28,14 +32,21 @@ See ``docs/asyncio.md``.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Final, Literal
 
 import msgspec
 
+from ._aio._driver import AsyncioDriver
+from ._aio._execute import execute as _execute_native
+from ._aio._execute import execute_reason, run_calls
 from ._aio._host import Job, drain_job, host_for, wait_job
 from ._aio._host import aclose as aclose
+from ._aio._route import needs_trio as needs_trio
+from ._aio._route import trio_reason
+from ._aio._tasks import check_batch, settle_task
 from ._aio._tool import asyncio_tool as asyncio_tool
 from ._aio._tool import is_asyncio_tool as is_asyncio_tool
 from ._batch._recorder import ToolCallRecorder
@@ -47,20 +58,96 @@ from ._core._errors import AsyncioHostError as AsyncioHostError
 from ._core._execution import ToolExecutionInput
 from ._core._homes import fixup_module_metadata as _fixup_module_metadata
 from ._core._signal import CancelSignal, Fusion, fuse
+from ._core._statistics import ToolStatistics
 from ._pipeline._registry import ToolRegistry, ToolScope
 
 __all__ = [
     "AsyncioHostError",
     "AsyncioToolBatch",
+    "BatchDriver",
+    "Driver",
     "aclose",
     "asyncio_tool",
+    "batch_driver",
     "execute",
     "is_asyncio_tool",
+    "needs_trio",
     "open_tool_batch",
     "run_tool_calls",
 ]
 
 _BLOCK_RAISED = "the batch's block raised"
+
+Driver = Literal["auto", "asyncio", "trio"]
+"""Which driver runs a batch from asyncio: ``"auto"`` (the rule of ``docs/asyncio.md``),
+``"asyncio"`` (the native driver; refused with ``ValueError`` when a tool or hook of
+the batch needs trio) or ``"trio"`` (the trio guest run)."""
+
+_DRIVERS: Final = ("auto", "asyncio", "trio")
+
+logger = logging.getLogger("toolnursery.aio")
+"""Logs, at DEBUG, which driver each batch runs on (fields ``batch_id``, ``driver``,
+``reason``)."""
+
+
+class BatchDriver(msgspec.Struct, frozen=True):
+    """Which driver a batch runs on (see :func:`batch_driver`).
+
+    Attributes:
+        driver: ``"asyncio"`` (natively on the running loop) or ``"trio"`` (the trio
+            guest run).
+        reason: why not asyncio (``None`` when it is asyncio).
+    """
+
+    driver: Literal["asyncio", "trio"]
+    reason: str | None = None
+
+
+def batch_driver(
+    registry: ToolRegistry,
+    calls: Iterable[ToolCall] | None = None,
+    *,
+    agent: ToolScope | None = None,
+    driver: Driver = "auto",
+) -> BatchDriver:
+    """The driver a batch of ``calls`` (``None``: a streamed batch, whose calls may be
+    any tool of the view) would run on from asyncio, and why.
+
+    Raises:
+        ValueError: ``driver`` is not one of ``"auto"``, ``"asyncio"``, ``"trio"``, or
+            is ``"asyncio"`` for a batch whose tools or hooks need trio.
+    """
+    names = None if calls is None else [call.name for call in calls if isinstance(call, ToolCall)]
+    reason = _choose(driver, registry, agent, names)
+    return BatchDriver("asyncio") if reason is None else BatchDriver("trio", reason)
+
+
+def _choose(
+    driver: object, registry: ToolRegistry, agent: ToolScope | None, names: list[str] | None
+) -> str | None:
+    """Why the batch runs in the trio guest run, or ``None``: on the asyncio driver."""
+    if driver not in _DRIVERS:
+        raise ValueError(f"driver must be one of 'auto', 'asyncio', 'trio', got {driver!r}")
+    if driver == "trio":
+        return "driver='trio' was asked for"
+    if not isinstance(registry, ToolRegistry):
+        return "not a ToolRegistry"  # the trio API refuses it with its own error
+    reason = trio_reason(registry, agent, names)
+    if reason is not None and driver == "asyncio":
+        raise ValueError(f"driver='asyncio' cannot run this batch: {reason}")
+    return reason
+
+
+def _log(batch_id: str | None, reason: str | None) -> None:
+    if logger.isEnabledFor(logging.DEBUG):
+        driver = "asyncio" if reason is None else "trio"
+        logger.debug(
+            "batch %s runs on the %s driver%s",
+            batch_id,
+            driver,
+            "" if reason is None else f" ({reason})",
+            extra={"batch_id": batch_id, "driver": driver, "reason": reason},
+        )
 
 
 async def run_tool_calls(
@@ -72,6 +159,7 @@ async def run_tool_calls(
     max_parallel: int = 10,
     recorder: ToolCallRecorder | None = None,
     deps: Any = None,
+    driver: Driver = "auto",
 ) -> list[ToolExecutionResult]:
     """Run one model response's tool calls from asyncio; results in model order.
 
@@ -80,13 +168,38 @@ async def run_tool_calls(
     commit, unstarted ones get ``ABORTED_BEFORE_DISPATCH`` (the recorder sees them
     all), and ``CancelledError`` propagates once nothing the batch started is running.
 
+    The batch runs natively on the running loop when every tool it calls and every
+    hook runs on asyncio, else in the trio guest run (``driver``; see
+    :func:`batch_driver` and ``docs/asyncio.md``).
+
     Raises:
-        ValueError: ``max_parallel`` is not a positive integer.
+        ValueError: ``max_parallel`` is not a positive integer, or ``driver`` is not
+            a :data:`Driver` (or ``"asyncio"`` for a batch that needs trio).
         asyncio.CancelledError: the awaiting task was cancelled (after the drain).
         Exception: the scheduler's first internal failure (e.g. a recorder that
             raised), after the calls in flight have settled.
     """
     pending = list(calls)
+    names = [call.name for call in pending if type(call) is ToolCall or isinstance(call, ToolCall)]
+    reason = _choose(driver, registry, agent, names)
+    if reason is None:
+        check_batch(registry, signal, agent, max_parallel)
+        own_fusion = fuse(signal) if signal is not None else None
+        native = AsyncioDriver(
+            registry,
+            own_fusion.signal if own_fusion is not None else CancelSignal(),
+            agent,
+            max_parallel,
+            recorder,
+            deps=deps,
+        )
+        _log(native.machine.id, None)
+        try:
+            return await run_calls(native, pending)
+        finally:
+            if own_fusion is not None:
+                own_fusion.close()
+    _log(None, reason)
     loop = asyncio.get_running_loop()
     host = await host_for(loop)
     job: Job[list[ToolExecutionResult]] = Job(loop, CancelSignal())
@@ -112,7 +225,11 @@ async def run_tool_calls(
 
 
 async def execute(
-    registry: ToolRegistry, input: ToolExecutionInput, *, deps: Any = None
+    registry: ToolRegistry,
+    input: ToolExecutionInput,
+    *,
+    deps: Any = None,
+    driver: Driver = "auto",
 ) -> ToolExecutionResult:
     """Run one call through ``registry``'s pipeline from asyncio.
 
@@ -123,9 +240,24 @@ async def execute(
     observers), waits until the body has unwound, and then raises ``CancelledError``.
     ``input.signal`` is never fired on the caller's behalf.
 
+    The call runs natively on the running loop when its tool and the hooks run on
+    asyncio and it has no deadline of its own, else in the trio guest run (``driver``;
+    see :func:`batch_driver`).
+
     Raises:
+        ValueError: ``driver`` is not a :data:`Driver` (or ``"asyncio"`` for a call
+            that needs trio).
         asyncio.CancelledError: the awaiting task was cancelled (after the body unwound).
     """
+    if driver not in _DRIVERS:
+        raise ValueError(f"driver must be one of 'auto', 'asyncio', 'trio', got {driver!r}")
+    native = isinstance(registry, ToolRegistry) and isinstance(input, ToolExecutionInput)
+    if driver != "trio" and native:
+        reason = execute_reason(registry, input)
+        if reason is None:
+            return await _execute_native(registry, input, deps)
+        if driver == "asyncio":
+            raise ValueError(f"driver='asyncio' cannot run this call: {reason}")
     loop = asyncio.get_running_loop()
     host = await host_for(loop)
     job: Job[ToolExecutionResult] = Job(loop, CancelSignal())
@@ -153,10 +285,13 @@ class AsyncioToolBatch:
     with ``async for`` to receive ``(call, result)`` pairs in model order.
     """
 
-    __slots__ = ("_batch", "_finished", "_loop", "_pairs", "_read", "_waiters")
+    __slots__ = ("_batch", "_finished", "_loop", "_native", "_pairs", "_read", "_waiters")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, native: AsyncioDriver | None = None
+    ) -> None:
         self._loop = loop
+        self._native = native
         self._batch: ToolBatch | None = None
         self._pairs: list[tuple[ToolCall, ToolExecutionResult]] = []
         self._read = 0
@@ -164,19 +299,37 @@ class AsyncioToolBatch:
         self._waiters: list[asyncio.Future[None]] = []
 
     @property
+    def driver(self) -> Literal["asyncio", "trio"]:
+        """Which driver runs the batch: ``"asyncio"`` (natively on this loop) or
+        ``"trio"`` (the trio guest run); see :func:`batch_driver`."""
+        return "trio" if self._native is None else "asyncio"
+
+    @property
     def id(self) -> str:
         """The batch id the recorder's events carry."""
-        return self._trio_batch.id
+        native = self._native
+        return native.machine.id if native is not None else self._trio_batch.id
 
     @property
     def signal(self) -> CancelSignal:
         """The batch's own signal: ``batch.signal.cancel(reason)`` aborts the batch."""
-        return self._trio_batch.signal
+        native = self._native
+        return native.machine.signal if native is not None else self._trio_batch.signal
 
     @property
     def results(self) -> list[ToolExecutionResult]:
         """The results committed so far, in model order."""
+        native = self._native
+        if native is not None:
+            return list(native.machine.results)
         return self._trio_batch.results
+
+    def statistics(self) -> ToolStatistics:
+        """A frozen snapshot of the batch (see :meth:`toolnursery.ToolBatch.statistics`)."""
+        native = self._native
+        if native is not None:
+            return native.machine.statistics()
+        return self._trio_batch.statistics()
 
     def submit(self, call: ToolCall) -> int:
         """Add the next call (model order); returns its index in the batch.
@@ -185,16 +338,31 @@ class AsyncioToolBatch:
             TypeError: ``call`` is not a :class:`ToolCall`.
             RuntimeError: the batch is closed.
         """
-        return self._trio_batch.submit(call)
+        native = self._native
+        if native is None:
+            return self._trio_batch.submit(call)
+        machine = native.machine
+        if machine.closed:
+            raise RuntimeError("this batch is closed; submit() takes calls only before close()")
+        index = machine.add(call)
+        native.wake_up()
+        return index
 
     def close(self) -> None:
         """End submission: the batch finishes once every submitted call has committed."""
-        self._trio_batch.close()
+        native = self._native
+        if native is not None:
+            native.close()
+        else:
+            self._trio_batch.close()
 
     def __aiter__(self) -> AsyncioToolBatch:
         return self
 
     async def __anext__(self) -> tuple[ToolCall, ToolExecutionResult]:
+        native = self._native
+        if native is not None:
+            return await self._next_native(native)
         while self._read >= len(self._pairs):
             if self._finished:
                 raise StopAsyncIteration
@@ -207,6 +375,22 @@ class AsyncioToolBatch:
         pair = self._pairs[self._read]
         self._read += 1
         return pair
+
+    async def _next_native(self, native: AsyncioDriver) -> tuple[ToolCall, ToolExecutionResult]:
+        machine = native.machine
+        results = machine.results
+        while self._read >= len(results):
+            if native.finished:
+                raise StopAsyncIteration
+            event = machine.reader
+            if event is None or event.is_set():
+                event = machine.reader = asyncio.Event()
+            await event.wait()  # type: ignore[attr-defined]
+        index = self._read
+        self._read += 1
+        tool_call = machine.calls[index].tool_call
+        assert tool_call is not None
+        return tool_call, results[index]
 
     @property
     def _trio_batch(self) -> ToolBatch:
@@ -234,6 +418,7 @@ async def open_tool_batch(
     max_parallel: int = 10,
     recorder: ToolCallRecorder | None = None,
     deps: Any = None,
+    driver: Driver = "auto",
 ) -> AsyncIterator[AsyncioToolBatch]:
     """Open a batch from asyncio that runs calls as they are submitted.
 
@@ -251,11 +436,38 @@ async def open_tool_batch(
     aborted — started calls drain, the rest get ``ABORTED_BEFORE_DISPATCH`` — before
     the exception propagates.
 
+    The calls are not known when the batch opens, so the driver is chosen from every
+    tool the view can call (see :func:`batch_driver`); ``batch.driver`` says which.
+
     Raises:
-        ValueError: ``max_parallel`` is not a positive integer.
+        ValueError: ``max_parallel`` is not a positive integer, or ``driver`` is not
+            a :data:`Driver` (or ``"asyncio"`` for a view that needs trio).
         Exception: the scheduler's first internal failure, at the end of the block.
     """
     loop = asyncio.get_running_loop()
+    reason = _choose(driver, registry, agent, None)
+    if reason is None:
+        check_batch(registry, signal, agent, max_parallel)
+        own_fusion = fuse(signal) if signal is not None else None
+        own = own_fusion.signal if own_fusion is not None else CancelSignal()
+        native = AsyncioDriver(registry, own, agent, max_parallel, recorder, deps=deps)
+        _log(native.machine.id, None)
+        task = loop.create_task(native.drive(), name=f"toolnursery:batch {native.machine.id}")
+        try:
+            try:
+                yield AsyncioToolBatch(loop, native)
+            except BaseException:
+                own.cancel(_BLOCK_RAISED)
+                native.close()
+                await settle_task(task, own, native.close)
+                raise
+            native.close()
+            await settle_task(task, own, native.close)
+        finally:
+            if own_fusion is not None:
+                own_fusion.close()
+        return
+    _log(None, reason)
     host = await host_for(loop)
     job: Job[None] = Job(loop, CancelSignal())
     fusion, batch_signal = _fuse(signal, job.signal)

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolnursery import CancelSignal, ResourceKey
-from toolnursery._batch._admission import Admission
+from toolnursery._machine._admission import Admission
 from toolnursery._pipeline._call import CallRecord
 
 
@@ -56,28 +55,26 @@ def test_a_keyed_call_waits_for_its_blockers_without_a_slot() -> None:
 
 
 def test_leaving_for_a_tool_limit_frees_the_slot_and_rejoining_queues_behind_ready() -> None:
-    async def main() -> None:
-        admission = Admission(1, lambda: None)
-        first, second = record(0), record(1)
-        admission.admit(first, ())
-        admission.admit(second, ())
-        admission.leave(first)  # first waits for its tool's token: second runs
-        admission.check()
-        assert second.wait is not None
-        assert second.wait.running
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(admission.rejoin, first)
-            await trio.testing.wait_all_tasks_blocked()
-            assert first.wait is not None
-            assert not first.wait.running
-            admission.settle(second)
-            admission.check()
-        assert first.wait.running
-        admission.settle(first)
-        admission.check()
-        assert (admission.running, admission.waiting, admission.admitted) == (0, 0, 0)
-
-    trio.run(main)
+    admission = Admission(1, lambda: None)
+    first, second = record(0), record(1)
+    admission.admit(first, ())
+    admission.admit(second, ())
+    admission.leave(first)  # first waits for its tool's token: second runs
+    admission.check()
+    assert second.wait is not None
+    assert second.wait.running
+    granted = admission.rejoin(first)  # no slot free: it waits for the latch
+    assert granted is not None
+    assert not granted.is_set()
+    assert first.wait is not None
+    assert not first.wait.running
+    admission.settle(second)
+    admission.check()
+    assert granted.is_set()
+    assert first.wait.running
+    admission.settle(first)
+    admission.check()
+    assert (admission.running, admission.waiting, admission.admitted) == (0, 0, 0)
 
 
 ops = st.lists(

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolnursery import ResourceKey
-from toolnursery._batch._conflicts import ConflictTable, conflicting_resources, group_heads
+from toolnursery._machine._conflicts import ConflictTable, conflicting_resources, group_heads
 
 R, W = ResourceKey.read, ResourceKey.write
 

@@ -51,6 +51,7 @@ from toolnursery import (
     open_tool_batch,
     run_tool_calls,
 )
+from toolnursery._core._signal import link
 from toolnursery.log import JsonlRecorder, RecorderEvent, ToolCallEvent, ToolResultEvent, read_log
 from toolnursery.presentation import GenericCallView, GenericResultView, call_view, result_view
 
@@ -490,7 +491,7 @@ async def test_a_policy_hook_that_ignores_the_abort_is_cancelled_after_the_grace
 
     rig.astrike = stubborn  # type: ignore[method-assign]
     aborted_at: list[float] = []
-    rig.signal._link(lambda _: aborted_at.append(trio.current_time()))
+    link(rig.signal, lambda _: aborted_at.append(trio.current_time()))
     outcome = await run_cell(rig, tmp_path / "log.jsonl")
     assert outcome.raised is None
     assert outcome.results is not None

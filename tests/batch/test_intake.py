@@ -18,7 +18,7 @@ import trio.testing
 
 from support import code, registry_with, text, tool
 from toolnursery import ToolCall, ToolRunContext, open_tool_batch, run_tool_calls
-from toolnursery._batch._intake import check_batch_id, duplicate, loggable, new_batch_id
+from toolnursery._machine._intake import check_batch_id, duplicate, loggable, new_batch_id
 from toolnursery.log import RecorderEvent, ToolCallEvent
 
 

@@ -14,7 +14,7 @@ import pytest
 import trio
 import trio.testing
 
-import toolnursery._batch._intake as intake_module
+import toolnursery._machine._intake as intake_module
 from support import always
 from toolnursery import (
     CancelSignal,

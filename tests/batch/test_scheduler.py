@@ -21,7 +21,7 @@ import pytest
 import trio
 import trio.testing
 
-import toolnursery._batch._intake as intake_module
+import toolnursery._machine._intake as intake_module
 from support import (
     RecorderBrokeError,
     always,

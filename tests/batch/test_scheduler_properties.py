@@ -43,6 +43,11 @@ from toolnursery import (
     run_tool_calls,
 )
 from toolnursery._core._decisions import PostToolDecision, PreToolDecision
+from toolnursery._core._lifecycle import RESOLVED, Slot
+from toolnursery._core._outcomes import failure_result
+from toolnursery._machine._batch import INLINE, POOL, BatchMachine
+from toolnursery._pipeline._call import CallRecord
+from toolnursery._pipeline._dispatch import resolve_dispatch, settle_dispatch
 from toolnursery.log import ContextEvent, RecorderEvent, ToolCallEvent, ToolResultEvent
 
 ABORTED_BEFORE_DISPATCH = ToolExecutionResult(
@@ -93,6 +98,20 @@ class BoomError(Exception):
     pass
 
 
+def definitions_of(body: Any) -> list[ToolDefinition]:
+    """The script's two tools, ``p`` (parallel) and ``x`` (exclusive), running ``body``."""
+    return [
+        ToolDefinition(
+            name,
+            name,
+            {"type": "object"},
+            body,
+            is_concurrency_safe=(lambda args: True) if parallel else None,
+        )
+        for name, parallel in (("p", True), ("x", False))
+    ]
+
+
 class World:
     """The registry for one example, and everything its hooks and bodies observed."""
 
@@ -113,20 +132,15 @@ class World:
         self.post: list[str] = []
         self.events: list[tuple[RecorderEvent, float]] = []
         self.registry = ToolRegistry()
-        for name, parallel in (("p", True), ("x", False)):
-            self.registry.register(
-                ToolDefinition(
-                    name,
-                    name,
-                    {"type": "object"},
-                    self.body,
-                    is_concurrency_safe=(lambda args: True) if parallel else None,
-                )
-            )
+        for definition in self.definitions():
+            self.registry.register(definition)
         self.registry.on_pre_execute(self.pre_execute)
         self.registry.on_post_execute(self.post_execute)
         if script.wrapped:
             self.registry.on_execute(self.wrapper)
+
+    def definitions(self) -> list[ToolDefinition]:
+        return definitions_of(self.body)
 
     async def body(self, args: Any, ctx: ToolRunContext) -> str:
         call_id = ctx.call_id
@@ -172,7 +186,10 @@ class World:
         return Accept(additional_contexts=(context,))
 
     def record(self, event: RecorderEvent, /) -> None:
-        self.events.append((event, trio.current_time()))
+        self.events.append((event, self.now()))
+
+    def now(self) -> float:
+        return trio.current_time()
 
 
 async def run_batch(world: World, signal: CancelSignal) -> list[ToolExecutionResult]:
@@ -220,6 +237,24 @@ async def check(script: Script) -> None:
     assert world.live == set()
     assert live_tasks() == before
 
+    check_outcome(world, ids, results, aborted)
+
+    # Abort stops starting: a synthetic pair is recorded only after the abort, and
+    # the batch ends no later than a pending pre-execute delay (or the last submission).
+    if aborted:
+        assert script.abort_at is not None
+        for event, at in world.events:
+            if isinstance(event, ToolCallEvent) and event.call.id not in world.pre:
+                assert at >= script.abort_at
+        last_submit = sum(s.submit_delay for s in script.specs) if script.streaming else 0.0
+        assert finished <= max(script.abort_at + PRE_DELAY, last_submit)
+
+
+def check_outcome(
+    world: World, ids: list[str], results: list[ToolExecutionResult], aborted: bool
+) -> None:
+    """What every run of a script keeps, through the trio driver or the machine alone."""
+    script = world.script
     # One result per call, in model order.
     assert len(results) == len(ids)
 
@@ -293,19 +328,228 @@ async def check(script: Script) -> None:
             i for i, k in enumerate(kinds) if k == "ToolResultEvent"
         )
 
-    # Abort stops starting: a synthetic pair is recorded only after the abort, and
-    # the batch ends no later than a pending pre-execute delay (or the last submission).
-    if aborted:
-        assert script.abort_at is not None
-        for event, at in world.events:
-            if isinstance(event, ToolCallEvent) and event.call.id not in world.pre:
-                assert at >= script.abort_at
-        last_submit = sum(s.submit_delay for s in script.specs) if script.streaming else 0.0
-        assert finished <= max(script.abort_at + PRE_DELAY, last_submit)
-
 
 @settings(max_examples=200, deadline=None)
 @given(script=scripts)
 def test_scheduler_invariants(script: Script) -> None:
     """Order, barriers, cap, one result per call, abort and quiescence on random batches."""
     trio.run(check, script, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+# -- the same scripts on the batch machine alone ----------------------------------------
+
+
+class MachineWorld(World):
+    """A script's world for the batch machine with no event loop: the clock is the
+    simulation's; the policy hooks decide without suspending (a suspending hook is the
+    driver's to await, which the machine alone has not), the bodies are simulated."""
+
+    def __init__(self, script: Script) -> None:
+        self.clock = 0.0
+        super().__init__(script)
+
+    def now(self) -> float:
+        return self.clock
+
+    def definitions(self) -> list[ToolDefinition]:
+        return SIMULATED  # the bodies never run here: the same definitions every example
+
+    async def pre_execute(
+        self, execution: ToolExecution, next_: Callable[[], Awaitable[PreToolDecision]]
+    ) -> PreToolDecision:
+        self.pre.append(execution.call_id)
+        if self.spec[execution.call_id].fate == "deny":
+            return Deny(f"denied {execution.call_id}")
+        return await next_()
+
+
+async def _never_runs(args: Any, ctx: ToolRunContext) -> str:
+    raise AssertionError("the simulation runs no body")
+
+
+SIMULATED = definitions_of(_never_runs)
+WAIT = object()  # what the simulated driver yields where the trio driver awaits
+
+
+class Simulation:
+    """A synchronous driver of :class:`BatchMachine` over a discrete-event clock: the
+    trio driver's schedule, with ``yield`` where that one awaits; bodies end at their
+    durations' ends, submissions come at their delays, the abort at its time."""
+
+    def __init__(self, world: MachineWorld, signal: CancelSignal) -> None:
+        script = world.script
+        self.world = world
+        self.signal = signal
+        self.machine = BatchMachine(
+            world.registry, signal, None, script.cap, world, clock=world.now
+        )
+        self.running: dict[int, tuple[float, bool]] = {}  # index -> (ends at, pooled)
+
+    def start_body(self, call: CallRecord, pooled: bool) -> None:
+        world = self.world
+        call.slot = Slot.RUNNING
+        call.invoked = True
+        world.bodies.append(("start", call.call_id))
+        world.live.add(call.call_id)
+        self.running[call.index] = (world.clock + world.spec[call.call_id].duration, pooled)
+
+    def end_body(self, index: int, *, cancelled: bool) -> None:
+        world, machine = self.world, self.machine
+        call = machine.calls[index]
+        _, pooled = self.running.pop(index)
+        world.live.discard(call.call_id)
+        world.bodies.append(("cancelled" if cancelled else "end", call.call_id))
+        if cancelled:
+            if pooled:
+                call.unwind()
+            else:
+                call.resolve(call.aborted(), RESOLVED)
+                call.slot = Slot.SETTLED
+        else:
+            if world.spec[call.call_id].fate == "raise":
+                resolve_dispatch(call, failure_result(BoomError(f"boom {call.call_id}")))
+            else:
+                settle_dispatch(call, f"ok:{call.call_id}")
+            call.slot = Slot.SETTLED
+        if pooled:
+            machine.settled(call)
+        machine.admission.check()
+
+    def begin(
+        self, call: CallRecord, keys: tuple[Any, ...], inline: bool, barrier: bool = False
+    ) -> Any:
+        step = self.machine.start(call, keys, inline, barrier)
+        assert isinstance(step, int)  # no hook here suspends
+        if step == POOL:
+            assert call.wait is None  # the driver starts a call only while one may run
+            self.start_body(call, pooled=True)
+        elif step == INLINE:
+            self.start_body(call, pooled=False)
+            while call.slot is not Slot.SETTLED:
+                yield WAIT
+        self.machine.admission.check()
+
+    def drain(self) -> Any:
+        machine = self.machine
+        while True:
+            assert machine.commit_now() is None  # no post-execute here suspends
+            if machine.drained():
+                return
+            yield WAIT
+
+    def schedule(self) -> Any:
+        machine, signal = self.machine, self.signal
+        calls = machine.calls
+        i = 0
+        while True:
+            if i >= len(calls):
+                if machine.closed:
+                    return
+                yield WAIT
+                continue
+            if signal.cancelled:
+                return
+            keys = machine.classify(calls[i])
+            if keys is None:
+                yield from self.begin(calls[i], (), True, True)
+                i += 1
+                yield from self.drain()
+                continue
+            yield from self.begin(calls[i], keys, machine.closed and i == len(calls) - 1)
+            i += 1
+            while True:
+                assert machine.commit_now() is None
+                if i >= len(calls):
+                    if machine.closed:
+                        return
+                    yield WAIT
+                    continue
+                if signal.cancelled:
+                    return
+                if machine.full():
+                    yield WAIT
+                    continue
+                keys = machine.classify(calls[i])
+                if keys is None:
+                    break
+                alone = machine.closed and i == len(calls) - 1 and not machine.in_flight()
+                yield from self.begin(calls[i], keys, alone)
+                i += 1
+            yield from self.drain()
+
+    def run(self) -> Any:
+        machine = self.machine
+        yield from self.schedule()
+        yield from self.drain()
+        while True:
+            machine.finish_unstarted()
+            if machine.closed:
+                break
+            yield WAIT
+        machine.record_contexts()
+        machine.fold_statistics()
+
+    def simulate(self) -> list[ToolExecutionResult]:
+        world, machine, script = self.world, self.machine, self.script_of()
+        submissions: list[tuple[float, ToolCall]] = []
+        at = 0.0
+        for tool_call, spec in zip(world.calls, script.specs, strict=True):
+            if script.streaming:
+                at += spec.submit_delay
+                submissions.append((at, tool_call))
+            else:
+                machine.add(tool_call)
+        if not submissions:
+            machine.closed = True
+        abort_at = script.abort_at
+        steps = self.run()
+        for _ in steps:
+            # The driver waits: the clock moves to the next event, and it happens.
+            times = [end for end, _ in self.running.values()]
+            if submissions:
+                times.append(submissions[0][0])
+            if abort_at is not None and not self.signal.cancelled:
+                times.append(abort_at)
+            assert times, "the driver waits for nothing: a deadlock"
+            world.clock = now = max(world.clock, min(times))
+            while submissions and submissions[0][0] <= now:
+                machine.add(submissions.pop(0)[1])
+                if not submissions:
+                    machine.closed = True
+            for index in [i for i, (end, _) in self.running.items() if end <= now]:
+                self.end_body(index, cancelled=False)
+            if abort_at is not None and abort_at <= now and not self.signal.cancelled:
+                self.signal.cancel("abort")
+                for index in list(self.running):
+                    self.end_body(index, cancelled=True)
+        return machine.results
+
+    def script_of(self) -> Script:
+        return self.world.script
+
+
+def check_on_the_machine(script: Script) -> None:
+    world = MachineWorld(script)
+    signal = CancelSignal()
+    simulation = Simulation(world, signal)
+    results = simulation.simulate()
+    ids = [c.id for c in world.calls]
+    assert world.live == set()
+    check_outcome(world, ids, results, signal.cancelled)
+    machine = simulation.machine
+    machine.admission.check()
+    assert (machine.admission.running, machine.admission.waiting) == (0, 0)
+    statistics = machine.statistics()
+    assert statistics.started == statistics.committed == len(ids)
+    if signal.cancelled:
+        for event, at in world.events:
+            if isinstance(event, ToolCallEvent) and event.call.id not in world.pre:
+                assert script.abort_at is not None
+                assert at >= script.abort_at
+
+
+@settings(max_examples=500, deadline=None)  # cheap without a loop: more schedules
+@given(script=scripts)
+def test_scheduler_invariants_on_the_batch_machine(script: Script) -> None:
+    """The same scripts and invariants on the batch machine alone: no event loop runs."""
+    check_on_the_machine(script)

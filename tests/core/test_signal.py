@@ -26,7 +26,7 @@ from toolnursery import (
     ToolRegistry,
     ToolRunContext,
 )
-from toolnursery._core._signal import ScopeLink, fuse
+from toolnursery._core._signal import ScopeLink, fired_before, fuse, link, unlink
 
 
 @pytest.mark.spec("B077")
@@ -298,8 +298,8 @@ def test_the_first_reason_wins_and_links_fire_once() -> None:
     def callback(fired: CancelSignal) -> None:
         seen.append(fired.reason)
 
-    signal._link(callback)
-    signal._link(callback)  # linked twice: called once
+    link(signal, callback)
+    link(signal, callback)  # linked twice: called once
     signal.cancel("first")
     signal.cancel("second")
     assert signal.cancelled
@@ -311,7 +311,7 @@ def test_a_link_after_the_signal_fired_is_called_at_once() -> None:
     signal = CancelSignal()
     signal.cancel("done")
     seen: list[Any] = []
-    signal._link(lambda fired: seen.append(fired.reason))
+    link(signal, lambda fired: seen.append(fired.reason))
     assert seen == ["done"]
 
 
@@ -325,10 +325,10 @@ def test_unlinking_removes_only_that_link() -> None:
     def b(_: CancelSignal) -> None:
         seen.append("b")
 
-    signal._link(a)
-    signal._link(b)
-    signal._unlink(a)
-    signal._unlink(a)  # unlinking twice does nothing
+    link(signal, a)
+    link(signal, b)
+    unlink(signal, a)
+    unlink(signal, a)  # unlinking twice does nothing
     signal.cancel()
     assert seen == ["b"]
 
@@ -382,8 +382,8 @@ def _linked(n: int) -> tuple[CancelSignal, list[ScopeLink]]:
     """A signal with ``n`` links, and the links in the order to unlink them (middle first)."""
     signal = CancelSignal()
     links = [ScopeLink(trio.CancelScope()) for _ in range(n)]
-    for link in links:
-        signal._link(link)
+    for each in links:
+        link(signal, each)
     return signal, links[n // 2 :] + links[: n // 2]
 
 
@@ -392,13 +392,13 @@ def _unlink_all(n: int) -> int:
     not counted)."""
     prepared = [_linked(n), _linked(n)]
 
-    def unlink() -> None:
+    def unlink_them() -> None:
         signal, links = prepared.pop()
-        for link in links:
-            signal._unlink(link)
+        for each in links:
+            unlink(signal, each)
         assert not signal._callbacks
 
-    return _opcodes_while(unlink)
+    return _opcodes_while(unlink_them)
 
 
 def test_unlinking_ten_thousand_links_is_linear() -> None:
@@ -414,11 +414,11 @@ def test_unlinking_probes_each_link_a_constant_number_of_times() -> None:
     compare every link before the one it removes."""
     signal = CancelSignal()
     links = [_CountingLink() for _ in range(10_000)]
-    for link in links:
-        signal._link(link)
+    for each in links:
+        link(signal, each)
     _CountingLink.probes = 0
-    for link in links[5_000:] + links[:5_000]:
-        signal._unlink(link)
+    for each in links[5_000:] + links[:5_000]:
+        unlink(signal, each)
     assert not signal._callbacks
     assert _CountingLink.probes <= 2 * len(links)
 
@@ -426,7 +426,7 @@ def test_unlinking_probes_each_link_a_constant_number_of_times() -> None:
 async def test_a_scope_link_cancels_its_scope() -> None:
     signal = CancelSignal()
     with trio.CancelScope() as scope:
-        signal._link(ScopeLink(scope))
+        link(signal, ScopeLink(scope))
         signal.cancel("stop")
         await trio.sleep_forever()
     assert scope.cancelled_caught
@@ -446,13 +446,13 @@ def test_a_fusion_fires_with_the_first_source_and_detaches() -> None:
 def test_firing_records_the_trio_time_only_under_trio() -> None:
     outside = CancelSignal()
     outside.cancel()
-    assert outside._fired_before(0.0)  # an unknown time counts as before anything
+    assert fired_before(outside, 0.0)  # an unknown time counts as before anything
 
     async def main() -> tuple[bool, bool]:
         signal = CancelSignal()
         now = trio.current_time()
         signal.cancel()
-        return signal._fired_before(now + 1), signal._fired_before(now - 1)
+        return fired_before(signal, now + 1), fired_before(signal, now - 1)
 
     assert trio.run(main) == (True, False)
-    assert not CancelSignal()._fired_before(1e9)
+    assert not fired_before(CancelSignal(), 1e9)

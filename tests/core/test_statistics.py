@@ -17,8 +17,8 @@ import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import toolnursery._batch._commit as commit_module
 import toolnursery._batch._driver as batch_module
+import toolnursery._machine._batch as commit_module
 import toolnursery._pipeline._stages as pipeline_module
 from support import RecorderBrokeError, replace_batch_dispatch
 from toolnursery import (

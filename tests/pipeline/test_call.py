@@ -35,7 +35,7 @@ async def test_the_body_gets_a_context_of_its_own_and_nothing_made_it_does_not_a
         with pytest.raises(AttributeError):
             ctx.plan = None  # type: ignore[attr-defined]
         record = ctx._record  # type: ignore[attr-defined]
-        seen.append((record._execution, record._deferred))  # not made yet
+        seen.append((record._execution, record.deferrals))  # not made yet
         token = ctx.token  # asking makes the execution (and its token)
         assert isinstance(ctx.execution, ToolExecution)
         assert ctx.execution.token is token

@@ -3,7 +3,7 @@
 A traced record (a subclass whose ``state`` and ``slot`` log every assignment) stands in
 for :class:`CallRecord` where the pipeline and the batch make theirs; each row runs one
 scenario and compares the path every call took with the diagram in
-``toolnursery._pipeline._call``'s docstring (``STATE_MOVES``, ``SLOT_MOVES``).
+``toolnursery._core._lifecycle``'s docstring (``STATE_MOVES``, ``SLOT_MOVES``).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from toolnursery import (
     install_timeout_policy,
     run_tool_calls,
 )
-from toolnursery._batch import _driver, _pool
 from toolnursery._core._content import ToolExecutionResult
+from toolnursery._machine import _batch as machine_module
 from toolnursery._pipeline import _stages
 from toolnursery._pipeline._call import (
     FINAL,
@@ -91,7 +91,7 @@ class Traced(CallRecord):
 @pytest.fixture(autouse=True)
 def trace(monkeypatch: pytest.MonkeyPatch) -> None:
     traced.clear()
-    monkeypatch.setattr(_driver, "CallRecord", Traced)
+    monkeypatch.setattr(machine_module, "CallRecord", Traced)
     monkeypatch.setattr(_stages, "CallRecord", Traced)
 
 
@@ -270,7 +270,7 @@ async def test_execute_takes_a_path_of_the_pipeline_diagram(
 def test_a_move_off_the_diagram_is_refused() -> None:
     record = CallRecord(call_id="c1", name="t", signal=CancelSignal(), agent=None)
     with pytest.raises(AssertionError):
-        _pool.unwound(record)  # NEW: neither queued nor running
+        record.unwind()  # NEW: neither queued nor running
     record.resolve(ToolExecutionResult((), False), FINAL)
     with pytest.raises(AssertionError):
         record.resolve(ToolExecutionResult((), False), RESOLVED)  # FINAL -> RESOLVED

@@ -1,10 +1,11 @@
 """asyncio tools: a body written for asyncio, run on the host loop, awaited from trio.
 
 An ``async def`` does not say which event loop it was written for, so an asyncio body
-is declared with :func:`asyncio_tool`. The declared body becomes a trio ``async def``
-that starts the asyncio coroutine as a task on the loop hosting the trio run and
-parks the trio task until the asyncio task is done (both loops share one thread, so
-the asyncio task's done-callback reschedules the trio task directly). A trio
+is declared with :func:`asyncio_tool`. On the asyncio driver the declared body is just
+awaited (it runs in an asyncio task already). In the trio guest run it becomes a trio
+``async def`` that starts the asyncio coroutine as a task on the loop hosting the trio
+run and parks the trio task until the asyncio task is done (both loops share one
+thread, so the asyncio task's done-callback reschedules the trio task directly). A trio
 cancellation cancels the asyncio task and keeps waiting until it has finished — its
 ``except CancelledError``/``finally`` blocks run before the call settles — and then
 delivers ``trio.Cancelled``, so the pipeline maps it exactly as a trio body's.
@@ -100,8 +101,9 @@ def _check_coroutine_function(fn: object, what: str) -> None:
 def _bridge(fn: Callable[..., Any], tool_name: str | None) -> Any:
     @functools.wraps(fn)
     async def run_on_asyncio(*args: Any, **kwargs: Any) -> Any:
-        if not trio.lowlevel.in_trio_task():
-            # Called from asyncio code directly (a test of the body, say): just run it.
+        if _in_asyncio_task():
+            # Awaited from an asyncio task (the asyncio driver's dispatch, or a test of
+            # the body): just run it.
             return await fn(*args, **kwargs)
         host = HOST.get()
         if host is None:
@@ -110,6 +112,18 @@ def _bridge(fn: Callable[..., Any], tool_name: str | None) -> Any:
 
     setattr(run_on_asyncio, _MARK, True)
     return run_on_asyncio
+
+
+def _in_asyncio_task() -> bool:
+    """Whether this runs in an asyncio task (a trio task of the guest run does not: its
+    steps are callbacks of the loop, outside any task). Cheaper than asking trio."""
+    try:
+        return _current_task() is not None
+    except RuntimeError:  # no asyncio loop runs here (plain trio.run)
+        return False
+
+
+_current_task: Final = asyncio.current_task
 
 
 def _name(

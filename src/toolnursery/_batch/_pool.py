@@ -1,6 +1,6 @@
 """The tasks of one batch that run its admitted dispatches: reused workers, deadline groups.
 
-The driver (:mod:`toolnursery._batch._driver`) makes a :class:`WorkerPool` on its first
+The trio driver (:mod:`toolnursery._batch._driver`) makes a :class:`WorkerPool` on its first
 pooled call and talks to it through five methods: :meth:`~WorkerPool.submit` an
 admitted call, :meth:`~WorkerPool.flush` (start the workers queued calls are owed,
 before the driver awaits), :meth:`~WorkerPool.close` (no call will start any more),
@@ -26,15 +26,16 @@ from collections.abc import Callable
 
 import trio
 
+from .._core._lifecycle import RESOLVED, Slot
 from .._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT
 from .._core._signal import CancelSignal
 from .._core._statistics import Counters
-from .._pipeline._call import RESOLVED, CallRecord, Slot
+from .._machine._admission import Admission
+from .._pipeline._call import CallRecord
 from .._pipeline._dispatch import dispatch_grouped
 from .._pipeline._dispatch import start as start_dispatch
-from ._admission import Admission
 
-__all__ = ["GROUP_MIN_BUDGET_MS", "GROUP_SIZE", "WorkerPool", "start_dispatch", "unwound"]
+__all__ = ["GROUP_MIN_BUDGET_MS", "GROUP_SIZE", "WorkerPool", "start_dispatch"]
 
 _QUEUED = Slot.QUEUED
 _RUNNING = Slot.RUNNING
@@ -72,14 +73,6 @@ class _DeadlineGroup:
         self.scope: trio.CancelScope | None = None
 
 
-def unwound(call: CallRecord) -> None:
-    """An abort unwound the call (running, or queued and never run): its result by
-    whether its body ran; settled."""
-    assert call.slot is _QUEUED or call.slot is _RUNNING
-    call.resolve(call.aborted(), RESOLVED)
-    call.slot = _SETTLED
-
-
 class WorkerPool:
     """The dispatching tasks of one batch (see the module docstring).
 
@@ -102,15 +95,15 @@ class WorkerPool:
         "_closed",
         "_failed",
         "_groups",
-        "_lot",
         "_nursery",
-        "_queue",
         "_signal",
         "_stamps",
         "_stats",
         "_tasks",
         "_wake",
+        "lot",
         "owed",
+        "queue",
         "unwinding",
     )
 
@@ -137,8 +130,8 @@ class WorkerPool:
         self._tasks = 0  # workers and deadline-group hosts running in the nursery
         self._closed = False  # no call will start any more
         self._groups: dict[float, _DeadlineGroup] | None = None  # budget -> group filling
-        self._queue: deque[CallRecord] = deque()  # dispatches waiting for a worker
-        self._lot: trio.lowlevel.ParkingLot | None = None  # parked workers, once one parks
+        self.queue: deque[CallRecord] = deque()  # dispatches waiting for a worker
+        self.lot: trio.lowlevel.ParkingLot | None = None  # parked workers, once one parks
         self.owed = 0  # workers queued calls need, to start at the driver's next await
         self.unwinding = False  # a call of the pool was cancelled (abort, or from outside)
 
@@ -156,7 +149,7 @@ class WorkerPool:
     def close(self) -> None:
         """No call will start any more: parked workers end once the queue is empty."""
         self._closed = True
-        lot = self._lot
+        lot = self.lot
         if lot:
             lot.unpark_all()
 
@@ -165,7 +158,7 @@ class WorkerPool:
         end, and whatever a body left running in the batch nursery is cancelled (nothing a
         call starts outlives the batch)."""
         self._closed = True
-        lot = self._lot
+        lot = self.lot
         if lot:
             lot.unpark_all()
         nursery = self._nursery
@@ -178,18 +171,18 @@ class WorkerPool:
         self._nursery.cancel_scope.cancel()
         if self.owed:
             self.owed = 0
-            queue = self._queue
+            queue = self.queue
             while queue:
                 call = queue.popleft()
-                unwound(call)
+                call.unwind()
                 self._admission.settle(call)
 
     # -- tasks ------------------------------------------------------------------------
 
     def _enqueue(self, call: CallRecord) -> None:
         """Queue a call for a worker: wake a parked one, or start one."""
-        self._queue.append(call)
-        lot = self._lot
+        self.queue.append(call)
+        lot = self.lot
         if lot:
             if self._closed:
                 lot.unpark_all()  # the last call: wake every parked worker (the rest end)
@@ -225,12 +218,12 @@ class WorkerPool:
 
     def _unwind_queue(self) -> None:
         """The pool is being cancelled: the dispatches no worker took never ran."""
-        queue = self._queue
+        queue = self.queue
         if not queue:
             return
         while queue:
             call = queue.popleft()
-            unwound(call)
+            call.unwind()
             self._admission.settle(call)
         self._wake()
 
@@ -283,7 +276,7 @@ class WorkerPool:
             # The batch abort (the pool's scope), or the group's deadline: the call is
             # recorded by whether its body ran, or as timed out; then re-raise.
             self.unwinding = True
-            unwound(call)
+            call.unwind()
             raise
         except Exception as exc:
             self._failed(exc)
@@ -303,7 +296,7 @@ class WorkerPool:
         arrives as ``trio.Cancelled`` through the call's wrappers and body; a worker
         cancelled on its way settles the dispatches still queued (they never ran).
         """
-        queue = self._queue
+        queue = self.queue
         stats = self._stats
         clock = self._clock
         admission = self._admission
@@ -316,9 +309,9 @@ class WorkerPool:
                 if not queue:
                     if self._closed:
                         return
-                    lot = self._lot
+                    lot = self.lot
                     if lot is None:
-                        lot = self._lot = trio.lowlevel.ParkingLot()
+                        lot = self.lot = trio.lowlevel.ParkingLot()
                     await lot.park()
                     continue
                 call = queue.popleft()
@@ -335,7 +328,7 @@ class WorkerPool:
                             stats.wait += clock() - begun
                         else:
                             await wait.granted.wait()
-                        if signal._cancelled:
+                        if signal.cancelled:
                             assert call.slot is _QUEUED  # it never ran
                             call.resolve(ABORTED_BEFORE_DISPATCH_RESULT, RESOLVED)
                             aborted = True
@@ -361,7 +354,7 @@ class WorkerPool:
                     # The pool scope carried the batch abort through the wrappers and the
                     # body: record the call by whether its body ran, and re-raise.
                     self.unwinding = True
-                    unwound(call)
+                    call.unwind()
                     raise
                 except Exception as exc:
                     self._failed(exc)

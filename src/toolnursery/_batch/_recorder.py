@@ -19,15 +19,22 @@ import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Final, Literal, Protocol, TypeAlias
+from typing import Final
 
 import msgspec
 
-from .._core._content import HookContext, ToolCall, ToolExecutionResult
-from .._core._decisions import ResourceKey
+from .._core._content import ToolCall, ToolExecutionResult
 from .._core._errors import LogFormatError
 from .._core._outcomes import json_safe
-from .._core._progress import CallReport
+from .._machine._events import (
+    CallMode,
+    ContextEvent,
+    ProgressEvent,
+    RecorderEvent,
+    ToolCallEvent,
+    ToolCallRecorder,
+    ToolResultEvent,
+)
 
 __all__ = [
     "ContextEvent",
@@ -43,122 +50,6 @@ __all__ = [
     "read_log",
     "replay_log",
 ]
-
-
-CallMode: TypeAlias = Literal["parallel", "keyed", "exclusive"]
-"""How the scheduler ran a call: beside others, beside all but conflicting keys, alone."""
-
-
-class ToolCallEvent(
-    msgspec.Struct,
-    frozen=True,
-    tag="tool_call",
-    tag_field="event",
-    rename="camel",
-    omit_defaults=True,
-):
-    """A call started: recorded before its pre-execute runs (or when it is skipped).
-
-    Attributes:
-        batch: the batch's id.
-        index: the call's position in the batch (model order).
-        call: the call as the model sent it.
-        wall: the wall-clock start of the batch run that started the call (Unix
-            seconds); ``None`` in logs written before events carried times.
-        t: when the call started, in seconds since ``wall`` (trio's clock).
-        mode: how the scheduler ran it (``exclusive``: a barrier); ``None`` unknown.
-        keys: a ``keyed`` call's resource keys.
-    """
-
-    batch: str
-    index: int
-    call: ToolCall
-    wall: float | None = None
-    t: float | None = None
-    mode: CallMode | None = None
-    keys: tuple[ResourceKey, ...] = ()
-
-
-class ToolResultEvent(
-    msgspec.Struct,
-    frozen=True,
-    tag="tool_result",
-    tag_field="event",
-    rename="camel",
-    omit_defaults=True,
-):
-    """A call's result committed, in model order.
-
-    The result's ``additional_contexts`` are not part of this event: each context is a
-    :class:`ContextEvent` of its own, recorded after all of the batch's results.
-
-    Times are seconds since the ``wall`` of the call's :class:`ToolCallEvent`, each
-    ``None`` when unknown (an older log, a result decided without dispatch):
-
-    Attributes:
-        t: when the result committed.
-        admitted: when the call was admitted to the batch's pool (before it waited for
-            a conflicting call or a free slot); ``None`` for a call dispatched in place.
-        began: when its dispatch began (its execute wrappers and body).
-        ended: when its dispatch ended.
-        attempts: when each attempt of a call the retry policy ran more than once
-            began; ``()`` otherwise.
-    """
-
-    batch: str
-    index: int
-    call_id: str
-    result: ToolExecutionResult
-    t: float | None = None
-    admitted: float | None = None
-    began: float | None = None
-    ended: float | None = None
-    attempts: tuple[float, ...] = ()
-
-
-class ContextEvent(msgspec.Struct, frozen=True, tag="context", tag_field="event", rename="camel"):
-    """A context for the next request, recorded after all of the batch's results."""
-
-    batch: str
-    index: int
-    call_id: str
-    context: HookContext
-
-
-class ProgressEvent(
-    msgspec.Struct,
-    frozen=True,
-    tag="progress",
-    tag_field="event",
-    rename="camel",
-    omit_defaults=True,
-):
-    """A progress or log report a call's body made while it ran (between its
-    ``tool_call`` and its ``tool_result``), in the order it was made; ``t``: when,
-    in seconds since the ``wall`` of the call's :class:`ToolCallEvent`."""
-
-    batch: str
-    index: int
-    call_id: str
-    report: CallReport
-    t: float | None = None
-
-
-RecorderEvent: TypeAlias = ToolCallEvent | ToolResultEvent | ContextEvent | ProgressEvent
-"""One durable event, tagged ``event: "tool_call" | "tool_result" | "context" |
-"progress"``."""
-
-
-class ToolCallRecorder(Protocol):
-    """Receives a batch's durable events, synchronously, in durable order.
-
-    A recorder that raises is an internal failure of the batch: the scheduler starts
-    nothing new, waits for the calls in flight, and re-raises the first failure.
-    """
-
-    def record(self, event: RecorderEvent, /) -> None:
-        """Persist or forward one event."""
-        ...
 
 
 _encoder = msgspec.json.Encoder()

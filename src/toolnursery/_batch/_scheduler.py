@@ -51,12 +51,13 @@ import trio
 from .._core._arguments import parse_arguments
 from .._core._content import ToolCall, ToolExecutionResult
 from .._core._groups import collapse, only_cancelled
+from .._core._scope import check_agent
 from .._core._signal import CancelSignal, fuse
+from .._machine._intake import check_batch_id
 from .._pipeline._registry import ToolRegistry, ToolScope
 from .._pipeline._stages import check_trio as _check_trio
 from .._pipeline._waterfalls import check_hook_abort_grace
-from ._driver import ToolBatch
-from ._intake import check_batch_id as _check_batch_id
+from ._driver import ToolBatch, drive, run_calls
 from ._recorder import ToolCallRecorder
 from ._resume import PlannedRun, read_plan
 
@@ -85,9 +86,9 @@ def _check_batch(
     if signal is not None and not isinstance(signal, CancelSignal):
         raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")
     if agent is not None:
-        registry._check_agent(agent)
+        check_agent(registry, agent)
     if batch_id is not None:
-        _check_batch_id(batch_id)
+        check_batch_id(batch_id)
 
 
 @asynccontextmanager
@@ -155,7 +156,7 @@ async def open_tool_batch(
     raised: BaseException | None = None
     try:
         async with trio.open_nursery() as batch_nursery:
-            batch_nursery.start_soon(batch._drive)
+            batch_nursery.start_soon(drive, batch)
             try:
                 yield batch
             except BaseException as exc:
@@ -265,23 +266,13 @@ async def run_tool_calls(
         deps=deps,
     )
     try:
-        for call in calls:
-            batch._add(call)
-        batch._closed = True
-        # The whole batch is known: drive it from this task (one task fewer).
-        if len(batch._calls) <= 1:
-            # A lone call runs inline: no pool, so no nursery (whose exit would cost a
-            # round through the scheduler). Still a cancel point, as a nursery is.
-            await trio.lowlevel.checkpoint_if_cancelled()
-            await batch._run(None)
-        else:
-            await batch._drive()
+        # The whole batch is known: driven from this task (one task fewer).
+        return await run_calls(batch, calls)
     except BaseExceptionGroup as group:
         raise collapse(group, drop_cancelled=True) from None
     finally:
         if fusion is not None:
             fusion.close()
-    return batch._results
 
 
 async def _resume(

@@ -10,19 +10,19 @@ or batch and waits until everything it started has settled.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from .._aio._host import Job, drain_job, host_for, wait_job
 from .._batch._recorder import ToolCallRecorder
-from .._batch._scheduler import open_tool_batch
 from .._core._arguments import parse_arguments
 from .._core._content import TextContent, ToolCall, ToolErrorInfo, ToolExecutionResult
 from .._core._errors import ToolArgsError, ToolError
 from .._core._execution import ToolExecutionInput
-from .._core._signal import CancelSignal
 from .._pipeline._registry import ToolRegistry, ToolScope
+from ..aio import execute as aio_execute
+from ..aio import open_tool_batch as aio_open_tool_batch
 
 __all__ = [
     "execute_hosted",
@@ -32,8 +32,6 @@ __all__ = [
     "result_text",
     "thaw",
 ]
-
-_RAISED = "the framework's run raised"
 
 
 def registry_and_scope(target: object, what: str) -> tuple[ToolRegistry, ToolScope | None]:
@@ -69,16 +67,9 @@ async def execute_hosted(
         return ToolExecutionResult(
             (TextContent(f"Error: {exc.message}"),), True, ToolErrorInfo(exc.name, exc.code)
         )
-    loop = asyncio.get_running_loop()
-    host = await host_for(loop)
-    job: Job[ToolExecutionResult] = Job(loop, CancelSignal())
-    input = ToolExecutionInput(call_id, name, arguments, signal=job.signal, agent=agent)
-
-    async def run() -> ToolExecutionResult:
-        return await registry.execute(input, deps=deps)
-
-    host.spawn(job, run)
-    return await wait_job(job)
+    # toolnursery.aio picks the driver: natively on this loop, or the trio guest run.
+    input = ToolExecutionInput(call_id, name, arguments, agent=agent)
+    return await aio_execute(registry, input, deps=deps)
 
 
 @asynccontextmanager
@@ -99,32 +90,30 @@ async def hosted_batch(
     aborts the batch — started calls drain, the rest are ``ABORTED_BEFORE_DISPATCH``
     — before it propagates.
     """
-    loop = asyncio.get_running_loop()
-    host = await host_for(loop)
-    job: Job[None] = Job(loop, CancelSignal())
-
-    async def run() -> None:
-        async with open_tool_batch(
-            registry,
-            signal=job.signal,
-            agent=agent,
-            max_parallel=max_parallel,
-            recorder=recorder,
-            deps=deps,
+    # toolnursery.aio picks the driver: natively on this loop, or the trio guest run.
+    pump: asyncio.Task[None] | None = None
+    try:
+        async with aio_open_tool_batch(
+            registry, agent=agent, max_parallel=max_parallel, recorder=recorder, deps=deps
         ) as batch:
             for call in calls:
                 batch.submit(call)
             batch.close()
-            async for call, result in batch:
-                on_result(call, result)
 
-    host.spawn(job, run)
-    try:
-        yield
-    except BaseException:
-        await drain_job(job, _RAISED)
-        raise
-    await wait_job(job)
+            async def deliver() -> None:
+                async for call, result in batch:
+                    on_result(call, result)
+
+            pump = asyncio.get_running_loop().create_task(deliver())
+            yield
+    finally:
+        if pump is not None:
+            # The batch has ended: the pump hands on what it committed, then ends.
+            while not pump.done():
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.wait((pump,))
+            if not pump.cancelled() and pump.exception() is not None:
+                raise pump.exception()  # type: ignore[misc]
 
 
 def result_text(result: ToolExecutionResult) -> str:

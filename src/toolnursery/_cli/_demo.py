@@ -29,7 +29,6 @@ from typing import Final
 import msgspec
 import trio
 
-from .._batch._conflicts import conflicting_resources, group_heads
 from .._batch._recorder import RecorderEvent, ToolCallRecorder
 from .._batch._scheduler import run_tool_calls
 from .._core._arguments import parse_arguments
@@ -38,6 +37,7 @@ from .._core._decisions import Deny, PreToolDecision, ResourceKey
 from .._core._execution import ToolDispatchExecution, ToolExecution, ToolExecutionInput
 from .._examples._sandbox import fill_sandbox
 from .._examples._toolset import example_registry
+from .._machine._conflicts import conflicting_resources, group_heads
 from .._pipeline._registry import ToolRegistry
 from ._cards import example_presenters
 from ._common import EXIT_OK, open_log, say

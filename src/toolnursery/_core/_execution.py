@@ -33,6 +33,8 @@ __all__ = [
     "ToolExecutionInput",
     "ToolExecutionToken",
     "ToolRunContext",
+    "dispatch_view",
+    "record_of",
 ]
 
 
@@ -299,15 +301,6 @@ class ToolDispatchExecution:
         self._signal = execution.signal
         self._record: Any = None  # the pipeline's record of the call (internal)
 
-    @classmethod
-    def _of(cls, record: Any) -> ToolDispatchExecution:
-        """The view of a pipeline record (internal): its execution is made when read."""
-        view = cls.__new__(cls)
-        view._execution = None
-        view._signal = record.caller
-        view._record = record
-        return view
-
     @property
     def execution(self) -> ToolExecution:
         """The frozen execution of the call."""
@@ -365,6 +358,22 @@ class ToolDispatchExecution:
         """This execution's token."""
         return self.execution.token
 
+
+def dispatch_view(record: Any) -> ToolDispatchExecution:
+    """The wrappers' view of a pipeline record (internal): its execution made when read."""
+    view = _new_view(ToolDispatchExecution)
+    view._execution = None
+    view._signal = record.caller
+    view._record = record
+    return view
+
+
+def record_of(view: ToolDispatchExecution) -> Any:
+    """The pipeline's record behind a wrappers' view, or ``None`` (a view made by hand)."""
+    return view._record
+
+
+_new_view = object.__new__
 
 ApprovalOutcome: TypeAlias = Literal["allowed-once", "rejected", "cancelled", "unavailable"]
 """An approval service's answer; only ``"allowed-once"`` lets the call run."""

@@ -17,7 +17,19 @@ from __future__ import annotations
 
 from typing import Any, TypeAlias
 
-__all__ = ["AgentScope"]
+__all__ = ["AgentScope", "check_agent"]
 
 AgentScope: TypeAlias = Any
 """A :class:`~toolnursery.ToolScope`: the scope a call runs for (see the module docstring)."""
+
+
+def check_agent(registry: object, agent: object) -> None:
+    """Refuse a scope of another registry (its tools and guards are not ours).
+
+    Raises:
+        ValueError: ``agent`` is not a scope made by ``registry.scope()``.
+    """
+    if getattr(agent, "_registry", None) is not registry:
+        raise ValueError(
+            f"agent must be a ToolScope of this registry (made by its scope()), got {agent!r}"
+        )

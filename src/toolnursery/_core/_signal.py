@@ -17,7 +17,7 @@ from typing import Any
 
 import trio
 
-__all__ = ["CancelSignal", "Fusion", "ScopeLink", "fuse"]
+__all__ = ["CancelSignal", "Fusion", "ScopeLink", "fired_before", "fuse", "link", "unlink"]
 
 _Callback = Callable[["CancelSignal"], object]
 
@@ -33,19 +33,17 @@ class CancelSignal:
             signal.cancel("user pressed stop")
     """
 
-    __slots__ = ("__weakref__", "_callbacks", "_cancelled", "_event", "_fired_at", "_reason")
+    __slots__ = ("__weakref__", "_callbacks", "_event", "_fired_at", "_reason", "cancelled")
+
+    cancelled: bool
+    """Whether :meth:`cancel` has been called (read it; fire the signal with :meth:`cancel`)."""
 
     def __init__(self) -> None:
-        self._cancelled = False
+        self.cancelled = False
         self._reason: Any = None
         self._callbacks: dict[_Callback, None] | None = None
         self._event: trio.Event | None = None
         self._fired_at: float | None = None
-
-    @property
-    def cancelled(self) -> bool:
-        """Whether :meth:`cancel` has been called."""
-        return self._cancelled
 
     @property
     def reason(self) -> Any:
@@ -54,12 +52,12 @@ class CancelSignal:
 
     def cancel(self, reason: Any = None) -> None:
         """Fire the signal. Idempotent: later calls change nothing (first reason wins)."""
-        if self._cancelled:
+        if self.cancelled:
             return
         self._fire(reason)
 
     def _fire(self, reason: Any) -> None:
-        self._cancelled = True
+        self.cancelled = True
         self._reason = reason
         try:
             self._fired_at = trio.current_time()
@@ -73,44 +71,74 @@ class CancelSignal:
                 callback(self)
 
     async def wait(self) -> None:
-        """Block until the signal fires (returns at once if it already has)."""
-        if self._cancelled:
+        """Block until the signal fires (returns at once if it already has).
+
+        Works under trio and under asyncio (a body or hook of a batch on the asyncio
+        driver of :mod:`toolnursery.aio`).
+        """
+        if not trio.lowlevel.in_trio_task():
+            await _wait_on_asyncio(self)
+            return
+        if self.cancelled:
             await trio.lowlevel.checkpoint()
             return
         if self._event is None:
             self._event = trio.Event()
         await self._event.wait()
 
-    def _link(self, callback: _Callback) -> None:
-        """Call ``callback(self)`` when the signal fires (at once if it already has).
-
-        O(1). A callback linked twice is called once (links are keyed by the callback).
-        """
-        if self._cancelled:
-            callback(self)
-            return
-        callbacks = self._callbacks
-        if callbacks is None:
-            self._callbacks = {callback: None}
-        else:
-            callbacks[callback] = None
-
-    def _unlink(self, callback: _Callback) -> None:
-        """Remove a link made by :meth:`_link` (O(1); nothing happens if there is none)."""
-        callbacks = self._callbacks
-        if callbacks:
-            callbacks.pop(callback, None)
-
-    def _fired_before(self, when: float) -> bool:
-        """Whether the signal fired before trio time ``when`` (an unknown time counts)."""
-        if not self._cancelled:
-            return False
-        at = self._fired_at
-        return at is None or at < when
-
     def __repr__(self) -> str:
-        state = f"cancelled, reason={self._reason!r}" if self._cancelled else "pending"
+        state = f"cancelled, reason={self._reason!r}" if self.cancelled else "pending"
         return f"<CancelSignal {state}>"
+
+
+def link(signal: CancelSignal, callback: _Callback) -> None:
+    """Call ``callback(signal)`` when ``signal`` fires (at once if it already has).
+
+    O(1). A callback linked twice is called once (links are keyed by the callback).
+    """
+    if signal.cancelled:
+        callback(signal)
+        return
+    callbacks = signal._callbacks
+    if callbacks is None:
+        signal._callbacks = {callback: None}
+    else:
+        callbacks[callback] = None
+
+
+def unlink(signal: CancelSignal, callback: _Callback) -> None:
+    """Remove a link made by :func:`link` (O(1); nothing happens if there is none)."""
+    callbacks = signal._callbacks
+    if callbacks:
+        callbacks.pop(callback, None)
+
+
+def fired_before(signal: CancelSignal, when: float) -> bool:
+    """Whether ``signal`` fired before trio time ``when`` (an unknown time counts)."""
+    if not signal.cancelled:
+        return False
+    at = signal._fired_at
+    return at is None or at < when
+
+
+async def _wait_on_asyncio(signal: CancelSignal) -> None:
+    """:meth:`CancelSignal.wait` under asyncio: a future the signal's link resolves."""
+    import asyncio  # only the asyncio driver's bodies get here
+
+    if signal.cancelled:
+        await asyncio.sleep(0)
+        return
+    future = asyncio.get_running_loop().create_future()
+
+    def fired(_: CancelSignal) -> None:
+        if not future.done():
+            future.set_result(None)
+
+    link(signal, fired)
+    try:
+        await future
+    finally:
+        unlink(signal, fired)
 
 
 class Fusion:
@@ -122,13 +150,13 @@ class Fusion:
         self.signal = CancelSignal()
         self.sources = sources
         for source in sources:
-            if source._cancelled:
+            if source.cancelled:
                 self.signal.cancel(source._reason)
                 return
         # The fusion itself is the callback (hashable by identity): a bound method of
         # ``self`` kept on ``self`` would make a reference cycle per call.
         for source in sources:
-            source._link(self)
+            link(source, self)
 
     def __call__(self, source: CancelSignal) -> None:
         self.signal.cancel(source._reason)
@@ -137,7 +165,7 @@ class Fusion:
     def close(self) -> None:
         """Detach from the sources (no leak once the fused lifetime ends)."""
         for source in self.sources:
-            source._unlink(self)
+            unlink(source, self)
 
 
 def fuse(*sources: CancelSignal) -> Fusion:

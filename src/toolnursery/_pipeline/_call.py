@@ -8,34 +8,14 @@ need is made when something first asks for it: the frozen
 the deferred-context list on the first ``defer_context``, and a derived signal when a
 body under a deadline or a wrapper's replacement signal reads ``ctx.signal``.
 
-Where a call stands is two enums, each asserted where it changes.
-
-:class:`CallState`, in the pipeline (:mod:`toolnursery._pipeline._stages`)::
-
-    PENDING ──dispatch ends, a denial, a pre-phase abort──▶ RESOLVED
-       │                                                       │ post-execute ran
-       └──argument failure, pre-aborted, a hook raised──▶ FINAL ◀┘ (and FINAL → FINAL:
-                                                                    conclude ends it)
-
-:class:`Slot`, in a batch (:mod:`toolnursery._batch._driver`, :mod:`toolnursery._batch._pool`)::
-
-    NEW ──placed in the pool──▶ QUEUED ──a worker or its group runs it──▶ RUNNING
-     │ │                          │                                        ▲   │
-     │ └──────────────────────────┼─────────run in the driver──────────────┘   │
-     │                            │ aborted while it waited,                   │ dispatch ended, or
-     │                            │ or the pool closed first                   │ an abort unwound it
-     │                            ▼                                            │
-     ├──decided, no dispatch──▶ SETTLED ◀──────────────────────────────────────┘
-     │                            │ committed, in model order
-     └──never started (abort)─▶ COMMITTED
-
-The tables :data:`STATE_MOVES` and :data:`SLOT_MOVES` are these diagrams.
+Where a call stands, and what an abort or a deadline makes of it, is the call machine's
+(:class:`toolnursery._core._lifecycle.CallMachine`, whose subclass the record is): its two
+diagrams and their tables are there.
 """
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import msgspec
@@ -43,11 +23,19 @@ import trio
 
 from .._core._content import HookContext, ToolCall, ToolExecutionResult
 from .._core._decisions import ResourceKey
-from .._core._errors import ToolTimeoutError
 from .._core._execution import ToolExecution, ToolExecutionToken, ToolRunContext
-from .._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, ABORTED_RESULT, failure_result
+from .._core._lifecycle import (
+    FINAL,
+    PENDING,
+    RESOLVED,
+    SLOT_MOVES,
+    STATE_MOVES,
+    CallMachine,
+    CallState,
+    Slot,
+)
 from .._core._scope import AgentScope
-from .._core._signal import CancelSignal
+from .._core._signal import CancelSignal, link, unlink
 
 if TYPE_CHECKING:
     from ._plan import ToolPlan
@@ -65,56 +53,9 @@ __all__ = [
     "Gate",
     "Slot",
     "Waiting",
+    "attempt_context",
 ]
 
-
-class CallState(enum.Enum):
-    """Where a call stands in the pipeline (the diagram is in the module docstring)."""
-
-    # Dispatch is still due (the call is being prepared, or was, and passed).
-    PENDING = "pending"
-    # A result exists that still passes post-execute: a dispatch ended, a denial, a
-    # pre-phase abort.
-    RESOLVED = "resolved"
-    # A result exists that skips post-execute (argument failures, pre-aborted calls,
-    # raising policy hooks), or post-execute ran.
-    FINAL = "final"
-
-
-class Slot(enum.Enum):
-    """Where a call stands in its batch (the diagram is in the module docstring)."""
-
-    # Submitted; not placed yet (the driver classifies and prepares it meanwhile).
-    NEW = "new"
-    # Placed in the pool: waiting for a worker, its deadline group, or its turn.
-    QUEUED = "queued"
-    # Its dispatch runs (in a worker, a deadline group, or the driver).
-    RUNNING = "running"
-    # It has its result; waits for the earlier calls to commit (model order).
-    SETTLED = "settled"
-    # Its result is final and published (recorded, handed to the reader).
-    COMMITTED = "committed"
-
-
-PENDING: Final = CallState.PENDING
-RESOLVED: Final = CallState.RESOLVED
-FINAL: Final = CallState.FINAL
-
-STATE_MOVES: Final[Mapping[CallState, tuple[CallState, ...]]] = {
-    PENDING: (RESOLVED, FINAL),
-    RESOLVED: (FINAL,),
-    FINAL: (FINAL,),  # conclude() ends a call that post-execute already made FINAL
-}
-"""The pipeline's diagram: the states each state may move to."""
-
-SLOT_MOVES: Final[Mapping[Slot, tuple[Slot, ...]]] = {
-    Slot.NEW: (Slot.QUEUED, Slot.RUNNING, Slot.SETTLED, Slot.COMMITTED),
-    Slot.QUEUED: (Slot.RUNNING, Slot.SETTLED),
-    Slot.RUNNING: (Slot.SETTLED,),
-    Slot.SETTLED: (Slot.COMMITTED,),
-    Slot.COMMITTED: (),
-}
-"""The batch's diagram: the slots each slot may move to."""
 
 _NEW: Final = Slot.NEW
 _UNSET: Final = msgspec.UNSET
@@ -135,33 +76,33 @@ class Gate(Protocol):
     one again (holding the token) before the body runs.
     """
 
-    def _leave(self, call: CallRecord) -> None:
+    def leave(self, call: CallRecord) -> None:
         """Give the call's batch slot back: it is about to wait."""
 
-    async def _rejoin(self, call: CallRecord) -> None:
+    async def rejoin(self, call: CallRecord) -> None:
         """Wait for a batch slot for the call again."""
 
 
 class Waiting(Protocol):
-    """A batch's admission state of one call (``_batch._admission.Wait``), as the record
+    """A batch's admission state of one call (``_machine._admission.Wait``), as the record
     types it: the pipeline layer names no type of the batch layer above it."""
 
     keys: Sequence[ResourceKey]
     blockers: int  # unfinished earlier calls this one conflicts with
     dependents: list[CallRecord]  # later calls that wait for this one
-    granted: trio.Event | None  # set when the call gets its slot
+    granted: Any  # the driver's event, set when the call gets its slot
     running: bool  # holds a slot under the cap
     done: bool  # its dispatch has ended (or was cancelled)
 
 
-class CallRecord:
-    """One call (internal): its pipeline state, its batch slot, what both keep about it.
+class CallRecord(CallMachine):
+    """One call (internal): its machine (state, slot, how it ended) and what the pipeline
+    and the scheduler keep about it.
 
     Only the pipeline and the scheduler read it; the body gets an :class:`AttemptContext`.
     """
 
     __slots__ = (
-        "_deferred",
         "_execution",
         "agent",
         "args",
@@ -170,26 +111,19 @@ class CallRecord:
         "batch_id",
         "call_id",
         "caller",
-        "clean",
         "deadline",
+        "deferrals",
         "deps",
         "derived",
-        "fixed",
         "frozen",
         "gate",
         "index",
-        "invoked",
         "name",
         "parent",
         "plan",
-        "result",
-        "slot",
-        "state",
-        "timed_out",
         "timings",
         "tool_call",
         "view_signal",
-        "wait",
     )
 
     def __init__(
@@ -217,30 +151,24 @@ class CallRecord:
         self.args: Any = UNPARSED  # the frozen snapshot (or UNSET: not lossless JSON)
         self.arguments_json = True
         self.frozen = False
+        # The call machine's fields (CallMachine.__init__, without its call):
         self.fixed: ToolExecutionResult | None = None  # decided without the registry
         self.slot = _NEW
         self.wait: Waiting | None = None
-        self.plan: ToolPlan | None = None
         self.state = PENDING
         self.result: ToolExecutionResult | None = None
         self.clean: ToolExecutionResult | None = None  # a result known final as it is
         self.invoked = False  # the body was invoked (at any attempt)
+        self.timed_out: float | None = None  # the budget whose deadline ended the call
+        self.plan: ToolPlan | None = None
         self.gate: Gate | None = None
         self.deadline: float | None = None  # the innermost deadline now in force
-        self.timed_out: float | None = None  # the budget whose deadline ended the call
         self.view_signal: CancelSignal = signal  # the signal the current attempt runs under
         self.derived: _BodySignal | None = None
         self.timings = False
         self.attempt_starts: list[float] | None = None  # a retried call's, on trio's clock
-        self._deferred: list[HookContext] | None = None
+        self.deferrals: list[HookContext] | None = None
         self._execution: ToolExecution | None = None
-
-    def resolve(self, result: ToolExecutionResult, state: CallState) -> CallRecord:
-        """Give the pending call its result; ``state`` says whether post-execute is due."""
-        assert self.state is PENDING, f"{self.state.name} -> {state.name}"
-        self.result = result
-        self.state = state
-        return self
 
     def current_plan(self) -> ToolPlan:
         """The call's plan, recompiled if the registry changed since (:meth:`ToolPlan.current`).
@@ -299,9 +227,9 @@ class CallRecord:
     @property
     def deferred(self) -> list[HookContext]:
         """The contexts the body deferred (made on first use)."""
-        deferred = self._deferred
+        deferred = self.deferrals
         if deferred is None:
-            deferred = self._deferred = []
+            deferred = self.deferrals = []
         return deferred
 
     def defer_context(self, context: HookContext) -> None:
@@ -321,22 +249,11 @@ class CallRecord:
 
     def with_deferred(self, result: ToolExecutionResult) -> ToolExecutionResult:
         """``result`` with the body-deferred contexts in front of its own."""
-        deferred = self._deferred
+        deferred = self.deferrals
         if not deferred:
             return result
         return msgspec.structs.replace(
             result, additional_contexts=(*deferred, *result.additional_contexts)
-        )
-
-    def aborted(self) -> ToolExecutionResult:
-        """The result of a call an abort unwound: by whether the body was invoked.
-
-        A call whose own deadline had passed before the abort reached it timed out.
-        """
-        if self.timed_out is not None:
-            return self.with_deferred(failure_result(ToolTimeoutError(self.timed_out)))
-        return self.with_deferred(
-            ABORTED_RESULT if self.invoked else ABORTED_BEFORE_DISPATCH_RESULT
         )
 
 
@@ -395,6 +312,16 @@ class AttemptContext(ToolRunContext[Any]):
         self._record.defer_context(context)
 
 
+def attempt_context(call: CallRecord) -> AttemptContext:
+    """A fresh run context for one attempt of ``call``'s body (one small allocation)."""
+    context: AttemptContext = _new(AttemptContext)  # without ToolRunContext.__new__
+    context._record = call
+    return context
+
+
+_new: Final = object.__new__
+
+
 class _BodySignal(CancelSignal):
     """The signal a body sees under a deadline or a replacement: fires with any source.
 
@@ -412,14 +339,14 @@ class _BodySignal(CancelSignal):
         self._deadline = deadline
         self._clock = trio.lowlevel.current_clock() if deadline is not None else None
         for source in sources:
-            if source._cancelled:
-                self._fire(source._reason)
+            if source.cancelled:
+                self._fire(source.reason)
                 return
         for source in sources:
-            source._link(self._from_source)
+            link(source, self._from_source)
 
     @property
-    def _cancelled(self) -> bool:
+    def cancelled(self) -> bool:
         if self._latched:
             return True
         deadline = self._deadline
@@ -431,8 +358,8 @@ class _BodySignal(CancelSignal):
                 return True
         return False
 
-    @_cancelled.setter
-    def _cancelled(self, value: bool) -> None:
+    @cancelled.setter
+    def cancelled(self, value: bool) -> None:
         self._latched = value
 
     def cancel(self, reason: Any = None) -> None:
@@ -441,11 +368,11 @@ class _BodySignal(CancelSignal):
 
     def _from_source(self, source: CancelSignal) -> None:
         if not self._latched:
-            self._fire(source._reason)
+            self._fire(source.reason)
 
     def close(self) -> None:
         for source in self._sources:
-            source._unlink(self._from_source)
+            unlink(source, self._from_source)
 
     async def wait(self) -> None:
         deadline = self._deadline
@@ -454,7 +381,7 @@ class _BodySignal(CancelSignal):
             return
         with trio.move_on_at(deadline):
             await super().wait()
-        self._cancelled  # noqa: B018  (latches the deadline when it has passed)
+        self.cancelled  # noqa: B018  (latches the deadline when it has passed)
 
 
 class _DeadlineReason:

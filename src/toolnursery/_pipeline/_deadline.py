@@ -21,7 +21,9 @@ import trio
 
 from .._core._content import ToolExecutionResult
 from .._core._errors import ToolTimeoutError
+from .._core._execution import record_of
 from .._core._outcomes import failure_result
+from .._core._signal import fired_before
 
 if TYPE_CHECKING:
     from .._core._execution import ToolDispatchExecution
@@ -85,7 +87,7 @@ class DeadlinePolicy:
     ) -> ToolExecutionResult:
         definition = current_definition(view, self.resolve)
         budget = None if definition is None else self.budget(definition)
-        record = view._record
+        record = record_of(view)
         if budget is None or record is None:
             return await next()
         # ``next()`` under a deadline ``budget`` from now; TOOL_TIMEOUT if it passes.
@@ -109,7 +111,7 @@ def current_definition(
 ) -> ToolDefinition | None:
     """The definition ``view``'s tool resolves to now: its call's current plan's, else
     (a view without a call) ``resolve(name, agent)``."""
-    record = view._record
+    record = record_of(view)
     if record is not None and record.plan is not None:
         definition: ToolDefinition | None = record.current_plan().definition
         return definition
@@ -134,7 +136,7 @@ def timed_out(
     body ignored it, or polled its signal and stopped) before any abort of the caller.
     """
     if scope.cancelled_caught or (
-        scope.cancel_called and not record.caller._fired_before(scope.deadline)
+        scope.cancel_called and not fired_before(record.caller, scope.deadline)
     ):
         return failure_result(ToolTimeoutError(budget_ms))
     return None
@@ -143,5 +145,5 @@ def timed_out(
 def unwound(record: TimedCall, scope: trio.CancelScope, budget_ms: float) -> None:
     """An enclosing abort unwinds the call: if the deadline had passed before it fired,
     the call still timed out (the batch worker that maps the abort reads this)."""
-    if scope.cancel_called and not record.caller._fired_before(scope.deadline):
+    if scope.cancel_called and not fired_before(record.caller, scope.deadline):
         record.timed_out = budget_ms

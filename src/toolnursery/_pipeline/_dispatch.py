@@ -37,20 +37,19 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
-import msgspec
 import trio
 
+from .._core._aiothread import run_sync as _aio_thread
 from .._core._content import TextContent, ToolExecutionResult
-from .._core._errors import ToolNotFoundError, ToolTimeoutError
-from .._core._execution import ToolDispatchExecution
+from .._core._errors import ToolArgsError, ToolNotFoundError, ToolTimeoutError
+from .._core._execution import ToolDispatchExecution, dispatch_view
+from .._core._lifecycle import aborted_as, cut_short
 from .._core._outcomes import (
-    ABORTED_BEFORE_DISPATCH_RESULT,
-    ABORTED_RESULT,
     failure_result,
     normalize,
     unreachable,
 )
-from .._core._signal import CancelSignal, ScopeLink
+from .._core._signal import CancelSignal, ScopeLink, fired_before, link, unlink
 from . import _deadline
 from ._call import FINAL, PENDING, RESOLVED, AttemptContext, CallRecord
 from ._deadline import DeadlinePolicy
@@ -80,6 +79,7 @@ _STEP: Final = Route.STEP
 _AWAIT: Final = Route.AWAIT
 _THREAD: Final = Route.THREAD
 _INLINE: Final = Route.INLINE
+_in_trio_task: Final = trio.lowlevel.in_trio_task
 
 
 # -- the seam -------------------------------------------------------------------------
@@ -95,18 +95,38 @@ def invoke(call: CallRecord) -> Awaitable[Any]:
     of its value. A sync body's exception raises from here.
     """
     plan: ToolPlan = call.plan  # type: ignore[assignment]
-    context: AttemptContext = _new(AttemptContext)  # without ToolRunContext.__new__
+    context: AttemptContext = _new(AttemptContext)  # attempt_context(call), inlined
     context._record = call
     call.invoked = True
     route = plan.route
+    check = plan.check
+    if check is not None:
+        # A raw definition's argument check, in place of its wrapper's coroutine layer.
+        violations = check(call.args)
+        if violations:
+            return _raises(ToolArgsError(violations), route)
     if route is _AWAIT or route is _STEP:
         awaitable: Awaitable[Any] = plan.body(call.args, context)
         return awaitable
     if route is _THREAD:
         call.signal  # noqa: B018  (a derived signal is made here, in the trio thread)
+        if not _in_trio_task():  # the asyncio driver's call (toolnursery._aio._driver)
+            return _aio_thread(plan.body, call.args, context)
         return trio.to_thread.run_sync(plan.body, call.args, context)
     assert route is _INLINE, route
     return _returned(plan.body(call.args, context))
+
+
+def _raises(exc: ToolArgsError, route: Route) -> Awaitable[Any]:
+    """Arguments the check refused, as the body's failure would come: a sync body's
+    raises from :func:`invoke`, an async body's from its awaitable."""
+    if route is _INLINE or route is _THREAD:
+        raise exc
+    return _raising(exc)
+
+
+async def _raising(exc: Exception) -> Any:
+    raise exc
 
 
 async def _returned(value: Any) -> Any:
@@ -120,9 +140,9 @@ def settle(call: CallRecord, value: Any) -> ToolExecutionResult:
     record remembers it (as ``clean``), and ``conclude`` skips the check while the
     call's result is still that object.
     """
-    if call.caller._cancelled:
+    if call.caller.cancelled:
         result = normalize(value, call.name)
-        return result if result.is_error else ABORTED_RESULT
+        return result if result.is_error else cut_short(True)
     if type(value) is str and value.isascii():
         result = call.clean = ToolExecutionResult((TextContent(value),), False)
         return result
@@ -131,9 +151,9 @@ def settle(call: CallRecord, value: Any) -> ToolExecutionResult:
 
 def resolve_dispatch(call: CallRecord, result: ToolExecutionResult) -> None:
     """End a dispatch with ``result``: the body's deferred contexts, the abort rule."""
-    if call._deferred:
+    if call.deferrals:
         result = call.with_deferred(result)
-    if call.caller._cancelled and not result.is_error:
+    if call.caller.cancelled and not result.is_error:
         result = abort_result(call, result)
     assert call.state is PENDING
     call.result = result
@@ -141,10 +161,8 @@ def resolve_dispatch(call: CallRecord, result: ToolExecutionResult) -> None:
 
 
 def abort_result(call: CallRecord, result: ToolExecutionResult) -> ToolExecutionResult:
-    """What a successful ``result`` becomes after the caller's abort (keeping its contexts)."""
-    base = ABORTED_RESULT if call.invoked else ABORTED_BEFORE_DISPATCH_RESULT
-    contexts = result.additional_contexts
-    return msgspec.structs.replace(base, additional_contexts=contexts) if contexts else base
+    """What ``result`` becomes after the caller's abort (the call machine decides)."""
+    return aborted_as(result, call.invoked)
 
 
 # -- a pooled call: one awaitable for the worker's own frame ----------------------------
@@ -169,7 +187,7 @@ def settle_dispatch(call: CallRecord, value: Any) -> None:
 
     The common case — ASCII text, no abort, nothing deferred — in one step.
     """
-    if type(value) is str and value.isascii() and not call._deferred and not call.caller._cancelled:
+    if type(value) is str and value.isascii() and not call.deferrals and not call.caller.cancelled:
         assert call.state is PENDING
         call.result = call.clean = ToolExecutionResult((TextContent(value),), False)
         call.state = RESOLVED
@@ -220,14 +238,14 @@ def start(call: CallRecord) -> tuple[Awaitable[Any], Ending]:
     plan: ToolPlan = call.plan  # type: ignore[assignment]
     if plan.version != plan.versions.value:  # call.current_plan(), inline (the hot path)
         plan = call.current_plan()
-    if not call.caller._cancelled:
+    if not call.caller.cancelled:
         if plan.bare:
             route = plan.route
             if route is _AWAIT or route is _STEP:
                 return invoke(call), BODY
         elif plan.hooks.chained and plan.definition is not None:
             wrappers = plan.hooks.execute
-            view = ToolDispatchExecution._of(call)
+            view = dispatch_view(call)
             awaitable: Awaitable[ToolExecutionResult] = wrappers[0](
                 view, _ExecuteNext(wrappers, view, call, 1, True)
             )
@@ -259,7 +277,7 @@ async def dispatch(call: CallRecord, *, carried: bool = False) -> None:
             if (
                 (route is _STEP or (route is _AWAIT and carried))
                 and plan.limiter is None
-                and not caller._cancelled
+                and not caller.cancelled
             ):
                 # The common case, without a coroutine layer: no limit, an async body
                 # that an enclosing scope (or nothing) interrupts.
@@ -276,7 +294,7 @@ async def dispatch(call: CallRecord, *, carried: bool = False) -> None:
             # The view's only wrapper is the timeout policy: its deadline scope, here.
             result = await _timed_dispatch(call, caller, carried, budget)
     else:
-        view = ToolDispatchExecution._of(call)
+        view = dispatch_view(call)
         first = wrappers[0]
         try:
             if type(first) is not DeadlinePolicy:
@@ -315,7 +333,7 @@ def _direct_now(plan: ToolPlan, call: CallRecord, carried: bool) -> bool:
     return (
         (route is _STEP or (route is _AWAIT and carried))
         and plan.limiter is None
-        and not call.caller._cancelled
+        and not call.caller.cancelled
     )
 
 
@@ -339,12 +357,12 @@ async def dispatch_grouped(
     try:
         try:
             if wrappers:
-                view = ToolDispatchExecution._of(call)
+                view = dispatch_view(call)
                 result = await _ExecuteNext(wrappers, view, call, 1, True)()
             elif (
                 (route is _AWAIT or route is _STEP)
                 and plan.limiter is None
-                and not caller._cancelled
+                and not caller.cancelled
             ):
                 # The body awaited here (one coroutine layer fewer than _direct).
                 failed: ToolExecutionResult | None = None
@@ -359,7 +377,7 @@ async def dispatch_grouped(
             else:
                 result = await _base_dispatch(call, caller, True)
         except trio.Cancelled:
-            if scope.cancel_called and not caller._fired_before(deadline):
+            if scope.cancel_called and not fired_before(caller, deadline):
                 call.timed_out = budget
             raise
         finally:
@@ -367,7 +385,7 @@ async def dispatch_grouped(
     except Exception as exc:  # a wrapper raised
         call.resolve(failure_result(exc), FINAL)
         return
-    if scope.cancel_called and not caller._fired_before(deadline):
+    if scope.cancel_called and not fired_before(caller, deadline):
         result = failure_result(ToolTimeoutError(budget))  # the deadline passed, ignored
     elif type(result) is not ToolExecutionResult:
         call.resolve(unreachable("tools/execute result", result), FINAL)
@@ -465,7 +483,7 @@ _CANCELLED: Final = object()
 
 def _cut_short(call: CallRecord) -> ToolExecutionResult:
     """An attempt that ends before its body runs: ABORTED if an earlier attempt ran it."""
-    return ABORTED_RESULT if call.invoked else ABORTED_BEFORE_DISPATCH_RESULT
+    return cut_short(call.invoked)
 
 
 async def _base_dispatch(
@@ -474,7 +492,7 @@ async def _base_dispatch(
     """Resolve the tool now, take its limit, run the body; never raises an ``Exception``."""
     caller = call.caller
     replaced = signal is not caller
-    if caller._cancelled or (replaced and signal._cancelled):
+    if caller.cancelled or (replaced and signal.cancelled):
         return _cut_short(call)
     plan = call.current_plan()
     if plan.definition is None:
@@ -500,10 +518,10 @@ async def _base_dispatch(
         if call.derived is not None:
             call.end_attempt()
     if value is _CANCELLED:
-        return ABORTED_RESULT
-    if signal._cancelled:
+        return cut_short(True)
+    if signal.cancelled:
         result = normalize(value, call.name)
-        return result if result.is_error else ABORTED_RESULT
+        return result if result.is_error else cut_short(True)
     return settle(call, value)
 
 
@@ -514,18 +532,18 @@ async def _in_scope(awaitable: Any, call: CallRecord, signal: CancelSignal, carr
     The scope absorbs only its own ``Cancelled``; one from an enclosing scope passes.
     """
     scope = trio.CancelScope()
-    link = ScopeLink(scope)
+    scope_link = ScopeLink(scope)
     caller = call.caller
     if not carried:
-        caller._link(link)
+        link(caller, scope_link)
     if signal is not caller:
-        signal._link(link)
+        link(signal, scope_link)
     try:
         with scope:
             return await awaitable
     finally:
-        caller._unlink(link)
-        signal._unlink(link)
+        unlink(caller, scope_link)
+        unlink(signal, scope_link)
     return _CANCELLED
 
 
@@ -547,7 +565,7 @@ async def _acquire(
     stats = call.current_plan().stats
     gate = call.gate
     if gate is not None:
-        gate._leave(call)
+        gate.leave(call)
     stats.waiting += 1
     try:
         if carried and signal is call.caller:
@@ -561,8 +579,8 @@ async def _acquire(
     held = False
     try:
         if gate is not None:
-            await gate._rejoin(call)
-        held = not (call.caller._cancelled or signal._cancelled)
+            await gate.rejoin(call)
+        held = not (call.caller.cancelled or signal.cancelled)
     finally:
         if not held:
             limiter.release_on_behalf_of(call)

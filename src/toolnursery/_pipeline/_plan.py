@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from .._core._scope import AgentScope
+from .._tools._raw import VALIDATES_ATTR, inline_check
 from ._deadline import DeadlinePolicy
 
 if TYPE_CHECKING:
@@ -141,6 +142,7 @@ class ToolPlan:
         "bare",
         "body",
         "budget",
+        "check",
         "definition",
         "hooks",
         "limiter",
@@ -177,7 +179,16 @@ class ToolPlan:
         self.stats = stats
         self.limiter = limiter
         self.rebuild = rebuild
-        self.body: Any = None if definition is None else definition.execute
+        body: Any = None if definition is None else definition.execute
+        # A raw definition's argument check, called by dispatch before the body it wraps
+        # (no coroutine layer of the wrapper's around the body).
+        check: Callable[[Any], Any] | None = None
+        if body is not None and getattr(body, VALIDATES_ATTR, None) is not None:
+            split = inline_check(body)
+            if split is not None:
+                body, check = split
+        self.body = body
+        self.check = check
         if definition is None:
             self.route = Route.MISSING
         elif is_async:

@@ -51,6 +51,7 @@ __all__ = [
     "ToolGuard",
     "ToolRegistry",
     "ToolScope",
+    "counters",
 ]
 
 PreExecuteListener: TypeAlias = Callable[
@@ -326,13 +327,6 @@ class ToolRegistry(_Owner):
     def _changed(self) -> None:
         self._compiler.changed()
 
-    def _check_agent(self, agent: object) -> None:
-        """Refuse a scope of another registry (its tools and guards are not ours)."""
-        if getattr(agent, "_registry", None) is not self:
-            raise ValueError(
-                f"agent must be a ToolScope of this registry (made by its scope()), got {agent!r}"
-            )
-
     def _emit_change(self) -> None:
         for listener in tuple(self._change):
             listener()
@@ -556,3 +550,8 @@ def _remove(items: list[Any], item: object) -> bool:
             del items[i]
             return True
     return False
+
+
+def counters(registry: ToolRegistry) -> Counters:
+    """The registry's own counters (a batch adds its phase times and abandoned calls)."""
+    return registry._stats

@@ -27,9 +27,9 @@ import trio
 
 from .._core._content import ToolErrorInfo, ToolExecutionResult
 from .._core._errors import RegistrationError, ToolError
-from .._core._execution import ToolDispatchExecution
+from .._core._execution import ToolDispatchExecution, record_of
 from .._core._json import FrozenDict
-from .._core._signal import CancelSignal
+from .._core._signal import CancelSignal, link, unlink
 from ._deadline import current_definition
 from ._registry import Disposer, ToolRegistry, ToolScope
 
@@ -159,7 +159,7 @@ def install_retry_policy(
     ) -> ToolExecutionResult:
         if not eligible(execution):
             return await next()
-        record = execution._record  # the pipeline's record of the call, if any
+        record = record_of(execution)  # the pipeline's record of the call, if any
         caller = execution.execution.signal if record is None else record.caller
         attempt = 0
         delay_ms = min(backoff_ms, max_backoff_ms)
@@ -200,6 +200,9 @@ def install_retry_policy(
             record.clean = final  # final as it is: a clean result, frozen attempts meta
         return final
 
+    # Its backoff sleeps on trio's clock: a batch from asyncio that meets it runs in the
+    # trio guest run (toolnursery._aio._route reads this mark).
+    retry_wrapper.__toolnursery_needs_trio__ = True  # type: ignore[attr-defined]
     disposers = [owner.on_execute(retry_wrapper)]
     if names:
         watch: list[Disposer] = []
@@ -233,14 +236,14 @@ async def _backoff(seconds: float, *signals: CancelSignal) -> bool:
     linked: list[CancelSignal] = []
     for signal in signals:
         if not any(signal is s for s in linked):
-            signal._link(cancel)
+            link(signal, cancel)
             linked.append(signal)
     try:
         with scope:
             await trio.sleep(seconds)
     finally:
         for signal in linked:
-            signal._unlink(cancel)
+            unlink(signal, cancel)
     return not scope.cancelled_caught
 
 

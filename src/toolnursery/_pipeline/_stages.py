@@ -39,6 +39,7 @@ from .._core._outcomes import (
     text_result,
     unreachable,
 )
+from .._core._scope import check_agent
 from .._core._signal import CancelSignal
 from .._core._statistics import now as _now
 from ._call import FINAL, PENDING, RESOLVED, CallRecord
@@ -103,7 +104,7 @@ def start(record: CallRecord, plan: ToolPlan, arguments: Any, *, frozen: bool) -
             record.arguments_json = False
             record.resolve(failure_result(exc), FINAL)
             return
-    if record.caller._cancelled:
+    if record.caller.cancelled:
         record.resolve(ABORTED_BEFORE_DISPATCH_RESULT, FINAL)
 
 
@@ -122,7 +123,7 @@ def begin(
             f"ToolExecutionInput.signal must be a CancelSignal, not {type(signal).__name__}"
         )
     if agent is not None:
-        registry._check_agent(agent)
+        check_agent(registry, agent)
     # CallRecord(...), without type.__call__ packing the keywords in a dict per call.
     record = _new(CallRecord)
     CallRecord.__init__(
@@ -246,7 +247,7 @@ def _guards(call: CallRecord, guards: tuple[Any, ...]) -> None:
                 else:
                     call.resolve(unreachable("ToolGuard result", reason), FINAL)
                 return
-    if call.caller._cancelled:
+    if call.caller.cancelled:
         call.resolve(ABORTED_BEFORE_DISPATCH_RESULT, RESOLVED)
 
 
@@ -254,7 +255,7 @@ async def prepare(registry: ToolRegistry, input: ToolExecutionInput) -> CallReco
     """Stage 1: :func:`begin`, then :func:`policy` when the call is still pending."""
     call = begin(registry, input)
     if call.state is PENDING:
-        await policy(call, registry._hook_abort_grace)
+        await policy(call, registry.hook_abort_grace)
     return call
 
 
@@ -325,7 +326,7 @@ def _post_decided(call: CallRecord, result: ToolExecutionResult, decision: Any) 
         result = abort_result(call, result)
     else:
         result = apply_post(decision, result)
-        if call.caller._cancelled and not result.is_error:
+        if call.caller.cancelled and not result.is_error:
             result = abort_result(call, result)
     call.result = result
     call.state = FINAL
@@ -342,7 +343,7 @@ def conclude(call: CallRecord, plan: ToolPlan | None = None) -> ToolExecutionRes
     assert call.state is not PENDING
     if plan is None:
         plan = call.current_plan()
-    if call.state is RESOLVED and call.caller._cancelled and not result.is_error:
+    if call.state is RESOLVED and call.caller.cancelled and not result.is_error:
         result = abort_result(call, result)
     if result is not call.clean:
         result = materialize(result)
@@ -386,7 +387,7 @@ async def execute(
     assert plan is not None
     stats = plan.stats
     timings = call.timings
-    grace = registry._hook_abort_grace
+    grace = registry.hook_abort_grace
     committed = False
     try:
         if call.state is PENDING:

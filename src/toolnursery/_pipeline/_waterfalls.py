@@ -13,6 +13,7 @@ hand, and only a phase that does suspend is run on, in a cancel scope per suspen
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import math
@@ -32,7 +33,7 @@ from .._core._outcomes import (
     error_message,
     text_result,
 )
-from .._core._signal import CancelSignal
+from .._core._signal import CancelSignal, link, unlink
 
 __all__ = [
     "CUT",
@@ -117,7 +118,7 @@ async def resolve_decision(
         ApprovalRequest(agent, name, execution.call_id, decision.reason, execution.signal)
     )
     if outcome == "allowed-once" or outcome == "cancelled":
-        if execution.signal._cancelled:
+        if execution.signal.cancelled:
             return ABORTED_BEFORE_DISPATCH_RESULT
         if outcome == "allowed-once":
             return None
@@ -300,12 +301,14 @@ class Suspended:
     async def rest(self, signal: CancelSignal, grace: float) -> Any:
         """Run the phase to its end: its value, or :data:`CUT` when the grace ran out
         and the phase ended in the ``Cancelled`` of the grace."""
+        if not trio.lowlevel.in_trio_task():  # the asyncio driver's phase
+            return await _AsyncioRest(self, signal, grace)
         self.grace = grace
-        signal._link(self)
+        link(signal, self)
         try:
             return await self
         finally:
-            signal._unlink(self)
+            unlink(signal, self)
             self.scope = None
 
     def __await__(self) -> Generator[Any, Any, Any]:
@@ -335,3 +338,74 @@ class Suspended:
                 ):
                     return CUT
                 raise
+
+
+class _AsyncioRest:
+    """:meth:`Suspended.rest` on asyncio (the asyncio driver's batches).
+
+    asyncio has no cancel scope to park each suspension in: when the abort's grace runs
+    out, the phase's task is cancelled once (counted, and uncounted with ``uncancel()``
+    when that cancellation comes back), every later wait of the phase is cancelled at
+    once, and the phase ending in that ``CancelledError`` is :data:`CUT`. A cancellation
+    from anyone else passes through as itself.
+    """
+
+    __slots__ = ("expired", "grace", "handle", "phase", "signal", "task")
+
+    def __init__(self, phase: Suspended, signal: CancelSignal, grace: float) -> None:
+        self.phase = phase
+        self.signal = signal
+        self.grace = grace
+        self.expired = False
+        self.handle: asyncio.TimerHandle | None = None
+        self.task: asyncio.Task[Any] | None = None
+
+    def __call__(self, _: CancelSignal) -> None:
+        """The abort came: the grace starts now."""
+        if self.handle is None and self.task is not None:
+            self.handle = self.task.get_loop().call_later(self.grace, self._expire)
+
+    def _expire(self) -> None:
+        self.expired = True
+        task = self.task
+        assert task is not None
+        task.cancel()
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        task = self.task = asyncio.current_task()
+        phase = self.phase
+        step, trap = phase.step, phase.trap
+        signal = self.signal
+        link(signal, self)
+        counted = True  # our one cancellation (if it came) is still counted on the task
+        try:
+            while True:
+                sent: Any = None
+                thrown: BaseException | None = None
+                if self.expired:
+                    thrown = asyncio.CancelledError()  # past the grace: no more waiting
+                else:
+                    try:
+                        sent = yield trap
+                    except GeneratorExit:
+                        step.close()
+                        raise
+                    except BaseException as exc:  # handed on to the phase
+                        thrown = exc
+                try:
+                    trap = step.send(sent) if thrown is None else step.throw(thrown)
+                except StopIteration as done:
+                    return done.value
+                except asyncio.CancelledError:
+                    if self.expired and task is not None:
+                        counted = False
+                        if task.uncancel() == 0:
+                            return CUT
+                    raise
+        finally:
+            unlink(signal, self)
+            handle = self.handle
+            if handle is not None:
+                handle.cancel()
+            if self.expired and counted and task is not None:
+                task.uncancel()

@@ -16,7 +16,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import msgspec
 
-from .._batch._conflicts import conflicting_resources
 from .._batch._recorder import (
     CallMode,
     ProgressEvent,
@@ -29,6 +28,7 @@ from .._core._content import ToolCall, ToolExecutionResult
 from .._core._decisions import ResourceKey
 from .._core._errors import TOOL_TIMEOUT
 from .._core._progress import ProgressReport
+from .._machine._conflicts import conflicting_resources
 
 __all__ = ["PENDING", "TimelineCall", "TimelineData", "outcome_code", "read_timeline"]
 

@@ -36,6 +36,7 @@ __all__ = [
     "VALIDATES_ATTR",
     "RawSchemaError",
     "compile_raw_validator",
+    "inline_check",
     "mark_validating",
     "validating_execute",
 ]
@@ -48,14 +49,35 @@ or the :class:`_Mark` of a raw wrapper (which a wrapper around it may copy)."""
 class _Mark:
     """What a raw wrapper checks against, and what it wraps."""
 
-    __slots__ = ("body", "parameters", "wrapper")
+    __slots__ = ("body", "check", "parameters", "wrapper")
 
     def __init__(
-        self, parameters: object, body: Callable[..., Any], wrapper: Callable[..., Any]
+        self,
+        parameters: object,
+        body: Callable[..., Any],
+        wrapper: Callable[..., Any],
+        check: Callable[[Any], Any],
     ) -> None:
         self.parameters = parameters
         self.body = body
         self.wrapper = wrapper
+        self.check = check  # arguments -> their violations (falsy: valid)
+
+
+def inline_check(
+    execute: Callable[..., Any],
+) -> tuple[Callable[..., Any], Callable[[Any], Any]] | None:
+    """The body behind a raw wrapper made by :func:`validating_execute`, and its check.
+
+    The check is a plain function of the frozen arguments returning their violations
+    (a falsy value when they are valid; else the list :class:`ToolArgsError` takes), so
+    the pipeline can call it in place of the wrapper, with no coroutine layer around the
+    body. ``None``: ``execute`` is not such a wrapper (it is called as it is).
+    """
+    mark = getattr(execute, VALIDATES_ATTR, None)
+    if isinstance(mark, _Mark) and mark.wrapper is execute:
+        return mark.body, mark.check
+    return None
 
 
 _NOUNS: Final = {
@@ -372,6 +394,6 @@ def validating_execute(
         if attr.startswith("__toolnursery_"):
             setattr(wrapper, attr, value)
     mark_may_suspend(wrapper, execute)
-    setattr(wrapper, VALIDATES_ATTR, _Mark(parameters, execute, wrapper))
+    setattr(wrapper, VALIDATES_ATTR, _Mark(parameters, execute, wrapper, validate))
     setattr(wrapper, "__wrapped__", execute)  # noqa: B010 (what inspect.unwrap follows)
     return wrapper

@@ -1,7 +1,7 @@
 """Admission of a batch's dispatches: the ``max_parallel`` cap, waiting, the ready queue.
 
 A started dispatch either *runs* (holds one of ``cap`` slots) or *waits* — for an
-earlier unfinished call it conflicts with (see :mod:`toolnursery._batch._conflicts`), for a
+earlier unfinished call it conflicts with (see :mod:`toolnursery._machine._conflicts`), for a
 slot, or (having given its slot back) for a token of its tool's ``max_concurrency``.
 A waiting call that may run queues in ``ready`` and gets the next free slot, first
 come first served.
@@ -18,17 +18,37 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
-
-import trio
+from typing import Any, Protocol
 
 from .._core._decisions import ResourceKey
 from ._conflicts import ConflictTable
 
-if TYPE_CHECKING:
-    from .._pipeline._call import CallRecord
+CallRecord = Any  # a CallMachine (its ``wait`` is this module's Wait)
 
-__all__ = ["Admission", "Wait"]
+__all__ = ["Admission", "Flag", "Latch", "Wait"]
+
+
+class Latch(Protocol):
+    """What a waiting call waits on: the driver's event (``trio.Event``, ...), set here."""
+
+    def set(self) -> None: ...
+
+    def is_set(self) -> bool: ...
+
+
+class Flag:
+    """A :class:`Latch` with no event loop (the default: a test drives the machine)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = False
+
+    def set(self) -> None:
+        self.value = True
+
+    def is_set(self) -> bool:
+        return self.value
 
 
 class Wait:
@@ -44,7 +64,7 @@ class Wait:
         self.keys = keys
         self.blockers = 0  # unfinished earlier calls this one conflicts with
         self.dependents: list[CallRecord] = []  # later calls that wait for this one
-        self.granted: trio.Event | None = None  # set when the call gets its slot
+        self.granted: Latch | None = None  # set when the call gets its slot
         self.running = False  # holds a slot under the cap
         self.done = False  # its dispatch has ended (or was cancelled)
 
@@ -52,10 +72,13 @@ class Wait:
 class Admission:
     """The slots of one batch (see the module docstring for the invariant)."""
 
-    __slots__ = ("admitted", "cap", "ready", "running", "table", "waiting", "wake")
+    __slots__ = ("admitted", "cap", "new_latch", "ready", "running", "table", "waiting", "wake")
 
-    def __init__(self, cap: int, wake: Callable[[], None]) -> None:
+    def __init__(
+        self, cap: int, wake: Callable[[], None], new_latch: Callable[[], Latch] = Flag
+    ) -> None:
         self.cap = cap
+        self.new_latch = new_latch  # the driver's event type
         self.wake = wake  # called when a waiting call got a slot (the driver may go on)
         self.running = 0
         self.waiting = 0
@@ -77,7 +100,7 @@ class Admission:
         else:
             # The pool filled up while this call was being prepared.
             wait = call.wait = Wait(())
-            wait.granted = trio.Event()
+            wait.granted = self.new_latch()
             self.waiting += 1
             self.ready.append(call)
 
@@ -96,7 +119,7 @@ class Admission:
             self.running += 1
             wait.running = True
             return
-        wait.granted = trio.Event()
+        wait.granted = self.new_latch()
         self.waiting += 1
         if not blocking:
             self.ready.append(call)
@@ -141,15 +164,18 @@ class Admission:
         self.grant()
         self.wake()
 
-    async def rejoin(self, call: CallRecord) -> None:
-        """The call has its tool's token: wait for a slot again, behind ready calls."""
+    def rejoin(self, call: CallRecord) -> Latch | None:
+        """The call has its tool's token: it waits for a slot again, behind ready calls.
+
+        Returns the latch the driver awaits until the call has its slot, or ``None``
+        when it has one already.
+        """
         wait = call.wait
         assert wait is not None
-        wait.granted = granted = trio.Event()
+        wait.granted = granted = self.new_latch()
         self.ready.append(call)
         self.grant()
-        if not wait.running:
-            await granted.wait()
+        return None if wait.running else granted
 
     def grant(self) -> None:
         """Hand free slots to ready calls, first come first served."""

@@ -1,0 +1,598 @@
+"""The asyncio driver of a batch: the batch machine run natively on an asyncio loop.
+
+The batch's state and decisions are the machine's
+(:class:`~toolnursery._machine._batch.BatchMachine`), as under the trio driver
+(:mod:`toolnursery._batch._driver`); this module awaits what the machine hands out with
+asyncio's own primitives: one :class:`asyncio.TaskGroup` per batch (none for a lone
+call), one task per dispatch (asyncio starts tasks in the order they were made, so
+bodies start in model order), :meth:`asyncio.Task.cancel` for the abort and one timer
+per deadline group (:class:`~toolnursery._aio._tasks.DeadlineGroup`).
+
+Abort: the batch signal cancels the dispatches' tasks (a call the driver runs in place:
+its own task, the cancellation counted and taken back with ``uncancel()``); the driver
+drains, commits and observes in model order. A cancellation from outside aborts the
+batch the same way; the drain then runs in a task of its own that later cancellations
+cannot interrupt (trio's shielded scope, emulated), and the outside ``CancelledError``
+propagates once the batch has finished, its count on the task untouched (so an
+enclosing ``asyncio.timeout`` still raises ``TimeoutError``). asyncio's cancellation is
+edge-triggered: a body that catches ``CancelledError`` and awaits again runs on (its
+success still becomes ``ABORTED``); see ``docs/asyncio.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Coroutine
+from contextvars import Token
+from typing import Any, Final
+
+from .._core._content import ToolExecutionResult
+from .._core._decisions import ResourceKey
+from .._core._errors import AbortError
+from .._core._lifecycle import RESOLVED, Slot
+from .._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, failure_result
+from .._core._progress import ReportSink, install_sink, remove_sink
+from .._core._signal import CancelSignal, link
+from .._core._statistics import now as _now
+from .._machine._batch import BARRIER, HAND_OFF_MAX, INLINE, POOL, BatchMachine
+from .._machine._events import ToolCallRecorder
+from .._pipeline._call import CallRecord
+from .._pipeline._dispatch import start as start_dispatch
+from .._pipeline._registry import ToolRegistry, ToolScope
+from ._tasks import CANCELLED_REASON, DeadlineGroup, dispatch_here, single
+
+__all__ = ["AsyncioDriver"]
+
+GROUP_SIZE: Final = 64
+"""At most this many calls share one deadline timer."""
+
+_NEW = Slot.NEW
+_QUEUED = Slot.QUEUED
+_RUNNING = Slot.RUNNING
+_SETTLED = Slot.SETTLED
+_CancelledError: Final = asyncio.CancelledError
+_current_task: Final = asyncio.current_task
+
+
+_Stalled = tuple[CallRecord, Coroutine[Any, Any, ToolExecutionResult], int]
+
+
+def _no_time() -> float:
+    return 0.0
+
+
+class AsyncioDriver:
+    """The asyncio side of one batch (arguments: :class:`BatchMachine`'s)."""
+
+    __slots__ = (
+        "aborted_at",
+        "deadlines",
+        "finished",
+        "group",
+        "handed_off",
+        "inline",
+        "live",
+        "loop",
+        "machine",
+        "reports",
+        "stalled",
+        "unwinding",
+        "waiter",
+        "woken",
+    )
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        signal: CancelSignal,
+        agent: ToolScope | None,
+        max_parallel: int,
+        recorder: ToolCallRecorder | None,
+        batch_id: str | None = None,
+        grace: float | None = None,
+        deps: Any = None,
+    ) -> None:
+        loop = self.loop = asyncio.get_running_loop()
+        recorded = recorder is not None
+        self.machine = BatchMachine(
+            registry,
+            signal,
+            agent,
+            max_parallel,
+            recorder,
+            batch_id,
+            grace,
+            deps,
+            wake=self.wake_up,
+            clock=loop.time if recorded else _no_time,
+            new_latch=asyncio.Event,
+            wall=round(time.time(), 6) if recorded else 0.0,
+        )
+        self.group: asyncio.TaskGroup | None = None
+        self.live: dict[CallRecord, asyncio.Task[Any]] = {}  # dispatches begun, running
+        self.inline: asyncio.Task[Any] | None = None  # a dispatch the driver awaits
+        self.deadlines: dict[float, DeadlineGroup] | None = None  # budget -> group filling
+        self.waiter: asyncio.Future[None] | None = None
+        self.woken = False
+        self.handed_off = False  # the tasks commit (see hand_off)
+        self.unwinding = False  # a dispatch was cancelled, not by the batch's abort
+        self.aborted_at: float | None = None
+        self.reports: Token[ReportSink | None] | None = None
+        self.stalled: _Stalled | None = None  # a post-execute that suspended in a task
+        self.finished = False
+
+    def close(self) -> None:
+        self.machine.closed = True
+        self.wake_up()
+
+    # -- waking ---------------------------------------------------------------------------
+
+    def wake_up(self) -> None:
+        self.woken = True
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def sleep(self) -> None:
+        """Wait until a dispatch settles, a call is submitted, or the batch is closed
+        (at once when that happened since the last wait)."""
+        self.deadlines = None  # the pass ends: later calls of a budget get a new group
+        if self.woken:
+            self.woken = False
+            return
+        waiter = self.waiter = self.loop.create_future()
+        try:
+            await waiter
+        finally:
+            self.waiter = None
+        self.woken = False
+
+    async def wait(self) -> None:
+        await self.sleep()
+        self.machine.raise_failure()
+
+    # -- the run ----------------------------------------------------------------------------
+
+    async def drive(self) -> None:
+        """Open the batch's task group and drive the batch in it."""
+        try:
+            async with asyncio.TaskGroup() as group:
+                self.group = group
+                await self.run()
+        except _CancelledError:
+            if self.handed_off:
+                # Cancelled from outside while the tasks committed: the group has
+                # cancelled them; abort, commit the rest, then let it go on.
+                await self.after_cancel()
+                self.end(self.machine.drained() and self.machine.failure is None)
+            raise
+        except BaseException as exc:
+            if self.handed_off:
+                self.end(False)
+            if isinstance(exc, BaseExceptionGroup):
+                raise single(exc) from None
+            raise
+        if self.handed_off:
+            ended = False
+            try:
+                self.machine.raise_failure()
+                await self.drain()  # every dispatch has settled: nothing to wait for
+                self.machine.record_contexts()
+                ended = True
+            finally:
+                self.end(ended)
+
+    async def run(self) -> None:
+        """Drive the batch to its end (no group: a batch of one call, run inline)."""
+        machine = self.machine
+        # The batch signal is private to this batch, so the link dies with it.
+        link(machine.signal, self.on_abort)
+        if machine.recorder is not None:
+            self.reports = install_sink(machine.record_report)
+        ended = False
+        try:
+            await self.schedule()
+            if self.group is not None and self.hand_off():
+                return
+            await self.drain()
+            while True:
+                machine.finish_unstarted()
+                if machine.closed:
+                    break
+                await self.wait()
+            machine.record_contexts()
+            ended = True
+        except _CancelledError:
+            await self.after_cancel()
+            ended = self.machine.drained() and self.machine.failure is None
+            raise
+        except Exception as exc:
+            # Internal failure: start nothing new, let in-flight dispatches settle,
+            # re-raise the first failure.
+            failure = machine.failure
+            if failure is None:
+                machine.failure = failure = exc
+            while machine.in_flight() or self.inline is not None:
+                await self.sleep()
+            if failure is exc:
+                raise
+            raise failure  # noqa: B904 (the first failure, re-raised as itself)
+        finally:
+            if not self.handed_off:
+                self.end(ended)
+
+    async def after_cancel(self) -> None:
+        """A cancellation from outside came: abort, then finish the batch in a task that
+        later cancellations cannot reach; the caller re-raises (a failure wins)."""
+        machine = self.machine
+        machine.closed = True
+        machine.signal.cancel(CANCELLED_REASON)
+        rest = self.loop.create_task(self.finish_aborted())
+        while not rest.done():
+            with contextlib.suppress(_CancelledError):
+                await asyncio.wait((rest,))  # never cancels ``rest``
+        rest.result()
+
+    async def finish_aborted(self) -> None:
+        machine = self.machine
+        inline = self.inline
+        if inline is not None:
+            await asyncio.wait((inline,))
+        while machine.in_flight():
+            await self.sleep()
+        machine.raise_failure()
+        await self.drain()
+        machine.finish_unstarted()
+        machine.record_contexts()
+
+    def end(self, ended: bool) -> None:
+        """The batch has ended (``ended``: every call committed, nothing in flight)."""
+        stalled = self.stalled
+        if stalled is not None:  # a failure came first: the suspended post-execute ends
+            self.stalled = None
+            stalled[1].close()
+        reports = self.reports
+        if reports is not None:
+            self.reports = None
+            try:
+                remove_sink(reports)
+            except ValueError:
+                pass  # ended in another context (a drain task): the run's context resets it
+        self.machine.fold_statistics()
+        self.finished = True
+        reader = self.machine.reader
+        if reader is not None:
+            reader.set()
+
+    def aborted(self) -> float | None:  # when the abort came (the loop's clock), if it did
+        return self.aborted_at
+
+    def on_abort(self, _: CancelSignal) -> None:
+        """The batch signal fired: cancel the dispatches in flight (never the driver)."""
+        self.aborted_at = self.loop.time()
+        for task in list(self.live.values()):
+            task.cancel()
+        self.wake_up()
+
+    # -- starting calls -----------------------------------------------------------------------
+
+    async def schedule(self) -> None:
+        machine = self.machine
+        calls = machine.calls
+        signal = machine.signal
+        admission = machine.admission
+        i = 0
+        while True:
+            if i >= len(calls):
+                if machine.closed:
+                    return
+                await self.wait()
+                continue
+            if signal.cancelled:
+                return
+            call = calls[i]
+            keys = machine.classify(call)
+            if keys is None:
+                # Exclusive: a barrier. The previous group has drained already.
+                await self.proceed(call, (), machine.start(call, (), True, True), True)
+                i += 1
+                await self.drain()
+                continue
+            alone = machine.closed and i == len(calls) - 1
+            step = machine.start(call, keys, alone, False)
+            if step == POOL:
+                self.spawn(call)
+            elif step:
+                await self.proceed(call, keys, step, alone)
+            i += 1
+            while True:
+                cursor = machine.cursor
+                if cursor < len(calls) and calls[cursor].slot is _SETTLED:
+                    await self.commit_ready()
+                if i >= len(calls):
+                    if machine.closed:
+                        return
+                    await self.wait()
+                    continue
+                if signal.cancelled:
+                    return
+                # Waiting calls hold no slot, but at most max_parallel of them wait.
+                if admission.running >= admission.cap or admission.waiting >= admission.cap:
+                    await self.wait()
+                    continue
+                call = calls[i]
+                alone = machine.closed and i == len(calls) - 1 and not admission.admitted
+                step = machine.step(call, alone)
+                if step == POOL:
+                    self.spawn(call)
+                elif step == BARRIER:
+                    break
+                elif step:
+                    await self.proceed(call, machine.keys, step, alone)
+                i += 1
+            await self.drain()
+
+    async def proceed(
+        self,
+        call: CallRecord,
+        keys: tuple[ResourceKey, ...],
+        step: int | Coroutine[Any, Any, None],
+        inline: bool,
+    ) -> None:
+        """Await what the machine's step handed out: the rest of a policy that suspended
+        (then the call is placed), or a dispatch in place (``INLINE``)."""
+        machine = self.machine
+        if not isinstance(step, int):
+            # A policy hook suspended: await the rest of the policy, then place the call.
+            self.deadlines = None
+            if machine.timings:
+                begun = _now()
+                await step
+                machine.stats.prepare += _now() - begun
+            else:
+                await step
+            machine.raise_failure()
+            step = machine.place(call, keys, inline)
+            if step == POOL:
+                self.spawn(call)
+                return
+        if step == INLINE:
+            await self.dispatch_inline(call)
+
+    def spawn(self, call: CallRecord) -> None:
+        """Start an admitted call's task in the batch's group."""
+        machine = self.machine
+        stamps = machine.stamps
+        if stamps is not None:
+            stamps[call.index] = [self.loop.time(), None, None]
+        if machine.signal.cancelled:
+            # Aborted while the call was being prepared: it never runs.
+            call.unwind()
+            machine.settled(call)
+            return
+        plan = call.plan
+        assert plan is not None
+        budget = plan.budget
+        deadline = None if budget is None else self.join(call, budget)
+        group = self.group
+        assert group is not None
+        group.create_task(self.dispatch(call, deadline, True))
+
+    def join(self, call: CallRecord, budget: float) -> DeadlineGroup:
+        """The deadline group of this pass that ``call`` (``budget`` ms) joins."""
+        deadlines = self.deadlines
+        if deadlines is None:
+            deadlines = self.deadlines = {}
+        group = deadlines.get(budget)
+        if group is None or group.unstarted + len(group.members) >= GROUP_SIZE:
+            group = deadlines[budget] = DeadlineGroup(budget)
+        group.unstarted += 1
+        return group
+
+    async def dispatch_inline(self, call: CallRecord) -> None:
+        """Dispatch in the driver: in place when it cannot suspend, else in a task of its
+        own (so the abort cancels that task, never the driver's)."""
+        machine = self.machine
+        timings = machine.timings
+        begun = _now() if timings else 0
+        plan = call.plan
+        assert plan is not None
+        stamps = machine.stamps
+        if stamps is not None:
+            stamps[call.index] = stamp = [None, self.loop.time(), None]
+        if plan.bare and not plan.route.suspends:
+            assert call.slot is _NEW
+            call.slot = _RUNNING
+            awaitable, ending = start_dispatch(call)
+            try:
+                outcome = await awaitable  # never yields
+            except Exception as exc:
+                ending.raised(call, exc)
+            else:
+                ending.returned(call, outcome)
+            call.slot = _SETTLED
+        elif plan.budget is None:
+            assert call.slot is _NEW
+            call.slot = _RUNNING
+            await dispatch_here(call, machine.signal)
+            call.slot = _SETTLED
+        else:
+            budget = plan.budget
+            deadline = None
+            if budget is not None:
+                deadline = DeadlineGroup(budget)
+                deadline.unstarted = 1
+            task = self.inline = self.loop.create_task(self.dispatch(call, deadline, False))
+            try:
+                await task
+            finally:
+                if task.done():
+                    self.inline = None
+        if timings:
+            machine.stats.dispatch += _now() - begun
+        if stamps is not None:
+            stamp[2] = self.loop.time()
+
+    async def dispatch(
+        self, call: CallRecord, deadline: DeadlineGroup | None, pooled: bool
+    ) -> None:
+        """One call's dispatch task: wait for its turn, dispatch, settle (and commit)."""
+        machine = self.machine
+        signal = machine.signal
+        if signal.cancelled and call.slot is _QUEUED:
+            # Aborted before this task began: it never runs.
+            if deadline is not None:
+                deadline.unstarted -= 1
+            call.unwind()
+            machine.settled(call)
+            self.settled(call)
+            return
+        task = _current_task()
+        assert task is not None
+        live = self.live
+        live[call] = task
+        timings = machine.timings
+        begun = 0
+        try:
+            wait = call.wait
+            aborted = False
+            if pooled and wait is not None and not wait.running:
+                # A keyed call behind a conflicting one, or one the pool had no slot
+                # for: wait for the turn without holding a slot.
+                assert wait.granted is not None
+                if timings:
+                    begun = _now()
+                    await wait.granted.wait()
+                    machine.stats.wait += _now() - begun
+                else:
+                    await wait.granted.wait()
+                if signal.cancelled:
+                    assert call.slot is _QUEUED  # it never ran
+                    call.resolve(ABORTED_BEFORE_DISPATCH_RESULT, RESOLVED)
+                    aborted = True
+            if not aborted:
+                if pooled:
+                    assert call.slot is _QUEUED
+                    call.slot = _RUNNING
+                    stamps = machine.stamps
+                    if stamps is not None:
+                        stamps[call.index][1] = self.loop.time()
+                else:
+                    assert call.slot is _NEW
+                    call.slot = _RUNNING
+                if timings:
+                    begun = _now()
+                if deadline is None:
+                    awaitable, ending = start_dispatch(call)
+                    try:
+                        outcome = await awaitable
+                    except Exception as exc:
+                        ending.raised(call, exc)
+                    else:
+                        ending.returned(call, outcome)
+                else:
+                    await deadline.run(call, task, self.aborted)
+                if timings and pooled:
+                    machine.stats.dispatch += _now() - begun
+        except _CancelledError:
+            if deadline is not None and call in deadline.hit:
+                # The group's timer cancelled it: TOOL_TIMEOUT unless the abort came first.
+                aborted_at = self.aborted_at
+                own = deadline.deadline
+                if aborted_at is None or aborted_at >= own:
+                    call.timed_out = deadline.budget
+                call.unwind()
+                if task.uncancel() == 0:
+                    call.slot = _SETTLED
+                    return
+                raise
+            if task.cancelling() == 0:
+                # The body raised CancelledError itself (a task it awaited was
+                # cancelled by someone else): the call is aborted, as on trio.
+                call.resolve(failure_result(AbortError()), RESOLVED)
+                call.slot = _SETTLED
+                return
+            if not signal.cancelled:
+                self.unwinding = True  # cancelled from outside the batch
+            call.unwind()
+            if not pooled and signal.cancelled and task.cancelling() == 1:
+                return  # the abort's own cancellation of this task: ours to end
+            raise
+        except Exception as exc:
+            machine.failed(exc)
+        else:
+            call.slot = _SETTLED
+        finally:
+            live.pop(call, None)
+            if deadline is not None:
+                deadline.members.pop(call, None)
+                if not deadline.members and not deadline.unstarted:
+                    handle = deadline.handle
+                    if handle is not None:
+                        handle.cancel()
+            if pooled:
+                stamps = machine.stamps
+                if stamps is not None and call.slot is _SETTLED:
+                    stamps[call.index][2] = self.loop.time()
+                machine.settled(call)
+                self.settled(call)
+
+    def settled(self, call: CallRecord) -> None:
+        """A task settled a call: wake the driver; after the hand-off, commit."""
+        if not self.handed_off:
+            self.wake_up()
+            return
+        machine = self.machine
+        ok = machine.failure is None and (not self.unwinding or machine.signal.cancelled)
+        if ok and self.stalled is None:
+            # Post-execute and observers run here, in model order; one that suspends
+            # is left to the driver (which awaits it once the group has ended).
+            try:
+                self.stalled = machine.commit_now(post=True)
+            except Exception as exc:
+                machine.failed(exc)  # the driver re-raises it once the group has ended
+
+    # -- committing ----------------------------------------------------------------------------
+
+    def hand_off(self) -> bool:
+        """Whether the driver leaves the commits to the tasks (see the trio driver's)."""
+        machine = self.machine
+        if (
+            not machine.closed
+            or machine.started < len(machine.calls)
+            or machine.in_flight() > HAND_OFF_MAX
+        ):
+            return False
+        machine.raise_failure()
+        pending = machine.commit_now(post=True)
+        if pending is not None:
+            self.stalled = pending  # a post-execute suspended: the driver awaits it
+            return False
+        self.handed_off = True
+        return True
+
+    async def commit_ready(self) -> None:
+        """Commit the settled model-order prefix; await a post-execute that suspends."""
+        machine = self.machine
+        stalled = self.stalled
+        if stalled is not None:
+            self.stalled = None
+            call, rest, begun = stalled
+            machine.finish_commit(call, await rest, begun)
+        while True:
+            pending = machine.commit_now(post=True)
+            if pending is None:
+                return
+            call, rest, begun = pending
+            machine.finish_commit(call, await rest, begun)
+
+    async def drain(self) -> None:
+        """Wait until nothing is in flight and every started call has committed."""
+        machine = self.machine
+        while True:
+            await self.commit_ready()
+            if machine.drained():
+                return
+            await self.wait()

@@ -1,0 +1,219 @@
+"""The asyncio driver's task-level pieces: deadline groups, a task that cancels itself on
+an abort, the checks and the wait of :mod:`toolnursery.aio`'s native batches.
+
+See :mod:`toolnursery._aio._driver` for the driver itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable
+from typing import Any, Final
+
+from .._core._content import ToolExecutionResult
+from .._core._errors import AbortError, ToolTimeoutError
+from .._core._lifecycle import RESOLVED, Slot, cut_short
+from .._core._outcomes import failure_result
+from .._core._scope import check_agent
+from .._core._signal import CancelSignal, link, unlink
+from .._pipeline._call import CallRecord
+from .._pipeline._dispatch import invoke, resolve_dispatch, settle
+from .._pipeline._dispatch import start as start_dispatch
+from .._pipeline._registry import ToolRegistry, ToolScope
+
+__all__ = [
+    "CANCELLED_REASON",
+    "DeadlineGroup",
+    "SelfCancel",
+    "check_batch",
+    "dispatch_here",
+    "settle_task",
+    "single",
+]
+
+CANCELLED_REASON: Final = "the awaiting asyncio task was cancelled"
+
+_SETTLED = Slot.SETTLED
+_CancelledError: Final = asyncio.CancelledError
+_current_task: Final = asyncio.current_task
+
+
+class DeadlineGroup:
+    """The calls of one time budget that the driver placed in one pass: one timer.
+
+    Each member's own deadline is the budget from its start; the last member to start
+    sets the timer to the latest of them (asyncio starts them in one loop iteration).
+    When it fires, every member still running is cancelled; a member whose own deadline
+    had passed before the batch's abort is ``TOOL_TIMEOUT``.
+    """
+
+    __slots__ = ("budget", "deadline", "fired", "handle", "hit", "members", "unstarted")
+
+    def __init__(self, budget: float) -> None:
+        self.budget = budget
+        self.members: dict[CallRecord, asyncio.Task[Any]] = {}
+        self.unstarted = 0
+        self.deadline = -math.inf
+        self.handle: asyncio.TimerHandle | None = None
+        self.fired = False
+        self.hit: set[CallRecord] = set()  # members the timer cancelled
+
+    def expire(self) -> None:
+        self.fired = True
+        for call, task in self.members.items():
+            self.hit.add(call)
+            task.cancel()
+
+    async def run(
+        self, call: CallRecord, task: asyncio.Task[Any], aborted: Callable[[], float | None]
+    ) -> None:
+        """The dispatch of a member (its view's only execute wrapper is the timeout
+        policy): the body awaited with the group's timer armed. ``aborted``: when the
+        batch's abort came, if it did."""
+        loop = task.get_loop()
+        deadline = self
+        budget = deadline.budget
+        own = loop.time() + budget / 1000
+        if own > deadline.deadline:
+            deadline.deadline = own
+        deadline.unstarted -= 1
+        deadline.members[call] = task
+        if not deadline.unstarted:
+            deadline.handle = loop.call_at(deadline.deadline, deadline.expire)
+        if call.caller.cancelled:
+            resolve_dispatch(call, cut_short(call.invoked))
+            return
+        failed: ToolExecutionResult | None = None
+        value: Any = None
+        try:
+            value = await invoke(call)
+        except Exception as exc:
+            failed = failure_result(exc)
+        finally:
+            if call.derived is not None:
+                call.end_attempt()
+        if call in deadline.hit:
+            # The timer cancelled the body and it returned anyway: the deadline passed.
+            task.uncancel()
+            aborted_at = aborted()
+            if aborted_at is None or aborted_at >= own:
+                result = failure_result(ToolTimeoutError(budget))
+                resolve_dispatch(call, result)
+                return
+        resolve_dispatch(call, failed if failed is not None else settle(call, value))
+
+
+class SelfCancel:
+    """Cancels the driver's own task when the batch signal fires (a dispatch it runs
+    in place); from inside that task (a body aborting its own batch), at its next
+    suspension instead, so the cancellation always lands inside the dispatch."""
+
+    __slots__ = ("handle", "sent", "task")
+
+    def __init__(self, task: asyncio.Task[Any]) -> None:
+        self.task = task
+        self.sent = False
+        self.handle: asyncio.Handle | None = None
+
+    def __call__(self, _: CancelSignal) -> None:
+        if _current_task() is self.task:
+            self.handle = self.task.get_loop().call_soon(self.fire)
+        else:
+            self.fire()
+
+    def fire(self) -> None:
+        self.handle = None
+        if not self.sent:
+            self.sent = True
+            self.task.cancel()
+
+    def close(self) -> None:
+        handle = self.handle
+        if handle is not None:
+            self.handle = None
+            handle.cancel()
+
+
+async def dispatch_here(call: CallRecord, signal: CancelSignal) -> None:
+    """Dispatch in the driver's own task, which the abort then cancels: counted, and
+    taken back with ``uncancel()`` when it comes back (an outside cancellation
+    passes as itself)."""
+    task = _current_task()
+    assert task is not None
+    cancel = SelfCancel(task)
+    link(signal, cancel)
+    try:
+        awaitable, ending = start_dispatch(call)
+        try:
+            outcome = await awaitable
+        except Exception as exc:
+            ending.raised(call, exc)
+        else:
+            ending.returned(call, outcome)
+    except _CancelledError:
+        ours = cancel.sent
+        cancel.sent = False
+        if not ours and task.cancelling() == 0:
+            # The body raised CancelledError itself: the call is aborted, as on trio.
+            call.resolve(failure_result(AbortError()), RESOLVED)
+            return
+        call.resolve(call.aborted(), RESOLVED)
+        if ours and task.uncancel() == 0:
+            return  # the abort's own cancellation: taken back
+        call.slot = _SETTLED
+        raise  # from outside: the caller drains, commits, re-raises
+    finally:
+        unlink(signal, cancel)
+        cancel.close()
+    if cancel.sent:
+        task.uncancel()  # the body caught the abort's cancellation and returned
+
+
+def single(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one failure a task group wrapped (the driver's own: tasks raise none)."""
+    exceptions = group.exceptions
+    while len(exceptions) == 1 and isinstance(exceptions[0], BaseExceptionGroup):
+        exceptions = exceptions[0].exceptions
+    return exceptions[0] if len(exceptions) == 1 else group
+
+
+def check_batch(
+    registry: ToolRegistry, signal: object, agent: ToolScope | None, max_parallel: object
+) -> None:
+    """The checks of the trio API's batch arguments (its errors, word for word)."""
+    if type(max_parallel) is not int or max_parallel < 1:
+        raise ValueError(f"max_parallel must be a positive integer, got {max_parallel!r}")
+    if signal is not None and not isinstance(signal, CancelSignal):
+        raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")
+    if agent is not None:
+        check_agent(registry, agent)
+
+
+async def settle_task(task: asyncio.Task[Any], abort: CancelSignal, close: Any) -> None:
+    """Await a batch's driver task to its end, whatever cancellations arrive.
+
+    A cancellation of the awaiting task aborts the batch (``abort`` fires, ``close()``
+    ends submission) and keeps waiting; it propagates once the driver has ended, unless
+    the driver failed, whose failure then wins (the cancellation as its context).
+    """
+    cancelled: BaseException | None = None
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except _CancelledError as exc:
+            if task.done() and task.cancelled():
+                raise  # the driver's own task was cancelled (the loop shuts down)
+            cancelled = exc
+            if not task.done():
+                abort.cancel(CANCELLED_REASON)
+                close()
+        except Exception:
+            break  # the driver failed: raised below
+    if cancelled is not None:
+        failure = None if task.cancelled() else task.exception()
+        if failure is not None:
+            failure.__context__ = cancelled
+            raise failure
+        raise cancelled
+    task.result()
