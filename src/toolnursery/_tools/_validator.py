@@ -39,6 +39,7 @@ __all__ = [
     "Validator",
     "compact_json",
     "compile_schema",
+    "engine_for",
     "pointer_path",
 ]
 
@@ -117,19 +118,7 @@ def compile_schema(schema: Mapping[str, Any], *, formats: Formats | None = None)
             invalid under its metaschema, a ``$ref`` does not resolve inside it, a
             pattern needs a backtracking engine or a format is unknown.
     """
-    try:
-        validator = jsonschema_rs.validator_for(
-            schema,  # type: ignore[arg-type]
-            formats=dict(formats) if formats else None,
-            validate_formats=True,
-            ignore_unknown_formats=False,
-            retriever=_refuse,
-            pattern_options=_REGEX,
-        )
-    except jsonschema_rs.ValidationError as exc:
-        raise _compile_error(exc) from None
-    except (jsonschema_rs.ReferencingError, ValueError, TypeError) as exc:
-        raise SchemaCompileError(_first_line(exc)) from None
+    validator = engine_for(schema, formats=formats)
     is_valid = validator.is_valid
     iter_errors = validator.iter_errors
 
@@ -144,6 +133,29 @@ def compile_schema(schema: Mapping[str, Any], *, formats: Formats | None = None)
             return _not_plain(schema, args, iter_errors)
 
     return validate
+
+
+def engine_for(schema: Any, *, formats: Formats | None = None) -> jsonschema_rs.Validator:
+    """The engine's own validator of ``schema``, set as :func:`compile_schema` says.
+
+    For a caller that words the errors itself (a mounted tool's ``outputSchema``).
+
+    Raises:
+        SchemaCompileError: as for :func:`compile_schema`.
+    """
+    try:
+        return jsonschema_rs.validator_for(
+            schema,
+            formats=dict(formats) if formats else None,
+            validate_formats=True,
+            ignore_unknown_formats=False,
+            retriever=_refuse,
+            pattern_options=_REGEX,
+        )
+    except jsonschema_rs.ValidationError as exc:
+        raise _compile_error(exc) from None
+    except (jsonschema_rs.ReferencingError, ValueError, TypeError, RecursionError) as exc:
+        raise SchemaCompileError(_first_line(exc)) from None
 
 
 def _first_line(exc: BaseException) -> str:
