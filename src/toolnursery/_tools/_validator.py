@@ -121,6 +121,7 @@ def compile_schema(schema: Mapping[str, Any], *, formats: Formats | None = None)
     validator = engine_for(schema, formats=formats)
     is_valid = validator.is_valid
     iter_errors = validator.iter_errors
+    memo = _Memo(schema)
 
     def validate(args: object) -> list[str]:
         if not isinstance(args, dict):
@@ -128,9 +129,9 @@ def compile_schema(schema: Mapping[str, Any], *, formats: Formats | None = None)
         try:
             if is_valid(args):
                 return []
-            return _violations(schema, args, list(iter_errors(args)))
+            return _violations(memo, args, list(iter_errors(args)))
         except ValueError:  # a value jsonschema-rs cannot read (not JSON, msgspec.UNSET)
-            return _not_plain(schema, args, iter_errors)
+            return _not_plain(memo, args, iter_errors)
 
     return validate
 
@@ -231,29 +232,77 @@ def _node(schema: Any, parts: Sequence[str | int]) -> Any:
 _CONSUMES: Final = frozenset(("items", "additionalProperties", "unevaluatedProperties"))
 
 
-def _order(schema: Any, schema_path: Sequence[str | int], instance: Sequence[str | int]) -> Any:
-    """A sort key: the positions along the schema path, array indices interleaved."""
-    key: list[int] = []
+def _template(schema: Any, schema_path: Sequence[str | int]) -> tuple[tuple[int, int], ...]:
+    """The sort key of a schema path: ``(position, instance index to interleave or -1)``."""
+    out: list[tuple[int, int]] = []
     node = schema
     at = 0
     parent = ""
     for part in schema_path:
         if isinstance(node, dict):
             keys = list(node)
-            key.append(keys.index(part) if part in keys else len(keys))
+            position = keys.index(part) if part in keys else len(keys)
             if parent in ("properties", "patternProperties", "prefixItems"):
+                out.append((position, -1))
                 at += 1
-            elif part in _CONSUMES and at < len(instance):
-                item = instance[at]
-                key.append(item if isinstance(item, int) else 0)
+            elif part in _CONSUMES:
+                out.append((position, at))
                 at += 1
+            else:
+                out.append((position, -1))
         elif isinstance(node, list) and isinstance(part, int):
-            key.append(part)
+            out.append((part, -1))
         else:
             break
         node = node[part]
         parent = str(part) if isinstance(node, dict | list) else ""
+    return tuple(out)
+
+
+def _key(template: tuple[tuple[int, int], ...], instance: Sequence[str | int]) -> list[int]:
+    key: list[int] = []
+    for position, at in template:
+        key.append(position)
+        if at >= 0:
+            item = instance[at] if at < len(instance) else 0
+            key.append(item if isinstance(item, int) else 0)
     return key
+
+
+class _Error:
+    """What the texts need of one engine error, each read once."""
+
+    __slots__ = ("error", "kind", "name", "path", "schema_path")
+
+    def __init__(self, error: jsonschema_rs.ValidationError) -> None:
+        self.error = error
+        self.kind: Any = error.kind
+        self.name = type(self.kind).__name__
+        self.schema_path = tuple(error.schema_path)
+        self.path = tuple(error.instance_path)
+
+
+class _Memo:
+    """Per compiled schema: sort keys and rule texts by schema path (a schema's paths are few)."""
+
+    __slots__ = ("rules", "schema", "templates")
+
+    def __init__(self, schema: Any) -> None:
+        self.schema = schema
+        self.templates: dict[tuple[str | int, ...], tuple[tuple[int, int], ...]] = {}
+        self.rules: dict[tuple[str | int, ...], str | None] = {}
+
+    def template(self, schema_path: tuple[str | int, ...]) -> tuple[tuple[int, int], ...]:
+        found = self.templates.get(schema_path)
+        if found is None:
+            found = self.templates[schema_path] = _template(self.schema, schema_path)
+        return found
+
+    def rule(self, schema_path: tuple[str | int, ...]) -> str | None:
+        if schema_path not in self.rules:
+            keyword = str(schema_path[-1]) if schema_path else ""
+            self.rules[schema_path] = _rule(keyword, _node(self.schema, schema_path))
+        return self.rules[schema_path]
 
 
 def _quoted(path: str) -> str:
@@ -319,30 +368,32 @@ def _unknown(schema: Any, parent: Sequence[str | int], path: str, keys: Sequence
     return out
 
 
-def _texts(schema: Any, args: Any, error: jsonschema_rs.ValidationError) -> list[str]:
-    kind = error.kind
-    name = type(kind).__name__
-    schema_path = list(error.schema_path)
+def _texts(memo: _Memo, args: Any, seen: _Error) -> list[str]:
+    schema = memo.schema
+    kind = seen.kind
+    name = seen.name
+    schema_path = seen.schema_path
     keyword = str(schema_path[-1]) if schema_path else ""
-    path = pointer_path(error.instance_path)
+    path = pointer_path(seen.path)
     where = _quoted(path)
     if name == "Required":
         prefix = f"{path}." if path else ""
-        return [f'missing required property "{prefix}{kind.property}"']  # type: ignore[attr-defined]
+        return [f'missing required property "{prefix}{kind.property}"']
     if name == "Type":
-        value = _node(schema, schema_path)
-        if error.instance is None and _is_big_int(_node_of(args, error.instance_path)):
-            return _big_int(schema, schema_path[:-1], where, _node_of(args, error.instance_path))
-        return [f"{where} must be {_types(value if value is not None else kind.types)}"]  # type: ignore[attr-defined]
+        value = _node_of(args, seen.path)
+        if _is_big_int(value):
+            return _big_int(schema, schema_path[:-1], where, value)
+        declared = _node(schema, schema_path)
+        return [f"{where} must be {_types(declared if declared is not None else kind.types)}"]
     if name in ("AdditionalProperties", "UnevaluatedProperties"):
-        return _unknown(schema, schema_path[:-1], path, kind.unexpected)  # type: ignore[attr-defined]
+        return _unknown(schema, schema_path[:-1], path, kind.unexpected)
     if name in ("AnyOf", "OneOfNotValid"):
-        return _alternatives(schema, args, error, where)
+        return _alternatives(memo, args, seen, where)
     if name == "OneOfMultipleValid":
         return [f'{where} must match exactly one of the "oneOf" schemas, not several']
     if name == "FalseSchema":
         parent = schema_path[:-1]
-        obj = _node_of(args, error.instance_path)
+        obj = _node_of(args, seen.path)
         if keyword == "additionalProperties" and isinstance(obj, dict):
             properties = _node(schema, [*parent, "properties"]) or {}
             if _node(schema, [*parent, "patternProperties"]) is None:
@@ -350,66 +401,61 @@ def _texts(schema: Any, args: Any, error: jsonschema_rs.ValidationError) -> list
         return [f"{where} is not allowed here"]
     if name in ("BacktrackLimitExceeded", "RegexEngineFailure"):
         return [f"{where} cannot be matched against its pattern"]
-    text = _rule(keyword, _node(schema, schema_path))
+    text = memo.rule(schema_path)
     if text is not None:
         return [f"{where}{text}"]
-    return [f'{where} breaks "{keyword}": {error.message}']
+    return [f'{where} breaks "{keyword}": {seen.error.message}']
 
 
-def _alternatives(
-    schema: Any, args: Any, error: jsonschema_rs.ValidationError, where: str
-) -> list[str]:
+def _alternatives(memo: _Memo, args: Any, seen: _Error, where: str) -> list[str]:
     """A union: the texts of the branch the value has the type of, else the types."""
-    depth = len(error.instance_path)
-    branches: list[list[jsonschema_rs.ValidationError]] = error.kind.context  # type: ignore[attr-defined]
+    depth = len(seen.path)
+    branches = [[_Error(e) for e in found] for found in seen.kind.context]
     for found in branches:
-        if not any(
-            type(e.kind).__name__ == "Type" and len(e.instance_path) == depth for e in found
-        ):
-            return _violations(schema, args, found)
+        if not any(e.name == "Type" and len(e.path) == depth for e in found):
+            return _texts_of(memo, args, found)
     nouns: list[str] = []
     for found in branches:
         for e in found:
-            if type(e.kind).__name__ == "Type" and len(e.instance_path) == depth:
-                nouns.append(_types(_node(schema, list(e.schema_path)) or e.kind.types))  # type: ignore[attr-defined]
+            if e.name == "Type" and len(e.path) == depth:
+                nouns.append(_types(_node(memo.schema, e.schema_path) or e.kind.types))
     if nouns:
         return [f"{where} must be " + " or ".join(dict.fromkeys(nouns))]
-    keyword = str(error.schema_path[-1]) if error.schema_path else "anyOf"
-    return [f'{where} breaks "{keyword}": {error.message}']
+    keyword = str(seen.schema_path[-1]) if seen.schema_path else "anyOf"
+    return [f'{where} breaks "{keyword}": {seen.error.message}']
 
 
-def _violations(schema: Any, args: Any, errors: list[jsonschema_rs.ValidationError]) -> list[str]:
+def _violations(memo: _Memo, args: Any, errors: list[jsonschema_rs.ValidationError]) -> list[str]:
     """The texts of ``errors``, in declaration order; a failed type check hides the rest."""
+    return _texts_of(memo, args, [_Error(e) for e in errors])
+
+
+def _texts_of(memo: _Memo, args: Any, errors: list[_Error]) -> list[str]:
     typed = {
-        tuple(e.instance_path)
+        e.path
         for e in errors
-        if type(e.kind).__name__ == "Type"
-        and not (e.instance is None and _is_big_int(_node_of(args, e.instance_path)))
+        if e.name == "Type" and not _is_big_int(_node_of(args, e.path))
     }
-
-    def hidden(error: jsonschema_rs.ValidationError) -> bool:
-        parts = tuple(error.instance_path)
-        if type(error.kind).__name__ == "Type" and parts in typed:
-            return any(parts[:i] in typed for i in range(len(parts)))
-        return any(parts[:i] in typed for i in range(len(parts) + 1))
-
     keyed = []
-    for error in errors:
-        if hidden(error):
-            continue
-        schema_path = list(error.schema_path)
-        instance = list(error.instance_path)
-        if type(error.kind).__name__ == "Required":
-            name = error.kind.property  # type: ignore[attr-defined]
+    for seen in errors:
+        parts = seen.path
+        if typed:
+            depth = len(parts) if seen.name == "Type" and parts in typed else len(parts) + 1
+            if any(parts[:i] in typed for i in range(depth)):
+                continue  # inside (or beside) a value that failed its type check
+        schema_path = seen.schema_path
+        instance: Sequence[str | int] = parts
+        if seen.name == "Required":
+            name = seen.kind.property
             parent = schema_path[:-1]
-            if isinstance(_node(schema, [*parent, "properties", name]), dict | bool):
-                schema_path = [*parent, "properties", name]
-                instance = [*instance, name]
-        keyed.append((_order(schema, schema_path, instance), error))
+            if isinstance(_node(memo.schema, [*parent, "properties", name]), dict | bool):
+                schema_path = (*parent, "properties", name)
+                instance = (*parts, name)
+        keyed.append((_key(memo.template(schema_path), instance), seen))
     keyed.sort(key=lambda pair: pair[0])
     out: list[str] = []
-    for _, error in keyed:
-        for text in _texts(schema, args, error):
+    for _, seen in keyed:
+        for text in _texts(memo, args, seen):
             if text not in out:
                 out.append(text)
     return out
@@ -490,12 +536,12 @@ def _plain(value: Any, path: list[str | int], odd: list[str]) -> Any:
 TOO_DEEP: Final = '"arguments" are nested too deeply to be checked'
 
 
-def _not_plain(schema: Any, args: Any, iter_errors: Callable[[Any], Any]) -> list[str]:
+def _not_plain(memo: _Memo, args: Any, iter_errors: Callable[[Any], Any]) -> list[str]:
     odd: list[str] = []
     try:
         plain = _plain(args, [], odd)
         errors = list(iter_errors(plain))
-        out = _violations(schema, plain, errors)
+        out = _violations(memo, plain, errors)
     except (ValueError, RecursionError):  # deeper than the engine reads
         return [TOO_DEEP]
     for text in odd:  # a value that is not JSON is refused, whatever its schema
