@@ -10,11 +10,12 @@ parameters the tool takes.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypedDict
 
 import msgspec
 import pydantic
@@ -151,6 +152,16 @@ class Outer(msgspec.Struct, frozen=True):
     tags: list[Annotated[str, msgspec.Meta(pattern="(a+)+b", max_length=9000)]] = []
 
 
+@dataclasses.dataclass
+class Record:
+    code: Annotated[str, msgspec.Meta(pattern="(a+)+b")]
+    note: str = "n"
+
+
+class Entry(TypedDict):
+    code: Annotated[str, msgspec.Meta(pattern="(a+)+b")]
+
+
 @pytest.mark.time_limit(20)
 def test_a_catastrophic_msgspec_pattern_never_runs_on_pythons_re() -> None:
     seen: list[Any] = []
@@ -177,6 +188,15 @@ def test_a_catastrophic_msgspec_pattern_never_runs_on_pythons_re() -> None:
         f'"word" must match the pattern "{CATASTROPHIC}"',
     )
     assert shout.execute(snapshot({"word": "aaa"}), None) == "AAA"  # type: ignore[arg-type]
+
+    @tool
+    def records(record: Record, entry: Entry) -> str:
+        return repr((record, entry))
+
+    args = {"record": {"code": matching}, "entry": {"code": matching}}
+    assert records.execute(snapshot(args), None) == repr(  # type: ignore[arg-type]
+        (Record(matching), {"code": matching})
+    )
 
 
 def test_a_pattern_that_needs_backtracking_is_refused_at_definition() -> None:
@@ -338,3 +358,59 @@ def test_violations_come_in_declaration_order_whatever_order_the_arguments_have(
         'missing required property "m"',
         'missing required property "q"',
     ]
+
+
+# --- a mounted server's schemas ---------------------------------------------------------------------
+
+
+async def test_a_mounted_tool_whose_schema_reaches_outside_is_skipped_and_nothing_is_fetched(
+    schema_server: tuple[str, list[str]],
+) -> None:
+    pytest.importorskip("mcp")
+    import mcp.types as types
+    from mcp.server import Server, ServerRequestContext
+
+    from toolnursery import ToolExecutionInput, ToolRegistry
+    from toolnursery.mcp import open_mcp_mount
+
+    url, hits = schema_server
+    tools = [
+        types.Tool(name="ok", input_schema={"type": "object", "properties": {}}),
+        types.Tool(
+            name="fetchy",
+            input_schema={"type": "object", "properties": {"x": {"$ref": f"{url}/s.json"}}},
+        ),
+        types.Tool(
+            name="slow",
+            input_schema={"type": "object", "properties": {"w": {"pattern": "(?<=a)b"}}},
+        ),
+        types.Tool(
+            name="painter",
+            input_schema={"type": "object", "properties": {"c": {"format": "colour"}}},
+        ),
+    ]
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        return types.CallToolResult(content=[types.TextContent(type="text", text="ran")])
+
+    server: Server[Any] = Server("engine", on_list_tools=list_tools, on_call_tool=call_tool)
+    registry = ToolRegistry()
+    async with open_mcp_mount(registry, server=server, prefix="m_") as mount:
+        names = mount.names
+        skipped = dict(mount.skipped)
+        result = await registry.execute(ToolExecutionInput("c1", "m_fetchy", {"x": 1}))
+    assert names == ("m_ok",)
+    assert sorted(skipped) == ["m_fetchy", "m_painter", "m_slow"]
+    assert "nothing is retrieved" in skipped["m_fetchy"]
+    assert "linear time only" in skipped["m_slow"]
+    assert 'format "colour" cannot be checked' in skipped["m_painter"]
+    assert result.error is not None
+    assert result.error.code == "UNKNOWN_TOOL"
+    assert hits == []

@@ -16,12 +16,9 @@ schema is done here, once per definition.
 
 from __future__ import annotations
 
-import datetime
-import decimal
 import inspect
-import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final, TypeAlias, TypeVar, Unpack, overload
+from typing import Any, TypeAlias, TypeVar, Unpack, overload
 
 import msgspec
 
@@ -42,13 +39,13 @@ from ._definition import ToolDefinition, ToolOptionArgs, ToolOptions, option_pro
 from ._docstrings import field_docs as _field_docs
 from ._docstrings import parse_docstring as parse_docstring
 from ._inject import DependsHook
-from ._linear import pattern_free
 from ._output import OutputRenderer, attach_output
 from ._pydantic_params import model_plan, signature_plan, uses_pydantic
 from ._raw import mark_validating
 from ._schema import SchemaProp, compile_spec
 from ._signature import Kind, Param, for_pydantic, for_struct, invoker, read_signature
 from ._strict import from_strict_arguments, strict_json_schema
+from ._struct_check import MSGSPEC_FORMATS, field_path, pattern_free, readable
 from ._struct_schema import struct_schema
 from ._validator import SchemaCompileError, Validator, compile_schema
 
@@ -351,11 +348,11 @@ def _struct_plan(
         descriptions = _field_docs(cls)
     try:
         schema = struct_schema(cls, descriptions, noun, _field_docs)
-        validate = compile_schema(schema, formats=_MSGSPEC_FORMATS)
+        validate = compile_schema(schema, formats=MSGSPEC_FORMATS)
     except StructSchemaError as exc:
         raise RegistrationError(f"{owner}: {exc}") from None
     except SchemaCompileError as exc:
-        where = _field_path(exc.path)
+        where = field_path(exc.path)
         raise RegistrationError(f'{owner}: {noun} "{where}": {exc.reason}') from None
     convert = msgspec.convert
     twin = pattern_free(cls)  # msgspec would match patterns again, with Python's re
@@ -370,63 +367,10 @@ def _struct_plan(
             # already rejected everything else lax mode would coerce.
             value: Any = convert(args, target, strict=False)
         except msgspec.ValidationError as exc:
-            raise ToolArgsError([_readable(exc)]) from exc
+            raise ToolArgsError([readable(exc)]) from exc
         return value if rebuild is None else rebuild(value)
 
     return schema, parse
-
-
-def _decodes(kind: type) -> Callable[[str], bool]:
-    def check(value: str) -> bool:
-        try:
-            msgspec.convert(value, kind)
-        except msgspec.ValidationError:
-            return False
-        return True
-
-    return check
-
-
-_MSGSPEC_FORMATS: Mapping[str, Callable[[str], bool]] = {
-    "date-time": _decodes(datetime.datetime),
-    "date": _decodes(datetime.date),
-    "time": _decodes(datetime.time),
-    "duration": _decodes(datetime.timedelta),
-    "uuid": _decodes(uuid.UUID),
-    "decimal": _decodes(decimal.Decimal),
-}
-"""A Struct's string formats are what msgspec decodes for the field's type."""
-
-
-def _field_path(parts: Iterable[str | int]) -> str:
-    names = []
-    after = False
-    for part in parts:
-        if after:
-            names.append(str(part))
-        after = part == "properties"
-    return ".".join(names)
-
-
-_EXPECTED: Final = {
-    "Expected `int`": "must be an integer",
-    "Expected `str`": "must be a string",
-    "Expected `float`": "must be a number",
-    "Expected `bool`": "must be a boolean",
-    "Expected `object`": "must be an object",
-    "Expected `array`": "must be an array",
-}
-
-
-def _readable(exc: msgspec.ValidationError) -> str:
-    """msgspec's refusal as a violation: ``"level" must be an integer`` (``2.0``, a Literal)."""
-    text = str(exc)
-    head, at, path = text.rpartition(" - at `$")
-    if not at or not path.endswith("`"):
-        return f'"arguments" are invalid: {text}'
-    where = f'"{path[:-1].removeprefix(".")}"'
-    rule = _EXPECTED.get(head.split(",", 1)[0])
-    return f"{where} {rule}" if rule else f"{where} is invalid: {head}"
 
 
 # --- @tool ------------------------------------------------------------------------------------

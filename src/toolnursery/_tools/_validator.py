@@ -431,11 +431,7 @@ def _violations(memo: _Memo, args: Any, errors: list[jsonschema_rs.ValidationErr
 
 
 def _texts_of(memo: _Memo, args: Any, errors: list[_Error]) -> list[str]:
-    typed = {
-        e.path
-        for e in errors
-        if e.name == "Type" and not _is_big_int(_node_of(args, e.path))
-    }
+    typed = {e.path for e in errors if e.name == "Type" and not _is_big_int(_node_of(args, e.path))}
     keyed = []
     for seen in errors:
         parts = seen.path
