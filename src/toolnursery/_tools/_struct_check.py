@@ -55,11 +55,12 @@ def _meta_without_pattern(meta: msgspec.Meta) -> msgspec.Meta | None:
 
 
 class _Twins:
-    __slots__ = ("back", "made")
+    __slots__ = ("back", "fields", "made")
 
     def __init__(self) -> None:
         self.made: dict[type, type] = {}
         self.back: dict[type, type] = {}
+        self.fields: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
     def annotation(self, annotation: Any) -> Any:
         origin = typing.get_origin(annotation)
@@ -170,15 +171,33 @@ class _Twins:
         self.back[twin] = cls
         return twin
 
+    def plan(self) -> None:
+        """For each twin: its field names, and those that may hold another twin."""
+        for twin in self.back:
+            hints = typing.get_type_hints(twin, include_extras=True)
+            names = self._names(twin)
+            deep = tuple(n for n in names if self._holds_twin(hints.get(n)))
+            self.fields[twin] = (names, deep)
+
+    @staticmethod
+    def _names(twin: type) -> tuple[str, ...]:
+        if issubclass(twin, msgspec.Struct):
+            return tuple(twin.__struct_fields__)
+        return tuple(f.name for f in dataclasses.fields(twin))  # type: ignore[arg-type]
+
+    def _holds_twin(self, annotation: Any) -> bool:
+        if annotation in self.back:
+            return True
+        return any(self._holds_twin(arg) for arg in typing.get_args(annotation))
+
     def rebuild(self, value: Any) -> Any:
         cls = self.back.get(type(value))
         if cls is not None:
-            names = (
-                value.__struct_fields__
-                if isinstance(value, msgspec.Struct)
-                else [f.name for f in dataclasses.fields(value)]
-            )
-            return cls(**{n: self.rebuild(getattr(value, n)) for n in names})
+            names, deep = self.fields[type(value)]
+            given = {n: getattr(value, n) for n in names}
+            for name in deep:
+                given[name] = self.rebuild(given[name])
+            return cls(**given)
         if type(value) is list:
             return [self.rebuild(v) for v in value]
         if type(value) is tuple:
@@ -197,6 +216,7 @@ def pattern_free(cls: Any) -> tuple[Any, Callable[[Any], Any]] | None:
     twin = twins.annotation(cls)
     if twin is cls:
         return None
+    twins.plan()
     return twin, twins.rebuild
 
 
