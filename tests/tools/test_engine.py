@@ -339,6 +339,31 @@ def test_tool_signatures_with_meta_and_pydantic_field_constraints_read_alike() -
     )
 
 
+def test_keywords_beyond_the_dsl_read_as_a_path_and_a_rule() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "k": {"const": "x"},
+            "t": {"type": ["string", "null"]},
+            "u": {"anyOf": [{"type": "string", "maxLength": 2}, {"type": "integer", "minimum": 0}]},
+            "n": {"not": {"type": "string"}},
+            "p": {"type": "array", "prefixItems": [{"type": "integer"}], "items": False},
+            "o": {"oneOf": [{"type": "string"}, {"type": "string", "minLength": 1}]},
+        },
+    }
+    check = compile_raw_validator(schema)
+    assert check({"k": "y", "t": 1, "u": "abc", "n": "s", "p": [1, 2], "o": "ab"}) == [
+        '"k" must be "x"',
+        '"t" must be a string or null',
+        '"u" must be at most 2 characters long',
+        '"n" must not match {"type":"string"}',
+        '"p[1]" is not allowed here',
+        '"o" must match exactly one of the "oneOf" schemas, not several',
+    ]
+    assert check({"u": -1}) == ['"u" must be >= 0']
+    assert check({"u": True}) == ['"u" must be a string or an integer']
+
+
 def test_violations_come_in_declaration_order_whatever_order_the_arguments_have() -> None:
     schema = {
         "type": "object",

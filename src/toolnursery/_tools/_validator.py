@@ -389,6 +389,8 @@ def _texts(memo: _Memo, args: Any, seen: _Error) -> list[str]:
         return _unknown(schema, schema_path[:-1], path, kind.unexpected)
     if name in ("AnyOf", "OneOfNotValid"):
         return _alternatives(memo, args, seen, where)
+    if name == "Not":
+        return [f"{where} must not match {compact_json(_node(schema, schema_path))}"]
     if name == "OneOfMultipleValid":
         return [f'{where} must match exactly one of the "oneOf" schemas, not several']
     if name == "FalseSchema":
