@@ -17,6 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
+import attrs
 import msgspec
 import pydantic
 import pytest
@@ -162,6 +163,12 @@ class Entry(TypedDict):
     code: Annotated[str, msgspec.Meta(pattern="(a+)+b")]
 
 
+@attrs.define
+class Card:
+    code: Annotated[str, msgspec.Meta(pattern="(a+)+b")]
+    n: int = 3
+
+
 @pytest.mark.time_limit(20)
 def test_a_catastrophic_msgspec_pattern_never_runs_on_pythons_re() -> None:
     seen: list[Any] = []
@@ -190,12 +197,12 @@ def test_a_catastrophic_msgspec_pattern_never_runs_on_pythons_re() -> None:
     assert shout.execute(snapshot({"word": "aaa"}), None) == "AAA"  # type: ignore[arg-type]
 
     @tool
-    def records(record: Record, entry: Entry) -> str:
-        return repr((record, entry))
+    def records(record: Record, entry: Entry, card: Card) -> str:
+        return repr((record, entry, card))
 
-    args = {"record": {"code": matching}, "entry": {"code": matching}}
+    args = {"record": {"code": matching}, "entry": {"code": matching}, "card": {"code": matching}}
     assert records.execute(snapshot(args), None) == repr(  # type: ignore[arg-type]
-        (Record(matching), {"code": matching})
+        (Record(matching), {"code": matching}, Card(matching))
     )
 
 

@@ -54,6 +54,16 @@ def _meta_without_pattern(meta: msgspec.Meta) -> msgspec.Meta | None:
     return msgspec.Meta(**kept) if kept else None
 
 
+_ABSENT: Any = msgspec.UNSET
+"""A twin field's default standing for "absent": the declared class's default applies."""
+
+
+def _attrs_nothing() -> object:
+    import attrs  # an attrs class is being read, so attrs is installed
+
+    return attrs.NOTHING
+
+
 class _Twins:
     __slots__ = ("back", "fields", "made")
 
@@ -85,6 +95,8 @@ class _Twins:
             return self.typeddict(annotation)
         if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
             return self.dataclass(annotation)
+        if isinstance(annotation, type) and hasattr(annotation, "__attrs_attrs__"):
+            return self.attrs_class(annotation)
         if origin is None or origin is typing.Literal:
             return annotation
         if origin in (typing.Required, typing.NotRequired):
@@ -190,6 +202,29 @@ class _Twins:
             return True
         return any(self._holds_twin(arg) for arg in typing.get_args(annotation))
 
+    def attrs_class(self, cls: type) -> type:
+        """An attrs class's twin (a dataclass of its ``init`` fields), rebuilt as ``cls``."""
+        if cls in self.made:
+            return self.made[cls]
+        self.made[cls] = cls
+        hints = typing.get_type_hints(cls, include_extras=True)
+        fields = [f for f in cls.__attrs_attrs__ if f.init]  # type: ignore[attr-defined]
+        twins = {f.name: self.annotation(hints.get(f.name, Any)) for f in fields}
+        if all(twins[f.name] is hints.get(f.name, Any) for f in fields):
+            return cls
+        layout: list[Any] = []
+        for f in fields:
+            alias = getattr(f, "alias", None) or f.name.lstrip("_")
+            default = f.default
+            if default is _attrs_nothing():
+                layout.append((alias, twins[f.name]))
+            else:  # absent stays absent: the class's own default (or factory) applies
+                layout.append((alias, twins[f.name], dataclasses.field(default=_ABSENT)))
+        twin = dataclasses.make_dataclass(cls.__name__, layout, kw_only=True)
+        self.made[cls] = twin
+        self.back[twin] = cls
+        return twin
+
     def rebuild(self, value: Any) -> Any:
         cls = self.back.get(type(value))
         if cls is not None:
@@ -197,7 +232,7 @@ class _Twins:
             given = {n: getattr(value, n) for n in names}
             for name in deep:
                 given[name] = self.rebuild(given[name])
-            return cls(**given)
+            return cls(**{n: v for n, v in given.items() if v is not _ABSENT})
         if type(value) is list:
             return [self.rebuild(v) for v in value]
         if type(value) is tuple:
