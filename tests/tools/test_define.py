@@ -944,9 +944,7 @@ async def test_struct_integer_enums_sets_and_unknown_fields() -> None:
     assert info.value.violations == ('"level" must be one of [1,2,3]',)
     with pytest.raises(ToolArgsError) as info:
         await run(definition, {"surprise": 1})
-    assert info.value.violations == (
-        '"arguments" are invalid: Object contains unknown field `surprise`',
-    )
+    assert info.value.violations == ('unknown argument "surprise" (the tool takes: level, names)',)
 
 
 async def test_struct_int_enum_field() -> None:

@@ -133,6 +133,7 @@ async def test_typeddict_dataclass_and_attrs_parameters_arrive_as_themselves() -
     assert info.value.violations == (
         'missing required property "where.city"',
         '"what.title" must be a string',
+        '"what.start" must be a valid "date-time"',
     )
 
 

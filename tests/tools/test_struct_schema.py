@@ -216,10 +216,18 @@ def test_valid_arguments_arrive_as_the_annotated_types() -> None:
     }
     with pytest.raises(ToolArgsError) as info:
         typed.execute(snapshot({"when": "soon", "ref": "x", "price": "1", "code": 1}), None)  # type: ignore[arg-type]
-    assert info.value.violations == ('"when" is invalid: Invalid RFC3339 encoded datetime',)
+    assert info.value.violations == (
+        '"when" must be a valid "date-time"',
+        '"ref" must be a valid "uuid"',
+    )
     with pytest.raises(ToolArgsError) as info:
         typed.execute(snapshot({"when": "", "ref": "", "price": "", "code": 1.5}), None)  # type: ignore[arg-type]
-    assert info.value.violations == ('"code" must be a string or an integer',)
+    assert info.value.violations == (
+        '"when" must be a valid "date-time"',
+        '"ref" must be a valid "uuid"',
+        '"price" must be a valid "decimal"',
+        '"code" must be a string or an integer',
+    )
 
 
 class Mutable(msgspec.Struct):

@@ -26,7 +26,7 @@ from .._core._arguments import kind_of
 from .._core._content import ToolReturn
 from .._core._errors import McpMountError, OutputSchemaError, ToolArgsError, ToolOutputError
 from .._core._execution import ToolRunContext
-from .._core._json import snapshot
+from .._core._json import snapshot, thaw
 from .._tools._annotations import McpAnnotations
 from .._tools._definition import ToolDefinition
 from .._tools._output import OUTPUT_SCHEMA_ATTR
@@ -145,7 +145,8 @@ def _output_check(name: str, schema: dict[str, Any]) -> OutputCheck:
     """Check a result's ``structuredContent`` against the tool's ``outputSchema``.
 
     Compiled once per registration: a schema inside the structured-output subset is
-    checked as a local tool's declared output is; any other with ``jsonschema``.
+    checked as a local tool's declared output is; any other by the validation engine
+    (jsonschema-rs: nothing retrieved, patterns in linear time).
     """
     try:
         assert_supported_output_schema(schema)
@@ -166,28 +167,30 @@ def _output_check(name: str, schema: dict[str, Any]) -> OutputCheck:
 
 
 def _jsonschema_check(name: str, schema: dict[str, Any]) -> OutputCheck:
-    import jsonschema  # type: ignore[import-untyped]
+    from .._tools._validator import SchemaCompileError, engine_for
 
     try:
-        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        cls.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        message = f'tool "{name}" has an outputSchema that is not JSON Schema: {exc.message}'
+        validator = engine_for(thaw(schema))
+    except SchemaCompileError as exc:
+        message = f'tool "{name}" has an outputSchema that cannot be checked: {exc}'
 
         def unusable(structured: Any) -> None:
             raise ToolOutputError(name, message=message)
 
         return unusable
-    validator = cls(schema)
 
     def check(structured: Any) -> None:
         if structured is None:
             raise ToolOutputError(
                 name, ["no structuredContent, but the tool declares an outputSchema"]
             )
+        try:
+            errors = list(validator.iter_errors(structured))
+        except ValueError as exc:  # not JSON, or nested past the engine's reach
+            raise ToolOutputError(name, [f"value cannot be checked: {exc}"]) from None
         violations = [
-            f"value{''.join(f'[{p!r}]' for p in error.absolute_path)}: {error.message}"
-            for error in validator.iter_errors(structured)
+            f"value{''.join(f'[{p!r}]' for p in error.instance_path)}: {error.message}"
+            for error in errors
         ]
         if violations:
             raise ToolOutputError(name, violations)

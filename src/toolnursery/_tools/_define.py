@@ -17,7 +17,6 @@ schema is done here, once per definition.
 from __future__ import annotations
 
 import inspect
-import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeAlias, TypeVar, Unpack, overload
 
@@ -54,8 +53,9 @@ from ._signature import (
     read_signature,
 )
 from ._strict import from_strict_arguments, strict_json_schema
+from ._struct_check import MSGSPEC_FORMATS, field_path, pattern_free, readable
 from ._struct_schema import struct_schema
-from ._validator import Validator, validator_for
+from ._validator import SchemaCompileError, Validator, compile_schema
 
 __all__ = ["define_tool", "tool"]
 
@@ -356,11 +356,16 @@ def _struct_plan(
     if descriptions is None:
         descriptions = _field_docs(cls)
     try:
-        schema, props = struct_schema(cls, descriptions, noun, _field_docs)
+        schema = struct_schema(cls, descriptions, noun, _field_docs)
+        validate = compile_schema(schema, formats=MSGSPEC_FORMATS)
     except StructSchemaError as exc:
         raise RegistrationError(f"{owner}: {exc}") from None
-    validate = validator_for(props)
+    except SchemaCompileError as exc:
+        where = field_path(exc.path)
+        raise RegistrationError(f'{owner}: {noun} "{where}": {exc.reason}') from None
     convert = msgspec.convert
+    twin = pattern_free(cls)  # msgspec would match patterns again, with Python's re
+    target, rebuild = (cls, None) if twin is None else twin
 
     def parse(args: Any) -> Any:
         violations = validate(args)
@@ -369,22 +374,12 @@ def _struct_plan(
         try:
             # Lax mode only widens integral floats to int: the validator has
             # already rejected everything else lax mode would coerce.
-            return convert(args, cls, strict=False)
+            value: Any = convert(args, target, strict=False)
         except msgspec.ValidationError as exc:
-            raise ToolArgsError([_readable(exc)]) from exc
+            raise ToolArgsError([readable(exc)]) from exc
+        return value if rebuild is None else rebuild(value)
 
     return schema, parse
-
-
-_AT = re.compile(r"^(.*) - at `\$(.*)`$", re.DOTALL)
-
-
-def _readable(exc: msgspec.ValidationError) -> str:
-    text = str(exc)
-    match = _AT.match(text)
-    if match is None:
-        return f'"arguments" are invalid: {text}'
-    return f'"{match[2].removeprefix(".")}" is invalid: {match[1]}'
 
 
 # --- @tool ------------------------------------------------------------------------------------

@@ -15,35 +15,19 @@ that only checks arguments — :func:`~toolnursery.define_tool` uses it so a cal
 for the checks and nothing else.
 
 Validation never raises for any ``args`` (totality covers arguments, not malformed
-specs): recursion follows the spec, never the input, so arbitrarily deep or hostile
-input costs at most one check per spec node and array element. A spec compiles to the
-:class:`~toolnursery._tools._validator.Node` tree of :mod:`._validator`, which checks
-the arguments.
-
-:mod:`toolnursery._tools._struct_schema` derives the same two things — an inlined JSON Schema
-and compiled checks (the same :class:`~toolnursery._tools._validator.Node` tree) with the
-same violation texts — from a frozen :class:`msgspec.Struct`, for ``define_tool`` and ``@tool``.
+specs). A spec's JSON Schema is what is checked: it is compiled once by the engine of
+:mod:`._validator` (jsonschema-rs), the same engine a raw schema's and a Struct's
+arguments go through, with the same violation texts.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, NotRequired, Required, TypeAlias, TypedDict, cast
+from typing import Any, Final, Literal, NotRequired, Required, TypeAlias, TypedDict, cast
 
 from .._core._json import thaw
-from ._constraints import ConstraintError, compile_checks, json_constraints
-from ._validator import (
-    Node,
-    Props,
-    Validator,
-    compact_json,
-    is_boolean,
-    is_integer,
-    is_number,
-    is_string,
-    validator_for,
-)
+from ._validator import SchemaCompileError, Validator, compact_json, compile_schema
 
 __all__ = [
     "SchemaProp",
@@ -71,9 +55,8 @@ class SchemaProp(TypedDict, total=False):
         nullable: ``True`` also accepts ``null`` (the schema says ``["<type>", "null"]``).
         description: model-facing text; an empty string is omitted from the schema.
         enum: the allowed values — strings, numbers, integers or booleans, of the
-            property's type (``define_tool`` refuses others). On an ``array`` it
-            constrains every item (the schema puts it on ``items``). ``[]``
-            rejects every value.
+            property's type (``define_tool`` refuses others), on a scalar property only
+            (for an array of choices, put it on ``items``). ``[]`` rejects every value.
         default: a model-visible annotation only, kept verbatim in the schema:
             validation never applies it and never checks it (JSON Schema's reading;
             ``"default": None`` on a string is fine).
@@ -82,9 +65,11 @@ class SchemaProp(TypedDict, total=False):
         minimum: (and ``maximum``, ``exclusiveMinimum``, ``exclusiveMaximum``,
             ``multipleOf``) bounds of a ``number``/``integer``.
         minLength: (and ``maxLength``, ``pattern``, ``format``) a ``string``'s length
-            in code points, a regular expression it contains a match of
-            (``re.search``), a format: ``date``, ``date-time``, ``time``, ``email``,
-            ``uri``, ``uuid`` (or another the shared checker of ``_formats`` knows).
+            in code points, a regular expression it contains a match of (unanchored,
+            matched in linear time: no look-arounds or back-references), a format:
+            ``date``, ``date-time``, ``time``, ``email``, ``uri``, ``uuid``,
+            ``hostname``, ``ipv4``, ``ipv6``, ``duration``, … (every format of the
+            engine; ``define_tool`` refuses one it cannot check).
         minItems: (and ``maxItems``, ``uniqueItems``) an ``array``'s length; ``True``
             refuses equal items (``1`` and ``1.0`` are equal, ``1`` and ``True`` not).
     """
@@ -133,13 +118,13 @@ def schema_spec_to_json_schema(spec: Mapping[str, SchemaProp]) -> dict[str, Any]
     ``required`` omitted when no property is required. Each property's keys come in the
     order ``type, description, enum, default, <constraints>, properties, required |
     items``; ``description`` is emitted only when non-empty, ``enum`` whenever present
-    (even ``[]``), ``default`` whenever present (even ``None``), constraints
+    on a scalar (even ``[]``), ``default`` whenever present (even ``None``), constraints
     (``minimum``, ``pattern``, ``minItems``, …) as given. A ``nullable`` property's
-    type is ``[<type>, "null"]`` (and its ``enum``, if any, lists ``None`` too). An
-    array's ``enum`` is emitted on its ``items``, which it constrains. ``properties``
-    is honoured only on ``object`` properties, ``items`` only on ``array`` ones and a
-    constraint only on the types it applies to; misplaced ones are dropped
-    (:func:`~toolnursery.define_tool` refuses them). The
+    type is ``[<type>, "null"]`` (and its ``enum``, if any, lists ``None`` too).
+    ``properties`` is honoured only on ``object`` properties, ``items`` only on
+    ``array`` ones, ``enum`` only on scalars and a constraint only on the types it
+    applies to; misplaced ones are dropped (an ``enum`` on an object is kept, and refused) (:func:`~toolnursery.define_tool` refuses
+    them). The
     result shares no mutable object with ``spec``.
 
     Args:
@@ -164,14 +149,14 @@ def _object_json(spec: Mapping[str, Any], out: dict[str, Any]) -> dict[str, Any]
     return out
 
 
-def _prop_json(prop: Mapping[str, Any], item_enum: Sequence[Any] | None = None) -> dict[str, Any]:
+def _prop_json(prop: Mapping[str, Any]) -> dict[str, Any]:
     kind = prop.get("type")
     nullable = bool(prop.get("nullable"))
     out: dict[str, Any] = {"type": [kind, "null"] if nullable else kind}
     description = prop.get("description")
     if description is not None and description != "":
         out["description"] = description
-    enum = prop.get("enum") if item_enum is None else item_enum
+    enum = prop.get("enum")
     if enum is not None and kind != "array":
         values = thaw(list(enum))
         out["enum"] = [*values, None] if nullable and None not in values else values
@@ -184,29 +169,36 @@ def _prop_json(prop: Mapping[str, Any], item_enum: Sequence[Any] | None = None) 
             _object_json(properties, out)
     elif kind == "array":
         items = prop.get("items")
-        moved = _array_enum(prop)
         if items is not None:
-            out["items"] = _prop_json(items, moved)
-        elif moved is not None:
-            out["items"] = {"enum": thaw(list(moved))}
+            out["items"] = _prop_json(items)
     return out
 
 
-def _array_enum(prop: Mapping[str, Any]) -> Sequence[Any] | None:
-    """The ``enum`` of an array property that constrains its items, if any.
+_NUMERIC: Final = frozenset(("number", "integer"))
+APPLIES_TO: Final[Mapping[str, frozenset[str]]] = {
+    "minimum": _NUMERIC,
+    "exclusiveMinimum": _NUMERIC,
+    "maximum": _NUMERIC,
+    "exclusiveMaximum": _NUMERIC,
+    "multipleOf": _NUMERIC,
+    "minLength": frozenset(("string",)),
+    "maxLength": frozenset(("string",)),
+    "pattern": frozenset(("string",)),
+    "format": frozenset(("string",)),
+    "minItems": frozenset(("array",)),
+    "maxItems": frozenset(("array",)),
+    "uniqueItems": frozenset(("array",)),
+}
+"""The DSL's constraint keywords, in the order the schema lists them, and their types."""
 
-    It moves onto ``items`` when they are absent or a scalar without an ``enum`` of
-    their own; otherwise it is dropped (and ``define_tool`` refuses it).
-    """
-    enum = prop.get("enum")
-    if enum is None:
-        return None
-    items = prop.get("items")
-    if items is None:
-        return list(enum)
-    if isinstance(items, Mapping) and items.get("type") in _SCALAR_TYPES and "enum" not in items:
-        return list(enum)
-    return None
+
+def json_constraints(kind: object, prop: Mapping[str, Any]) -> dict[str, Any]:
+    """The constraint keywords of ``prop`` that apply to ``kind``, as given, in order."""
+    return {
+        keyword: prop[keyword]
+        for keyword, kinds in APPLIES_TO.items()
+        if keyword in prop and kind in kinds
+    }
 
 
 # --- compiling a SchemaSpec ------------------------------------------------------------
@@ -221,7 +213,9 @@ def compile_validator(spec: Mapping[str, SchemaProp]) -> Validator:
 
     The returned function behaves exactly like ``validate_args(spec, args)`` but does
     no spec work per call, and it is detached from ``spec``: later changes to the spec
-    do not affect it.
+    do not affect it. What the DSL cannot enforce is left out of the check (a
+    misplaced keyword, a pattern or format the engine refuses):
+    :func:`~toolnursery.define_tool` refuses it instead.
 
     Args:
         spec: the parameter spec.
@@ -234,7 +228,40 @@ def compile_validator(spec: Mapping[str, SchemaProp]) -> Validator:
             ``unreachable variant in validateArgs: "<type>"``) or contains itself.
         TypeError: ``spec`` is not a mapping of mappings.
     """
-    return validator_for(_compile_props(spec, set(), "", strict=False))
+    _walk_props(spec, set(), "", strict=False)
+    schema = schema_spec_to_json_schema(spec)
+    _scalar_enums_only(schema)
+    for _ in range(1000):
+        try:
+            return compile_schema(schema)
+        except SchemaCompileError as exc:
+            if not _drop(schema, exc.path):
+                raise ValueError(f"the spec cannot be checked: {exc}") from None
+    raise ValueError("the spec cannot be checked")  # pragma: no cover
+
+
+def _scalar_enums_only(node: dict[str, Any]) -> None:
+    """Take ``enum`` off the object nodes of a converted spec (the DSL never checked it)."""
+    if "object" in (node.get("type"), *(node.get("type") or ())):
+        node.pop("enum", None)
+    for child in (node.get("properties") or {}).values():
+        _scalar_enums_only(child)
+    if isinstance(node.get("items"), dict):
+        _scalar_enums_only(node["items"])
+
+
+def _drop(schema: dict[str, Any], path: Sequence[str | int]) -> bool:
+    """Remove the keyword at ``path`` from ``schema``; whether there was one."""
+    node: Any = schema
+    for part in path[:-1]:
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            return False
+    if not path or not isinstance(node, dict) or path[-1] not in node:
+        return False
+    del node[path[-1]]
+    return True
 
 
 def compile_spec(spec: Mapping[str, SchemaProp]) -> tuple[dict[str, Any], Validator]:
@@ -244,10 +271,11 @@ def compile_spec(spec: Mapping[str, SchemaProp]) -> tuple[dict[str, Any], Valida
     refuses, every keyword must be one the DSL enforces, in the place it applies:
     unknown keywords (``$ref``, ``oneOf``, …), ``properties`` off an ``object``,
     ``items`` off an ``array``, a constraint off its type (``minimum`` on a string),
-    a constraint with an unusable value (a ``pattern`` that does not compile, a
-    ``format`` no checker knows), an ``enum`` on an ``object`` (or on an array of
-    non-scalars) and an ``enum`` value not of the property's type are all refused. A
-    ``default`` is an annotation and never refused.
+    a constraint with an unusable value (a ``pattern`` that does not compile or needs
+    backtracking, a ``format`` the engine cannot check), an ``enum`` off a scalar type
+    (on an ``object`` or an ``array``: put it on the array's ``items``) and an
+    ``enum`` value not of the property's type are all refused. A ``default`` is an
+    annotation and never refused.
 
     Raises:
         SpecError: what the DSL cannot enforce, naming the property's path
@@ -255,30 +283,47 @@ def compile_spec(spec: Mapping[str, SchemaProp]) -> tuple[dict[str, Any], Valida
         ValueError: as for :func:`compile_validator`.
         TypeError: as for :func:`compile_validator`.
     """
-    props = _compile_props(spec, set(), "", strict=True)
-    return schema_spec_to_json_schema(spec), validator_for(props)
+    _walk_props(spec, set(), "", strict=True)
+    schema = schema_spec_to_json_schema(spec)
+    try:
+        validate = compile_schema(schema)
+    except SchemaCompileError as exc:
+        raise SpecError(f'property "{_spec_path(exc.path)}": {exc.reason}') from None
+    return schema_spec_to_json_schema(spec), validate
 
 
-def _compile_props(
-    spec: Mapping[str, Any], active: set[int], prefix: str, *, strict: bool
-) -> Props:
+def _spec_path(parts: Sequence[str | int]) -> str:
+    """``["properties", "a", "items", "properties", "b", "pattern"]`` → ``a[].b``."""
+    out = ""
+    i = 0
+    while i < len(parts):
+        part = parts[i]
+        if part == "properties" and i + 1 < len(parts):
+            out += f".{parts[i + 1]}" if out else str(parts[i + 1])
+            i += 2
+        elif part == "items":
+            out += "[]"
+            i += 1
+        else:
+            break
+    return out
+
+
+def _walk_props(spec: Mapping[str, Any], active: set[int], prefix: str, *, strict: bool) -> None:
     if not isinstance(spec, Mapping):
         raise TypeError(f"a SchemaSpec must be a mapping, not {type(spec).__name__}")
     if id(spec) in active:
         raise ValueError("a SchemaSpec must not contain itself")
     active.add(id(spec))
-    props = []
     for key, prop in spec.items():
         path = f"{prefix}{key}"
         if strict and not isinstance(key, str):
             raise SpecError(f"property names must be strings, got {key!r}")
-        node = _compile_prop(prop, active, path, strict=strict)
-        props.append((key, _is_required(prop), node))
+        _walk_prop(prop, active, path, strict=strict)
     active.discard(id(spec))
-    return tuple(props)
 
 
-def _compile_prop(prop: Mapping[str, Any], active: set[int], path: str, *, strict: bool) -> Node:
+def _walk_prop(prop: Mapping[str, Any], active: set[int], path: str, *, strict: bool) -> None:
     if not isinstance(prop, Mapping):
         raise TypeError(f"a SchemaProp must be a mapping, not {type(prop).__name__}")
     kind = prop.get("type")
@@ -286,58 +331,33 @@ def _compile_prop(prop: Mapping[str, Any], active: set[int], path: str, *, stric
         raise ValueError(f"unreachable variant in validateArgs: {compact_json(kind)}")
     if strict:
         _check_keywords(prop, kind, path)
-    try:
-        checks = compile_checks(kind, prop, strict=strict)
-    except ConstraintError as exc:
-        raise SpecError(f'property "{path}": {exc}') from None
-    nullable = bool(prop.get("nullable"))
-    enum = prop.get("enum")
-    node: Node
     if kind == "object":
         properties = prop.get("properties")
-        if properties is None:
-            node = Node(kind, nullable=nullable)
-        else:
-            node = Node(
-                kind,
-                props=_compile_props(properties, active, path + ".", strict=strict),
-                nullable=nullable,
-            )
+        if properties is not None:
+            _walk_props(properties, active, path + ".", strict=strict)
     elif kind == "array":
         items = prop.get("items")
-        moved = _array_enum(prop)
-        item_node: Node | None = None
         if items is not None:
             if id(items) in active:
                 raise ValueError("a SchemaProp must not contain itself")
             active.add(id(items))
-            item_node = _compile_prop(items, active, path + "[]", strict=strict)
+            _walk_prop(items, active, path + "[]", strict=strict)
             active.discard(id(items))
-            if moved is not None:
-                item_node = Node(
-                    item_node.kind,
-                    enum=moved,
-                    nullable=item_node.nullable,
-                    checks=item_node.checks,
-                )
-        elif moved is not None:
-            item_node = Node("any", enum=moved)
-        node = Node(kind, items=item_node, nullable=nullable)
-    else:
-        node = Node(kind, enum=None if enum is None else list(enum), nullable=nullable)
-    node.constrain(checks)
-    return node
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _finite(value: object) -> bool:
+    return _is_number(value) and math.isfinite(cast(float, value))
 
 
 _ENUM_FITS: dict[str, tuple[Callable[[object], bool], str]] = {
-    "string": (is_string, "a string"),
-    "number": (lambda v: is_number(v) and math.isfinite(cast(float, v)), "a finite number"),
-    "integer": (lambda v: is_integer(v) and math.isfinite(cast(float, v)), "an integer"),
-    "boolean": (is_boolean, "a boolean"),
-    "any": (
-        lambda v: is_string(v) or is_boolean(v) or (is_number(v) and math.isfinite(cast(float, v))),
-        "a string, number or boolean",
-    ),
+    "string": (lambda v: isinstance(v, str), "a string"),
+    "number": (_finite, "a finite number"),
+    "integer": (lambda v: _finite(v) and float(cast(float, v)).is_integer(), "an integer"),
+    "boolean": (lambda v: isinstance(v, bool), "a boolean"),
 }
 
 
@@ -350,6 +370,14 @@ def _check_keywords(prop: Mapping[str, Any], kind: str, path: str) -> None:
         raise SpecError(f'{where}: "properties" applies only to an object property')
     if "items" in prop and kind != "array":
         raise SpecError(f'{where}: "items" applies only to an array property')
+    for keyword, kinds in APPLIES_TO.items():
+        if keyword in prop and kind not in kinds:
+            on = " or ".join(sorted(kinds))
+            raise SpecError(f'{where}: "{keyword}" applies only to {on} properties')
+        numeric = keyword not in ("pattern", "format", "uniqueItems")
+        if keyword in prop and numeric and not _finite(prop[keyword]):
+            got = compact_json(prop[keyword])
+            raise SpecError(f'{where}: "{keyword}" must be a finite number, got {got}')
     for flag in ("required", "nullable"):
         if flag in prop and type(prop[flag]) is not bool:
             raise SpecError(f'{where}: "{flag}" must be a bool')
@@ -358,24 +386,14 @@ def _check_keywords(prop: Mapping[str, Any], kind: str, path: str) -> None:
     if "enum" not in prop:
         return
     enum = prop["enum"]
+    if kind in ("object", "array"):
+        hint = ' (to allow a set of item values, put it on "items")' if kind == "array" else ""
+        raise SpecError(
+            f'{where}: "enum" applies only to string, number, integer or boolean properties{hint}'
+        )
     if not isinstance(enum, list | tuple):
         raise SpecError(f'{where}: "enum" must be a list of values')
-    member_kind = kind
-    if kind == "object":
-        raise SpecError(f'{where}: "enum" is not supported on an object property')
-    if kind == "array":
-        items = prop.get("items")
-        if items is None:
-            member_kind = "any"
-        elif not isinstance(items, Mapping) or items.get("type") not in _SCALAR_TYPES:
-            raise SpecError(
-                f'{where}: "enum" on an array needs scalar items (it constrains each item)'
-            )
-        elif "enum" in items:
-            raise SpecError(f'{where}: "enum" is given on both the array and its items')
-        else:
-            member_kind = items["type"]
-    fits, noun = _ENUM_FITS[member_kind]
+    fits, noun = _ENUM_FITS[kind]
     for value in enum:
         if not fits(value):
             raise SpecError(f"{where}: enum value {compact_json(value)} is not {noun}")

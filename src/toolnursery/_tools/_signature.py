@@ -33,6 +33,7 @@ from .._core._errors import RegistrationError, ToolArgsError
 from .._core._execution import ToolRunContext
 from ._docstrings import field_docs
 from ._inject import DependsHook, Injected, is_context, marker
+from ._struct_check import pattern_free
 
 __all__ = [
     "Kind",
@@ -390,10 +391,14 @@ def _pydantic_dump(annotation: Any) -> Callable[[Any], Any]:
 
 def _converter(name: str, declared: Any, dump: Callable[[Any], Any]) -> Callable[[Any], Any]:
     convert = msgspec.convert
+    # msgspec would match the declared patterns with Python's re: the engine matched them.
+    twin = pattern_free(declared)
+    target, rebuild = (declared, None) if twin is None else twin
 
     def to_declared(value: Any) -> Any:
         try:
-            return convert(dump(value), declared, strict=False)
+            converted = convert(dump(value), target, strict=False)
+            return converted if rebuild is None else rebuild(converted)
         except (msgspec.ValidationError, TypeError, ValueError) as exc:
             raise ToolArgsError([f'"{name}" is invalid: {exc}']) from exc
 

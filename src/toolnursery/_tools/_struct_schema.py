@@ -1,9 +1,9 @@
 """Struct parameters: a frozen :class:`msgspec.Struct` → an inlined JSON Schema and checks.
 
 ``define_tool(parameters=SomeStruct)`` and ``@tool`` (which builds a Struct from the
-signature) derive the model-facing schema and compiled :class:`~toolnursery._tools._validator.Node`
-checks with the DSL's violation texts; msgspec then converts the checked arguments to
-the Struct, enforcing its constraints. What the schema advertises is what is enforced:
+signature) derive the model-facing schema here; the validation engine
+(:mod:`._validator`) checks arguments against that schema with the DSL's violation
+texts, then msgspec converts the checked arguments to the Struct. What the schema advertises is what is enforced:
 a type with no JSON Schema form here, or ``Annotated`` metadata msgspec would ignore, is
 refused at definition time, naming the field.
 
@@ -13,9 +13,9 @@ and ``Enum`` (in declaration order); unions of those (``str | int | None``); ``l
 ``tuple[T, ...]``, ``set``, ``frozenset``, ``dict[str, T]``; frozen Structs; ``T | None``;
 ``Any``; ``Annotated[T, msgspec.Meta(...)]`` constraints and descriptions.
 
-Constraints (``Meta(ge=1, max_length=8, pattern=...)``, and JSON Schema constraint
-keywords given as ``Meta(extra_json_schema={"format": "email"})``) are checked by the
-compiled nodes with the DSL's texts (``"count" must be >= 1``) before msgspec converts.
+Constraints (``Meta(ge=1, max_length=8, pattern=...)``, and JSON Schema keywords given
+as ``Meta(extra_json_schema={"format": "email"})``) are in the schema, so the engine
+checks them with the DSL's texts (``"count" must be >= 1``) before msgspec converts.
 """
 
 from __future__ import annotations
@@ -30,8 +30,6 @@ from msgspec import NODEFAULT
 
 from .._core._errors import StructSchemaError
 from .._core._json import thaw
-from ._constraints import ConstraintError, compile_checks, json_constraints
-from ._validator import Node, Props
 
 __all__ = ["FieldDocs", "struct_schema"]
 
@@ -73,8 +71,8 @@ class _Walk:
 
 def struct_schema(
     cls: type[msgspec.Struct], descriptions: Mapping[str, str], noun: str, field_docs: FieldDocs
-) -> tuple[dict[str, Any], Props]:
-    """Derive the inlined JSON Schema (no ``$ref``) and the compiled props of a Struct.
+) -> dict[str, Any]:
+    """Derive the inlined JSON Schema (no ``$ref``) of a Struct.
 
     Args:
         cls: a frozen Struct subclass (nested Structs must be frozen too).
@@ -83,7 +81,7 @@ def struct_schema(
         field_docs: gives a nested Struct's field descriptions.
 
     Returns:
-        ``(schema, props)``; ``validator_for(props)`` validates arguments for ``cls``.
+        The schema; the engine's validator of it checks arguments for ``cls``.
 
     Raises:
         StructSchemaError: a Struct is not frozen, is ``array_like`` or recursive, a
@@ -100,7 +98,7 @@ def _struct_object(
     noun: str,
     *,
     top: bool,
-) -> tuple[dict[str, Any], Props]:
+) -> dict[str, Any]:
     config = cls.__struct_config__
     if not config.frozen:
         raise StructSchemaError(
@@ -116,11 +114,9 @@ def _struct_object(
     where_prefix = "" if top else f"{cls.__name__}."
     properties: dict[str, Any] = {}
     required: list[str] = []
-    props: list[tuple[str, bool, Node]] = []
     if config.tag_field is not None and isinstance(config.tag, str | int):
         kind = "string" if isinstance(config.tag, str) else "integer"
         properties[config.tag_field] = {"type": kind, "enum": [config.tag]}
-        props.append((config.tag_field, False, Node(kind, enum=[config.tag], exact_int=True)))
     for field in msgspec.structs.fields(cls):
         where = f'{noun} "{where_prefix}{field.name}"'
         try:
@@ -130,11 +126,9 @@ def _struct_object(
             default = field.default
             if default is NODEFAULT and field.default_factory in _EMPTY_FACTORIES:
                 default = field.default_factory()  # an empty list, dict or set
-            schema, node = _field_schema(info, default, descriptions.get(field.name), walk)
+            schema = _field_schema(info, default, descriptions.get(field.name), walk)
         except StructSchemaError:
             raise
-        except ConstraintError as exc:
-            raise StructSchemaError(f"{where}: {exc}") from None
         except (_NoSchemaError, TypeError, ValueError):
             raise StructSchemaError(
                 f"{where} has an unsupported type: {_show(field.type)}"
@@ -142,14 +136,13 @@ def _struct_object(
         properties[field.encode_name] = schema
         if field.required:
             required.append(field.encode_name)
-        props.append((field.encode_name, field.required, node))
     walk.active.discard(cls)
     out: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         out["required"] = required
     if config.forbid_unknown_fields:
         out["additionalProperties"] = False
-    return out, tuple(props)
+    return out
 
 
 def _scan(annotation: object, walk: _Walk, where: str) -> None:
@@ -180,9 +173,7 @@ def _show(annotation: object) -> str:
     return repr(annotation).replace("typing.", "")
 
 
-def _field_schema(
-    info: mi.Type, default: object, doc: str | None, walk: _Walk
-) -> tuple[dict[str, Any], Node]:
+def _field_schema(info: mi.Type, default: object, doc: str | None, walk: _Walk) -> dict[str, Any]:
     extra: dict[str, Any] = {}
     info = _unwrap(info, extra)
     nullable = False
@@ -190,26 +181,16 @@ def _field_schema(
         rest = [t for t in info.types if not isinstance(t, mi.NoneType)]
         nullable = len(rest) < len(info.types)
         if len(rest) > 1:
-            out, node = _union(rest, nullable, walk)
-            return _annotate(out, extra, doc, default), node
+            return _annotate(_union(rest, nullable, walk), extra, doc, default)
         info = _unwrap(rest[0], extra)
-    json_type, enum, tail, node, nullable = _shape(info, walk, nullable)
-    if json_type is not None:
-        # msgspec's own constraints, then JSON Schema ones given as extra_json_schema;
-        # a string type's "format" (datetime, UUID, ...) is msgspec's to decode.
-        node.constrain(compile_checks(json_type, _without_format(tail), strict=False))
-        node.constrain(compile_checks(json_type, json_constraints(json_type, extra), strict=True))
-    out = {} if json_type is None else {"type": json_type}
+    json_type, enum, tail, nullable = _shape(info, walk, nullable)
+    out: dict[str, Any] = {} if json_type is None else {"type": json_type}
     if nullable and json_type is not None:
         out["type"] = [json_type, "null"]
     if enum is not None:
         out["enum"] = [*enum, None] if nullable else enum
     out.update(tail)
-    return _annotate(out, extra, doc, default), node
-
-
-def _without_format(tail: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in tail.items() if k != "format"}
+    return _annotate(out, extra, doc, default)
 
 
 def _annotate(
@@ -234,23 +215,19 @@ def _annotate(
     return ordered
 
 
-def _union(members: list[mi.Type], nullable: bool, walk: _Walk) -> tuple[dict[str, Any], Node]:
+def _union(members: list[mi.Type], nullable: bool, walk: _Walk) -> dict[str, Any]:
     """A union of scalars: ``{"type": [...]}`` when plain, else ``anyOf``."""
     schemas: list[dict[str, Any]] = []
-    nodes: list[Node] = []
     for member in members:
         if not isinstance(_unwrap(member, {}), _SCALARS + tuple(_FORMATS)):
             raise _NoSchemaError
-        schema, node = _field_schema(member, NODEFAULT, None, walk)
-        schemas.append(schema)
-        nodes.append(node)
-    union = Node("any", nullable=nullable, alternatives=nodes)
+        schemas.append(_field_schema(member, NODEFAULT, None, walk))
     if all(set(s) == {"type"} and isinstance(s["type"], str) for s in schemas):
         types = list(dict.fromkeys(s["type"] for s in schemas))
         if "number" in types and "integer" in types:
             types.remove("integer")
-        return {"type": [*types, "null"] if nullable else types}, union
-    return {"anyOf": [*schemas, {"type": "null"}] if nullable else schemas}, union
+        return {"type": [*types, "null"] if nullable else types}
+    return {"anyOf": [*schemas, {"type": "null"}] if nullable else schemas}
 
 
 def _unwrap(info: mi.Type, extra: dict[str, Any]) -> mi.Type:
@@ -263,57 +240,53 @@ def _unwrap(info: mi.Type, extra: dict[str, Any]) -> mi.Type:
 
 def _shape(
     info: mi.Type, walk: _Walk, nullable: bool
-) -> tuple[str | None, list[Any] | None, dict[str, Any], Node, bool]:
-    """Map one (unwrapped) type: ``(json type, enum, other keys, node, nullable)``."""
+) -> tuple[str | None, list[Any] | None, dict[str, Any], bool]:
+    """Map one (unwrapped) type: ``(json type, enum, other keys, nullable)``."""
     if isinstance(info, mi.StrType):
         tail = _constraints(info, "minLength", "maxLength", "pattern")
-        return "string", None, tail, Node("string", nullable=nullable), nullable
+        return "string", None, tail, nullable
     if type(info) in _FORMATS:
         tail = {"format": _FORMATS[type(info)]}
-        return "string", None, tail, Node("string", nullable=nullable), nullable
+        return "string", None, tail, nullable
     if isinstance(info, mi.BoolType):
-        return "boolean", None, {}, Node("boolean", nullable=nullable), nullable
+        return "boolean", None, {}, nullable
     if isinstance(info, mi.IntType | mi.FloatType):
         kind = "integer" if isinstance(info, mi.IntType) else "number"
         tail = _constraints(
             info, "exclusiveMinimum", "minimum", "exclusiveMaximum", "maximum", "multipleOf"
         )
-        return kind, None, tail, Node(kind, nullable=nullable), nullable
+        return kind, None, tail, nullable
     if isinstance(info, mi.LiteralType | mi.EnumType):
         return _enum_shape(info, walk, nullable)
     if isinstance(info, mi.ListType | mi.VarTupleType | mi.SetType | mi.FrozenSetType):
         tail = {}
         item = _unwrap(info.item_type, {})
-        items: Node | None = None
         if not isinstance(item, mi.AnyType):  # the item's own Meta is kept (a format, ...)
-            tail["items"], items = _field_schema(info.item_type, NODEFAULT, None, walk)
+            tail["items"] = _field_schema(info.item_type, NODEFAULT, None, walk)
         tail.update(_constraints(info, "minItems", "maxItems"))
-        return "array", None, tail, Node("array", items=items, nullable=nullable), nullable
+        return "array", None, tail, nullable
     if isinstance(info, mi.DictType):
         if not isinstance(_unwrap(info.key_type, {}), mi.StrType):
             raise _NoSchemaError
         tail = {}
         value = _unwrap(info.value_type, {})
-        value_node: Node | None = None
         if not isinstance(value, mi.AnyType):
-            tail["additionalProperties"], value_node = _field_schema(
-                info.value_type, NODEFAULT, None, walk
-            )
+            tail["additionalProperties"] = _field_schema(info.value_type, NODEFAULT, None, walk)
         tail.update(_constraints(info, "minProperties", "maxProperties"))
-        return "object", None, tail, Node("object", values=value_node, nullable=nullable), nullable
+        return "object", None, tail, nullable
     if isinstance(info, mi.StructType):
         docs = walk.field_docs(info.cls)
-        schema, props = _struct_object(info.cls, walk, docs, "field", top=False)
+        schema = _struct_object(info.cls, walk, docs, "field", top=False)
         del schema["type"]
-        return "object", None, schema, Node("object", props=props, nullable=nullable), nullable
+        return "object", None, schema, nullable
     if isinstance(info, mi.AnyType):
-        return None, None, {}, Node("any"), nullable
+        return None, None, {}, nullable
     raise _NoSchemaError
 
 
 def _enum_shape(
     info: mi.LiteralType | mi.EnumType, walk: _Walk, nullable: bool
-) -> tuple[str | None, list[Any] | None, dict[str, Any], Node, bool]:
+) -> tuple[str | None, list[Any] | None, dict[str, Any], bool]:
     values: list[Any]
     if isinstance(info, mi.LiteralType):
         declared = walk.orders.get(frozenset((type(v), v) for v in info.values))
@@ -334,8 +307,7 @@ def _enum_shape(
         kind = None  # a Literal of strings and integers: the enum alone says it
     else:
         raise _NoSchemaError
-    node = Node(kind or "any", enum=values, nullable=nullable, exact_int=True)
-    return kind, values, {}, node, nullable
+    return kind, values, {}, nullable
 
 
 _CONSTRAINT_ATTRS = {

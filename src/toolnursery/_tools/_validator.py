@@ -1,49 +1,83 @@
-"""The validation engine: compiled schema nodes, and checking arguments against them.
+"""The validation engine: a JSON Schema compiled once by jsonschema-rs, and its texts.
 
-A :class:`Node` is one compiled schema node: a type test, an ``enum``, constraint
-checks (:mod:`._constraints`) and what to look into inside the value. The schema DSL
-(:mod:`._schema`) and a frozen :class:`msgspec.Struct` (:mod:`._struct_schema`)
-both compile to these nodes, so a violation reads the same whatever the tool was
-declared with. :func:`validator_for` turns an object's compiled properties into a
-:data:`Validator`.
+:func:`compile_schema` checks a tool's parameters schema once (under its draft's
+metaschema) and returns a :data:`Validator`: ``arguments -> violations``, ``[]`` when
+they conform. Every schema toolnursery validates against goes through it: a raw
+:class:`~toolnursery.ToolDefinition`'s (a mounted MCP tool's, a framework's), the
+schema DSL's (:mod:`._schema`) and a Struct's or ``@tool`` signature's
+(:mod:`._struct_schema`), so a violation reads the same whatever the tool was
+declared with: ``missing required property "path"``, ``"limit" must be >= 1``,
+``"tags[1]" must be a string``, ``unknown argument "extra" (the tool takes: a, b)``.
 
-Checking never raises for any arguments: recursion follows the compiled nodes, never
-the input, so arbitrarily deep or hostile input costs at most one check per node and
-array element.
+What the engine is set to do, for every schema:
+
+- nothing is retrieved: a ``$ref`` that does not resolve inside the schema is refused
+  when the schema is compiled (a retriever that refuses every URI, ``http``, ``file``
+  or any other);
+- ``pattern`` and ``patternProperties`` run on a regular-expression engine without
+  backtracking (linear in the input): a pattern that needs one (a look-around, a
+  back-reference) is refused when the schema is compiled;
+- ``format`` is checked, and a format the engine does not know is refused when the
+  schema is compiled.
+
+Checking never raises: a value that is not JSON (a direct call with an object) is
+reported, not raised.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from typing import Any, TypeAlias
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, TypeAlias
 
+import jsonschema_rs
 from msgspec import UNSET
-
-from ._constraints import Check
 
 __all__ = [
     "NOT_AN_OBJECT",
-    "Node",
-    "Props",
+    "SchemaCompileError",
     "Validator",
     "compact_json",
-    "is_boolean",
-    "is_integer",
-    "is_number",
-    "is_string",
-    "validator_for",
+    "compile_schema",
+    "engine_for",
+    "pointer_path",
 ]
 
 Validator: TypeAlias = Callable[[object], list[str]]
 """A compiled validator: arguments → violations (``[]`` when they conform)."""
 
+Formats: TypeAlias = Mapping[str, Callable[[str], bool]]
+
 NOT_AN_OBJECT = '"arguments" must be an object'
 """The single violation reported for arguments that are not a JSON object."""
 
-_MISSING: Any = object()
-_dict_get = dict.get
-_dict_items = dict.items
+_NOUNS: Final = {
+    "string": "a string",
+    "number": "a number",
+    "integer": "an integer",
+    "boolean": "a boolean",
+    "object": "an object",
+    "array": "an array",
+    "null": "null",
+}
+_REGEX: Final = jsonschema_rs.RegexOptions()
+"""The regex crate alone: no backtracking, linear in the input."""
+
+
+class SchemaCompileError(ValueError):
+    """Raised when a schema cannot be validated against; the message says where and why.
+
+    ``path`` is where in the schema (a list of keys and indices), ``keyword`` the
+    keyword at fault when there is one, ``reason`` the message without the place.
+    """
+
+    def __init__(
+        self, message: str, path: Sequence[str | int] = (), keyword: str = "", reason: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.path = list(path)
+        self.keyword = keyword
+        self.reason = reason or message
 
 
 def compact_json(value: object) -> str:
@@ -51,211 +85,465 @@ def compact_json(value: object) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def is_string(value: object) -> bool:
-    return isinstance(value, str)
+def _refuse(uri: str) -> Any:
+    raise ValueError(f"{uri} is not retrieved")
 
 
-def is_number(value: object) -> bool:
-    t = type(value)
-    if t is int or t is float:
-        return True
-    return isinstance(value, int | float) and not isinstance(value, bool)
+def pointer_path(parts: Sequence[str | int]) -> str:
+    """``["a", 1, "b"]`` → ``a[1].b`` (an instance path as the violation texts show it)."""
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else part
+    return out
 
 
-def is_integer(value: object) -> bool:
-    # JSON has one number type: 2.0 is the integer 2 (as JSON Schema's "integer" says).
-    t = type(value)
-    if t is int:
-        return True
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, int):
-        return True
-    return isinstance(value, float) and value.is_integer()
+def compile_schema(schema: Mapping[str, Any], *, formats: Formats | None = None) -> Validator:
+    """Compile ``schema`` (a JSON object, its ``$schema`` naming the draft) into a validator.
 
+    Args:
+        schema: the JSON Schema of a tool's arguments (plain JSON: dicts and lists).
+            ``$schema`` picks the draft (4, 6, 7, 2019-09, 2020-12; absent: 2020-12).
+        formats: format checks of the caller's own, over the engine's (a Struct's
+            ``date-time`` is what msgspec decodes).
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    Returns:
+        ``args -> violations``; never raises. Arguments that are not a ``dict`` give
+        ``['"arguments" must be an object']``.
 
-
-def is_boolean(value: object) -> bool:
-    return isinstance(value, bool)
-
-
-def _is_object(value: object) -> bool:
-    return isinstance(value, dict)
-
-
-def _is_array(value: object) -> bool:
-    return isinstance(value, list | tuple)
-
-
-def _is_anything(value: object) -> bool:
-    return True
-
-
-_TESTS: dict[str, tuple[Callable[[object], bool], str]] = {
-    "string": (is_string, "a string"),
-    "number": (is_number, "a number"),
-    "integer": (is_integer, "an integer"),
-    "boolean": (is_boolean, "a boolean"),
-    "object": (_is_object, "an object"),
-    "array": (_is_array, "an array"),
-    "any": (_is_anything, "anything"),
-}
-
-Props: TypeAlias = "tuple[tuple[str, bool, Node], ...]"
-"""A compiled object: ``(key, required, node)`` in declaration order."""
-
-
-def _json_kind(value: object) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return type(value).__name__
-
-
-class Node:
-    """One compiled schema node: a type test plus what to check inside the value.
-
-    ``kind`` is a DSL type, or ``any`` (no type test). ``nullable`` lets ``None``
-    through (a Struct's ``T | None``). ``enum`` is checked on every kind but
-    ``object`` and ``array``; ``props`` only on ``object``; ``items`` only on
-    ``array``; ``values`` (every value of a mapping) only on ``object`` nodes
-    without ``props``. ``checks`` (:mod:`._constraints`) run on every value that
-    passed the type test. ``exact_int`` makes an ``integer`` enum refuse ``2.0``
-    (msgspec will not convert it to a ``Literal`` int). ``alternatives`` makes a
-    union (of kind ``any``): a value passes when it passes one of them.
+    Raises:
+        SchemaCompileError: ``$schema`` is not a draft the engine knows, the schema is
+            invalid under its metaschema, a ``$ref`` does not resolve inside it, a
+            pattern needs a backtracking engine or a format is unknown.
     """
-
-    __slots__ = (
-        "alternatives",
-        "checks",
-        "enum_message",
-        "enum_others",
-        "enum_strings",
-        "items",
-        "kind",
-        "nullable",
-        "plain",
-        "props",
-        "test",
-        "type_message",
-        "values",
-    )
-
-    def __init__(
-        self,
-        kind: str,
-        *,
-        enum: Sequence[object] | None = None,
-        props: Props | None = None,
-        items: Node | None = None,
-        values: Node | None = None,
-        nullable: bool = False,
-        exact_int: bool = False,
-        alternatives: Sequence[Node] | None = None,
-        checks: Sequence[Check] = (),
-    ) -> None:
-        self.kind = kind
-        self.checks: tuple[Check, ...] = tuple(checks)
-        self.test, noun = _TESTS[kind]
-        self.nullable = nullable
-        self.type_message = f" must be {noun} or null" if nullable else f" must be {noun}"
-        scalar = kind not in ("object", "array", "any")
-        self.enum_message: str | None = None
-        self.enum_strings: frozenset[str] = frozenset()
-        self.enum_others: tuple[object, ...] = ()
-        if enum is not None and kind not in ("object", "array"):
-            if kind == "integer" and exact_int:
-                # Literal/IntEnum members are ints; msgspec will not widen 2.0 to them.
-                self.test = _is_int
-            self.enum_message = " must be one of " + compact_json(list(enum))
-            self.enum_strings = frozenset(e for e in enum if type(e) is str)
-            self.enum_others = tuple(e for e in enum if type(e) is not str)
-        self.props = props if kind == "object" else None
-        self.items = items if kind == "array" else None
-        self.values = values if kind == "object" and props is None else None
-        self.plain = scalar and self.enum_message is None and not self.checks
-        self.alternatives: tuple[Node, ...] | None = None
-        if alternatives is not None:
-            self.alternatives = tuple(alternatives)
-            nouns = [_TESTS[a.kind][1] for a in self.alternatives] + (["null"] if nullable else [])
-            self.type_message = " must be " + " or ".join(dict.fromkeys(nouns))
-
-    def constrain(self, checks: Sequence[Check]) -> None:
-        """Add ``checks`` to the node (a value then needs to pass them too)."""
-        if checks:
-            self.checks += tuple(checks)
-            self.plain = False
-
-    def in_enum(self, value: object) -> bool:
-        """Whether ``value`` (which passed the type test) is one of the enum values."""
-        if isinstance(value, str):
-            return str.__str__(value) in self.enum_strings or any(
-                type(e) is not str and isinstance(e, str) and e == value for e in self.enum_others
-            )
-        kind = _json_kind(value)
-        return any(_json_kind(e) == kind and e == value for e in self.enum_others)
-
-
-def _check_props(obj: dict[str, Any], props: Props, prefix: str, out: list[str]) -> None:
-    for key, required, node in props:
-        value = _dict_get(obj, key, _MISSING)
-        if value is _MISSING or value is UNSET:
-            if required:
-                out.append(f'missing required property "{prefix}{key}"')
-            continue
-        if node.plain and node.test(value):
-            continue  # the common case: a valid scalar needs no path and no call
-        _check(value, node, prefix + key, out)
-
-
-def _check(value: Any, node: Node, path: str, out: list[str]) -> None:
-    if value is None and node.nullable:
-        return
-    if node.alternatives is not None:
-        typed: list[str] | None = None
-        for alternative in node.alternatives:
-            found: list[str] = []
-            _check(value, alternative, path, found)
-            if not found:
-                return
-            if typed is None and alternative.test(value):
-                typed = found  # of the right type, but it broke a constraint: say which
-        out.extend(typed or (f'"{path}"{node.type_message}',))
-        return
-    if not node.test(value):
-        out.append(f'"{path}"{node.type_message}')
-        return
-    if node.enum_message is not None and not node.in_enum(value):
-        out.append(f'"{path}"{node.enum_message}')
-    for passes, message in node.checks:
-        if not passes(value):
-            out.append(f'"{path}"{message}')
-    if node.props is not None:
-        _check_props(value, node.props, path + ".", out)
-    elif node.items is not None:
-        items = node.items
-        for i, item in enumerate(value):
-            _check(item, items, f"{path}[{i}]", out)
-    elif node.values is not None:
-        values = node.values
-        for key, item in _dict_items(value):
-            _check(item, values, f"{path}.{key}", out)
-
-
-def validator_for(props: Props) -> Validator:
-    """Return the validator of an object whose properties are ``props``."""
+    validator = engine_for(schema, formats=formats)
+    is_valid = validator.is_valid
+    iter_errors = validator.iter_errors
+    memo = _Memo(schema)
 
     def validate(args: object) -> list[str]:
         if not isinstance(args, dict):
             return [NOT_AN_OBJECT]
-        out: list[str] = []
-        _check_props(args, props, "", out)
-        return out
+        try:
+            if is_valid(args):
+                return []
+            return _violations(memo, args, list(iter_errors(args)))
+        except ValueError:  # a value jsonschema-rs cannot read (not JSON, msgspec.UNSET)
+            return _not_plain(memo, args, iter_errors)
 
     return validate
+
+
+def engine_for(schema: Any, *, formats: Formats | None = None) -> jsonschema_rs.Validator:
+    """The engine's own validator of ``schema``, set as :func:`compile_schema` says.
+
+    For a caller that words the errors itself (a mounted tool's ``outputSchema``).
+
+    Raises:
+        SchemaCompileError: as for :func:`compile_schema`.
+    """
+    try:
+        return jsonschema_rs.validator_for(
+            schema,
+            formats=dict(formats) if formats else None,
+            validate_formats=True,
+            ignore_unknown_formats=False,
+            retriever=_refuse,
+            pattern_options=_REGEX,
+        )
+    except jsonschema_rs.ValidationError as exc:
+        raise _compile_error(exc) from None
+    except (jsonschema_rs.ReferencingError, ValueError, TypeError, RecursionError) as exc:
+        raise SchemaCompileError(_first_line(exc)) from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _compile_error(exc: jsonschema_rs.ValidationError) -> SchemaCompileError:
+    """The reason a schema is refused, worded ``<what> at <where>: <why>``."""
+    where = list(exc.instance_path)
+    at = "/".join(str(p) for p in where) or "the root"
+    kind = type(exc.kind).__name__
+    message = exc.message
+    if message.startswith("Unknown meta-schema"):
+        dialect = message.split("'")[1] if message.count("'") >= 2 else message
+        return SchemaCompileError(f"written for an unknown $schema {compact_json(dialect)}")
+    if kind == "Referencing":
+        ref = message.split("'")[1] if message.count("'") >= 2 else message
+        if message.startswith("Pointer"):
+            ref = "#" + ref
+        reason = f'$ref "{ref}" does not resolve inside the schema (nothing is retrieved)'
+        return SchemaCompileError(f"refused: {reason}", where, "$ref", reason)
+    if message.startswith("Unknown format"):
+        name = message.split("'")[1] if message.count("'") >= 2 else message
+        reason = (
+            f"format {compact_json(name)} cannot be checked "
+            "(a format is checked or refused, never skipped)"
+        )
+        return SchemaCompileError(f"refused at {at}: {reason}", where, "format", reason)
+    keyword = str(where[-1]) if where and isinstance(where[-1], str) else ""
+    if kind == "Format" and getattr(exc.kind, "format", "") == "regex":
+        pattern = exc.instance
+        if not _backtracking_only(pattern):
+            reason = f'"{keyword}": {compact_json(pattern)} is not a valid regular expression'
+            return SchemaCompileError(
+                f"not a valid JSON Schema at {at}: {reason}", where, keyword, reason
+            )
+        reason = (
+            f'"{keyword}": {compact_json(pattern)} needs a backtracking regular-expression engine '
+            "(a look-around or back-reference); patterns are matched in linear time only"
+        )
+        return SchemaCompileError(f"refused at {at}: {reason}", where, keyword, reason)
+    if kind == "AnyOf" and keyword == "type":
+        message = f"{compact_json(exc.instance)} is not a JSON Schema type"
+    reason = f'"{keyword}": {message}' if keyword else message
+    return SchemaCompileError(f"not a valid JSON Schema at {at}: {message}", where, keyword, reason)
+
+
+def _backtracking_only(pattern: object) -> bool:
+    """Whether ``pattern`` compiles only on a backtracking engine (fancy-regex)."""
+    try:
+        jsonschema_rs.validator_for(
+            {"pattern": pattern}, pattern_options=jsonschema_rs.FancyRegexOptions()
+        )
+    except (jsonschema_rs.ValidationError, ValueError):
+        return False
+    return True
+
+
+# --- violations ------------------------------------------------------------------------------
+
+
+def _node(schema: Any, parts: Sequence[str | int]) -> Any:
+    node = schema
+    for part in parts:
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return node
+
+
+_CONSUMES: Final = frozenset(("items", "additionalProperties", "unevaluatedProperties"))
+
+
+def _template(schema: Any, schema_path: Sequence[str | int]) -> tuple[tuple[int, int], ...]:
+    """The sort key of a schema path: ``(position, instance index to interleave or -1)``."""
+    out: list[tuple[int, int]] = []
+    node = schema
+    at = 0
+    parent = ""
+    for part in schema_path:
+        if isinstance(node, dict):
+            keys = list(node)
+            position = keys.index(part) if part in keys else len(keys)
+            if parent in ("properties", "patternProperties", "prefixItems"):
+                out.append((position, -1))
+                at += 1
+            elif part in _CONSUMES:
+                out.append((position, at))
+                at += 1
+            else:
+                out.append((position, -1))
+        elif isinstance(node, list) and isinstance(part, int):
+            out.append((part, -1))
+        else:
+            break
+        node = node[part]
+        parent = str(part) if isinstance(node, dict | list) else ""
+    return tuple(out)
+
+
+def _key(template: tuple[tuple[int, int], ...], instance: Sequence[str | int]) -> list[int]:
+    key: list[int] = []
+    for position, at in template:
+        key.append(position)
+        if at >= 0:
+            item = instance[at] if at < len(instance) else 0
+            key.append(item if isinstance(item, int) else 0)
+    return key
+
+
+class _Error:
+    """What the texts need of one engine error, each read once."""
+
+    __slots__ = ("error", "kind", "name", "path", "schema_path")
+
+    def __init__(self, error: jsonschema_rs.ValidationError) -> None:
+        self.error = error
+        self.kind: Any = error.kind
+        self.name = type(self.kind).__name__
+        self.schema_path = tuple(error.schema_path)
+        self.path = tuple(error.instance_path)
+
+
+class _Memo:
+    """Per compiled schema: sort keys and rule texts by schema path (a schema's paths are few)."""
+
+    __slots__ = ("rules", "schema", "templates")
+
+    def __init__(self, schema: Any) -> None:
+        self.schema = schema
+        self.templates: dict[tuple[str | int, ...], tuple[tuple[int, int], ...]] = {}
+        self.rules: dict[tuple[str | int, ...], str | None] = {}
+
+    def template(self, schema_path: tuple[str | int, ...]) -> tuple[tuple[int, int], ...]:
+        found = self.templates.get(schema_path)
+        if found is None:
+            found = self.templates[schema_path] = _template(self.schema, schema_path)
+        return found
+
+    def rule(self, schema_path: tuple[str | int, ...]) -> str | None:
+        if schema_path not in self.rules:
+            keyword = str(schema_path[-1]) if schema_path else ""
+            self.rules[schema_path] = _rule(keyword, _node(self.schema, schema_path))
+        return self.rules[schema_path]
+
+
+def _quoted(path: str) -> str:
+    return f'"{path}"' if path else '"arguments"'
+
+
+def _count(n: int, noun: str, plural: str = "") -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {plural or noun + 's'}"
+
+
+def _rule(keyword: str, value: Any) -> str | None:
+    if keyword == "minimum":
+        return f" must be >= {compact_json(value)}"
+    if keyword == "exclusiveMinimum":
+        return f" must be > {compact_json(value)}"
+    if keyword == "maximum":
+        return f" must be <= {compact_json(value)}"
+    if keyword == "exclusiveMaximum":
+        return f" must be < {compact_json(value)}"
+    if keyword == "multipleOf":
+        return f" must be a multiple of {compact_json(value)}"
+    if keyword == "minLength":
+        return f" must be at least {_count(value, 'character')} long"
+    if keyword == "maxLength":
+        return f" must be at most {_count(value, 'character')} long"
+    if keyword == "pattern":
+        return f" must match the pattern {compact_json(value)}"
+    if keyword == "format":
+        return f" must be a valid {compact_json(value)}"
+    if keyword == "minItems":
+        return f" must have at least {_count(value, 'item')}"
+    if keyword == "maxItems":
+        return f" must have at most {_count(value, 'item')}"
+    if keyword == "uniqueItems":
+        return " must not contain duplicate items"
+    if keyword == "minProperties":
+        return f" must have at least {_count(value, 'property', 'properties')}"
+    if keyword == "maxProperties":
+        return f" must have at most {_count(value, 'property', 'properties')}"
+    if keyword == "enum":
+        return f" must be one of {compact_json(value)}"
+    if keyword == "const":
+        return f" must be {compact_json(value)}"
+    return None
+
+
+def _types(value: Any) -> str:
+    kinds = [value] if isinstance(value, str) else list(value)
+    return " or ".join(_NOUNS.get(k, str(k)) for k in kinds)
+
+
+def _unknown(schema: Any, parent: Sequence[str | int], path: str, keys: Sequence[str]) -> list[str]:
+    properties = _node(schema, [*parent, "properties"])
+    known = ", ".join(properties) if isinstance(properties, dict) and properties else ""
+    out = []
+    for key in keys:
+        if not path:
+            takes = f"the tool takes: {known}" if known else "the tool takes no arguments"
+            out.append(f'unknown argument "{key}" ({takes})')
+        else:
+            takes = f"the object takes: {known}" if known else "the object takes no properties"
+            out.append(f'unknown property "{path}.{key}" ({takes})')
+    return out
+
+
+def _texts(memo: _Memo, args: Any, seen: _Error) -> list[str]:
+    schema = memo.schema
+    kind = seen.kind
+    name = seen.name
+    schema_path = seen.schema_path
+    keyword = str(schema_path[-1]) if schema_path else ""
+    path = pointer_path(seen.path)
+    where = _quoted(path)
+    if name == "Required":
+        prefix = f"{path}." if path else ""
+        return [f'missing required property "{prefix}{kind.property}"']
+    if name == "Type":
+        value = _node_of(args, seen.path)
+        if _is_big_int(value):
+            return _big_int(schema, schema_path[:-1], where, value)
+        declared = _node(schema, schema_path)
+        return [f"{where} must be {_types(declared if declared is not None else kind.types)}"]
+    if name in ("AdditionalProperties", "UnevaluatedProperties"):
+        return _unknown(schema, schema_path[:-1], path, kind.unexpected)
+    if name in ("AnyOf", "OneOfNotValid"):
+        return _alternatives(memo, args, seen, where)
+    if name == "Not":
+        return [f"{where} must not match {compact_json(_node(schema, schema_path))}"]
+    if name == "OneOfMultipleValid":
+        return [f'{where} must match exactly one of the "oneOf" schemas, not several']
+    if name == "FalseSchema":
+        parent = schema_path[:-1]
+        obj = _node_of(args, seen.path)
+        if keyword == "additionalProperties" and isinstance(obj, dict):
+            properties = _node(schema, [*parent, "properties"]) or {}
+            if _node(schema, [*parent, "patternProperties"]) is None:
+                return _unknown(schema, parent, path, [k for k in obj if k not in properties])
+        return [f"{where} is not allowed here"]
+    if name in ("BacktrackLimitExceeded", "RegexEngineFailure"):
+        return [f"{where} cannot be matched against its pattern"]
+    text = memo.rule(schema_path)
+    if text is not None:
+        return [f"{where}{text}"]
+    return [f'{where} breaks "{keyword}": {seen.error.message}']
+
+
+def _alternatives(memo: _Memo, args: Any, seen: _Error, where: str) -> list[str]:
+    """A union: the texts of the branch the value has the type of, else the types."""
+    depth = len(seen.path)
+    branches = [[_Error(e) for e in found] for found in seen.kind.context]
+    for found in branches:
+        if not any(e.name == "Type" and len(e.path) == depth for e in found):
+            return _texts_of(memo, args, found)
+    nouns: list[str] = []
+    for found in branches:
+        for e in found:
+            if e.name == "Type" and len(e.path) == depth:
+                nouns.append(_types(_node(memo.schema, e.schema_path) or e.kind.types))
+    if nouns:
+        return [f"{where} must be " + " or ".join(dict.fromkeys(nouns))]
+    keyword = str(seen.schema_path[-1]) if seen.schema_path else "anyOf"
+    return [f'{where} breaks "{keyword}": {seen.error.message}']
+
+
+def _violations(memo: _Memo, args: Any, errors: list[jsonschema_rs.ValidationError]) -> list[str]:
+    """The texts of ``errors``, in declaration order; a failed type check hides the rest."""
+    return _texts_of(memo, args, [_Error(e) for e in errors])
+
+
+def _texts_of(memo: _Memo, args: Any, errors: list[_Error]) -> list[str]:
+    typed = {e.path for e in errors if e.name == "Type" and not _is_big_int(_node_of(args, e.path))}
+    keyed = []
+    for seen in errors:
+        parts = seen.path
+        if typed:
+            depth = len(parts) if seen.name == "Type" and parts in typed else len(parts) + 1
+            if any(parts[:i] in typed for i in range(depth)):
+                continue  # inside (or beside) a value that failed its type check
+        schema_path = seen.schema_path
+        instance: Sequence[str | int] = parts
+        if seen.name == "Required":
+            name = seen.kind.property
+            parent = schema_path[:-1]
+            if isinstance(_node(memo.schema, [*parent, "properties", name]), dict | bool):
+                schema_path = (*parent, "properties", name)
+                instance = (*parts, name)
+        keyed.append((_key(memo.template(schema_path), instance), seen))
+    keyed.sort(key=lambda pair: pair[0])
+    out: list[str] = []
+    for _, seen in keyed:
+        for text in _texts(memo, args, seen):
+            if text not in out:
+                out.append(text)
+    return out
+
+
+# --- integers beyond a double, values that are not JSON ------------------------------------------
+
+
+def _node_of(args: Any, parts: Sequence[str | int]) -> Any:
+    return _node(args, parts)
+
+
+def _is_big_int(value: object) -> bool:
+    """Whether ``value`` is an integer a double cannot hold (the engine reads it as null)."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return False
+    try:
+        float(value)
+    except OverflowError:
+        return True
+    return False
+
+
+def _big_int(schema: Any, parent: Sequence[str | int], where: str, value: int) -> list[str]:
+    """An integer past a double's range (the engine reads it as null): checked here."""
+    node = _node(schema, parent)
+    if not isinstance(node, dict):
+        return []
+    kinds = node.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else list(kinds or ())
+    if kinds and not {"integer", "number"} & set(kinds):
+        return [f"{where} must be {_types(kinds)}"]
+    out = []
+    tests: dict[str, Callable[[Any], bool]] = {
+        "minimum": lambda b: value >= b,
+        "exclusiveMinimum": lambda b: value > b,
+        "maximum": lambda b: value <= b,
+        "exclusiveMaximum": lambda b: value < b,
+        "multipleOf": lambda b: isinstance(b, int) and value % b == 0,
+    }
+    for keyword, passes in tests.items():
+        bound = node.get(keyword)
+        if isinstance(bound, int | float) and not isinstance(bound, bool) and not passes(bound):
+            out.append(f"{where}{_rule(keyword, bound)}")
+    if "enum" in node and value not in node["enum"]:
+        out.append(f"{where}{_rule('enum', node['enum'])}")
+    return out
+
+
+_NOT_JSON: Any = object()
+
+
+def _plain(value: Any, path: list[str | int], odd: list[str]) -> Any:
+    """``value`` as the JSON types jsonschema-rs reads; what is not JSON is noted."""
+    if value is None or type(value) in (str, int, float, bool):
+        return value
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if item is UNSET:
+                continue  # a key whose value is UNSET is absent
+            out[str(key)] = _plain(item, [*path, str(key)], odd)
+        return out
+    if isinstance(value, list | tuple):
+        return [_plain(item, [*path, i], odd) for i, item in enumerate(value)]
+    odd.append(f"{_quoted(pointer_path(path))} is not a JSON value")
+    return None
+
+
+TOO_DEEP: Final = '"arguments" are nested too deeply to be checked'
+
+
+def _not_plain(memo: _Memo, args: Any, iter_errors: Callable[[Any], Any]) -> list[str]:
+    odd: list[str] = []
+    try:
+        plain = _plain(args, [], odd)
+        errors = list(iter_errors(plain))
+        out = _violations(memo, plain, errors)
+    except (ValueError, RecursionError):  # deeper than the engine reads
+        return [TOO_DEEP]
+    for text in odd:  # a value that is not JSON is refused, whatever its schema
+        path = text.rsplit(" is not", 1)[0]
+        if not any(v.startswith(path + " ") for v in out):
+            out.append(text)
+    return out
