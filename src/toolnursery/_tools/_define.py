@@ -45,6 +45,7 @@ from ._pydantic_params import model_plan, signature_plan, uses_pydantic
 from ._raw import mark_validating
 from ._schema import SchemaProp, compile_spec
 from ._signature import Kind, Param, for_pydantic, for_struct, invoker, read_signature
+from ._sinks import merge_sink_markers
 from ._strict import from_strict_arguments, strict_json_schema
 from ._struct_schema import struct_schema
 from ._validator import Validator, validator_for
@@ -496,6 +497,7 @@ def _tool_from_function(
     depends: DependsHook | None = None,
 ) -> ToolDefinition:
     owner = f"@tool {tool_name}"
+    options = merge_sink_markers(fn, options)
     body_async = is_async(fn)
     params, plan, pydantic_seen = read_signature(fn, owner, depends, body_async)
     summary, arg_docs = parse_docstring(inspect.getdoc(fn))
