@@ -77,7 +77,9 @@ def call(id: str, name: str, **args: Any) -> ToolCall:
 
 async def test_each_origin_with_its_source_call_and_path() -> None:
     registry, scope, seen = setup()
-    await run_tool_calls(registry, [call("r1", "contacts"), call("r2", "inbox"), call("r3", "page")], agent=scope)
+    await run_tool_calls(
+        registry, [call("r1", "contacts"), call("r2", "inbox"), call("r3", "page")], agent=scope
+    )
     sends = [
         call("s1", "send", to="bob@home.org"),
         call("s2", "send", to="ME@corp.com"),
@@ -175,7 +177,12 @@ def test_every_json_result_has_its_value() -> None:
             await registry.execute(ToolExecutionInput(name, name, {}))
 
     trio.run(run)
-    assert values == {"data": {"a": None, "b": [1, "x"]}, "typed": {"name": "Alice", "email": "alice@corp.com"}, "prose": None, "missing": None}
+    assert values == {
+        "data": {"a": None, "b": [1, "x"]},
+        "typed": {"name": "Alice", "email": "alice@corp.com"},
+        "prose": None,
+        "missing": None,
+    }
 
 
 def test_a_nested_scope_reads_the_ledger_of_its_run_and_a_call_without_scope_has_none() -> None:
