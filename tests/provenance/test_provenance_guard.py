@@ -115,7 +115,8 @@ async def test_an_approved_ask_runs_and_an_unattended_agent_is_denied() -> None:
     assert (await turns(registry, scope, [("pay", {"iban": "GB29NWBK60161331926819"})])) == ["paid"]
     registry, scope, approval = world("Pay the fee", unattended=True)
     (text,) = await turns(registry, scope, [("pay", {"iban": "GB29NWBK60161331926819"})])
-    assert text.startswith('Error: tool "pay": iban=') and "seen nowhere" in text
+    assert text.startswith('Error: tool "pay": iban=')
+    assert "seen nowhere" in text
     assert approval.requests == []
 
 
@@ -130,7 +131,8 @@ async def test_secrets_come_only_from_the_request_and_are_never_asked() -> None:
     )
     assert texts[1] == "set"
     assert "a secret not given in the user's request" in texts[2]
-    assert approval.requests == [] and done == ["Tr0ub4dor&3"]
+    assert approval.requests == []
+    assert done == ["Tr0ub4dor&3"]
 
 
 async def test_dates_computed_pass_and_dates_lifted_from_text_are_asked() -> None:
@@ -231,7 +233,8 @@ def test_a_resumed_batch_re_asks_nothing(tmp_path: Path) -> None:
     asked = ScriptedApproval(default="allowed-once")
     with pytest.raises(SystemError), Dies(log) as recorder:
         run(asked, recorder, resume=False)
-    assert len(asked.requests) == 1 and done == ["GB29NWBK60161331926819"]
+    assert len(asked.requests) == 1
+    assert done == ["GB29NWBK60161331926819"]
     with JsonlRecorder(log) as recorder:
         assert run(ScriptedApproval(), recorder, resume=True) == ["paid"]  # nobody to ask
     assert done == ["GB29NWBK60161331926819"]

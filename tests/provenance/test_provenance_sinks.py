@@ -17,7 +17,6 @@ from toolnursery import (
     tool,
 )
 
-
 SPEC = SchemaProp(type="string", required=True)
 
 
