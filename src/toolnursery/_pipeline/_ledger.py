@@ -26,15 +26,28 @@ from .._core._execution import ToolExecution
 from .._core._provenance import Origin, ProvenanceFinding, Sink, record_steps, sink_kind
 from .._tools._definition import ToolDefinition
 from .._tools._sinks import sinks_of
-from ._matching import Date, Haystack, dates_in, identifiers_in, needles, same_date
+from ._matching import Date, Haystack, dates_in, identifiers_in, needles, same_date, skeletons
 
 __all__ = ["ProvenanceLedger", "Seen"]
 
+_UNREAD: Any = object()
+
 
 class Seen:
-    """One committed result as the ledger keeps it; its texts are read on first use."""
+    """One committed result as the ledger keeps it; indexed on first use."""
 
-    __slots__ = ("_fields", "_records", "batch", "call_id", "record_paths", "result", "tool")
+    __slots__ = (
+        "_decoded",
+        "_exact",
+        "_haystack",
+        "_paths",
+        "_records",
+        "batch",
+        "call_id",
+        "record_paths",
+        "result",
+        "tool",
+    )
 
     def __init__(
         self,
@@ -49,43 +62,62 @@ class Seen:
         self.batch = batch
         self.result = result
         self.record_paths = record_paths
-        self._fields: list[tuple[str, str, Haystack | None]] | None = None
-        self._records: list[tuple[str, str]] | None = None
+        self._haystack: Haystack | None = None
+        self._paths: list[str] = []
+        self._decoded: Any = _UNREAD
+        self._exact: dict[str, str] | None = None
+        self._records: dict[str, str] | None = None
 
-    def fields(self) -> list[tuple[str, str, Haystack | None]]:
-        """Every text of the result: ``(JSON path, text, its haystack once built)``."""
-        fields = self._fields
-        if fields is None:
-            value = self.result.value
-            if value is None:
-                fields = [("$", self.result.text, None)]
-            else:
-                fields = [(path, text, None) for path, text in _leaves(value, "$")]
-            self._fields = fields
-        return fields
+    def _value(self) -> Any:
+        value = self._decoded
+        if value is _UNREAD:
+            value = self._decoded = self.result.value
+        return value
 
-    def haystack(self, index: int) -> Haystack:
-        """The haystack of field ``index`` (built once)."""
-        fields = self.fields()
-        path, text, haystack = fields[index]
-        if haystack is None:
-            haystack = Haystack(text, loose=True)
-            fields[index] = (path, text, haystack)
+    def _fields(self) -> Haystack:
+        value = self._value()
+        fields = [("$", self.result.text)] if value is None else list(_leaves(value, "$"))
+        self._paths = [path for path, _ in fields]
+        haystack = self._haystack = Haystack([text for _, text in fields])
         return haystack
 
-    def records(self) -> list[tuple[str, str]]:
-        """The declared record fields of the result: ``(JSON path, text)``."""
-        records = self._records
-        if records is None:
-            records = []
-            value = self.result.value if self.record_paths else None
-            if value is not None:
+    def record(self, value: str, wanted: tuple[str, ...]) -> str | None:
+        """The path of a declared record field equal to ``value`` (verbatim, or as one of
+        its skeletons ``wanted``)."""
+        exact = self._exact
+        if exact is None:
+            exact = self._exact = {}
+            if self.record_paths and (whole := self._value()) is not None:
                 for declared in self.record_paths:
                     steps = record_steps(declared)
-                    if steps is not None:
-                        records.extend(_at(value, steps, "$"))
-            self._records = records
-        return records
+                    for at, text in () if steps is None else _at(whole, steps, "$"):
+                        exact.setdefault(text.casefold(), at)
+        if not exact:
+            return None
+        verbatim = exact.get(value.casefold())
+        if verbatim is not None:
+            return verbatim
+        records = self._records
+        if records is None:
+            records = self._records = skeletons(exact)
+        for needle in wanted:
+            path = records.get(needle)
+            if path is not None:
+                return path
+        return None
+
+    def fragment(self, wanted: tuple[str, ...], dates: set[Date]) -> str | None:
+        """The path of a text of the result holding a value of ``wanted`` (or a date)."""
+        haystack = self._haystack or self._fields()
+        for needle in wanted:
+            index = haystack.find(needle)
+            if index >= 0:
+                return self._paths[index]
+        if dates:
+            for index, text in enumerate(haystack.texts):
+                if same_date(dates, dates_in(text)):
+                    return self._paths[index]
+        return None
 
 
 def _leaves(value: Any, path: str) -> Iterator[tuple[str, str]]:
@@ -101,22 +133,29 @@ def _leaves(value: Any, path: str) -> Iterator[tuple[str, str]]:
         yield path, str(value)
 
 
-def _at(value: Any, steps: tuple[str | None, ...], path: str) -> Iterator[tuple[str, str]]:
-    if not steps:
-        if isinstance(value, list | tuple):
-            for i, item in enumerate(value):  # a field holding a list of values
-                if isinstance(item, str | int) and not isinstance(item, bool):
-                    yield f"{path}[{i}]", str(item)
-        elif isinstance(value, str | int) and not isinstance(value, bool):
-            yield path, str(value)
-        return
-    step, rest = steps[0], steps[1:]
-    if step is None:
-        if isinstance(value, list | tuple):
-            for i, item in enumerate(value):
-                yield from _at(item, rest, f"{path}[{i}]")
-    elif isinstance(value, dict) and step in value:
-        yield from _at(value[step], rest, f"{path}.{step}")
+def _at(value: Any, steps: tuple[str | None, ...], path: str) -> list[tuple[str, str]]:
+    """The texts at a record path's places in ``value``: ``(JSON path, text)``."""
+    frontier = [(value, path)]
+    for step in steps:
+        following: list[tuple[Any, str]] = []
+        for node, at in frontier:
+            if step is None:
+                if isinstance(node, list | tuple):
+                    following.extend((item, f"{at}[{i}]") for i, item in enumerate(node))
+            elif isinstance(node, dict) and step in node:
+                following.append((node[step], f"{at}.{step}"))
+        frontier = following
+    found: list[tuple[str, str]] = []
+    for node, at in frontier:
+        if isinstance(node, list | tuple):  # a field holding a list of values
+            found.extend(
+                (f"{at}[{i}]", str(item))
+                for i, item in enumerate(node)
+                if isinstance(item, str | int) and not isinstance(item, bool)
+            )
+        elif isinstance(node, str | int) and not isinstance(node, bool):
+            found.append((at, str(node)))
+    return found
 
 
 class ProvenanceLedger:
@@ -135,11 +174,14 @@ class ProvenanceLedger:
         definition: Callable[[ToolExecution], ToolDefinition | None],
     ) -> None:
         self._definition = definition
-        self._trusted: list[Haystack] = []
+        self._trusted: list[str] = []
+        self._trusted_haystack: Haystack | None = None
         self._trusted_dates: set[Date] = set()
         self._own: dict[str, str] = {}
         self._seen: list[Seen] = []
         self._declared: dict[str, tuple[str, ...]] = {}
+        # answers of origin() since the ledger last changed: (value, kind, argument, batch)
+        self._answers: dict[tuple[str, Sink, str, int], tuple[object, ProvenanceFinding]] = {}
         on_result(self.observe)
 
     # -- what the host tells it ---------------------------------------------------------
@@ -154,7 +196,9 @@ class ProvenanceLedger:
         for text in texts:
             if not isinstance(text, str):
                 raise TypeError(f"trust() takes text (str), not {type(text).__name__}")
-            self._trusted.append(Haystack(text))
+            self._answers.clear()
+            self._trusted.append(text)
+            self._trusted_haystack = None
             self._trusted_dates |= dates_in(text)
 
     def own(self, *values: str) -> None:
@@ -167,7 +211,8 @@ class ProvenanceLedger:
         for value in values:
             if not isinstance(value, str):
                 raise TypeError(f"own() takes identifiers (str), not {type(value).__name__}")
-            for needle in needles(value, Sink.PARTY) + needles(value, Sink.URL):
+            self._answers.clear()
+            for needle in needles(value, Sink.PARTY):
                 self._own.setdefault(needle, value)
 
     def declare_records(self, tool: str, *paths: str) -> None:
@@ -180,6 +225,7 @@ class ProvenanceLedger:
         for path in paths:
             if not isinstance(path, str) or record_steps(path) is None:
                 raise ValueError(f"{path!r} is not a record path (like contacts[].email)")
+        self._answers.clear()
         self._declared[tool] = (*self._declared.get(tool, ()), *paths)
 
     # -- what the pipeline tells it -----------------------------------------------------
@@ -192,6 +238,7 @@ class ProvenanceLedger:
         extra = self._declared.get(execution.name)
         if extra:
             paths = (*paths, *extra)
+        self._answers.clear()
         self._seen.append(Seen(execution.name, execution.call_id, execution.signal, result, paths))
 
     def asks_for(self, words: Iterable[str]) -> bool:
@@ -199,7 +246,7 @@ class ProvenanceLedger:
         word: ``delete`` matches "Delete", "deleting")."""
         for word in words:
             pattern = re.compile(r"\b" + r"\s+".join(map(re.escape, word.casefold().split())))
-            if any(pattern.search(h.text.casefold()) for h in self._trusted):
+            if any(pattern.search(text.casefold()) for text in self._trusted):
                 return True
         return False
 
@@ -228,6 +275,18 @@ class ProvenanceLedger:
             argument: the argument's name, for the finding.
         """
         kind = sink_kind(kind)
+        batch = None if execution is None else execution.signal
+        key = (value, kind, argument, id(batch))
+        known = self._answers.get(key)
+        if known is not None and known[0] is batch:
+            return known[1]
+        finding = self._origin(value, kind, batch, argument)
+        if len(self._answers) > 4096:
+            self._answers.clear()
+        self._answers[key] = (batch, finding)
+        return finding
+
+    def _origin(self, value: str, kind: Sink, batch: object, argument: str) -> ProvenanceFinding:
         wanted = needles(value, kind)
         finding = ProvenanceFinding(argument, value, kind, Origin.UNSEEN)
         if not wanted:
@@ -236,28 +295,26 @@ class ProvenanceLedger:
         if own is not None:
             return ProvenanceFinding(argument, value, kind, Origin.OWN)
         dates = dates_in(value) if kind is Sink.DATE else set()
-        if any(h.find(n) for h in self._trusted for n in wanted) or (
+        trusted = self._trusted_haystack
+        if trusted is None:
+            trusted = self._trusted_haystack = Haystack(self._trusted)
+        if any(trusted.find(n) >= 0 for n in wanted) or (
             dates and same_date(dates, self._trusted_dates)
         ):
             return ProvenanceFinding(argument, value, kind, Origin.REQUEST)
-        batch = None if execution is None else execution.signal
         visible = [seen for seen in reversed(self._seen) if seen.batch is not batch]
-        wanted_set = set(wanted)
         for seen in visible:
-            for path, text in seen.records():
-                if wanted_set.intersection(needles(text, kind)):
-                    return ProvenanceFinding(
-                        argument, value, kind, Origin.RECORD, seen.tool, seen.call_id, path
-                    )
+            path = seen.record(value, wanted)
+            if path is not None:
+                return ProvenanceFinding(
+                    argument, value, kind, Origin.RECORD, seen.tool, seen.call_id, path
+                )
         for seen in visible:
-            for index, (path, text, _) in enumerate(seen.fields()):
-                haystack = seen.haystack(index)
-                if any(haystack.find(n) for n in wanted) or (
-                    dates and same_date(dates, dates_in(text))
-                ):
-                    return ProvenanceFinding(
-                        argument, value, kind, Origin.FRAGMENT, seen.tool, seen.call_id, path
-                    )
+            path = seen.fragment(wanted, dates)
+            if path is not None:
+                return ProvenanceFinding(
+                    argument, value, kind, Origin.FRAGMENT, seen.tool, seen.call_id, path
+                )
         return finding
 
     def explain(

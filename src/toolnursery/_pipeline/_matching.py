@@ -17,98 +17,135 @@ is simply not found: the caller treats it as unseen, never as trusted.
 
 from __future__ import annotations
 
+import bisect
+import functools
 import re
 import unicodedata
 from typing import Final
 
 from .._core._provenance import Sink
 
-__all__ = ["Date", "Haystack", "dates_in", "identifiers_in", "needles", "same_date", "skeleton"]
+__all__ = [
+    "Date",
+    "Haystack",
+    "dates_in",
+    "identifiers_in",
+    "needles",
+    "same_date",
+    "skeleton",
+    "skeletons",
+]
 
-_TOKEN: Final = re.compile(r"[^\W_]+")
-_FILLER: Final = frozenset({"at", "dot"})
-_URL_PREFIX: Final = frozenset({"http", "https", "hxxp", "hxxps", "www", "mailto"})
-_PHONE_VALUE: Final = re.compile(r"\A\s*(?:\+|00)?[\d\s().-]+\Z")
+_NON_WORD: Final = re.compile(r"[\W_]+")
+_URL_HEAD: Final = re.compile(r"(?:(?:https?|hxxps?|mailto)\b[\W_]*)?(?:www[\W_]+)?")
 
 
-def _tokens(text: str) -> list[str]:
-    return _TOKEN.findall(unicodedata.normalize("NFKC", text).casefold())
+def _normal(text: str) -> str:
+    return (text if text.isascii() else unicodedata.normalize("NFKC", text)).casefold()
 
 
 def skeleton(text: str) -> str:
     """``text``'s tokens joined: the form two spellings of one identifier share."""
-    return "".join(_tokens(text))
+    return _NON_WORD.sub("", _normal(text))
 
 
 def needles(value: str, kind: Sink) -> tuple[str, ...]:
-    """The skeletons that stand for ``value`` when looking for it (``()``: nothing to find)."""
-    tokens = _tokens(value)
-    if kind is Sink.URL or (tokens and tokens[0] in _URL_PREFIX):
-        while tokens and tokens[0] in _URL_PREFIX:
-            tokens = tokens[1:]
-    joined = "".join(tokens)
+    """The skeletons that stand for ``value`` when looking for it (``()``: nothing to find).
+
+    Links (and any value written with a scheme or a leading ``www``) drop those; a phone
+    number also stands for its last ten digits (the number without a country code).
+    """
+    text = _normal(value).strip()
+    head = _URL_HEAD.match(text)
+    if head is not None and head.end() < len(text):
+        text = text[head.end() :]
+    joined = _NON_WORD.sub("", text)
     if not joined:
         return ()
-    found = [joined]
-    digits = re.sub(r"\D", "", value)
-    if 7 <= len(digits) <= 15 and _PHONE_VALUE.match(value):
-        # a phone number: its digits, and its last ten (without a country code)
-        found.append(digits)
-        if len(digits) > 10:
-            found.append(digits[-10:])
-    return tuple(dict.fromkeys(found))
+    if 10 < len(joined) <= 15 and joined.isdigit():
+        return (joined, joined[-10:])
+    return (joined,)
+
+
+def skeletons(texts: dict[str, str]) -> dict[str, str]:
+    """``{needle: path}`` for texts given as ``{text: path}``: each text's needles
+    (:func:`needles`), in bulk."""
+    found: dict[str, str] = {}
+    plain: list[str] = []
+    paths: list[str] = []
+    for text, path in texts.items():
+        if text.isascii() and not _URL_HEAD.match(text).end():  # type: ignore[union-attr]
+            plain.append(text)
+            paths.append(path)
+        else:
+            for needle in needles(text, Sink.PARTY):
+                found.setdefault(needle, path)
+    joined = _NON_WORD_KEPT.sub("", _APART.join(t.replace(_APART, " ") for t in plain).casefold())
+    for needle, path in zip(joined.split(_APART), paths, strict=True):
+        if needle:
+            found.setdefault(needle, path)
+            if 10 < len(needle) <= 15 and needle.isdigit():
+                found.setdefault(needle[-10:], path)
+    return found
 
 
 class Haystack:
-    """A text prepared for :meth:`find`: its token skeleton and the token boundaries."""
+    """Texts prepared for :meth:`find`: normalized once, searched as one string.
 
-    __slots__ = ("_readings", "text")
+    A value is found when its skeleton's characters appear in order with nothing but
+    separators (characters that are not letters or digits, or the words ``at`` and
+    ``dot``) between them, starting and ending at a token boundary: exactly a run of
+    whole tokens. The texts are kept apart (a run never joins the end of one text to the
+    start of the next), and :meth:`find` says which text holds a value.
+    """
 
-    def __init__(self, text: str, *, loose: bool = False) -> None:
-        self.text = text
-        tokens = _tokens(text)
-        readings = [_reading(tokens)]
-        if any(t in _FILLER for t in tokens):
-            readings.append(_reading([t for t in tokens if t not in _FILLER]))
-        if loose:
-            digits = [t for t in tokens if t.isdigit()]
-            if len(digits) > 1:
-                readings.append(_reading(digits))  # digits split by words or letters
-        self._readings = readings
+    __slots__ = ("_joined", "_offsets", "texts")
 
-    def find(self, needle: str) -> bool:
-        """Whether ``needle`` (a skeleton) is a run of whole tokens of the text."""
-        for joined, starts, ends in self._readings:
-            position = joined.find(needle)
-            while position >= 0:
-                if position in starts and position + len(needle) in ends:
-                    return True
-                position = joined.find(needle, position + 1)
-        return False
+    def __init__(self, texts: str | list[str]) -> None:
+        self.texts = [texts] if isinstance(texts, str) else texts
+        offsets: list[int] = []
+        position = 0
+        parts: list[str] = []
+        for text in self.texts:
+            normal = _normal(text).replace(_APART, " ")
+            offsets.append(position)
+            parts.append(normal)
+            position += len(normal) + 1
+        self._joined = _APART.join(parts)
+        self._offsets = offsets
+
+    def find(self, needle: str) -> int:
+        """The index of the first text in which ``needle`` (a skeleton) is a run of whole
+        tokens; ``-1`` when none is."""
+        match = _pattern(needle).search(self._joined)
+        if match is None:
+            return -1
+        return bisect.bisect_right(self._offsets, match.start()) - 1
 
 
-def _reading(tokens: list[str]) -> tuple[str, frozenset[int], frozenset[int]]:
-    starts: list[int] = []
-    ends: list[int] = []
-    position = 0
-    for token in tokens:
-        starts.append(position)
-        position += len(token)
-        ends.append(position)
-    return "".join(tokens), frozenset(starts), frozenset(ends)
+_APART: Final = "\x00"  # between texts: no separator may cross it
+_NON_WORD_KEPT: Final = re.compile(r"(?:(?!\x00)[\W_])+")
+_GAP: Final = r"(?:(?!\x00)[\W_]|(?<![^\W_])(?:at|dot)(?![^\W_]))*"
+
+
+@functools.lru_cache(maxsize=4096)
+def _pattern(needle: str) -> re.Pattern[str]:
+    body = _GAP.join(re.escape(c) for c in needle)
+    return re.compile(r"(?<![^\W_])" + body + r"(?![^\W_])")
 
 
 # -- identifiers inside a body of text -------------------------------------------------
 
-_EMAIL: Final = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-_URL: Final = re.compile(
-    r"(?:(?:https?|hxxps?)://|www\.)[^\s<>\"')\]]+"
-    r"|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:com|org|net|io|co|ai|app|dev|info|biz|xyz|me|us|uk|de"
-    r"|fr|eu|ru|cn|ly|gl|to|sh|site|online|shop|link|click)\b(?:/[^\s<>\"')\]]*)?",
+_EMAIL: Final = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_LINK: Final = re.compile(r"(?:(?:https?|hxxps?)://|www\.)[^\s<>\"')\]]+", re.IGNORECASE)
+_DOMAIN: Final = re.compile(
+    r"(?<![\w.-])(?:[a-z0-9-]+\.)+(?:com|org|net|io|co|ai|app|dev|info|biz|xyz|me|us|uk|de"
+    r"|fr|eu|ru|cn|ly|gl|to|sh|site|online|shop|link|click|win)\b(?:/[^\s<>\"')\]]*)?",
     re.IGNORECASE,
 )
 _IBAN: Final = re.compile(r"\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){10,30}\b")
 _PHONE: Final = re.compile(r"(?<![\w+])\+?\d[\d ().-]{6,}\d\b")
+_NO_DIGITS: Final = str.maketrans("", "", "0123456789")
 
 
 def identifiers_in(text: str) -> list[tuple[str, Sink]]:
@@ -116,20 +153,34 @@ def identifiers_in(text: str) -> list[tuple[str, Sink]]:
     (as parties), links (as URLs), in order of appearance."""
     found: list[tuple[int, str, Sink]] = []
     taken: list[tuple[int, int]] = []
-    for pattern, kind in ((_EMAIL, Sink.PARTY), (_URL, Sink.URL), (_IBAN, Sink.PARTY)):
-        for match in pattern.finditer(text):
-            span = match.span()
-            if any(a < span[1] and span[0] < b for a, b in taken):
-                continue
-            taken.append(span)
-            found.append((span[0], match.group().rstrip(".,;:!?"), kind))
-    for match in _PHONE.finditer(text):
-        span = match.span()
-        if any(a < span[1] and span[0] < b for a, b in taken):
+    position = 0
+    for word in text.split():
+        start = text.find(word, position)
+        position = start + len(word)
+        if "@" not in word and "." not in word:
             continue
-        if sum(c.isdigit() for c in match.group()) >= 7 and not _is_date(match.group()):
-            taken.append(span)
-            found.append((span[0], match.group(), Sink.PARTY))
+        if "@" in word:
+            match: re.Match[str] | None = _EMAIL.search(word)
+            kind = Sink.PARTY
+        else:
+            match = _LINK.match(word) or _DOMAIN.search(word)
+            kind = Sink.URL
+        if match is not None:
+            value = match.group().rstrip(".,;:!?")
+            begin = start + match.start()
+            taken.append((begin, begin + len(value)))
+            found.append((begin, value, kind))
+    if len(text) - len(text.translate(_NO_DIGITS)) >= 7:
+        for pattern in (_IBAN, _PHONE):
+            for number in pattern.finditer(text):
+                span = number.span()
+                if any(a < span[1] and span[0] < b for a, b in taken):
+                    continue
+                digits = sum(c.isdigit() for c in number.group())
+                if pattern is _PHONE and (digits < 7 or _is_date(number.group())):
+                    continue
+                taken.append(span)
+                found.append((span[0], number.group(), Sink.PARTY))
     found.sort()
     return [(value, kind) for _, value, kind in found]
 

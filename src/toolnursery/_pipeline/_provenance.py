@@ -130,14 +130,19 @@ def install_provenance_guard(
     words = {tool: tuple(w.casefold() for w in given) for tool, given in (intents or {}).items()}
     registry = scope.registry
 
+    cache: dict[int, tuple[object, Mapping[str, tuple[Sink, ...]]]] = {}
+
     def sinks_for(execution: ToolExecution) -> Mapping[str, tuple[Sink, ...]]:
-        declared = sinks_of(registry.get(execution.name, execution.agent))
-        added = extra.get(execution.name)
-        if not added:
-            return declared
-        merged = dict(declared)
-        for argument, kinds in added.items():
+        definition = registry.get(execution.name, execution.agent)
+        known = cache.get(id(definition))
+        if known is not None and known[0] is definition:
+            return known[1]
+        merged = dict(sinks_of(definition))
+        for argument, kinds in extra.get(execution.name, {}).items():
             merged[argument] = (*merged.get(argument, ()), *kinds)
+        if len(cache) > 256:
+            cache.clear()
+        cache[id(definition)] = (definition, merged)
         return merged
 
     async def provenance_guard(

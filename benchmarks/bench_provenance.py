@@ -1,0 +1,146 @@
+"""The provenance guard's cost: one batch of an agent run with the guard on, against the
+same batch without it.
+
+Each round builds one agent run: a scope whose history is three earlier turns (a contact
+list, an inbox of emails with bodies, a web page, a transaction list: what a ledger holds
+mid-run), then times one batch of ``--calls`` calls — half reads, half outbound calls
+whose sink arguments the guard checks (a recipient from the contacts, a body with a link
+and an address inside) — on the CPU clock. The bodies await (``trio.sleep(0)``), as real
+bodies do. Rounds alternate guarded and bare runs (order flipping each round), and the
+headline is the ratio of the medians; the goal is at most 1.3x.
+
+Usage: ``python benchmarks/bench_provenance.py [--rounds N] [--calls N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from typing import Annotated, Any
+
+import trio
+
+from toolnursery import (
+    Sink,
+    ToolCall,
+    ToolRegistry,
+    install_provenance_guard,
+    run_tool_calls,
+    tool,
+)
+
+CONTACTS = [{"name": f"Person {i}", "email": f"person{i}@corp.example"} for i in range(40)]
+INBOX = [
+    {
+        "id": f"e{i}",
+        "from": f"sender{i}@mail.example",
+        "subject": f"Subject {i}",
+        "body": f"Hello, this is message {i}. Meeting notes are at https://wiki.example/notes/{i}; "
+        f"call +44 20 7946 {i:04d} or write to desk{i}@help.example. " * 3,
+    }
+    for i in range(20)
+]
+PAGE = "Some article text about tools and agents. " * 60
+TRANSACTIONS = [
+    {"id": f"t{i}", "recipient": f"GB{i:02d}BARC1020153009{i:04d}", "amount": i, "subject": f"x{i}"}
+    for i in range(30)
+]
+
+
+@tool(records=("[].email",), is_concurrency_safe=lambda a: True)
+async def contacts() -> list[dict[str, str]]:
+    """The address book."""
+    await trio.sleep(0)
+    return CONTACTS
+
+
+@tool(is_concurrency_safe=lambda a: True)
+async def inbox() -> list[dict[str, str]]:
+    """The inbox."""
+    await trio.sleep(0)
+    return INBOX
+
+
+@tool(is_concurrency_safe=lambda a: True)
+async def web(url: Annotated[str, Sink.URL]) -> str:
+    """A web page."""
+    await trio.sleep(0)
+    return PAGE
+
+
+@tool(records=("[].recipient",), is_concurrency_safe=lambda a: True)
+async def transactions() -> list[dict[str, Any]]:
+    """Transactions."""
+    await trio.sleep(0)
+    return TRANSACTIONS
+
+
+@tool(is_concurrency_safe=lambda a: True)
+async def send(to: Annotated[str, Sink.PARTY], body: Annotated[str, Sink.CONTENT]) -> str:
+    """Send a message."""
+    await trio.sleep(0)
+    return "sent"
+
+
+REQUEST = "Read my inbox and the notes at https://wiki.example/notes/3, then tell people."
+
+
+def history() -> list[list[ToolCall]]:
+    return [
+        [ToolCall("h1", "contacts", {}), ToolCall("h2", "inbox", {})],
+        [ToolCall("h3", "web", {"url": "https://wiki.example/notes/3"})],
+        [ToolCall("h4", "transactions", {})],
+    ]
+
+
+def batch(calls: int) -> list[ToolCall]:
+    made = []
+    for i in range(calls):
+        if i % 2:
+            body = f"Summary {i}: see https://wiki.example/notes/3 and ask person{i}@corp.example."
+            made.append(ToolCall(f"b{i}", "send", {"to": f"person{i}@corp.example", "body": body}))
+        else:
+            made.append(ToolCall(f"b{i}", ("inbox", "contacts", "transactions")[i % 3], {}))
+    return made
+
+
+async def one_round(guarded: bool, calls: int) -> float:
+    registry = ToolRegistry()
+    for definition in (contacts, inbox, web, transactions, send):
+        registry.register(definition)
+    scope = registry.scope()
+    if guarded:
+        install_provenance_guard(scope, request=REQUEST, unattended=True)
+    start = time.process_time()
+    for turn in history():
+        await run_tool_calls(registry, turn, agent=scope)
+    results = await run_tool_calls(registry, batch(calls), agent=scope)
+    elapsed = time.process_time() - start
+    assert not any(r.is_error for r in results), [r.text for r in results if r.is_error]
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--calls", type=int, default=10)
+    options = parser.parse_args()
+    bare: list[float] = []
+    guarded: list[float] = []
+    for _ in range(3):  # warm the caches of both paths
+        trio.run(one_round, True, options.calls)
+        trio.run(one_round, False, options.calls)
+    for r in range(options.rounds):
+        for on in (True, False) if r % 2 else (False, True):
+            (guarded if on else bare).append(trio.run(one_round, on, options.calls))
+    base, on = statistics.median(bare), statistics.median(guarded)
+    print(f"batch of {options.calls} calls, {options.rounds} rounds each, CPU clock, interleaved")
+    print(f"{'row':<22}{'ms/batch':>10}{'x bare':>9}")
+    print(f"{'bare':<22}{base * 1e3:>10.3f}{1.0:>9.2f}")
+    print(f"{'provenance guard':<22}{on * 1e3:>10.3f}{on / base:>9.2f}")
+    print(f"goal: at most 1.30x -> {'met' if on / base <= 1.3 else 'MISSED'}")
+
+
+if __name__ == "__main__":
+    main()
