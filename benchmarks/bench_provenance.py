@@ -1,15 +1,18 @@
-"""The provenance guard's cost: one batch of an agent run with the guard on, against the
-same batch without it.
+"""The provenance guard's cost: the batches of an agent run with the guard on, against
+the same batches without it.
 
-Each round builds one agent run: a scope whose history is three earlier turns (a contact
-list, an inbox of emails with bodies, a web page, a transaction list: what a ledger holds
-mid-run), then times one batch of ``--calls`` calls — half reads, half outbound calls
-whose sink arguments the guard checks (a recipient from the contacts, a body with a link
-and an address inside) — on the CPU clock. The bodies await (``trio.sleep(0)``), as real
-bodies do. Rounds alternate guarded and bare runs (order flipping each round), and the
-headline is the ratio of the medians; the goal is at most 1.3x.
+Each round is one agent run, timed whole on the CPU clock: three turns that fill the
+ledger (a contact list, an inbox of emails with bodies, a web page, a transaction list),
+then one batch of ``--calls`` calls — half reads, half outbound calls whose sink
+arguments the guard checks (a recipient from the contacts, a body with a link and an
+address inside). Timing the whole run counts each result's indexing once, where it
+happens in a real run (the first check after it commits). The bodies await
+(``trio.sleep(0)``), as real bodies do, and do nothing else: the ratio is the guard's
+share of the pipeline's own CPU, the worst case. Rounds alternate guarded and bare runs
+(order flipping each round); the headline is the ratio of the medians; the goal is at
+most 1.3x.
 
-Usage: ``python benchmarks/bench_provenance.py [--rounds N] [--calls N]``.
+Usage: ``python benchmarks/bench_provenance.py [--rounds N] [--calls N] [--quick]``.
 """
 
 from __future__ import annotations
@@ -125,7 +128,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--calls", type=int, default=10)
+    parser.add_argument("--quick", action="store_true", help="4 rounds")
     options = parser.parse_args()
+    if options.quick:
+        options.rounds = 4
     bare: list[float] = []
     guarded: list[float] = []
     for _ in range(3):  # warm the caches of both paths
@@ -135,8 +141,11 @@ def main() -> None:
         for on in (True, False) if r % 2 else (False, True):
             (guarded if on else bare).append(trio.run(one_round, on, options.calls))
     base, on = statistics.median(bare), statistics.median(guarded)
-    print(f"batch of {options.calls} calls, {options.rounds} rounds each, CPU clock, interleaved")
-    print(f"{'row':<22}{'ms/batch':>10}{'x bare':>9}")
+    print(
+        f"agent run: 3 turns + a batch of {options.calls} calls, {options.rounds} rounds each, "
+        "CPU clock, interleaved"
+    )
+    print(f"{'row':<22}{'ms/run':>10}{'x bare':>9}")
     print(f"{'bare':<22}{base * 1e3:>10.3f}{1.0:>9.2f}")
     print(f"{'provenance guard':<22}{on * 1e3:>10.3f}{on / base:>9.2f}")
     print(f"goal: at most 1.30x -> {'met' if on / base <= 1.3 else 'MISSED'}")
