@@ -10,7 +10,8 @@ happens in a real run (the first check after it commits). The bodies await
 (``trio.sleep(0)``), as real bodies do, and do nothing else: the ratio is the guard's
 share of the pipeline's own CPU, the worst case. Rounds alternate guarded and bare runs
 (order flipping each round); the headline is the ratio of the medians; the goal is at
-most 1.3x.
+most 1.3x. A middle row registers a pass-through pre-execute listener and observer (what
+any policy of that shape costs, before it checks anything).
 
 Usage: ``python benchmarks/bench_provenance.py [--rounds N] [--calls N] [--quick]``.
 """
@@ -24,6 +25,7 @@ from typing import Annotated, Any
 
 import trio
 
+from passthrough import observe, pre
 from toolnursery import (
     Sink,
     ToolCall,
@@ -108,13 +110,16 @@ def batch(calls: int) -> list[ToolCall]:
     return made
 
 
-async def one_round(guarded: bool, calls: int) -> float:
+async def one_round(mode: str, calls: int) -> float:
     registry = ToolRegistry()
     for definition in (contacts, inbox, web, transactions, send):
         registry.register(definition)
     scope = registry.scope()
-    if guarded:
+    if mode == "guard":
         install_provenance_guard(scope, request=REQUEST, unattended=True)
+    elif mode == "hooks":  # what any policy of one listener and one observer costs
+        scope.on_pre_execute(pre)
+        scope.on_result(observe)
     start = time.process_time()
     for turn in history():
         await run_tool_calls(registry, turn, agent=scope)
@@ -132,21 +137,24 @@ def main() -> None:
     options = parser.parse_args()
     if options.quick:
         options.rounds = 4
-    bare: list[float] = []
-    guarded: list[float] = []
-    for _ in range(3):  # warm the caches of both paths
-        trio.run(one_round, True, options.calls)
-        trio.run(one_round, False, options.calls)
+    modes = ("bare", "hooks", "guard")
+    times: dict[str, list[float]] = {mode: [] for mode in modes}
+    for _ in range(3):  # warm the caches of every path
+        for mode in modes:
+            trio.run(one_round, mode, options.calls)
     for r in range(options.rounds):
-        for on in (True, False) if r % 2 else (False, True):
-            (guarded if on else bare).append(trio.run(one_round, on, options.calls))
-    base, on = statistics.median(bare), statistics.median(guarded)
+        for mode in modes if r % 2 else modes[::-1]:
+            times[mode].append(trio.run(one_round, mode, options.calls))
+    base = statistics.median(times["bare"])
+    hooks = statistics.median(times["hooks"])
+    on = statistics.median(times["guard"])
     print(
         f"agent run: 3 turns + a batch of {options.calls} calls, {options.rounds} rounds each, "
         "CPU clock, interleaved"
     )
     print(f"{'row':<22}{'ms/run':>10}{'x bare':>9}")
     print(f"{'bare':<22}{base * 1e3:>10.3f}{1.0:>9.2f}")
+    print(f"{'pass-through hooks':<22}{hooks * 1e3:>10.3f}{hooks / base:>9.2f}")
     print(f"{'provenance guard':<22}{on * 1e3:>10.3f}{on / base:>9.2f}")
     print(f"goal: at most 1.30x -> {'met' if on / base <= 1.3 else 'MISSED'}")
 

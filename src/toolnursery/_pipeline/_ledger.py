@@ -81,9 +81,8 @@ class Seen:
         haystack = self._haystack = Haystack([text for _, text in fields])
         return haystack
 
-    def record(self, value: str, wanted: tuple[str, ...]) -> str | None:
-        """The path of a declared record field equal to ``value`` (verbatim, or as one of
-        its skeletons ``wanted``)."""
+    def verbatim(self, value: str) -> str | None:
+        """The path of a declared record field whose text is ``value`` (ignoring case)."""
         exact = self._exact
         if exact is None:
             exact = self._exact = {}
@@ -92,11 +91,13 @@ class Seen:
                     steps = record_steps(declared)
                     for at, text in () if steps is None else _at(whole, steps, "$"):
                         exact.setdefault(text.casefold(), at)
+        return exact.get(value.casefold()) if exact else None
+
+    def record(self, wanted: tuple[str, ...]) -> str | None:
+        """The path of a declared record field equal to a value of ``wanted`` (skeletons)."""
+        exact = self._exact
         if not exact:
             return None
-        verbatim = exact.get(value.casefold())
-        if verbatim is not None:
-            return verbatim
         records = self._records
         if records is None:
             records = self._records = skeletons(exact)
@@ -303,8 +304,14 @@ class ProvenanceLedger:
         ):
             return ProvenanceFinding(argument, value, kind, Origin.REQUEST)
         visible = [seen for seen in reversed(self._seen) if seen.batch is not batch]
+        for seen in visible:  # a copy of a record field, verbatim: the usual case, and cheap
+            path = seen.verbatim(value)
+            if path is not None:
+                return ProvenanceFinding(
+                    argument, value, kind, Origin.RECORD, seen.tool, seen.call_id, path
+                )
         for seen in visible:
-            path = seen.record(value, wanted)
+            path = seen.record(wanted)
             if path is not None:
                 return ProvenanceFinding(
                     argument, value, kind, Origin.RECORD, seen.tool, seen.call_id, path
