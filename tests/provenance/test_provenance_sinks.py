@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import msgspec
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from toolnursery import (
+    Ask,
+    Origin,
+    PreToolDecision,
+    ProvenanceFinding,
     RegistrationError,
     SchemaProp,
     Sink,
@@ -103,8 +110,6 @@ def test_unknown_kinds_and_bad_paths_are_refused_at_registration(
     definition = ToolDefinition(
         "send", "Send.", {"type": "object", "properties": {"to": {"type": "string"}}}, _body
     )
-    import msgspec
-
     with pytest.raises(RegistrationError, match=message):
         ToolRegistry().register(msgspec.structs.replace(definition, **options))
 
@@ -118,3 +123,26 @@ def test_an_unknown_kind_in_annotated_metadata_is_refused() -> None:
         def send(to: Annotated[str, "party", object()]) -> str:
             """Send."""
             return "ok"
+
+
+findings = st.builds(
+    ProvenanceFinding,
+    argument=st.text(max_size=8),
+    value=st.text(max_size=20),
+    kind=st.sampled_from(list(Sink)),
+    origin=st.sampled_from(list(Origin)),
+    source_tool=st.none() | st.text(max_size=8),
+    source_call=st.none() | st.text(max_size=8),
+    source_path=st.none() | st.text(max_size=8),
+    reason=st.none() | st.text(max_size=20),
+)
+
+
+@given(st.none() | st.text(max_size=20), st.lists(findings, max_size=3))
+def test_an_ask_with_findings_round_trips_as_json(reason: str | None, found: list[Any]) -> None:
+    ask = Ask(reason, provenance=found)
+    assert ask.provenance == tuple(found)
+    decoded = msgspec.json.decode(msgspec.json.encode(ask), type=PreToolDecision)
+    assert decoded == ask
+    if not found:
+        assert b"provenance" not in msgspec.json.encode(ask)  # as before: omitted
