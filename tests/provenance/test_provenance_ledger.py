@@ -87,15 +87,19 @@ async def test_each_origin_with_its_source_call_and_path() -> None:
         call("s4", "send", to="evil@attacker.com"),
         call("s5", "send", to="mallory@attacker.com"),
         call("s6", "send", to="zed@nowhere.net"),
+        call("s7", "send", to="alice@co-rp.com"),  # a lookalike of a record: same letters
+        call("s8", "send", to="bob@h.omeorg"),  # ... of the request
     ]
     await run_tool_calls(registry, sends, agent=scope)
     found = {call_id: findings[0] for call_id, findings in seen}
-    assert [found[c].origin for c in ("s1", "s2", "s3", "s4", "s5", "s6")] == [
+    assert [found[c].origin for c in ("s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8")] == [
         Origin.REQUEST,
         Origin.OWN,
         Origin.RECORD,
         Origin.FRAGMENT,
         Origin.FRAGMENT,  # a value on a line of its own is still text inside a page
+        Origin.UNSEEN,
+        Origin.FRAGMENT,  # its letters are in the contact list, the address is not
         Origin.UNSEEN,
     ]
     assert (found["s3"].source_tool, found["s3"].source_call, found["s3"].source_path) == (

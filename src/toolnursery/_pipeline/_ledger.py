@@ -26,7 +26,16 @@ from .._core._execution import ToolExecution
 from .._core._provenance import Origin, ProvenanceFinding, Sink, record_steps, sink_kind
 from .._tools._definition import ToolDefinition
 from .._tools._sinks import sinks_of
-from ._matching import Date, Haystack, dates_in, identifiers_in, needles, same_date, skeletons
+from ._matching import (
+    Date,
+    Haystack,
+    dates_in,
+    identifiers_in,
+    needles,
+    same_date,
+    same_identifier,
+    skeletons,
+)
 
 __all__ = ["ProvenanceLedger", "Seen"]
 
@@ -93,8 +102,9 @@ class Seen:
                         exact.setdefault(text.casefold(), at)
         return exact.get(value.casefold()) if exact else None
 
-    def record(self, wanted: tuple[str, ...]) -> str | None:
-        """The path of a declared record field equal to a value of ``wanted`` (skeletons)."""
+    def record(self, value: str, wanted: tuple[str, ...]) -> str | None:
+        """The path of a declared record field that writes the identifier ``value`` is
+        (found by its skeletons ``wanted``, equal by :func:`same_identifier`)."""
         exact = self._exact
         if not exact:
             return None
@@ -102,9 +112,9 @@ class Seen:
         if records is None:
             records = self._records = skeletons(exact)
         for needle in wanted:
-            path = records.get(needle)
-            if path is not None:
-                return path
+            text = records.get(needle)
+            if text is not None and same_identifier(value, text):
+                return exact[text]
         return None
 
     def fragment(self, wanted: tuple[str, ...], dates: set[Date]) -> str | None:
@@ -293,13 +303,13 @@ class ProvenanceLedger:
         if not wanted:
             return finding
         own = next((self._own[n] for n in wanted if n in self._own), None)
-        if own is not None:
+        if own is not None and same_identifier(value, own):
             return ProvenanceFinding(argument, value, kind, Origin.OWN)
         dates = dates_in(value) if kind is Sink.DATE else set()
         trusted = self._trusted_haystack
         if trusted is None:
             trusted = self._trusted_haystack = Haystack(self._trusted)
-        if any(trusted.find(n) >= 0 for n in wanted) or (
+        if any(same_identifier(value, span) for n in wanted for span in trusted.spans(n)) or (
             dates and same_date(dates, self._trusted_dates)
         ):
             return ProvenanceFinding(argument, value, kind, Origin.REQUEST)
@@ -311,7 +321,7 @@ class ProvenanceLedger:
                     argument, value, kind, Origin.RECORD, seen.tool, seen.call_id, path
                 )
         for seen in visible:
-            path = seen.record(wanted)
+            path = seen.record(value, wanted)
             if path is not None:
                 return ProvenanceFinding(
                     argument, value, kind, Origin.RECORD, seen.tool, seen.call_id, path

@@ -21,6 +21,7 @@ import bisect
 import functools
 import re
 import unicodedata
+from collections.abc import Iterable, Iterator
 from typing import Final
 
 from .._core._provenance import Sink
@@ -32,8 +33,10 @@ __all__ = [
     "identifiers_in",
     "needles",
     "same_date",
+    "same_identifier",
     "skeleton",
     "skeletons",
+    "strict",
 ]
 
 _NON_WORD: Final = re.compile(r"[\W_]+")
@@ -67,26 +70,56 @@ def needles(value: str, kind: Sink) -> tuple[str, ...]:
     return (joined,)
 
 
-def skeletons(texts: dict[str, str]) -> dict[str, str]:
-    """``{needle: path}`` for texts given as ``{text: path}``: each text's needles
-    (:func:`needles`), in bulk."""
+def skeletons(texts: Iterable[str]) -> dict[str, str]:
+    """``{needle: text}`` for ``texts``: each text's needles (:func:`needles`), in bulk."""
     found: dict[str, str] = {}
     plain: list[str] = []
-    paths: list[str] = []
-    for text, path in texts.items():
+    for text in texts:
         if text.isascii() and not _URL_HEAD.match(text).end():  # type: ignore[union-attr]
             plain.append(text)
-            paths.append(path)
         else:
             for needle in needles(text, Sink.PARTY):
-                found.setdefault(needle, path)
+                found.setdefault(needle, text)
     joined = _NON_WORD_KEPT.sub("", _APART.join(t.replace(_APART, " ") for t in plain).casefold())
-    for needle, path in zip(joined.split(_APART), paths, strict=True):
+    for needle, text in zip(joined.split(_APART), plain, strict=True):
         if needle:
-            found.setdefault(needle, path)
+            found.setdefault(needle, text)
             if 10 < len(needle) <= 15 and needle.isdigit():
-                found.setdefault(needle[-10:], path)
+                found.setdefault(needle[-10:], text)
     return found
+
+
+_ADDRESS: Final = re.compile(r"@|://|\Awww\.|\.[a-z]{2,}(?:/|\Z)|[\[(]\s*(?:at|dot)\s*[\])]")
+_SAID_AT: Final = re.compile(r"\s*[\[({<]\s*at\s*[\])}>]\s*|\s+at\s+")
+_SAID_DOT: Final = re.compile(r"\s*[\[({<]\s*dot\s*[\])}>]\s*|\s+dot\s+")
+_NOT_ADDRESS: Final = re.compile(r"[^\w@.+\-/:?=&#%~]+")
+
+
+def strict(value: str) -> str:
+    """The form in which two spellings of one identifier are *equal*, for trusting it.
+
+    Emails and links keep their punctuation (``alice@blue-bird.io`` is not
+    ``alice@bluebird.io``) but drop spaces, a scheme, a leading ``www``, a trailing
+    slash, and read ``[at]``/``[dot]`` as ``@``/``.``; anything else (account and phone
+    numbers, names) is its skeleton.
+    """
+    text = _normal(value).strip()
+    if not _ADDRESS.search(text):
+        return _NON_WORD.sub("", text)
+    text = _NOT_ADDRESS.sub("", _SAID_DOT.sub(".", _SAID_AT.sub("@", text)))
+    head = _URL_HEAD.match(text)
+    if head is not None and head.end() < len(text):
+        text = text[head.end() :]
+    return text.rstrip("/.")
+
+
+def same_identifier(value: str, seen: str) -> bool:
+    """Whether ``seen`` writes the identifier ``value`` is, by :func:`strict` forms (a
+    phone number with and without its country code counts as one)."""
+    a, b = strict(value), strict(seen)
+    if a == b:
+        return bool(a)
+    return a.isdigit() and b.isdigit() and min(len(a), len(b)) >= 10 and a[-10:] == b[-10:]
 
 
 class Haystack:
@@ -113,6 +146,11 @@ class Haystack:
             position += len(normal) + 1
         self._joined = _APART.join(parts)
         self._offsets = offsets
+
+    def spans(self, needle: str) -> Iterator[str]:
+        """Each place ``needle`` (a skeleton) is a run of whole tokens, as written there."""
+        for match in _pattern(needle).finditer(self._joined):
+            yield match.group()
 
     def find(self, needle: str) -> int:
         """The index of the first text in which ``needle`` (a skeleton) is a run of whole
