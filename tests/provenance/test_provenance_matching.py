@@ -8,7 +8,13 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from toolnursery import Sink
-from toolnursery._pipeline._matching import Haystack, dates_in, identifiers_in, needles
+from toolnursery._pipeline._matching import (
+    Haystack,
+    dates_in,
+    identifiers_in,
+    needles,
+    same_identifier,
+)
 
 
 def found(value: str, text: str, kind: Sink = Sink.PARTY) -> bool:
@@ -77,3 +83,15 @@ def test_a_word_is_not_found_inside_a_longer_word(word: str, tail: str) -> None:
     assume(word not in {"the", "here", "www", "http", "https", "hxxp", "hxxps", "mailto"})
     assert not found(word, f"the {word}{tail} here")
     assert found(word, f"the {word} here")
+
+
+def test_trusting_needs_the_same_identifier_not_the_same_letters() -> None:
+    assert same_identifier("Alice@Bluebird.io", "alice@bluebird.io")
+    assert same_identifier("alice@bluebird.io", "alice [at] bluebird [dot] io")
+    assert same_identifier("https://www.wiki.example/notes/", "wiki.example/notes")
+    assert same_identifier("DE89370400440532013000", "DE89 3704 0044 0532 0130 00")
+    assert same_identifier("+44 20 7946 0011", "020 7946 0011")
+    assert not same_identifier("alice@blue-bird.io", "alice@bluebird.io")
+    assert not same_identifier("bob@h.omeorg", "bob@home.org")
+    assert not same_identifier("evil.com/pay", "evil.com/p/ay")
+    assert not same_identifier("", "")
