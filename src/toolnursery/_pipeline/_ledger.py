@@ -146,27 +146,38 @@ def _leaves(value: Any, path: str) -> Iterator[tuple[str, str]]:
 
 def _at(value: Any, steps: tuple[str | None, ...], path: str) -> list[tuple[str, str]]:
     """The texts at a record path's places in ``value``: ``(JSON path, text)``."""
-    frontier = [(value, path)]
+    frontier: list[tuple[Any, str]] = [(value, path)]
     for step in steps:
         following: list[tuple[Any, str]] = []
         for node, at in frontier:
+            kind = type(node)
             if step is None:
-                if isinstance(node, list | tuple):
-                    following.extend((item, f"{at}[{i}]") for i, item in enumerate(node))
-            elif isinstance(node, dict) and step in node:
-                following.append((node[step], f"{at}.{step}"))
+                if kind is list or kind is tuple:
+                    following += [(item, f"{at}[{i}]") for i, item in enumerate(node)]
+            elif isinstance(node, dict):
+                item = node.get(step, _UNREAD)
+                if item is not _UNREAD:
+                    following.append((item, f"{at}.{step}"))
         frontier = following
     found: list[tuple[str, str]] = []
     for node, at in frontier:
-        if isinstance(node, list | tuple):  # a field holding a list of values
-            found.extend(
-                (f"{at}[{i}]", str(item))
-                for i, item in enumerate(node)
-                if isinstance(item, str | int) and not isinstance(item, bool)
-            )
-        elif isinstance(node, str | int) and not isinstance(node, bool):
+        kind = type(node)
+        if kind is str:
+            found.append((at, node))
+        elif kind is list or kind is tuple:  # a field holding a list of values
+            found += [(f"{at}[{i}]", _text(item)) for i, item in enumerate(node) if _scalar(item)]
+        elif kind is int:
             found.append((at, str(node)))
     return found
+
+
+def _scalar(item: object) -> bool:
+    kind = type(item)
+    return kind is str or kind is int
+
+
+def _text(item: object) -> str:
+    return item if type(item) is str else str(item)
 
 
 class ProvenanceLedger:
