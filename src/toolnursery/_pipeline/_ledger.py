@@ -30,6 +30,7 @@ from ._matching import (
     Date,
     Haystack,
     dates_in,
+    fold,
     identifiers_in,
     needles,
     same_date,
@@ -48,6 +49,7 @@ class Seen:
     __slots__ = (
         "_decoded",
         "_exact",
+        "_folded",
         "_haystack",
         "_paths",
         "_records",
@@ -75,6 +77,7 @@ class Seen:
         self._paths: list[str] = []
         self._decoded: Any = _UNREAD
         self._exact: dict[str, str] | None = None
+        self._folded: str | None = None
         self._records: dict[str, str] | None = None
 
     def _value(self) -> Any:
@@ -90,22 +93,41 @@ class Seen:
         haystack = self._haystack = Haystack([text for _, text in fields])
         return haystack
 
-    def verbatim(self, value: str) -> str | None:
-        """The path of a declared record field whose text is ``value`` (ignoring case)."""
+    def _written(self) -> str:
+        """The result's text as its values are written in it, folded: what tells, without
+        reading its records, that a value is not one of them."""
+        written = self._folded
+        if written is None:
+            structured = self.result.structured_content
+            text = self.result.text
+            if structured is not None:
+                text = msgspec.json.encode(structured).decode()
+            written = self._folded = fold(text)
+        return written
+
+    def _exact_records(self) -> dict[str, str]:
         exact = self._exact
         if exact is None:
             exact = self._exact = {}
-            if self.record_paths and (whole := self._value()) is not None:
+            if (whole := self._value()) is not None:
                 for declared in self.record_paths:
                     steps = record_steps(declared)
                     for at, text in () if steps is None else _at(whole, steps, "$"):
                         exact.setdefault(text.casefold(), at)
-        return exact.get(value.casefold()) if exact else None
+        return exact
+
+    def verbatim(self, value: str) -> str | None:
+        """The path of a declared record field whose text is ``value`` (ignoring case)."""
+        if not self.record_paths or fold(value) not in self._written():
+            return None
+        return self._exact_records().get(value.casefold())
 
     def record(self, value: str, wanted: tuple[str, ...]) -> str | None:
         """The path of a declared record field that writes the identifier ``value`` is
         (found by its skeletons ``wanted``, equal by :func:`same_identifier`)."""
-        exact = self._exact
+        if not self.record_paths:
+            return None
+        exact = self._exact_records()
         if not exact:
             return None
         records = self._records

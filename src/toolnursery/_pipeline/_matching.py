@@ -30,6 +30,7 @@ __all__ = [
     "Date",
     "Haystack",
     "dates_in",
+    "fold",
     "identifiers_in",
     "needles",
     "same_date",
@@ -43,8 +44,12 @@ _NON_WORD: Final = re.compile(r"[\W_]+")
 _URL_HEAD: Final = re.compile(r"(?:(?:https?|hxxps?|mailto)\b[\W_]*)?(?:www[\W_]+)?")
 
 
-def _normal(text: str) -> str:
+def fold(text: str) -> str:
+    """``text`` Unicode-normalized (NFKC) and case-folded."""
     return (text if text.isascii() else unicodedata.normalize("NFKC", text)).casefold()
+
+
+_normal = fold
 
 
 def skeleton(text: str) -> str:
