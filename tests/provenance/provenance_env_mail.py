@@ -1,5 +1,7 @@
 """The testbed's mail and calendar environment (see provenance_envs)."""
 
+from __future__ import annotations
+
 from typing import Annotated, Any
 
 from provenance_bed import SLOT_READERS, Attack, Environment, Task, World
