@@ -197,7 +197,9 @@ class HookContext(msgspec.Struct, frozen=True, rename="camel", omit_defaults=Tru
             force_setattr(self, "content", tuple(self.content))
 
 
-class ToolExecutionResult(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True):
+class ToolExecutionResult(
+    msgspec.Struct, frozen=True, rename="camel", omit_defaults=True, dict=True
+):
     """The outcome of one tool call.
 
     Attributes:
@@ -236,8 +238,17 @@ class ToolExecutionResult(msgspec.Struct, frozen=True, rename="camel", omit_defa
         gives that data, read back from its text (the rendering is lossless JSON, so
         this is the returned value's JSON form); so does any other result whose whole
         text is one JSON object or array (a mounted MCP tool's). A failure, plain
-        prose and non-text content give ``None``. Decoded on each read.
+        prose and non-text content give ``None``. Decoded once, on first read (a
+        mutable value read here is the same object on every read: do not change it).
         """
+        memo = self.__dict__
+        if "_value" in memo:
+            return memo["_value"]
+        value = self._read_value()
+        force_setattr(self, "_value", value)
+        return value
+
+    def _read_value(self) -> Any:
         if self.is_error:
             return None
         structured = self.structured_content

@@ -41,20 +41,19 @@ from ._matching import (
 __all__ = ["ProvenanceLedger", "Seen"]
 
 _UNREAD: Any = object()
+_NONE: tuple[Any, ...] = ()
 
 
 class Seen:
-    """One committed result as the ledger keeps it; indexed on first use."""
+    """One committed result as the ledger keeps it; its text is indexed on first use."""
 
     __slots__ = (
-        "_decoded",
-        "_exact",
         "_folded",
         "_haystack",
         "_paths",
-        "_records",
         "batch",
         "call_id",
+        "index",
         "record_paths",
         "result",
         "tool",
@@ -67,33 +66,19 @@ class Seen:
         batch: object,
         result: ToolExecutionResult,
         record_paths: tuple[str, ...],
+        index: int,
     ) -> None:
         self.tool = tool
         self.call_id = call_id
         self.batch = batch
         self.result = result
         self.record_paths = record_paths
+        self.index = index  # its place in the ledger: a later result has a larger one
         self._haystack: Haystack | None = None
         self._paths: list[str] = []
-        self._decoded: Any = _UNREAD
-        self._exact: dict[str, str] | None = None
         self._folded: str | None = None
-        self._records: dict[str, str] | None = None
 
-    def _value(self) -> Any:
-        value = self._decoded
-        if value is _UNREAD:
-            value = self._decoded = self.result.value
-        return value
-
-    def _fields(self) -> Haystack:
-        value = self._value()
-        fields = [("$", self.result.text)] if value is None else list(_leaves(value, "$"))
-        self._paths = [path for path, _ in fields]
-        haystack = self._haystack = Haystack([text for _, text in fields])
-        return haystack
-
-    def _written(self) -> str:
+    def written(self) -> str:
         """The result's text as its values are written in it, folded: what tells, without
         reading its records, that a value is not one of them."""
         written = self._folded
@@ -105,39 +90,23 @@ class Seen:
             written = self._folded = fold(text)
         return written
 
-    def _exact_records(self) -> dict[str, str]:
-        exact = self._exact
-        if exact is None:
-            exact = self._exact = {}
-            if (whole := self._value()) is not None:
-                for declared in self.record_paths:
-                    steps = record_steps(declared)
-                    for at, text in () if steps is None else _at(whole, steps, "$"):
-                        exact.setdefault(text.casefold(), at)
+    def _fields(self) -> Haystack:
+        value = self.result.value
+        fields = [("$", self.result.text)] if value is None else list(_leaves(value, "$"))
+        self._paths = [path for path, _ in fields]
+        haystack = self._haystack = Haystack([text for _, text in fields])
+        return haystack
+
+    def records(self) -> dict[str, str]:
+        """``{text, case-folded: JSON path}`` of the declared record fields (the first
+        path of a text written twice)."""
+        exact: dict[str, str] = {}
+        if self.record_paths and (whole := self.result.value) is not None:
+            for declared in self.record_paths:
+                steps = record_steps(declared)
+                for at, text in () if steps is None else _at(whole, steps, "$"):
+                    exact.setdefault(text.casefold(), at)
         return exact
-
-    def verbatim(self, value: str) -> str | None:
-        """The path of a declared record field whose text is ``value`` (ignoring case)."""
-        if not self.record_paths or fold(value) not in self._written():
-            return None
-        return self._exact_records().get(value.casefold())
-
-    def record(self, value: str, wanted: tuple[str, ...]) -> str | None:
-        """The path of a declared record field that writes the identifier ``value`` is
-        (found by its skeletons ``wanted``, equal by :func:`same_identifier`)."""
-        if not self.record_paths:
-            return None
-        exact = self._exact_records()
-        if not exact:
-            return None
-        records = self._records
-        if records is None:
-            records = self._records = skeletons(exact)
-        for needle in wanted:
-            text = records.get(needle)
-            if text is not None and same_identifier(value, text):
-                return exact[text]
-        return None
 
     def fragment(self, wanted: tuple[str, ...], dates: set[Date]) -> str | None:
         """The path of a text of the result holding a value of ``wanted`` (or a date)."""
@@ -223,6 +192,16 @@ class ProvenanceLedger:
         self._trusted_dates: set[Date] = set()
         self._own: dict[str, str] = {}
         self._seen: list[Seen] = []
+        # The declared record fields of the results, indexed when first needed, across
+        # results (dict lookups, not a scan per result): by the field's text, case-folded
+        # (a result's records are read once a value asked about is written in its text),
+        # then by each field's skeletons (once a value is not a verbatim copy). Entries
+        # are (result, JSON path[, text]), one per result and key.
+        self._unread: list[Seen] = []
+        self._unsplit: list[tuple[Seen, dict[str, str]]] = []
+        self._exact: dict[str, list[tuple[Seen, str]]] = {}
+        self._skeletons: dict[str, list[tuple[Seen, str, str]]] = {}
+        self._records_of: dict[int, tuple[object, tuple[str, ...]]] = {}
         self._declared: dict[str, tuple[str, ...]] = {}
         # answers of origin() since the ledger last changed: (value, kind, argument, batch)
         self._answers: dict[tuple[str, Sink, str, int], tuple[object, ProvenanceFinding]] = {}
@@ -270,6 +249,7 @@ class ProvenanceLedger:
             if not isinstance(path, str) or record_steps(path) is None:
                 raise ValueError(f"{path!r} is not a record path (like contacts[].email)")
         self._answers.clear()
+        self._records_of.clear()
         self._declared[tool] = (*self._declared.get(tool, ()), *paths)
 
     # -- what the pipeline tells it -----------------------------------------------------
@@ -278,12 +258,53 @@ class ProvenanceLedger:
         """Keep one committed result (the ledger's result observer; a host that runs
         calls outside the pipeline may feed it the same way)."""
         definition = self._definition(execution)
-        paths = () if definition is None else definition.records
-        extra = self._declared.get(execution.name)
-        if extra:
-            paths = (*paths, *extra)
+        known = self._records_of.get(id(definition))
+        if known is not None and known[0] is definition:
+            paths = known[1]
+        else:
+            paths = () if definition is None else definition.records
+            extra = self._declared.get(execution.name)
+            if extra:
+                paths = (*paths, *extra)
+            if definition is not None:
+                if len(self._records_of) > 256:
+                    self._records_of.clear()
+                self._records_of[id(definition)] = (definition, paths)
         self._answers.clear()
-        self._seen.append(Seen(execution.name, execution.call_id, execution.signal, result, paths))
+        seen = Seen(
+            execution.name, execution.call_id, execution.signal, result, paths, len(self._seen)
+        )
+        self._seen.append(seen)
+        if paths and not result.is_error:
+            self._unread.append(seen)
+
+    def _read(self, batch: object, written: str | None) -> None:
+        """Index the records of the unread results a call of ``batch`` may see (with
+        ``written``: only those whose text holds it)."""
+        waiting: list[Seen] = []
+        index = self._exact
+        for seen in self._unread:
+            if seen.batch is batch or (written is not None and written not in seen.written()):
+                waiting.append(seen)
+                continue
+            exact = seen.records()
+            for text, path in exact.items():
+                index.setdefault(text, []).append((seen, path))
+            self._unsplit.append((seen, exact))
+        self._unread = waiting
+
+    def _split(self, batch: object) -> None:
+        """Index by skeleton the read records a call of ``batch`` may see."""
+        self._read(batch, None)
+        waiting: list[tuple[Seen, dict[str, str]]] = []
+        index = self._skeletons
+        for seen, exact in self._unsplit:
+            if seen.batch is batch:
+                waiting.append((seen, exact))
+                continue
+            for needle, text in skeletons(exact).items():
+                index.setdefault(needle, []).append((seen, exact[text], text))
+        self._unsplit = waiting
 
     def asks_for(self, words: Iterable[str]) -> bool:
         """Whether trusted text uses one of ``words`` (case-insensitive, as the start of a
@@ -346,19 +367,32 @@ class ProvenanceLedger:
             dates and same_date(dates, self._trusted_dates)
         ):
             return ProvenanceFinding(argument, value, kind, Origin.REQUEST)
+        if self._unread:
+            self._read(batch, fold(value))
+        verbatim: tuple[Seen, str] | None = None
+        for seen, path in self._exact.get(value.casefold(), _NONE):
+            if seen.batch is not batch and (verbatim is None or seen.index > verbatim[0].index):
+                verbatim = (seen, path)
+        if verbatim is not None:  # a copy of a record field, verbatim: the usual case
+            seen, path = verbatim
+            return ProvenanceFinding(
+                argument, value, kind, Origin.RECORD, seen.tool, seen.call_id, path
+            )
+        if self._unread or self._unsplit:
+            self._split(batch)
+        best: tuple[Seen, str] | None = None
+        for needle in wanted:  # the latest result; at one result, the first needle
+            for seen, path, text in self._skeletons.get(needle, _NONE):
+                if best is not None and seen.index <= best[0].index:
+                    continue
+                if seen.batch is not batch and same_identifier(value, text):
+                    best = (seen, path)
+        if best is not None:
+            seen, path = best
+            return ProvenanceFinding(
+                argument, value, kind, Origin.RECORD, seen.tool, seen.call_id, path
+            )
         visible = [seen for seen in reversed(self._seen) if seen.batch is not batch]
-        for seen in visible:  # a copy of a record field, verbatim: the usual case, and cheap
-            path = seen.verbatim(value)
-            if path is not None:
-                return ProvenanceFinding(
-                    argument, value, kind, Origin.RECORD, seen.tool, seen.call_id, path
-                )
-        for seen in visible:
-            path = seen.record(value, wanted)
-            if path is not None:
-                return ProvenanceFinding(
-                    argument, value, kind, Origin.RECORD, seen.tool, seen.call_id, path
-                )
         for seen in visible:
             path = seen.fragment(wanted, dates)
             if path is not None:
