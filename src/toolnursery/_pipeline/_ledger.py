@@ -15,9 +15,10 @@ its own batch were not in front of the model when it wrote the call.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -51,6 +52,7 @@ class Seen:
         "_folded",
         "_haystack",
         "_paths",
+        "_walks",
         "batch",
         "call_id",
         "index",
@@ -77,6 +79,7 @@ class Seen:
         self._haystack: Haystack | None = None
         self._paths: list[str] = []
         self._folded: str | None = None
+        self._walks: list[_Walk] = []
 
     def written(self) -> str:
         """The result's text as its values are written in it, folded: what tells, without
@@ -97,16 +100,25 @@ class Seen:
         haystack = self._haystack = Haystack([text for _, text in fields])
         return haystack
 
-    def records(self) -> dict[str, str]:
-        """``{text, case-folded: JSON path}`` of the declared record fields (the first
-        path of a text written twice)."""
-        exact: dict[str, str] = {}
+    def records(self) -> dict[str, Ref]:
+        """``{text, case-folded: where}`` of the declared record fields (the first place
+        of a text written twice); :meth:`path` names a place."""
+        exact: dict[str, Ref] = {}
+        walks = self._walks = []
         if self.record_paths and (whole := self.result.value) is not None:
-            for declared in self.record_paths:
-                steps = record_steps(declared)
-                for at, text in () if steps is None else _at(whole, steps, "$"):
-                    exact.setdefault(text.casefold(), at)
+            for path in self.record_paths:
+                steps = record_steps(path)
+                if steps is not None:
+                    walk = _Walk(whole, steps)
+                    declared = len(walks)
+                    walks.append(walk)
+                    for n, text in enumerate(walk.texts):
+                        exact.setdefault(text.casefold(), (declared, n))
         return exact
+
+    def path(self, ref: Ref) -> str:
+        """The JSON path of a place :meth:`records` gave."""
+        return self._walks[ref[0]].path(ref[1])
 
     def fragment(self, wanted: tuple[str, ...], dates: set[Date]) -> str | None:
         """The path of a text of the result holding a value of ``wanted`` (or a date)."""
@@ -135,31 +147,84 @@ def _leaves(value: Any, path: str) -> Iterator[tuple[str, str]]:
         yield path, str(value)
 
 
-def _at(value: Any, steps: tuple[str | None, ...], path: str) -> list[tuple[str, str]]:
-    """The texts at a record path's places in ``value``: ``(JSON path, text)``."""
-    frontier: list[tuple[Any, str]] = [(value, path)]
-    for step in steps:
-        following: list[tuple[Any, str]] = []
-        for node, at in frontier:
-            kind = type(node)
+Ref = tuple[int, int]
+"""A record field of a result: its declared record path's index, and the field's ordinal
+among that path's texts."""
+
+
+class _Walk:
+    """The texts at one record path's places in a value, and what names each place.
+
+    Each level keeps, per node, the index of its parent in the level above (a list's
+    items sit together, in order: an item's index is its distance from the first item
+    of its parent), so a text's JSON path is rebuilt only when a finding names it.
+    """
+
+    __slots__ = ("frontier", "parents", "steps", "texts")
+
+    def __init__(self, value: Any, steps: tuple[str | None, ...]) -> None:
+        self.steps = steps
+        self.parents: list[list[int]] = []
+        frontier: list[Any] = [value]
+        for step in steps:
+            nodes: list[Any] = []
+            parents: list[int] = []
             if step is None:
-                if kind is list or kind is tuple:
-                    following += [(item, f"{at}[{i}]") for i, item in enumerate(node)]
-            elif isinstance(node, dict):
-                item = node.get(step, _UNREAD)
-                if item is not _UNREAD:
-                    following.append((item, f"{at}.{step}"))
-        frontier = following
-    found: list[tuple[str, str]] = []
-    for node, at in frontier:
-        kind = type(node)
-        if kind is str:
-            found.append((at, node))
-        elif kind is list or kind is tuple:  # a field holding a list of values
-            found += [(f"{at}[{i}]", _text(item)) for i, item in enumerate(node) if _scalar(item)]
-        elif kind is int:
-            found.append((at, str(node)))
-    return found
+                for p, node in enumerate(frontier):
+                    if type(node) in _LISTS:
+                        nodes += node
+                        parents += [p] * len(node)
+            else:
+                for p, node in enumerate(frontier):
+                    if isinstance(node, dict) and step in node:
+                        nodes.append(node[step])
+                        parents.append(p)
+            self.parents.append(parents)
+            frontier = nodes
+        self.frontier = frontier
+        texts: list[str] = []
+        for node in frontier:
+            kind = type(node)
+            if kind is str:
+                texts.append(node)
+            elif kind in _LISTS:  # a field holding a list of values
+                texts += [_text(item) for item in node if _scalar(item)]
+            elif kind is int:
+                texts.append(str(node))
+        self.texts = texts
+
+    def path(self, n: int) -> str:
+        """The JSON path of the ``n``-th text."""
+        place: list[str | int] = []
+        count = 0
+        at = -1
+        for index, node in enumerate(self.frontier):
+            kind = type(node)
+            if kind is str or kind is int:
+                if count == n:
+                    at = index
+                    break
+                count += 1
+            elif kind in _LISTS:
+                for item_index, item in enumerate(node):
+                    if _scalar(item):
+                        if count == n:
+                            at = index
+                            place.append(item_index)
+                            break
+                        count += 1
+                if at >= 0:
+                    break
+        for step, parents in zip(reversed(self.steps), reversed(self.parents), strict=True):
+            parent = parents[at]
+            place.append(step if step is not None else at - bisect.bisect_left(parents, parent))
+            at = parent
+        return "$" + "".join(
+            f"[{key}]" if type(key) is int else f".{key}" for key in reversed(place)
+        )
+
+
+_LISTS: Final = (list, tuple)
 
 
 def _scalar(item: object) -> bool:
@@ -198,13 +263,15 @@ class ProvenanceLedger:
         # then by each field's skeletons (once a value is not a verbatim copy). Entries
         # are (result, JSON path[, text]), one per result and key.
         self._unread: list[Seen] = []
-        self._unsplit: list[tuple[Seen, dict[str, str]]] = []
-        self._exact: dict[str, list[tuple[Seen, str]]] = {}
-        self._skeletons: dict[str, list[tuple[Seen, str, str]]] = {}
+        self._unsplit: list[tuple[Seen, dict[str, Ref]]] = []
+        self._exact: dict[str, list[tuple[Seen, Ref]]] = {}
+        self._skeletons: dict[str, list[tuple[Seen, Ref, str]]] = {}
         self._records_of: dict[int, tuple[object, tuple[str, ...]]] = {}
         self._declared: dict[str, tuple[str, ...]] = {}
-        # answers of origin() since the ledger last changed: (value, kind, argument, batch)
-        self._answers: dict[tuple[str, Sink, str, int], tuple[object, ProvenanceFinding]] = {}
+        # origin()'s answers for the calls of one batch, by (value, kind): results of
+        # that batch do not change them (its calls do not see them); anything else does
+        self._answers: dict[tuple[str, Sink], ProvenanceFinding] = {}
+        self._answers_for: object = _UNREAD
         on_result(self.observe)
 
     # -- what the host tells it ---------------------------------------------------------
@@ -270,7 +337,8 @@ class ProvenanceLedger:
                 if len(self._records_of) > 256:
                     self._records_of.clear()
                 self._records_of[id(definition)] = (definition, paths)
-        self._answers.clear()
+        if execution.signal is not self._answers_for:
+            self._answers.clear()
         seen = Seen(
             execution.name, execution.call_id, execution.signal, result, paths, len(self._seen)
         )
@@ -296,7 +364,7 @@ class ProvenanceLedger:
     def _split(self, batch: object) -> None:
         """Index by skeleton the read records a call of ``batch`` may see."""
         self._read(batch, None)
-        waiting: list[tuple[Seen, dict[str, str]]] = []
+        waiting: list[tuple[Seen, dict[str, Ref]]] = []
         index = self._skeletons
         for seen, exact in self._unsplit:
             if seen.batch is batch:
@@ -341,14 +409,17 @@ class ProvenanceLedger:
         """
         kind = sink_kind(kind)
         batch = None if execution is None else execution.signal
-        key = (value, kind, argument, id(batch))
-        known = self._answers.get(key)
-        if known is not None and known[0] is batch:
-            return known[1]
+        answers = self._answers
+        if batch is not self._answers_for:
+            answers.clear()
+            self._answers_for = batch
+        known = answers.get((value, kind))
+        if known is not None:
+            return known if known.argument == argument else _named(known, argument)
         finding = self._origin(value, kind, batch, argument)
-        if len(self._answers) > 4096:
-            self._answers.clear()
-        self._answers[key] = (batch, finding)
+        if len(answers) > 4096:
+            answers.clear()
+        answers[value, kind] = finding
         return finding
 
     def _origin(self, value: str, kind: Sink, batch: object, argument: str) -> ProvenanceFinding:
@@ -369,28 +440,28 @@ class ProvenanceLedger:
             return ProvenanceFinding(argument, value, kind, Origin.REQUEST)
         if self._unread:
             self._read(batch, fold(value))
-        verbatim: tuple[Seen, str] | None = None
-        for seen, path in self._exact.get(value.casefold(), _NONE):
+        verbatim: tuple[Seen, Ref] | None = None
+        for seen, place in self._exact.get(value.casefold(), _NONE):
             if seen.batch is not batch and (verbatim is None or seen.index > verbatim[0].index):
-                verbatim = (seen, path)
+                verbatim = (seen, place)
         if verbatim is not None:  # a copy of a record field, verbatim: the usual case
-            seen, path = verbatim
+            seen, place = verbatim
             return ProvenanceFinding(
-                argument, value, kind, Origin.RECORD, seen.tool, seen.call_id, path
+                argument, value, kind, Origin.RECORD, seen.tool, seen.call_id, seen.path(place)
             )
         if self._unread or self._unsplit:
             self._split(batch)
-        best: tuple[Seen, str] | None = None
+        best: tuple[Seen, Ref] | None = None
         for needle in wanted:  # the latest result; at one result, the first needle
-            for seen, path, text in self._skeletons.get(needle, _NONE):
+            for seen, place, text in self._skeletons.get(needle, _NONE):
                 if best is not None and seen.index <= best[0].index:
                     continue
                 if seen.batch is not batch and same_identifier(value, text):
-                    best = (seen, path)
+                    best = (seen, place)
         if best is not None:
-            seen, path = best
+            seen, place = best
             return ProvenanceFinding(
-                argument, value, kind, Origin.RECORD, seen.tool, seen.call_id, path
+                argument, value, kind, Origin.RECORD, seen.tool, seen.call_id, seen.path(place)
             )
         visible = [seen for seen in reversed(self._seen) if seen.batch is not batch]
         for seen in visible:
@@ -432,6 +503,10 @@ class ProvenanceLedger:
                 elif each is not Sink.INTENT or text:
                     found.append(self.origin(text, each, execution=execution, argument=place))
         return tuple(found)
+
+
+def _named(finding: ProvenanceFinding, argument: str) -> ProvenanceFinding:
+    return msgspec.structs.replace(finding, argument=argument)
 
 
 def _as(finding: ProvenanceFinding, kind: Sink) -> ProvenanceFinding:

@@ -100,6 +100,7 @@ _SAID_DOT: Final = re.compile(r"\s*[\[({<]\s*dot\s*[\])}>]\s*|\s+dot\s+")
 _NOT_ADDRESS: Final = re.compile(r"[^\w@.+\-/:?=&#%~]+")
 
 
+@functools.lru_cache(maxsize=4096)
 def strict(value: str) -> str:
     """The form in which two spellings of one identifier are *equal*, for trusting it.
 
