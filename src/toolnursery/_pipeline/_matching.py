@@ -138,7 +138,7 @@ class Haystack:
     start of the next), and :meth:`find` says which text holds a value.
     """
 
-    __slots__ = ("_joined", "_offsets", "texts")
+    __slots__ = ("_bare", "_joined", "_offsets", "_plain", "texts")
 
     def __init__(self, texts: str | list[str]) -> None:
         self.texts = [texts] if isinstance(texts, str) else texts
@@ -150,17 +150,34 @@ class Haystack:
             offsets.append(position)
             parts.append(normal)
             position += len(normal) + 1
-        self._joined = _APART.join(parts)
+        self._joined = joined = _APART.join(parts)
         self._offsets = offsets
+        # Without separators, then also without the words "at" and "dot": a needle in
+        # neither is nowhere (a quick no before the pattern; see _absent).
+        self._plain = _NON_WORD.sub("", joined)
+        self._bare = _NON_WORD.sub("", _SAID.sub(" ", joined))
+
+    def _absent(self, needle: str) -> bool:
+        """Whether ``needle`` is surely not a run of whole tokens here. A run's letters,
+        separators dropped, are the needle, unless words "at"/"dot" sit between them (then
+        dropping those words too gives the needle); a needle spelling "at" or "dot" itself
+        may mix the two, and is left to the pattern."""
+        if needle in self._plain or needle in self._bare:
+            return False
+        return "at" not in needle and "dot" not in needle
 
     def spans(self, needle: str) -> Iterator[str]:
         """Each place ``needle`` (a skeleton) is a run of whole tokens, as written there."""
+        if self._absent(needle):
+            return
         for match in _pattern(needle).finditer(self._joined):
             yield match.group()
 
     def find(self, needle: str) -> int:
         """The index of the first text in which ``needle`` (a skeleton) is a run of whole
         tokens; ``-1`` when none is."""
+        if self._absent(needle):
+            return -1
         match = _pattern(needle).search(self._joined)
         if match is None:
             return -1
@@ -169,6 +186,7 @@ class Haystack:
 
 _APART: Final = "\x00"  # between texts: no separator may cross it
 _NON_WORD_KEPT: Final = re.compile(r"(?:(?!\x00)[\W_])+")
+_SAID: Final = re.compile(r"(?<![^\W_])(?:at|dot)(?![^\W_])")
 _GAP: Final = r"(?:(?!\x00)[\W_]|(?<![^\W_])(?:at|dot)(?![^\W_]))*"
 
 
@@ -189,6 +207,7 @@ _DOMAIN: Final = re.compile(
 )
 _IBAN: Final = re.compile(r"\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){10,30}\b")
 _PHONE: Final = re.compile(r"(?<![\w+])\+?\d[\d ().-]{6,}\d\b")
+_CANDIDATE: Final = re.compile(r"[^\s@.]*[@.]\S*")
 _NO_DIGITS: Final = str.maketrans("", "", "0123456789")
 
 
@@ -197,12 +216,9 @@ def identifiers_in(text: str) -> list[tuple[str, Sink]]:
     (as parties), links (as URLs), in order of appearance."""
     found: list[tuple[int, str, Sink]] = []
     taken: list[tuple[int, int]] = []
-    position = 0
-    for word in text.split():
-        start = text.find(word, position)
-        position = start + len(word)
-        if "@" not in word and "." not in word:
-            continue
+    for candidate in _CANDIDATE.finditer(text):  # the words holding "@" or "."
+        word = candidate.group()
+        start = candidate.start()
         if "@" in word:
             match: re.Match[str] | None = _EMAIL.search(word)
             kind = Sink.PARTY
