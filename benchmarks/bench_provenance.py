@@ -19,6 +19,7 @@ Usage: ``python benchmarks/bench_provenance.py [--rounds N] [--calls N] [--quick
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import time
 from typing import Annotated, Any
@@ -35,36 +36,54 @@ from toolnursery import (
     tool,
 )
 
-CONTACTS = [{"name": f"Person {i}", "email": f"person{i}@corp.example"} for i in range(40)]
-INBOX = [
-    {
-        "id": f"e{i}",
-        "from": f"sender{i}@mail.example",
-        "subject": f"Subject {i}",
-        "body": f"Hello, this is message {i}. Meeting notes are at https://wiki.example/notes/{i}; "
-        f"call +44 20 7946 {i:04d} or write to desk{i}@help.example. " * 3,
-    }
-    for i in range(20)
-]
+
+def contact_list(salt: int) -> list[dict[str, str]]:
+    return [{"name": f"Person {i}", "email": f"person{i}.{salt}@corp.example"} for i in range(40)]
+
+
+def mailbox(salt: int) -> list[dict[str, str]]:
+    return [
+        {
+            "id": f"e{i}",
+            "from": f"sender{i}.{salt}@mail.example",
+            "subject": f"Subject {i}",
+            "body": f"Hello, this is message {i}. Meeting notes are at "
+            f"https://wiki.example/notes/{i}; call +44 20 7946 {i:04d} or write to "
+            f"desk{i}.{salt}@help.example. " * 3,
+        }
+        for i in range(20)
+    ]
+
+
+def ledger_rows(salt: int) -> list[dict[str, Any]]:
+    return [
+        {"id": f"t{i}", "recipient": f"GB{i:02d}BARC10{salt % 10000:04d}01{i:04d}", "amount": i}
+        for i in range(30)
+    ]
+
+
+# Every round reads values of its own (its salt), so no cache keyed by a value carries a
+# check's answer from one round to the next.
+DATA: dict[str, Any] = {}
 PAGE = "Some article text about tools and agents. " * 60
-TRANSACTIONS = [
-    {"id": f"t{i}", "recipient": f"GB{i:02d}BARC1020153009{i:04d}", "amount": i, "subject": f"x{i}"}
-    for i in range(30)
-]
+
+
+def fill(salt: int) -> None:
+    DATA.update(salt=salt, contacts=contact_list(salt), inbox=mailbox(salt), tx=ledger_rows(salt))
 
 
 @tool(records=("[].email",), is_concurrency_safe=lambda a: True)
 async def contacts() -> list[dict[str, str]]:
     """The address book."""
     await trio.sleep(0)
-    return CONTACTS
+    return DATA["contacts"]  # type: ignore[no-any-return]
 
 
 @tool(is_concurrency_safe=lambda a: True)
 async def inbox() -> list[dict[str, str]]:
     """The inbox."""
     await trio.sleep(0)
-    return INBOX
+    return DATA["inbox"]  # type: ignore[no-any-return]
 
 
 @tool(is_concurrency_safe=lambda a: True)
@@ -78,7 +97,7 @@ async def web(url: Annotated[str, Sink.URL]) -> str:
 async def transactions() -> list[dict[str, Any]]:
     """Transactions."""
     await trio.sleep(0)
-    return TRANSACTIONS
+    return DATA["tx"]  # type: ignore[no-any-return]
 
 
 @tool(is_concurrency_safe=lambda a: True)
@@ -101,16 +120,22 @@ def history() -> list[list[ToolCall]]:
 
 def batch(calls: int) -> list[ToolCall]:
     made = []
+    salt = DATA["salt"]
     for i in range(calls):
         if i % 2:
-            body = f"Summary {i}: see https://wiki.example/notes/3 and ask person{i}@corp.example."
-            made.append(ToolCall(f"b{i}", "send", {"to": f"person{i}@corp.example", "body": body}))
+            to = f"person{i}.{salt}@corp.example"
+            body = f"Summary {i}: see https://wiki.example/notes/3 and ask {to}."
+            made.append(ToolCall(f"b{i}", "send", {"to": to, "body": body}))
         else:
             made.append(ToolCall(f"b{i}", ("inbox", "contacts", "transactions")[i % 3], {}))
     return made
 
 
+ROUNDS = iter(range(1, 1 << 30))
+
+
 async def one_round(mode: str, calls: int, whole: bool = False) -> float:
+    fill(next(ROUNDS))
     registry = ToolRegistry()
     for definition in (contacts, inbox, web, transactions, send):
         registry.register(definition)
@@ -120,6 +145,7 @@ async def one_round(mode: str, calls: int, whole: bool = False) -> float:
     elif mode == "hooks":  # what any policy of one listener and one observer costs
         scope.on_pre_execute(pre)
         scope.on_result(observe)
+    gc.collect()  # no collection left over from the last round
     start = time.process_time()
     for turn in history():
         await run_tool_calls(registry, turn, agent=scope)
@@ -153,8 +179,7 @@ def main() -> None:
         on = statistics.median(times["guard"])
         what = "whole agent run: 3 turns + a batch" if whole else "one batch (the issue's measure)"
         print(
-            f"{what} of {options.calls} calls, {options.rounds} rounds each, CPU clock, "
-            "interleaved"
+            f"{what} of {options.calls} calls, {options.rounds} rounds each, CPU clock, interleaved"
         )
         print(f"{'row':<22}{'ms':>10}{'x bare':>9}")
         print(f"{'bare':<22}{base * 1e3:>10.3f}{1.0:>9.2f}")

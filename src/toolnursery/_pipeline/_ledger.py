@@ -264,7 +264,8 @@ class ProvenanceLedger:
         # are (result, JSON path[, text]), one per result and key.
         self._unread: list[Seen] = []
         self._unsplit: list[tuple[Seen, dict[str, Ref]]] = []
-        self._exact: dict[str, list[tuple[Seen, Ref]]] = {}
+        self._exact: dict[str, tuple[Seen, Ref]] = {}  # the first result indexed with it
+        self._exact_more: dict[str, list[tuple[Seen, Ref]]] = {}  # the others
         self._skeletons: dict[str, list[tuple[Seen, Ref, str]]] = {}
         self._records_of: dict[int, tuple[object, tuple[str, ...]]] = {}
         self._declared: dict[str, tuple[str, ...]] = {}
@@ -356,8 +357,10 @@ class ProvenanceLedger:
                 waiting.append(seen)
                 continue
             exact = seen.records()
-            for text, path in exact.items():
-                index.setdefault(text, []).append((seen, path))
+            entries = {text: (seen, ref) for text, ref in exact.items()}
+            for text in entries.keys() & index.keys():
+                self._exact_more.setdefault(text, []).append(entries.pop(text))
+            index.update(entries)
             self._unsplit.append((seen, exact))
         self._unread = waiting
 
@@ -407,7 +410,8 @@ class ProvenanceLedger:
                 model had not read its own batch's); ``None``: every result counts.
             argument: the argument's name, for the finding.
         """
-        kind = sink_kind(kind)
+        if type(kind) is not Sink:
+            kind = sink_kind(kind)
         batch = None if execution is None else execution.signal
         answers = self._answers
         if batch is not self._answers_for:
@@ -441,7 +445,9 @@ class ProvenanceLedger:
         if self._unread:
             self._read(batch, fold(value))
         verbatim: tuple[Seen, Ref] | None = None
-        for seen, place in self._exact.get(value.casefold(), _NONE):
+        key = value.casefold()
+        first = self._exact.get(key)
+        for seen, place in () if first is None else (first, *self._exact_more.get(key, ())):
             if seen.batch is not batch and (verbatim is None or seen.index > verbatim[0].index):
                 verbatim = (seen, place)
         if verbatim is not None:  # a copy of a record field, verbatim: the usual case
@@ -495,7 +501,9 @@ class ProvenanceLedger:
             kinds = declared or (Sink.PARTY,)
         found: list[ProvenanceFinding] = []
         for each in kinds:
-            for place, text in _leaves(arguments[argument], argument):
+            value = arguments[argument]
+            leaves = ((argument, value),) if type(value) is str else _leaves(value, argument)
+            for place, text in leaves:
                 if each is Sink.CONTENT:
                     for identifier, like in identifiers_in(text):
                         one = self.origin(identifier, like, execution=execution, argument=place)

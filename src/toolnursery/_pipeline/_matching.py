@@ -208,7 +208,7 @@ _DOMAIN: Final = re.compile(
 _IBAN: Final = re.compile(r"\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){10,30}\b")
 _PHONE: Final = re.compile(r"(?<![\w+])\+?\d[\d ().-]{6,}\d\b")
 _CANDIDATE: Final = re.compile(r"[^\s@.]*[@.]\S*")
-_NO_DIGITS: Final = str.maketrans("", "", "0123456789")
+_SEVEN_DIGITS: Final = re.compile(r"[^0-9]*(?:[0-9][^0-9]*){7}")
 
 
 def identifiers_in(text: str) -> list[tuple[str, Sink]]:
@@ -230,7 +230,7 @@ def identifiers_in(text: str) -> list[tuple[str, Sink]]:
             begin = start + match.start()
             taken.append((begin, begin + len(value)))
             found.append((begin, value, kind))
-    if len(text) - len(text.translate(_NO_DIGITS)) >= 7:
+    if _SEVEN_DIGITS.match(text):
         for pattern in (_IBAN, _PHONE):
             for number in pattern.finditer(text):
                 span = number.span()
