@@ -138,7 +138,7 @@ class Haystack:
     start of the next), and :meth:`find` says which text holds a value.
     """
 
-    __slots__ = ("_bare", "_joined", "_offsets", "_plain", "texts")
+    __slots__ = ("_bare", "_joined", "_offsets", "_plain", "_said", "texts")
 
     def __init__(self, texts: str | list[str]) -> None:
         self.texts = [texts] if isinstance(texts, str) else texts
@@ -155,16 +155,18 @@ class Haystack:
         # Without separators, then also without the words "at" and "dot": a needle in
         # neither is nowhere (a quick no before the pattern; see _absent).
         self._plain = _NON_WORD.sub("", joined)
-        self._bare = _NON_WORD.sub("", _SAID.sub(" ", joined))
+        said, self._said = _SAID.subn(" ", joined)
+        self._bare = _NON_WORD.sub("", said)
 
     def _absent(self, needle: str) -> bool:
         """Whether ``needle`` is surely not a run of whole tokens here. A run's letters,
         separators dropped, are the needle, unless words "at"/"dot" sit between them (then
-        dropping those words too gives the needle); a needle spelling "at" or "dot" itself
-        may mix the two, and is left to the pattern."""
+        dropping those words too gives the needle). Only a needle spelling "at" or "dot"
+        itself, in a text with two such words or more (one of the needle's, one between
+        its letters), can mix the two: that is left to the pattern."""
         if needle in self._plain or needle in self._bare:
             return False
-        return "at" not in needle and "dot" not in needle
+        return self._said < 2 or ("at" not in needle and "dot" not in needle)
 
     def spans(self, needle: str) -> Iterator[str]:
         """Each place ``needle`` (a skeleton) is a run of whole tokens, as written there."""
