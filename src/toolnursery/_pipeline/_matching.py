@@ -138,7 +138,7 @@ class Haystack:
     start of the next), and :meth:`find` says which text holds a value.
     """
 
-    __slots__ = ("_bare", "_joined", "_offsets", "_plain", "_said", "texts")
+    __slots__ = ("_bare", "_joined", "_maps", "_offsets", "_plain", "_said", "texts")
 
     def __init__(self, texts: str | list[str]) -> None:
         self.texts = [texts] if isinstance(texts, str) else texts
@@ -152,42 +152,92 @@ class Haystack:
             position += len(normal) + 1
         self._joined = joined = _APART.join(parts)
         self._offsets = offsets
-        # Without separators, then also without the words "at" and "dot": a needle in
-        # neither is nowhere (a quick no before the pattern; see _absent).
+        # The tokens, without separators, then also without the words "at" and "dot": a
+        # run of whole tokens is a run of either (see _runs); a needle in neither is nowhere.
         self._plain = _NON_WORD.sub("", joined)
         said, self._said = _SAID.subn(" ", joined)
         self._bare = _NON_WORD.sub("", said)
+        self._maps: tuple[_TokenMap, _TokenMap] | None = None
 
-    def _absent(self, needle: str) -> bool:
-        """Whether ``needle`` is surely not a run of whole tokens here. A run's letters,
-        separators dropped, are the needle, unless words "at"/"dot" sit between them (then
-        dropping those words too gives the needle). Only a needle spelling "at" or "dot"
-        itself, in a text with two such words or more (one of the needle's, one between
-        its letters), can mix the two: that is left to the pattern."""
-        if needle in self._plain or needle in self._bare:
-            return False
-        return self._said < 2 or ("at" not in needle and "dot" not in needle)
+    def _runs(self, needle: str) -> Iterator[tuple[int, int]]:
+        """Each ``(start, end)`` in the joined text where ``needle`` is a run of whole
+        tokens of one text. Its letters, separators dropped, are the needle, with the words
+        "at"/"dot" between them either all kept (a run of the tokens) or all dropped (a run
+        of the tokens but those words); only a needle spelling "at" or "dot" itself, in a
+        text with two such words or more, can keep one and drop another: then the pattern
+        decides."""
+        if self._said >= 2 and ("at" in needle or "dot" in needle):
+            for match in _pattern(needle).finditer(self._joined):
+                yield match.span()
+            return
+        if needle not in self._plain and needle not in self._bare:
+            return
+        maps = self._maps
+        if maps is None:
+            maps = self._maps = (_TokenMap(self._joined, True), _TokenMap(self._joined, False))
+        found: set[tuple[int, int]] = set()
+        for flat, token_map in zip((self._plain, self._bare), maps, strict=True):
+            found.update(token_map.runs(flat, needle, self._offsets))
+        yield from sorted(found)
 
     def spans(self, needle: str) -> Iterator[str]:
         """Each place ``needle`` (a skeleton) is a run of whole tokens, as written there."""
-        if self._absent(needle):
-            return
-        for match in _pattern(needle).finditer(self._joined):
-            yield match.group()
+        joined = self._joined
+        for start, end in self._runs(needle):
+            yield joined[start:end]
 
     def find(self, needle: str) -> int:
         """The index of the first text in which ``needle`` (a skeleton) is a run of whole
         tokens; ``-1`` when none is."""
-        if self._absent(needle):
-            return -1
-        match = _pattern(needle).search(self._joined)
-        if match is None:
-            return -1
-        return bisect.bisect_right(self._offsets, match.start()) - 1
+        for start, _ in self._runs(needle):
+            return bisect.bisect_right(self._offsets, start) - 1
+        return -1
+
+
+class _TokenMap:
+    """Where each token of a joined text starts and ends, there and in its flat form (the
+    tokens concatenated; ``said=False``: leaving out the words "at" and "dot")."""
+
+    __slots__ = ("flat_ends", "flat_starts", "joined_ends", "joined_starts")
+
+    def __init__(self, joined: str, said: bool) -> None:
+        flat_starts: list[int] = []
+        flat_ends: list[int] = []
+        joined_starts: list[int] = []
+        joined_ends: list[int] = []
+        position = 0
+        for token in _TOKEN.finditer(joined):
+            word = token.group()
+            if not said and (word == "at" or word == "dot"):
+                continue
+            flat_starts.append(position)
+            position += len(word)
+            flat_ends.append(position)
+            joined_starts.append(token.start())
+            joined_ends.append(token.end())
+        self.flat_starts = flat_starts
+        self.flat_ends = flat_ends
+        self.joined_starts = joined_starts
+        self.joined_ends = joined_ends
+
+    def runs(self, flat: str, needle: str, offsets: list[int]) -> Iterator[tuple[int, int]]:
+        """The runs of whole tokens of one text that spell ``needle`` in ``flat``."""
+        at = flat.find(needle)
+        while at >= 0:
+            first = bisect.bisect_left(self.flat_starts, at)
+            if first < len(self.flat_starts) and self.flat_starts[first] == at:
+                last = bisect.bisect_left(self.flat_ends, at + len(needle))
+                if last < len(self.flat_ends) and self.flat_ends[last] == at + len(needle):
+                    start = self.joined_starts[first]
+                    end = self.joined_ends[last]
+                    if bisect.bisect_right(offsets, start) == bisect.bisect_right(offsets, end):
+                        yield start, end
+            at = flat.find(needle, at + 1)
 
 
 _APART: Final = "\x00"  # between texts: no separator may cross it
 _NON_WORD_KEPT: Final = re.compile(r"(?:(?!\x00)[\W_])+")
+_TOKEN: Final = re.compile(r"[^\W_]+")
 _SAID: Final = re.compile(r"(?<![^\W_])(?:at|dot)(?![^\W_])")
 _GAP: Final = r"(?:(?!\x00)[\W_]|(?<![^\W_])(?:at|dot)(?![^\W_]))*"
 
