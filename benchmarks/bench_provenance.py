@@ -113,13 +113,14 @@ async def send(to: Annotated[str, Sink.PARTY], body: Annotated[str, Sink.CONTENT
     return "sent"
 
 
-REQUEST = "Read my inbox and the notes at https://wiki.example/notes/3, then tell people."
+def request() -> str:
+    return f"Read my inbox and the notes at https://wiki.example/notes/3x{DATA['salt']}, then tell people."
 
 
 def history() -> list[list[ToolCall]]:
     return [
         [ToolCall("h1", "contacts", {}), ToolCall("h2", "inbox", {})],
-        [ToolCall("h3", "web", {"url": "https://wiki.example/notes/3"})],
+        [ToolCall("h3", "web", {"url": f"https://wiki.example/notes/3x{DATA['salt']}"})],
         [ToolCall("h4", "transactions", {})],
     ]
 
@@ -130,7 +131,7 @@ def batch(calls: int) -> list[ToolCall]:
     for i in range(calls):
         if i % 2:
             to = f"person{i}.{salt}@corp.example"
-            body = f"Summary {i}: see https://wiki.example/notes/3 and ask {to}."
+            body = f"Summary {i}: see https://wiki.example/notes/3x{salt} and ask {to}."
             made.append(ToolCall(f"b{i}", "send", {"to": to, "body": body}))
         else:
             made.append(ToolCall(f"b{i}", ("inbox", "contacts", "transactions")[i % 3], {}))
@@ -147,7 +148,7 @@ async def one_round(mode: str, calls: int, whole: bool = False) -> float:
         registry.register(definition)
     scope = registry.scope()
     if mode == "guard":
-        install_provenance_guard(scope, request=REQUEST, unattended=True)
+        install_provenance_guard(scope, request=request(), unattended=True)
     elif mode == "hooks":  # what any policy of one listener and one observer costs
         scope.on_pre_execute(pre)
         scope.on_result(observe)
