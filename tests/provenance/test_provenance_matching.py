@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import string
 
 from hypothesis import assume, given
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 from toolnursery import Sink
 from toolnursery._pipeline._matching import (
     Haystack,
+    _pattern,
     dates_in,
     identifiers_in,
     needles,
@@ -83,6 +85,36 @@ def test_a_word_is_not_found_inside_a_longer_word(word: str, tail: str) -> None:
     assume(word not in {"the", "here", "www", "http", "https", "hxxp", "hxxps", "mailto"})
     assert not found(word, f"the {word}{tail} here")
     assert found(word, f"the {word} here")
+
+
+tricky_words = st.sampled_from(
+    ["at", "dot", "a", "t", "do", "ta", "ot", "evil", "x1", "com", "att", "_"]
+)
+tricky_text = st.lists(
+    st.tuples(tricky_words, st.sampled_from([" ", ".", "[", "]", "", "\n", "@", "-"])),
+    max_size=7,
+).map(lambda pairs: "".join(word + gap for word, gap in pairs))
+
+
+@given(
+    st.lists(tricky_text, min_size=1, max_size=3), st.lists(tricky_words, min_size=1, max_size=3)
+)
+def test_the_token_map_finds_what_the_token_pattern_finds(
+    texts: list[str], words: list[str]
+) -> None:
+    # The pattern is the definition (letters in order, only separators or the words
+    # "at"/"dot" between them, whole tokens, within one text); the map is the fast path.
+    needle = "".join(words).replace("_", "")
+    assume(needle)
+    haystack = Haystack(texts)
+    joined = "\x00".join(t.casefold() for t in texts)
+    first = _pattern(needle).search(joined)
+    expected = -1 if first is None else bisect.bisect_right(haystack._offsets, first.start()) - 1
+    assert haystack.find(needle) == expected
+    written = {m.group() for m in _pattern(needle).finditer(joined)}
+    spans = set(haystack.spans(needle))
+    assert written <= spans
+    assert bool(spans) == bool(written)
 
 
 def test_trusting_needs_the_same_identifier_not_the_same_letters() -> None:
