@@ -107,10 +107,16 @@ from ._core._progress import ReportSink as ReportSink
 from ._core._progress import report_log as report_log
 from ._core._progress import report_progress as report_progress
 from ._core._progress import reporting as reporting
+from ._core._provenance import Origin as Origin
+from ._core._provenance import ProvenanceFinding as ProvenanceFinding
+from ._core._provenance import Sink as Sink
 from ._core._signal import CancelSignal as CancelSignal
 from ._core._statistics import ToolStatistics as ToolStatistics
 from ._mcp._policy import install_destructive_ask as install_destructive_ask
+from ._pipeline._ledger import ProvenanceLedger as ProvenanceLedger
 from ._pipeline._otel import install_otel_tracing as install_otel_tracing
+from ._pipeline._provenance import RecordedApprovals as RecordedApprovals
+from ._pipeline._provenance import install_provenance_guard as install_provenance_guard
 from ._pipeline._registry import Disposer as Disposer
 from ._pipeline._registry import ExecuteWrapper as ExecuteWrapper
 from ._pipeline._registry import PostExecuteListener as PostExecuteListener
@@ -205,6 +211,7 @@ __all__ = [
     "McpMountError",
     "McpServerGoneError",
     "NotJSONError",
+    "Origin",
     "OutputRenderer",
     "OutputSchemaError",
     "OutsideRootError",
@@ -213,6 +220,9 @@ __all__ = [
     "PreExecuteListener",
     "PreToolDecision",
     "ProgressReport",
+    "ProvenanceFinding",
+    "ProvenanceLedger",
+    "RecordedApprovals",
     "RegistrationError",
     "RemoteToolError",
     "ReportSink",
@@ -225,6 +235,7 @@ __all__ = [
     "SchemaProp",
     "SchemaSpec",
     "SchemaType",
+    "Sink",
     "StrictSchemaError",
     "StructSchemaError",
     "TextContent",
@@ -262,6 +273,7 @@ __all__ = [
     "from_strict_arguments",
     "install_destructive_ask",
     "install_otel_tracing",
+    "install_provenance_guard",
     "install_retry_policy",
     "install_timeout_policy",
     "open_tool_batch",

@@ -197,7 +197,9 @@ class HookContext(msgspec.Struct, frozen=True, rename="camel", omit_defaults=Tru
             force_setattr(self, "content", tuple(self.content))
 
 
-class ToolExecutionResult(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True):
+class ToolExecutionResult(
+    msgspec.Struct, frozen=True, rename="camel", omit_defaults=True, dict=True
+):
     """The outcome of one tool call.
 
     Attributes:
@@ -226,6 +228,45 @@ class ToolExecutionResult(msgspec.Struct, frozen=True, rename="camel", omit_defa
         Other blocks (images) contribute nothing; a failure reads ``Error: …``.
         """
         return _text_of(self.content)
+
+    @property
+    def value(self) -> Any:
+        """The result as a JSON value, for observers and policies: ``None`` when it has none.
+
+        A tool that declares an output gives its ``structured_content``; a body that
+        returned data (a dict, a list, a record: what toolnursery renders as JSON text)
+        gives that data, read back from its text (the rendering is lossless JSON, so
+        this is the returned value's JSON form); so does any other result whose whole
+        text is one JSON object or array (a mounted MCP tool's). A failure, plain
+        prose and non-text content give ``None``. Decoded once, on first read (a
+        mutable value read here is the same object on every read: do not change it).
+        """
+        memo = self.__dict__
+        if "_value" in memo:
+            return memo["_value"]
+        value = self._read_value()
+        force_setattr(self, "_value", value)
+        return value
+
+    def _read_value(self) -> Any:
+        if self.is_error:
+            return None
+        structured = self.structured_content
+        if structured is not None:
+            return structured
+        content = self.content
+        if len(content) != 1 or type(content[0]) is not TextContent:
+            return None
+        text = content[0].text
+        if not text or text[0] not in "{[":
+            return None
+        try:
+            return _json_value.decode(text)
+        except msgspec.DecodeError:
+            return None
+
+
+_json_value = msgspec.json.Decoder()
 
 
 class ToolResult(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True):

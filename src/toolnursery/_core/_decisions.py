@@ -9,6 +9,7 @@ import msgspec
 from msgspec.structs import force_setattr
 
 from ._content import ContentBlock, HookContext
+from ._provenance import ProvenanceFinding
 
 __all__ = [
     "EXCLUSIVE",
@@ -37,9 +38,20 @@ class Deny(msgspec.Struct, frozen=True, tag="deny", tag_field="kind"):
 
 
 class Ask(msgspec.Struct, frozen=True, tag="ask", tag_field="kind", omit_defaults=True):
-    """Pre-execute decision: run only if the approval service answers ``allowed-once``."""
+    """Pre-execute decision: run only if the approval service answers ``allowed-once``.
+
+    Attributes:
+        reason: why, for the person asked.
+        provenance: what a provenance policy found about the call's sink arguments
+            (handed on as :attr:`ApprovalRequest.provenance`).
+    """
 
     reason: str | None = None
+    provenance: tuple[ProvenanceFinding, ...] = ()
+
+    def __post_init__(self) -> None:
+        if type(self.provenance) is not tuple:
+            force_setattr(self, "provenance", tuple(self.provenance))
 
 
 PreToolDecision: TypeAlias = Allow | Deny | Ask

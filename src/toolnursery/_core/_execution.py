@@ -10,6 +10,7 @@ import msgspec
 from ._asking import Elicitation, Sample, elicit, sample
 from ._content import HookContext
 from ._progress import LogLevel, Reported, report_log, report_progress
+from ._provenance import ProvenanceFinding, Sink
 from ._scope import AgentScope
 from ._signal import CancelSignal
 
@@ -83,6 +84,33 @@ class ToolExecution(msgspec.Struct, frozen=True):
     agent: AgentScope | None
     parent: ToolExecutionToken | None
     token: ToolExecutionToken
+
+    def provenance(self, argument: str, kind: Sink | None = None) -> tuple[ProvenanceFinding, ...]:
+        """Where the values of one of this call's arguments were seen before the call.
+
+        One finding per text inside the argument (per identifier inside a ``content``
+        argument): its origin — the user's request, their own identifier, a declared
+        record field of a result, a fragment of a result's text, or unseen — with the
+        source call and the JSON path. Read from the call's scope's ledger
+        (:attr:`ToolScope.provenance`); only results of earlier batches count.
+
+        Args:
+            argument: the argument's name.
+            kind: how to compare its values (default: its declared sink kinds, else
+                ``party``).
+
+        Raises:
+            ValueError: the call has no scope (provenance is kept per scope).
+            KeyError: the call has no such argument.
+        """
+        agent = self.agent
+        if agent is None:
+            raise ValueError(
+                f'tool "{self.name}" ({self.call_id}) runs for no scope: provenance is kept '
+                "per scope (ToolScope.provenance)"
+            )
+        found: tuple[ProvenanceFinding, ...] = agent.provenance.explain(self, argument, kind)
+        return found
 
 
 class ToolRunContext(Generic[DepsT]):
@@ -380,13 +408,24 @@ ApprovalOutcome: TypeAlias = Literal["allowed-once", "rejected", "cancelled", "u
 
 
 class ApprovalRequest(msgspec.Struct, frozen=True):
-    """What an :class:`ApprovalService` is asked: who wants to run what, and why."""
+    """What an :class:`ApprovalService` is asked: who wants to run what, and why.
+
+    Attributes:
+        agent: the scope the call runs for.
+        tool_name: the tool.
+        call_id: the model's call id.
+        reason: the ``Ask``'s reason.
+        signal: the call's signal (fires when the call is aborted).
+        provenance: the ``Ask``'s findings about the call's sink arguments (a
+            provenance policy's: argument, value, origin, source call); ``()`` otherwise.
+    """
 
     agent: AgentScope
     tool_name: str
     call_id: str
     reason: str | None
     signal: CancelSignal
+    provenance: tuple[ProvenanceFinding, ...] = ()
 
 
 class ApprovalService(Protocol):

@@ -38,6 +38,7 @@ from .._core._statistics import Counters, ToolStatistics
 from .._tools._definition import ToolDefinition, option_problem
 from ._classify import classify
 from ._compiler import CompiledView, Phase, PlanCompiler
+from ._ledger import ProvenanceLedger
 from ._plan import ToolPlan
 from ._stages import execute as _execute
 from ._waterfalls import DEFAULT_HOOK_ABORT_GRACE, check_hook_abort_grace
@@ -397,8 +398,29 @@ class ToolScope(_Owner):
         self._closed = False
         self._view_cache: tuple[int, dict[str, ToolDefinition]] | None = None
         self._compiled = CompiledView(self._chain)  # read by the registry's compiler
+        self._provenance: ProvenanceLedger | None = None
         if parent is not None:
             parent._children.append(self)
+
+    @property
+    def provenance(self) -> ProvenanceLedger:
+        """The provenance ledger of this scope's agent run (made on first read).
+
+        It records every result committed for this scope (and scopes nested in it)
+        from the moment it is made; a nested scope reads the ledger of the nearest
+        enclosing scope that has one. See :class:`ProvenanceLedger`.
+
+        Raises:
+            RegistrationError: the scope is closed and has no ledger yet.
+        """
+        for scope in reversed(self._chain):
+            if scope._provenance is not None:
+                return scope._provenance
+        registry = self._registry
+        ledger = self._provenance = ProvenanceLedger(
+            self.on_result, lambda execution: registry.get(execution.name, execution.agent)
+        )
+        return ledger
 
     @property
     def registry(self) -> ToolRegistry:

@@ -115,7 +115,14 @@ async def resolve_decision(
             f'Error: tool "{name}" requires approval, but the call has no agent to route it through'
         )
     outcome = await approval.request(
-        ApprovalRequest(agent, name, execution.call_id, decision.reason, execution.signal)
+        ApprovalRequest(
+            agent,
+            name,
+            execution.call_id,
+            decision.reason,
+            execution.signal,
+            decision.provenance,
+        )
     )
     if outcome == "allowed-once" or outcome == "cancelled":
         if execution.signal.cancelled:

@@ -52,6 +52,7 @@ from ._signature import (
     invoker,
     read_signature,
 )
+from ._sinks import merge_sink_markers
 from ._strict import from_strict_arguments, strict_json_schema
 from ._struct_check import MSGSPEC_FORMATS, field_path, pattern_free, readable
 from ._struct_schema import struct_schema
@@ -519,6 +520,7 @@ def _tool_from_function(
     ignore_unknown: bool = False,
 ) -> ToolDefinition:
     owner = f"@tool {tool_name}"
+    options = merge_sink_markers(fn, options)
     body_async = is_async(fn)
     params, plan, pydantic_seen = read_signature(fn, owner, depends, body_async)
     doc = getattr(fn, "__doc__", None)  # as written: whether a summary line opens it

@@ -30,6 +30,7 @@ from .._core._content import ContentBlock, ToolResult, ToolReturn
 from .._core._decisions import ResourceKey
 from .._core._errors import RegistrationError
 from .._core._execution import ToolRunContext
+from .._core._provenance import Sink, record_steps, sink_kind
 from ._annotations import McpAnnotations
 from ._presentation import ToolCallView, ToolResultView
 
@@ -41,6 +42,8 @@ __all__ = [
     "ToolOptionArgs",
     "ToolOptions",
     "option_problem",
+    "records_problem",
+    "sinks_problem",
     "timeout_problem",
 ]
 
@@ -90,6 +93,14 @@ class ToolOptions(msgspec.Struct, frozen=True, kw_only=True):
             I/O, no sleeping, no long computation): it runs inline on the trio thread
             instead of in a worker thread. Nothing can interrupt it while it runs.
             No effect on an ``async def`` body.
+        sinks: the parameters where an outbound value lands, each with its
+            :class:`Sink` kind or kinds (``{"to": Sink.PARTY}``; ``@tool`` also reads
+            ``Annotated[str, Sink.PARTY]``), for provenance policies
+            (:func:`install_provenance_guard`). Host-side only: never in the schema.
+        records: the fields of this tool's JSON result that hold trusted records, as
+            paths (``"contacts[].email"``, ``"[].iban"``, ``"owner"``): a sink value
+            equal to such a field counts as a record the model read, not as text
+            lifted from a result.
     """
 
     timeout_ms: float | None = None
@@ -101,6 +112,8 @@ class ToolOptions(msgspec.Struct, frozen=True, kw_only=True):
     max_concurrency: int | None = None
     mcp_annotations: McpAnnotations | None = None
     nonblocking: bool = False
+    sinks: Mapping[str, Sink | tuple[Sink, ...]] | None = None
+    records: tuple[str, ...] = ()
 
 
 class ToolOptionArgs(TypedDict, Generic[A], total=False):
@@ -124,6 +137,8 @@ class ToolOptionArgs(TypedDict, Generic[A], total=False):
     max_concurrency: int | None
     mcp_annotations: McpAnnotations | None
     nonblocking: bool
+    sinks: Mapping[str, Sink | tuple[Sink, ...]] | None
+    records: tuple[str, ...]
     output: Mapping[str, Any] | type[msgspec.Struct] | None
     render_output: Callable[[Any, Any], str | Sequence[ContentBlock] | ContentBlock] | None
     strict: bool
@@ -225,4 +240,49 @@ def option_problem(options: ToolOptions) -> str | None:
         value = getattr(options, hook)
         if value is not None and not callable(value):
             return f"{hook} must be callable"
+    problem = sinks_problem(options.sinks)
+    if problem is None and isinstance(options, ToolDefinition) and options.sinks:
+        problem = _sink_names_problem(options.sinks, options.parameters)
+    return problem or records_problem(options.records)
+
+
+def sinks_problem(sinks: object) -> str | None:
+    """Why ``sinks`` is not a mapping of parameter names to sink kinds, or ``None``."""
+    if sinks is None:
+        return None
+    if not isinstance(sinks, Mapping):
+        return (
+            f"sinks must be a mapping of parameter names to Sink kinds, not {type(sinks).__name__}"
+        )
+    for name, kinds in sinks.items():
+        if not isinstance(name, str) or not name:
+            return f"sinks keys must be parameter names, got {name!r}"
+        for kind in kinds if isinstance(kinds, tuple | list) else (kinds,):
+            try:
+                sink_kind(kind)
+            except ValueError as exc:
+                return f'sinks["{name}"]: {exc}'
+    return None
+
+
+def _sink_names_problem(sinks: Mapping[str, object], parameters: object) -> str | None:
+    properties = parameters.get("properties") if isinstance(parameters, dict) else None
+    if not isinstance(properties, dict):
+        return None  # a schema without named properties: nothing to check names against
+    for name in sinks:
+        if name not in properties:
+            return f'sinks names "{name}", which is not a parameter of the tool'
+    return None
+
+
+def records_problem(records: object) -> str | None:
+    """Why ``records`` is not a tuple of record paths (``contacts[].email``), or ``None``."""
+    if type(records) is not tuple:
+        return f"records must be a tuple of paths, not {type(records).__name__}"
+    for path in records:
+        if not isinstance(path, str) or record_steps(path) is None:
+            return (
+                f"records: {path!r} is not a record path (field names joined by dots, "
+                '"[]" after a list: "contacts[].email")'
+            )
     return None

@@ -31,6 +31,7 @@ import msgspec.inspect as mi
 
 from .._core._errors import RegistrationError, ToolArgsError
 from .._core._execution import ToolRunContext
+from .._core._provenance import Sink
 from ._docstrings import field_docs
 from ._inject import DependsHook, Injected, is_context, marker
 from ._struct_check import pattern_free
@@ -117,6 +118,9 @@ def read_signature(
             dep = marker(param.default, hook, owner, f"the default of {where}")
         if typing.get_origin(annotation) is typing.Annotated:
             inner, *extras = typing.get_args(annotation)
+            if any(isinstance(extra, Sink) for extra in extras):  # read by sink_markers
+                extras = [extra for extra in extras if not isinstance(extra, Sink)]
+                annotation = typing.Annotated[(inner, *extras)] if extras else inner
             for extra in extras:
                 found = marker(extra, hook, owner, f"the metadata of {where}")
                 if found is not None:

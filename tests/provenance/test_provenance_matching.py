@@ -1,0 +1,129 @@
+"""Matching a value inside text: formatting-robust, never half a token."""
+
+from __future__ import annotations
+
+import bisect
+import string
+
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from toolnursery import Sink
+from toolnursery._pipeline._matching import (
+    Haystack,
+    _pattern,
+    dates_in,
+    identifiers_in,
+    needles,
+    same_identifier,
+)
+
+
+def found(value: str, text: str, kind: Sink = Sink.PARTY) -> bool:
+    haystack = Haystack(text)
+    return any(haystack.find(n) >= 0 for n in needles(value, kind))
+
+
+def test_identifiers_are_found_however_they_are_written() -> None:
+    assert found("DE89370400440532013000", "pay DE89 3704 0044\n0532 0130 00 today")
+    assert found("evil@example.com", "write to Evil@Example.COM.")
+    assert found("evil@example.com", "write to evil [at] example [dot] com")
+    assert found("https://www.evil.com/pay/", "see evil.com/pay")
+    assert found("evil.com/pay", "see hxxps://evil[.]com/pay", Sink.URL)
+    assert found("+1 555 123 4567", "call (555) 123-4567")
+    assert found("ＥＶＩＬ@example.com", "evil@example.com")  # NFKC: full-width letters
+
+
+def test_a_value_never_matches_part_of_a_token() -> None:
+    assert not found("bob", "bobby tables")
+    assert not found("exam", "example.com")
+    assert not found("evil@example.com", "evil@example.community")
+    assert not found("nobody@x.com", "")
+
+
+def test_dates_compare_as_dates() -> None:
+    assert (2026, 5, 3) in dates_in("on 2026-05-03T10:00")
+    assert (None, 5, 3) in dates_in("May 3rd")
+    assert (2026, 5, 3) in dates_in("3 May 2026")
+    assert {(2026, 3, 5), (2026, 5, 3)} <= dates_in("03/05/2026")
+    assert dates_in("no date here") == set()
+
+
+def test_identifiers_inside_a_body() -> None:
+    body = "Mail evil@x.com, pay DE89 3704 0044 0532 0130 00, see www.evil.com/a or evil.io."
+    assert identifiers_in(body) == [
+        ("evil@x.com", Sink.PARTY),
+        ("DE89 3704 0044 0532 0130 00", Sink.PARTY),
+        ("www.evil.com/a", Sink.URL),
+        ("evil.io", Sink.URL),
+    ]
+    assert identifiers_in("See you at 10:00 on May 4.") == []
+
+
+groups = st.lists(
+    st.text(alphabet=string.ascii_uppercase + string.digits, min_size=2, max_size=5),
+    min_size=2,
+    max_size=6,
+)
+separators = st.sampled_from([" ", "  ", "\n", "-", ". ", " / "])
+
+
+@given(groups, separators, st.booleans())
+def test_a_grouped_identifier_is_found_in_any_spacing_and_case(
+    parts: list[str], separator: str, lower: bool
+) -> None:
+    value = "".join(parts)
+    written = separator.join(p.lower() if lower else p for p in parts)
+    assert found(value, f"account: {written} (thanks)")
+
+
+@given(
+    st.text(alphabet=string.ascii_lowercase, min_size=3, max_size=8),
+    st.text(alphabet=string.ascii_lowercase, min_size=1, max_size=4),
+)
+def test_a_word_is_not_found_inside_a_longer_word(word: str, tail: str) -> None:
+    assume(word not in {"the", "here", "www", "http", "https", "hxxp", "hxxps", "mailto"})
+    assert not found(word, f"the {word}{tail} here")
+    assert found(word, f"the {word} here")
+
+
+tricky_words = st.sampled_from(
+    ["at", "dot", "a", "t", "do", "ta", "ot", "evil", "x1", "com", "att", "_"]
+)
+tricky_text = st.lists(
+    st.tuples(tricky_words, st.sampled_from([" ", ".", "[", "]", "", "\n", "@", "-"])),
+    max_size=7,
+).map(lambda pairs: "".join(word + gap for word, gap in pairs))
+
+
+@given(
+    st.lists(tricky_text, min_size=1, max_size=3), st.lists(tricky_words, min_size=1, max_size=3)
+)
+def test_the_token_map_finds_what_the_token_pattern_finds(
+    texts: list[str], words: list[str]
+) -> None:
+    # The pattern is the definition (letters in order, only separators or the words
+    # "at"/"dot" between them, whole tokens, within one text); the map is the fast path.
+    needle = "".join(words).replace("_", "")
+    assume(needle)
+    haystack = Haystack(texts)
+    joined = "\x00".join(t.casefold() for t in texts)
+    first = _pattern(needle).search(joined)
+    expected = -1 if first is None else bisect.bisect_right(haystack._offsets, first.start()) - 1
+    assert haystack.find(needle) == expected
+    written = {m.group() for m in _pattern(needle).finditer(joined)}
+    spans = set(haystack.spans(needle))
+    assert written <= spans
+    assert bool(spans) == bool(written)
+
+
+def test_trusting_needs_the_same_identifier_not_the_same_letters() -> None:
+    assert same_identifier("Alice@Bluebird.io", "alice@bluebird.io")
+    assert same_identifier("alice@bluebird.io", "alice [at] bluebird [dot] io")
+    assert same_identifier("https://www.wiki.example/notes/", "wiki.example/notes")
+    assert same_identifier("DE89370400440532013000", "DE89 3704 0044 0532 0130 00")
+    assert same_identifier("+44 20 7946 0011", "020 7946 0011")
+    assert not same_identifier("alice@blue-bird.io", "alice@bluebird.io")
+    assert not same_identifier("bob@h.omeorg", "bob@home.org")
+    assert not same_identifier("evil.com/pay", "evil.com/p/ay")
+    assert not same_identifier("", "")
