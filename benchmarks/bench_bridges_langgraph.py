@@ -6,9 +6,14 @@ N = 10 tool calls of ``lookup(query: str, limit: int = 10)`` (odd calls omit
 
 * LangGraph's ``ToolNode`` over a LangChain ``@tool`` whose asyncio body awaits one
   ``asyncio.sleep(0)``;
-* ``toolnursery.langgraph.ToolBatchNode`` over a registry whose ``@tool`` body awaits
-  one trio checkpoint, with five pass-through hooks (one listener in each phase:
-  pre-execute, guard, execute wrapper, post-execute, result observer);
+* ``toolnursery.langgraph.ToolBatchNode`` over a registry whose ``@tool`` body, declared
+  ``asyncio_tool``, awaits one ``asyncio.sleep(0)`` (the node runs the batch on
+  ``toolnursery.aio``'s asyncio driver; ``--body trio``: a trio ``@tool`` awaiting one
+  trio checkpoint, run in the trio guest run), with five pass-through hooks (one
+  listener in each phase: pre-execute, guard, execute wrapper, post-execute, result
+  observer);
+* ``ToolBatchNode([lookup])``: our node over the same LangChain tool as ``ToolNode``,
+  with the same five hooks (its tool runs as ``ToolNode`` runs it, inside our batch);
 * a node that returns N fresh ``ToolMessage``\s without running anything (the graph's
   own cost and that of handling N results, which every tools node pays: subtracted
   from both).
@@ -21,7 +26,8 @@ of whole turns, graph included. For where our cost goes, two more rows, in the s
 interleaving and with no graph: the node awaited directly, and the same batch through
 ``toolnursery.aio.run_tool_calls`` (the asyncio crossing without the node).
 
-Run: ``python benchmarks/bench_bridges_langgraph.py`` (``--quick``: fewer samples).
+Run: ``python benchmarks/bench_bridges_langgraph.py`` (``--quick``: fewer samples;
+``--body trio``).
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ from toolnursery import (
     ToolRegistry,
     tool,
 )
+from toolnursery.aio import asyncio_tool
 from toolnursery.langgraph import ToolBatchNode
 
 N = 10
@@ -65,15 +72,28 @@ async def lookup(query: str, limit: int = 10) -> str:
 
 
 @tool(name="lookup", is_concurrency_safe=lambda args: True)
-async def lookup_ours(query: str, limit: int = 10) -> str:
+async def lookup_trio(query: str, limit: int = 10) -> str:
     """Look a query up."""
     await trio.lowlevel.checkpoint()
     return f"{limit} results for {query}"
 
 
-def registry_with_five_hooks() -> ToolRegistry:
-    registry = ToolRegistry()
-    registry.register(lookup_ours)
+@asyncio_tool
+@tool(name="lookup", is_concurrency_safe=lambda args: True)
+async def lookup_asyncio(query: str, limit: int = 10) -> str:
+    """Look a query up."""
+    await asyncio.sleep(0)
+    return f"{limit} results for {query}"
+
+
+BODY = ["asyncio"]
+"""Ours: the body declared ``asyncio_tool`` (the default), or a trio ``@tool``; ``--body``."""
+
+
+def registry_with_five_hooks(registry: ToolRegistry | None = None) -> ToolRegistry:
+    if registry is None:
+        registry = ToolRegistry()
+        registry.register(lookup_asyncio if BODY[0] == "asyncio" else lookup_trio)
     registry.on_pre_execute(pre)
     registry.guard(guard)
     registry.on_execute(wrapper)
@@ -136,12 +156,15 @@ async def measure(samples: int, loops: int) -> dict[str, list[float]]:
     registry = registry_with_five_hooks()
     node = ToolBatchNode(registry)
     calls = [ToolCall(c["id"], c["name"], c["args"]) for c in turn().tool_calls]
+    lc_node = ToolBatchNode([lookup])
+    registry_with_five_hooks(lc_node.registry)
     graphs = {
         "toolnode": graph_of(ToolNode([lookup])),
         "ours": graph_of(node),
+        "ours_lc": graph_of(lc_node),
         "baseline": graph_of(baseline),
     }
-    for name in ("toolnode", "ours"):
+    for name in ("toolnode", "ours", "ours_lc"):
         check(await graphs[name].ainvoke(state))
     runs: dict[str, Callable[[], Awaitable[object]]] = {
         name: (lambda app=app: app.ainvoke(state)) for name, app in graphs.items()
@@ -176,14 +199,17 @@ def bench_langgraph(quick: bool = False) -> dict[str, list[float]]:
     turns = asyncio.run(measure(samples, loops))
     per_call = {
         name: [(t - e) / N * 1e6 for t, e in zip(turns[name], turns["baseline"], strict=True)]
-        for name in ("toolnode", "ours")
+        for name in ("toolnode", "ours", "ours_lc")
     }
     ratios = [a / b for a, b in zip(per_call["toolnode"], per_call["ours"], strict=True)]
+    lc_ratios = [a / b for a, b in zip(per_call["toolnode"], per_call["ours_lc"], strict=True)]
     whole = [a / b for a, b in zip(turns["toolnode"], turns["ours"], strict=True)]
     print(f"{'':<44} {'µs per call':>26}")
     print(f"{'ToolNode (LangChain @tool, asyncio body)':<44} {spread(per_call['toolnode'])}")
-    print(f"{'ToolBatchNode (@tool, five hooks)':<44} {spread(per_call['ours'])}")
+    print(f"{f'ToolBatchNode ({BODY[0]} @tool, five hooks)':<44} {spread(per_call['ours'])}")
     print(f"{'ratio ToolNode / ToolBatchNode':<44} {spread(ratios, 'x')}")
+    print(f"{'ToolBatchNode([lookup]), five hooks':<44} {spread(per_call['ours_lc'])}")
+    print(f"{'ratio ToolNode / ToolBatchNode([lookup])':<44} {spread(lc_ratios, 'x')}")
     print(f"{'baseline graph, per turn (µs)':<44} {spread([e * 1e6 for e in turns['baseline']])}")
     print(f"{'whole turn, graph included: ratio':<44} {spread(whole, 'x')}")
     for name, label in (
@@ -197,7 +223,10 @@ def bench_langgraph(quick: bool = False) -> dict[str, list[float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="fewer samples")
-    bench_langgraph(parser.parse_args().quick)
+    parser.add_argument("--body", choices=["asyncio", "trio"], default="asyncio")
+    args = parser.parse_args()
+    BODY[0] = args.body
+    bench_langgraph(args.quick)
 
 
 if __name__ == "__main__":

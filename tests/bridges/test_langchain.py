@@ -487,3 +487,48 @@ def test_a_tools_own_handle_tool_error_answer_is_an_error_result() -> None:
     assert result.text == 'Error: tool "picky": not today'
     assert result.error is not None
     assert result.error.code == LangChainToolError.code
+
+
+def test_an_exported_asyncio_tool_runs_on_the_asyncio_driver_and_a_cancel_aborts_it() -> None:
+    from toolnursery.aio import asyncio_tool
+
+    events: list[str] = []
+    started = asyncio.Event()
+
+    @asyncio_tool
+    @tool
+    async def wait(seconds: float) -> str:
+        """Wait on asyncio."""
+        started.set()
+        try:
+            await asyncio.sleep(seconds)
+        finally:
+            events.append("unwound")
+        return "waited"
+
+    registry = ToolRegistry()
+    registry.register(wait)
+
+    async def pre(execution: ToolExecution, next_: Any) -> Any:
+        # a hook runs on the call's driver: an asyncio task natively, a trio task in the
+        # guest run (outside any asyncio task)
+        events.append("asyncio" if asyncio.current_task() is not None else "trio")
+        return await next_()
+
+    registry.on_pre_execute(pre)
+    registry.on_result(
+        lambda execution, result: events.append(str(result.error and result.error.code))
+    )
+    [exported] = to_langchain(registry)
+
+    async def main() -> None:
+        assert await exported.ainvoke({"seconds": 0}) == "waited"
+        started.clear()
+        task = asyncio.ensure_future(exported.ainvoke({"seconds": 3600}))
+        await started.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    _run(main())
+    assert events == ["asyncio", "unwound", "None", "asyncio", "unwound", TOOL_ABORTED]

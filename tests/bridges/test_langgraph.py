@@ -1129,3 +1129,118 @@ def test_a_task_cancelled_while_its_gathering_waits_leaves_and_its_call_never_ru
     assert _run(main()) == "out 1"
     assert seen == [(["1", "2"], False), "closed"]
     assert ran == [["1"]]  # "3" never came, "2" left before the batch: "1" ran alone
+
+
+# -- which driver runs the node's batch under asyncio -------------------------------------
+
+from toolnursery.aio import asyncio_tool  # noqa: E402
+
+
+@asyncio_tool
+@tool(name="add", **PARALLEL)
+async def add_on_asyncio(a: int, b: int) -> str:
+    """Add two integers."""
+    await asyncio.sleep(0)
+    return str(a + b)
+
+
+def _where(registry: ToolRegistry) -> list[str]:
+    """Record, per call, the loop its pre-execute hook runs on: a hook runs on the
+    batch's driver (an asyncio task on the asyncio driver, a trio task in the guest run)."""
+    seen: list[str] = []
+
+    async def pre(execution: ToolExecution, next_: Any) -> Any:
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:  # no asyncio loop at all: plain trio
+            task = None
+        seen.append("asyncio" if task is not None else "trio")
+        return await next_()
+
+    registry.on_pre_execute(pre)
+    return seen
+
+
+@pytest.mark.parametrize(
+    ("tools", "calls", "driver"),
+    [
+        pytest.param("langchain", [("listing", {"n": 1}), ("listing", {"n": 2})], "asyncio"),
+        pytest.param("asyncio_tool", [("add", {"a": 1, "b": 1})] * 2, "asyncio"),
+        pytest.param("mixed", [("listing", {"n": 1}), ("add", {"a": 1, "b": 1})], "trio"),
+    ],
+)
+@pytest.mark.parametrize("build", ["v1", "v2", "state_graph"])
+def test_under_asyncio_the_node_runs_on_the_asyncio_driver_when_its_tools_allow(
+    tools: str, calls: list[tuple[str, dict[str, Any]]], driver: str, build: str
+) -> None:
+    made = {"langchain": [listing], "asyncio_tool": [add_on_asyncio], "mixed": [listing, add]}
+    node = ToolBatchNode(made[tools])
+    seen = _where(node.registry)
+    turn = _ai(*((str(i), name, args) for i, (name, args) in enumerate(calls)))
+    responses = [turn, AIMessage("done")]
+    app = (
+        _agent_graph(node, responses)
+        if build == "state_graph"
+        else _react(node, responses, version=build)
+    )
+    state = _run(app.ainvoke({"messages": [HumanMessage("hi")]}))
+    messages = _tool_messages(state)
+    assert [m.tool_call_id for m in messages] == [str(i) for i in range(len(calls))]
+    assert all(m.status == "success" for m in messages), messages
+    assert seen == [driver] * len(calls)
+
+
+def test_a_sync_invoke_and_plain_trio_keep_running_the_node_on_trio() -> None:
+    node = ToolBatchNode([listing])
+    seen = _where(node.registry)
+    turn = [_ai(("1", "listing", {"n": 1}))]
+    state = _react(node, [*turn, AIMessage("done")]).invoke({"messages": [HumanMessage("hi")]})
+    assert [m.content for m in _tool_messages(state)] == ['{"items": [0], "name": "é"}']
+
+    async def main() -> Any:
+        return await node(turn)
+
+    assert [m.content for m in trio.run(main)] == ['{"items": [0], "name": "é"}']
+    assert seen == ["trio", "trio"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_ask_on_the_asyncio_driver_interrupts_and_the_resume_runs_the_call_once(
+    stream: bool,
+) -> None:
+    deleted: list[str] = []
+
+    @asyncio_tool
+    @tool
+    async def delete(path: str) -> str:
+        """Delete a file."""
+        await asyncio.sleep(0)
+        deleted.append(path)
+        return f"deleted {path}"
+
+    registry = ToolRegistry(approval=InterruptApproval())
+    registry.register(add_on_asyncio)
+    registry.register(delete)
+    seen = _where(registry)
+
+    async def ask(execution: ToolExecution, next_: Any) -> Any:
+        return Ask("deleting needs a human") if execution.name == "delete" else await next_()
+
+    registry.on_pre_execute(ask)
+    turn = _ai(("1", "add", {"a": 1, "b": 1}), ("2", "delete", {"path": "a.txt"}))
+    config = {"configurable": {"thread_id": "t"}}
+    node = ToolBatchNode(registry, agent=registry.scope(), stream=stream)
+    app = _agent_graph(node, [turn, AIMessage("done")], checkpointer=InMemorySaver())
+
+    async def main() -> tuple[Any, dict[str, Any]]:
+        first = await app.ainvoke({"messages": []}, config)
+        return first["__interrupt__"], await app.ainvoke(Command(resume=True), config)
+
+    interrupts, state = _run(main())
+    assert [i.value["call_id"] for i in interrupts] == ["2"]
+    assert [(m.status, m.content) for m in _tool_messages(state)] == [
+        ("success", "2"),
+        ("success", "deleted a.txt"),
+    ]
+    assert deleted == ["a.txt"]
+    assert set(seen) == {"asyncio"}

@@ -27,7 +27,13 @@ from .._core._execution import ToolRunContext
 from .._tools._definition import ToolDefinition
 from ._host import HOST, Host
 
-__all__ = ["AsyncioHostError", "asyncio_tool", "is_asyncio_tool"]
+__all__ = [
+    "AsyncioHostError",
+    "asyncio_tool",
+    "in_asyncio_task",
+    "is_asyncio_tool",
+    "runs_on_either_loop",
+]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -85,6 +91,22 @@ def asyncio_tool(target: Any, /) -> Any:
 def is_asyncio_tool(fn: object) -> bool:
     """Whether ``fn`` is a body made by :func:`asyncio_tool`."""
     return getattr(fn, _MARK, False) is True
+
+
+def runs_on_either_loop(
+    fn: Callable[P, Coroutine[Any, Any, R]], /
+) -> Callable[P, Coroutine[Any, Any, R]]:
+    """Mark ``fn``, a body that checks which loop runs it and does the right thing on
+    each, as an asyncio body: the asyncio driver awaits it in its task (a bridge's body
+    that awaits its framework's asyncio code there, and crosses to the host loop or a
+    thread itself under trio). Returns ``fn`` itself."""
+    setattr(fn, _MARK, True)
+    return fn
+
+
+def in_asyncio_task() -> bool:
+    """Whether this runs in an asyncio task (not in a trio task of the guest run)."""
+    return _in_asyncio_task()
 
 
 def _check_coroutine_function(fn: object, what: str) -> None:

@@ -9,8 +9,9 @@ runs on a worker thread (not abandoned: the batch waits for it). Whatever the to
 raises (``ToolException`` included) becomes a one-line ``Error:`` result.
 
 Out: each tool of a registry (or of an agent scope) becomes a ``BaseTool`` whose
-``ainvoke`` runs the call through the registry's pipeline, hosted on the running
-asyncio loop by the ``toolnursery.aio`` host: validation, policies, approval,
+``ainvoke`` runs the call through the registry's pipeline with ``toolnursery.aio``
+(natively on the running loop when the tool and hooks allow, else in the trio guest
+run): validation, policies, approval,
 observers and the timeout policy all apply; the scheduler does not (LangChain
 dispatches each call alone; the LangGraph node keeps the batch).
 """
@@ -30,14 +31,13 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ConfigDict
 
-from .._aio._host import Job, host_for, wait_job
 from .._aio._tool import asyncio_tool
 from .._core._errors import ToolArgsError, ToolError
 from .._core._execution import ToolExecutionInput
 from .._core._json import thaw
-from .._core._signal import CancelSignal
 from .._pipeline._registry import ToolRegistry, ToolScope
 from .._tools._definition import ToolDefinition
+from ..aio import execute as aio_execute
 
 __all__ = [
     "LangChainToolError",
@@ -165,8 +165,8 @@ def from_langchain(tool: BaseTool, *, name: str | None = None) -> ToolDefinition
     own (``json.dumps`` of a value that is not text) and its ``handle_tool_error``
     answer is an error result. A tool with an asyncio implementation
     (``StructuredTool.from_function(coroutine=...)``, an ``async def`` under
-    ``@tool``, a ``BaseTool`` overriding ``_arun``) runs on the asyncio loop that
-    hosts the batch (through ``toolnursery.aio``); a sync tool runs on a worker
+    ``@tool``, a ``BaseTool`` overriding ``_arun``) is an ``asyncio_tool`` body: it
+    runs on the asyncio driver, or on the loop hosting a trio batch; a sync tool runs on a worker
     thread. ``ToolException`` and any other exception become a one-line error result
     with code ``LANGCHAIN_TOOL_ERROR``.
 
@@ -223,8 +223,9 @@ _TOOL_CALL_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 class RegistryTool(BaseTool):
     """A registry tool as a LangChain ``BaseTool``; made by ``to_langchain``.
 
-    ``ainvoke`` runs the call through the registry's pipeline on the running asyncio
-    loop's trio host; cancelling the awaiting task aborts the call (the body sees the
+    ``ainvoke`` runs the call through the registry's pipeline with
+    ``toolnursery.aio.execute`` (natively on the running loop when the tool and hooks
+    allow, else in the trio guest run); cancelling the awaiting task aborts the call (the body sees the
     abort, the observers see ``ABORTED``). An error result raises ``ToolException``
     with the result's text, which LangChain (``handle_tool_error=True``) hands the
     model as an error ``ToolMessage``. A sync ``invoke`` runs the call on a fresh
@@ -251,20 +252,9 @@ class RegistryTool(BaseTool):
         run_manager: AsyncCallbackManagerForToolRun | None = None,
         **kwargs: Any,
     ) -> str:
-        loop = asyncio.get_running_loop()
-        host = await host_for(loop)
-        job: Job[Any] = Job(loop, CancelSignal())
-        input = ToolExecutionInput(
-            _call_id(run_manager), self.name, kwargs, signal=job.signal, agent=self.agent
-        )
-        registry: ToolRegistry = self.registry
-        deps = self.deps
-
-        async def run() -> Any:
-            return await registry.execute(input, deps=deps)
-
-        host.spawn(job, run)
-        result = await wait_job(job)
+        input = ToolExecutionInput(_call_id(run_manager), self.name, kwargs, agent=self.agent)
+        # natively on this loop when the tool and hooks allow it, else the trio guest run
+        result = await aio_execute(self.registry, input, deps=self.deps)
         if result.is_error:
             raise ToolException(result.text)
         return str(result.text)

@@ -9,9 +9,10 @@ or a whole :class:`ToolRegistry`. Same inputs (state, messages, tool-call dicts,
 order, ``Command``\\s as ``ToolNode`` combines them).
 
 The calls run as one batch of the registry (resource keys, barriers,
-``max_parallel``, model-order commits, every policy, the recorder): on the running
-asyncio loop's ``toolnursery.aio`` host under ``ainvoke``, in a ``trio.run`` of the
-calling thread under ``invoke``. A LangChain tool's body is ``ToolNode``'s own
+``max_parallel``, model-order commits, every policy, the recorder): under
+``ainvoke`` on ``toolnursery.aio``'s asyncio driver when the calls' tools and hooks
+allow (else its trio guest run), in a ``trio.run`` of the calling thread under
+``invoke``. A LangChain tool's body is ``ToolNode``'s own
 execution (its injection of ``InjectedState``, ``InjectedStore``,
 ``InjectedToolCallId`` and ``ToolRuntime``, its ``handle_tool_errors``, its
 ``Command`` checks and its text) run inside the batch; an argument the model sent
@@ -44,14 +45,12 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import get_runtime
 
 from .._aio._host import HOST, Job, host_for, wait_job
-from .._aio._tool import run_on_host
+from .._aio._route import trio_reason
+from .._aio._tool import in_asyncio_task, run_on_host, runs_on_either_loop
 from .._batch._recorder import ToolCallRecorder
 from .._batch._scheduler import open_tool_batch, run_tool_calls
-from .._core._content import (
-    ToolCall,
-    ToolExecutionResult,
-)
-from .._core._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, ToolError
+from .._core._content import ToolCall
+from .._core._errors import ToolError
 from .._core._json import thaw
 from .._core._signal import CancelSignal
 from .._pipeline._registry import ToolRegistry, ToolScope
@@ -72,13 +71,14 @@ from ._langgraph_run import (
     InputType,
     InterruptApproval,
     NodeRun,
-    answered_by_body,
     call_arguments,
+    committer,
     in_asyncio,
     is_interrupt,
     last_ai,
     made_up_id,
     messages_of,
+    native_batch,
     no_writer,
     summary,
     tool_message,
@@ -91,7 +91,6 @@ _CONTEXT = object()
 
 _DEFAULT_ERRORS = (ToolNode.__init__.__kwdefaults__ or {})["handle_tool_errors"]
 
-_NOT_KEPT = frozenset({TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH})
 _RESUMING = "__pregel_resuming"
 """LangGraph's configurable key marking the step a resume starts from."""
 _KEPT_RUNS = 256
@@ -268,9 +267,11 @@ class ToolBatchNode(ToolNode):
                 runtime=runtime,
             )
             try:
-                if run.host is not None:
+                if in_asyncio_task():  # the asyncio driver: ToolNode's own coroutine
+                    output = await node._execute_tool_async(request, run.input_type, runtime.config)
+                elif (host := HOST.get()) is not None:  # the trio guest run
                     work = node._execute_tool_async(request, run.input_type, runtime.config)
-                    output = await run_on_host(run.host, work, lc_tool.name)
+                    output = await run_on_host(host, work, lc_tool.name)
                 else:
                     output = await trio.to_thread.run_sync(
                         node._execute_tool_sync,
@@ -289,7 +290,7 @@ class ToolBatchNode(ToolNode):
                 raise LangChainToolError(one_line(text) or f'tool "{lc_tool.name}" failed')
             return text
 
-        return ToolDefinition(lc_tool.name, description, parameters, body)
+        return ToolDefinition(lc_tool.name, description, parameters, runs_on_either_loop(body))
 
     @property
     def tools(self) -> list[BaseTool]:
@@ -320,7 +321,7 @@ class ToolBatchNode(ToolNode):
         if trio.lowlevel.in_trio_task() and not in_asyncio():
             results = await self._trio_batch(run, pending, runtime)
         else:
-            results = await self._hosted_batch(run, pending, runtime)
+            results = await self._asyncio_batch(run, pending, runtime)
         return self._finish(run, kept_key, calls, pending, results, input_type, extra)
 
     # -- the Send tasks of one AI message, gathered ---------------------------------------
@@ -390,7 +391,7 @@ class ToolBatchNode(ToolNode):
         run = NodeRun("tool_calls", runtimes, contexts)
         run.gathered = True  # each call is a task of its own: an error fails only its own
         calls = [arrival[0] for arrival in arrivals]
-        results = await self._hosted_batch(run, calls, arrivals[-1][3])
+        results = await self._asyncio_batch(run, calls, arrivals[-1][3])
         outputs: dict[str, Any] = {}
         for call in calls:
             output: Any = run.exceptions.get(call["id"])
@@ -517,48 +518,19 @@ class ToolBatchNode(ToolNode):
         """Run the pending calls as one batch (in the trio run); their ``ToolMessage``\\s
         (the LangChain tools' own answers stay in ``run.outputs``)."""
         CURRENT_RUN.set(run)  # the batch's tasks start in copies of this context
-        run.host = HOST.get()
         calls = [ToolCall(c["id"], str(c.get("name") or ""), call_arguments(c)) for c in pending]
-        writer = self._writer(runtime)
-        deps = self._deps(runtime)
         messages: dict[str, ToolMessage] = {}
+        commit = committer(run, messages, self._writer(runtime))
         run.abort = signal.cancel
-
-        def commit(call: ToolCall, result: ToolExecutionResult) -> None:
-            output = run.outputs.get(call.id)
-            if output is not None and not answered_by_body(result):
-                del run.outputs[call.id]  # a policy replaced or blocked the tool's answer
-                output = None
-            messages[call.id] = tool_message(call, result)
-            if result.error is not None and result.error.code in _NOT_KEPT:
-                run.unkept.add(call.id)  # aborted: it runs again on resume
-            if writer is not None:
-                writer(
-                    {STREAM_KEY: output if isinstance(output, ToolMessage) else messages[call.id]}
-                )
-
+        options = self._options(runtime)
         if self.resume_from is not None:
             results = await run_tool_calls(
-                self.registry,
-                calls,
-                signal=signal,
-                agent=self.agent,
-                max_parallel=self.max_parallel,
-                recorder=self.recorder,
-                resume_from=self.resume_from,
-                deps=deps,
+                self.registry, calls, signal=signal, resume_from=self.resume_from, **options
             )
             for call, result in zip(calls, results, strict=True):
                 commit(call, result)
             return messages
-        async with open_tool_batch(
-            self.registry,
-            signal=signal,
-            agent=self.agent,
-            max_parallel=self.max_parallel,
-            recorder=self.recorder,
-            deps=deps,
-        ) as batch:
+        async with open_tool_batch(self.registry, signal=signal, **options) as batch:
 
             def abort(reason: str) -> None:
                 signal.cancel(reason)
@@ -572,10 +544,44 @@ class ToolBatchNode(ToolNode):
                 commit(call, result)
         return messages
 
+    def _options(self, runtime: Any) -> dict[str, Any]:
+        return {
+            "agent": self.agent,
+            "max_parallel": self.max_parallel,
+            "recorder": self.recorder,
+            "deps": self._deps(runtime),
+        }
+
     async def _trio_batch(
         self, run: NodeRun, pending: list[dict[str, Any]], runtime: Any
     ) -> dict[str, ToolMessage]:
         return await self._batch(run, pending, runtime, CancelSignal())
+
+    async def _asyncio_batch(
+        self, run: NodeRun, pending: list[dict[str, Any]], runtime: Any
+    ) -> dict[str, ToolMessage]:
+        """Under asyncio: natively on the running loop (``toolnursery.aio``'s asyncio
+        driver) when the calls' tools and hooks allow it (and, streaming, every tool of
+        the view), else in the trio guest run."""
+        writer = self._writer(runtime)
+        registry, agent = self.registry, self.agent
+        if (
+            self.resume_from is not None
+            or trio_reason(registry, agent, [str(c.get("name") or "") for c in pending])
+            or (writer is not None and trio_reason(registry, agent, None))
+        ):
+            return await self._hosted_batch(run, pending, runtime)
+        calls = [ToolCall(c["id"], str(c.get("name") or ""), call_arguments(c)) for c in pending]
+        messages: dict[str, ToolMessage] = {}
+        token = CURRENT_RUN.set(run)  # the driver's tasks start in copies of this context
+        try:
+            commit = committer(run, messages, writer)
+            await native_batch(
+                registry, run, calls, commit, writer is not None, **self._options(runtime)
+            )
+        finally:
+            CURRENT_RUN.reset(token)
+        return messages
 
     async def _hosted_batch(
         self, run: NodeRun, pending: list[dict[str, Any]], runtime: Any

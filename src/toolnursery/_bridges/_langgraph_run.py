@@ -28,11 +28,18 @@ from .._core._content import (
     ToolCall,
     ToolExecutionResult,
 )
+from .._core._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH
 from .._core._execution import ApprovalOutcome, ApprovalRequest
+from .._core._signal import CancelSignal
+from ..aio import open_tool_batch as aio_open_tool_batch
+from ..aio import run_tool_calls as aio_run_tool_calls
 from ._langchain import LangChainToolError
 
 __all__ = [
     "CURRENT_RUN",
+    "NOT_KEPT",
+    "committer",
+    "native_batch",
     "STREAM_KEY",
     "GATHER_TURNS",
     "Arrival",
@@ -71,7 +78,6 @@ class NodeRun:
         "contexts",
         "exceptions",
         "gathered",
-        "host",
         "input_type",
         "outputs",
         "runtimes",
@@ -88,7 +94,6 @@ class NodeRun:
         self.runtimes = runtimes
         context = contextvars.copy_context()
         self.contexts = contexts or Contexts(context)
-        self.host: Any = None
         self.abort: Callable[[str], None] = lambda reason: None
         self.exceptions: dict[str, BaseException] = {}
         self.outputs: dict[str, Any] = {}
@@ -359,3 +364,59 @@ def in_asyncio() -> bool:
     except RuntimeError:
         return False
     return True
+
+
+NOT_KEPT = frozenset({TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH})
+"""Error codes of calls that did not run to the end: they run again on resume."""
+
+Commit = Callable[[ToolCall, ToolExecutionResult], None]
+
+
+def committer(
+    run: NodeRun, messages: dict[str, ToolMessage], writer: Callable[[Any], None] | None
+) -> Commit:
+    """What the node does with each committed call: its ``ToolMessage`` into
+    ``messages`` (a LangChain tool's own answer stays in ``run.outputs`` unless a policy
+    replaced it), aborted calls marked to run again, the stream chunk when streaming."""
+    outputs = run.outputs
+
+    def commit(call: ToolCall, result: ToolExecutionResult) -> None:
+        output = outputs.get(call.id)
+        if output is not None and not answered_by_body(result):
+            del outputs[call.id]  # a policy replaced or blocked the tool's answer
+            output = None
+        messages[call.id] = tool_message(call, result)
+        if result.error is not None and result.error.code in NOT_KEPT:
+            run.unkept.add(call.id)  # aborted: it runs again on resume
+        if writer is not None:
+            writer({STREAM_KEY: output if isinstance(output, ToolMessage) else messages[call.id]})
+
+    return commit
+
+
+async def native_batch(
+    registry: Any,
+    run: NodeRun,
+    calls: list[ToolCall],
+    commit: Commit,
+    streamed: bool,
+    **options: Any,
+) -> None:
+    """Run ``calls`` as one batch on ``toolnursery.aio``'s asyncio driver (the caller
+    checked that they can run there), committing each through ``commit``: after the
+    batch when nothing streams, else as each commits."""
+    signal = CancelSignal()
+    run.abort = signal.cancel
+    if not streamed:
+        results = await aio_run_tool_calls(
+            registry, calls, signal=signal, driver="asyncio", **options
+        )
+        for call, result in zip(calls, results, strict=True):
+            commit(call, result)
+        return
+    async with aio_open_tool_batch(registry, signal=signal, driver="asyncio", **options) as batch:
+        for call in calls:
+            batch.submit(call)
+        batch.close()
+        async for call, result in batch:
+            commit(call, result)
