@@ -15,14 +15,14 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+from .._aio._api import execute as aio_execute
+from .._aio._api import open_tool_batch as aio_open_tool_batch
 from .._batch._recorder import ToolCallRecorder
 from .._core._arguments import parse_arguments
 from .._core._content import TextContent, ToolCall, ToolErrorInfo, ToolExecutionResult
 from .._core._errors import ToolArgsError, ToolError
 from .._core._execution import ToolExecutionInput
 from .._pipeline._registry import ToolRegistry, ToolScope
-from ..aio import execute as aio_execute
-from ..aio import open_tool_batch as aio_open_tool_batch
 
 __all__ = [
     "execute_hosted",

@@ -31,13 +31,13 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ConfigDict
 
+from .._aio._api import execute as aio_execute
 from .._aio._tool import asyncio_tool
 from .._core._errors import ToolArgsError, ToolError
 from .._core._execution import ToolExecutionInput
 from .._core._json import thaw
 from .._pipeline._registry import ToolRegistry, ToolScope
 from .._tools._definition import ToolDefinition
-from ..aio import execute as aio_execute
 
 __all__ = [
     "LangChainToolError",

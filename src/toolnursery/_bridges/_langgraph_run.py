@@ -20,6 +20,8 @@ from langgraph.errors import GraphInterrupt
 from langgraph.prebuilt import ToolRuntime
 from langgraph.types import Command, interrupt
 
+from .._aio._api import open_tool_batch as aio_open_tool_batch
+from .._aio._api import run_tool_calls as aio_run_tool_calls
 from .._core._arguments import NotArguments, kind_of
 from .._core._content import (
     AudioContent,
@@ -31,8 +33,6 @@ from .._core._content import (
 from .._core._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH
 from .._core._execution import ApprovalOutcome, ApprovalRequest
 from .._core._signal import CancelSignal
-from ..aio import open_tool_batch as aio_open_tool_batch
-from ..aio import run_tool_calls as aio_run_tool_calls
 from ._langchain import LangChainToolError
 
 __all__ = [
