@@ -23,6 +23,12 @@ def shape() -> dict[str, list[int]]:
     return {"sides": [3, 4]}
 
 
+@tool
+def digits() -> str:
+    """Text that reads as a JSON number: still text for the client."""
+    return "42"
+
+
 @tool(mcp_annotations=McpAnnotations(title="Slow work", destructive=False))
 async def work(ctx: ToolRunContext) -> str:
     """Work, reporting progress as fastmcp code does (awaited) and as ours does."""
@@ -42,5 +48,5 @@ def poke() -> str:
 
 
 registry = ToolRegistry()
-for definition in (greet, count, shape, work, poke):
+for definition in (greet, count, shape, digits, work, poke):
     registry.register(definition)

@@ -442,13 +442,15 @@ async def values(kind: str) -> Any:
         "none": None,
         "object": {"b": [1, 2.5], "a": "x"},
         "prose": "sunny, 0 clouds",
+        "digits": "42",
+        "json_text": '{"a":1}',
     }[kind]
 
 
 def test_returns_keep_their_json_type() -> None:
     registry = ToolRegistry()
     registry.register(values)
-    kinds = ["zero", "yes", "none", "object", "prose"]
+    kinds = ["zero", "yes", "none", "object", "prose", "digits", "json_text"]
     seen: dict[str, Any] = {}
 
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -472,6 +474,8 @@ def test_returns_keep_their_json_type() -> None:
                 "none": None,
                 "object": {"a": "x", "b": [1, 2.5]},
                 "prose": "sunny, 0 clouds",
+                "digits": "42",  # text a body returned stays text, though it reads as JSON
+                "json_text": '{"a":1}',
             }
             assert type(seen["zero"]) is int
 

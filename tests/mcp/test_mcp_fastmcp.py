@@ -148,7 +148,12 @@ def test_fastmcp_s_client_reads_our_served_tools_the_fastmcp_way() -> None:
         async with asyncio.timeout(LIMIT), _client() as client:
             tools = {t.name: t for t in await client.list_tools()}
             data = {}
-            for name, args in (("greet", {"name": "Ann"}), ("count", {}), ("shape", {})):
+            for name, args in (
+                ("greet", {"name": "Ann"}),
+                ("count", {}),
+                ("shape", {}),
+                ("digits", {}),
+            ):
                 data[name] = (await client.call_tool(name, args)).data
             work = await client.call_tool("work", {}, progress_handler=on_progress)
             data["work"] = work.data
@@ -162,12 +167,14 @@ def test_fastmcp_s_client_reads_our_served_tools_the_fastmcp_way() -> None:
     assert data["greet"] == "hello Ann"  # a str tool's text, as fastmcp's own give it
     assert data["count"] == 0  # and a number stays a number
     assert data["shape"] == {"sides": [3, 4]}
+    assert data["digits"] == "42"  # text that reads as JSON stays the text the body returned
     assert data["work"] == "done"
     assert progress == [(1, 3, "awaited"), (2, 3, "called")]
     assert data["hints"] == {
         "greet": (True, None),  # parallel-safe: readOnlyHint
         "count": (None, None),
         "shape": (None, None),
+        "digits": (None, None),
         "work": (None, "Slow work"),  # declared hints pass through
         "poke": (False, None),  # its own hint wins
     }

@@ -40,6 +40,7 @@ from .._core._content import ToolCall, ToolExecutionResult
 from .._core._errors import RegistrationError, ToolArgsError, ToolError
 from .._core._execution import ToolRunContext
 from .._core._jsonform import returned_value
+from .._core._outcomes import returned_text
 from .._pipeline._registry import ToolRegistry, ToolScope
 from .._tools._definition import ToolDefinition
 from ._hosted import (
@@ -169,7 +170,7 @@ class ToolnurseryToolset(AbstractToolset[Any]):
 def _returned(result: ToolExecutionResult) -> Any:
     """What pydantic-ai gets back for ``result``: its JSON value, or its text."""
     text = result_text(result)
-    if result.is_error or len(result.content) != 1:
+    if result.is_error or len(result.content) != 1 or returned_text(result):
         return text
     return returned_value(text)
 

@@ -38,6 +38,7 @@ __all__ = [
     "ABORTED_RESULT",
     "ARGS_NOT_JSON_RESULT",
     "UnreachableError",
+    "JSON_STARTS",
     "SettledResult",
     "encode_value",
     "error_message",
@@ -47,6 +48,7 @@ __all__ = [
     "materialize",
     "normalize",
     "not_json_message",
+    "returned_text",
     "text_result",
     "unreachable",
 ]
@@ -96,7 +98,12 @@ def normalize(value: Any, name: str) -> ToolExecutionResult:
     """
     t = type(value)
     if t is str:
-        return ToolExecutionResult((TextContent(value),), False)
+        result = ToolExecutionResult((TextContent(value),), False)
+        if value and value[0] in JSON_STARTS:
+            # Text that may read as a number, a boolean, null, an object or an array:
+            # a framework keeping the returned value must still be given this text.
+            msgspec.structs.force_setattr(result, _TEXT_MARK, True)
+        return result
     if t is ToolReturn:
         content = value.content
         return ToolExecutionResult(
@@ -119,6 +126,22 @@ def normalize(value: Any, name: str) -> ToolExecutionResult:
         why = f"rendering it raised {type(exc).__name__}: {error_message(exc)}"
         return text_result(not_json_message(name, value, why))
     return ToolExecutionResult((TextContent(text),), False)
+
+
+JSON_STARTS: Final = frozenset("-0123456789tfn[{")
+"""First characters of text that may read as a JSON value other than a string."""
+_TEXT_MARK: Final = "_returned_text"
+
+
+def returned_text(result: ToolExecutionResult) -> bool:
+    """Whether ``result`` is the text a body returned as a ``str`` that could read as JSON.
+
+    Frameworks that keep a tool's returned value (pydantic-ai, fastmcp's client) read a
+    one-text result back as the JSON value it renders; a body that returned ``"42"`` as
+    text is given ``"42"``, not ``42``. (A result rebuilt later, e.g. by a post-execute
+    replacement, carries no mark and reads as its text's JSON.)
+    """
+    return result.__dict__.get(_TEXT_MARK, False) is True
 
 
 def not_json_message(name: str, value: object, why: str) -> str:

@@ -19,6 +19,7 @@ from pydantic import TypeAdapter
 
 from .._core._content import ContentBlock, TextContent, ToolExecutionResult
 from .._core._jsonform import returned_value
+from .._core._outcomes import returned_text
 from .._tools._annotations import McpAnnotations
 from .._tools._definition import ToolDefinition
 
@@ -111,6 +112,8 @@ def wrapped_value(result: ToolExecutionResult) -> Any:
     block = content[0]
     if type(block) is not TextContent:
         return None
+    if returned_text(result):
+        return {"result": block.text}
     return {"result": returned_value(block.text)}
 
 

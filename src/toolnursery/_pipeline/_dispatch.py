@@ -45,6 +45,7 @@ from .._core._errors import ToolArgsError, ToolNotFoundError, ToolTimeoutError
 from .._core._execution import ToolDispatchExecution, dispatch_view
 from .._core._lifecycle import aborted_as, cut_short
 from .._core._outcomes import (
+    JSON_STARTS,
     failure_result,
     normalize,
     unreachable,
@@ -143,7 +144,7 @@ def settle(call: CallRecord, value: Any) -> ToolExecutionResult:
     if call.caller.cancelled:
         result = normalize(value, call.name)
         return result if result.is_error else cut_short(True)
-    if type(value) is str and value.isascii():
+    if type(value) is str and value.isascii() and not (value and value[0] in JSON_STARTS):
         result = call.clean = ToolExecutionResult((TextContent(value),), False)
         return result
     return normalize(value, call.name)
@@ -187,7 +188,13 @@ def settle_dispatch(call: CallRecord, value: Any) -> None:
 
     The common case — ASCII text, no abort, nothing deferred — in one step.
     """
-    if type(value) is str and value.isascii() and not call.deferrals and not call.caller.cancelled:
+    if (
+        type(value) is str
+        and value.isascii()
+        and not (value and value[0] in JSON_STARTS)  # normalize marks text that reads as JSON
+        and not call.deferrals
+        and not call.caller.cancelled
+    ):
         assert call.state is PENDING
         call.result = call.clean = ToolExecutionResult((TextContent(value),), False)
         call.state = RESOLVED
