@@ -31,7 +31,7 @@ from .._core._signal import CancelSignal, ScopeLink, link, unlink
 from .._core._statistics import ToolStatistics
 from .._core._statistics import now as _now
 from .._machine._admission import Admission
-from .._machine._batch import BARRIER, HAND_OFF_MAX, INLINE, POOL, BatchMachine
+from .._machine._batch import BARRIER, DONE, HAND_OFF_MAX, HOLD, INLINE, POOL, BatchMachine
 from .._machine._events import ToolCallRecorder
 from .._pipeline._call import CallRecord
 from .._pipeline._dispatch import dispatch
@@ -47,6 +47,10 @@ _SETTLED = Slot.SETTLED
 
 def _no_time() -> float:
     return 0.0
+
+
+_FRESH: Any = (0, "fresh")
+"""What :meth:`_Driver.run_now` returns when it did nothing (:meth:`_Driver.run` begins)."""
 
 
 class _Gate:
@@ -115,7 +119,7 @@ class ToolBatch:
         if machine.closed:
             raise RuntimeError("this batch is closed; submit() takes calls only before close()")
         index = machine.add(call)
-        driver.wake.set()
+        driver.wake_up()
         return index
 
     def close(self) -> None:
@@ -196,6 +200,7 @@ class _Driver:
         "reports",
         "scope",
         "wake",
+        "woken",
     )
 
     def __init__(
@@ -229,18 +234,24 @@ class _Driver:
         self.scope: trio.CancelScope | None = None  # the driver's, inside the nursery
         self.pool: WorkerPool | None = None  # made on the first pooled dispatch
         self.reports: Token[ReportSink | None] | None = None  # the progress sink's
-        self.wake = trio.Event()
+        # A wake-up while the driver runs is a flag; the event is made only when the
+        # driver does wait (see sleep).
+        self.woken = False
+        self.wake: trio.Event | None = None
         self.handed_off = False  # the workers commit (see hand_off)
         self.finished = False
         self.read = 0
 
     def wake_up(self) -> None:
-        self.wake.set()
+        self.woken = True
+        event = self.wake
+        if event is not None:
+            event.set()
 
     def close(self) -> None:
         machine = self.machine
         machine.closed = True
-        self.wake.set()
+        self.wake_up()
         pool = self.pool
         if pool is not None and machine.started >= len(machine.calls):
             pool.close()  # nothing more to dispatch: parked workers end
@@ -249,9 +260,16 @@ class _Driver:
         """Open the batch nursery and drive the batch in it (the pool runs there too)."""
         try:
             async with trio.open_nursery() as nursery:
-                with trio.CancelScope() as scope:
-                    self.scope = scope
-                    await self.run(nursery)
+                self.nursery = nursery
+                at = self.run_now()
+                if at is not None:
+                    # The driver awaits in the nursery: under a scope of its own, which
+                    # the abort shields from the nursery's cancellation (abort_pool).
+                    with trio.CancelScope() as scope:
+                        if self.machine.signal.cancelled:
+                            scope.shield = True  # aborted already, in run_now
+                        self.scope = scope
+                        await self.run(nursery, at)
         except BaseException:
             if self.handed_off:
                 self.end(ended=False)
@@ -268,20 +286,65 @@ class _Driver:
             finally:
                 self.end(ended)
 
-    async def run(self, nursery: trio.Nursery | None) -> None:
+    def run_now(self) -> tuple[int, Any] | None:
+        """Start a closed batch's calls in one pass, with no await, as far as that goes:
+        ``None`` when every call started and the driver handed the rest to its workers
+        (:meth:`hand_off`), so it awaits nothing in the nursery; else where to go on
+        (:meth:`run`): the index of the next call and what its step left to do (``None``,
+        a step, or the internal failure to raise); ``_FRESH``: nothing was done."""
+        machine = self.machine
+        calls = machine.calls
+        n = len(calls)
+        if not machine.closed or machine.recorder is not None or n > HAND_OFF_MAX:
+            return _FRESH
+        signal = machine.signal
+        # The batch signal is private to this batch, so the link dies with it.
+        link(signal, self.on_abort)
+        admission = machine.admission
+        step = machine.step
+        # A policy hook that suspends must do so under the driver's scope: a call with
+        # policy hooks is left to run (HOLD).
+        machine.hold = True
+        i = 0
+        try:
+            while i < n:
+                cap = admission.cap
+                if signal.cancelled or admission.running >= cap or admission.waiting >= cap:
+                    return i, None
+                call = calls[i]
+                done = step(call, i == n - 1 and not admission.admitted)
+                if done == POOL:
+                    self.submit(call)
+                elif done:
+                    return i, done
+                i += 1
+            if self.hand_off():
+                return None
+        except Exception as exc:
+            return i, exc
+        finally:
+            machine.hold = False
+        return n, None
+
+    async def run(self, nursery: trio.Nursery | None, at: tuple[int, Any] = _FRESH) -> None:
         """Drive the batch to the end; the pool goes into ``nursery`` (``None``: a batch of
-        at most one call, which runs inline and needs no pool)."""
+        at most one call, which runs inline and needs no pool). ``at``: where
+        :meth:`run_now` left it."""
         self.nursery = nursery
         machine = self.machine
-        # The batch signal is private to this batch, so the link dies with it.
-        link(machine.signal, self.on_abort)
-        # The calls' progress reports become durable events (the tasks the batch starts
-        # inherit this context, so pooled bodies report here too).
-        if machine.recorder is not None:
-            self.reports = install_sink(machine.record_report)
+        if at is _FRESH:
+            # The batch signal is private to this batch, so the link dies with it.
+            link(machine.signal, self.on_abort)
+            # The calls' progress reports become durable events (the tasks the batch
+            # starts inherit this context, so pooled bodies report here too).
+            if machine.recorder is not None:
+                self.reports = install_sink(machine.record_report)
         ended = False
         try:
-            await self.schedule()
+            if at is _FRESH:
+                await self.schedule(0, True)
+            else:
+                await self.resume(*at)
             if nursery is not None and self.hand_off():
                 return
             await self.drain()
@@ -333,7 +396,7 @@ class _Driver:
         pool = self.pool
         if pool is not None:
             self.abort_pool(pool)
-        self.wake.set()
+        self.wake_up()
 
     def abort_pool(self, pool: WorkerPool) -> None:
         """Cancel the batch nursery (the pooled calls), the driver shielded from it."""
@@ -342,35 +405,62 @@ class _Driver:
             scope.shield = True
         pool.cancel()
 
-    async def schedule(self) -> None:
+    async def resume(self, i: int, step: Any) -> None:
+        """Go on from where :meth:`run_now` stopped: call ``i``, and its step."""
+        if isinstance(step, Exception):
+            raise step
+        if step is None:
+            await self.schedule(i, False)
+        elif step == BARRIER:
+            await self.drain()
+            await self.schedule(i, True)
+        else:
+            machine = self.machine
+            calls = machine.calls
+            call = calls[i]
+            keys = machine.keys
+            alone = i == len(calls) - 1 and not machine.admission.admitted
+            if step == HOLD:
+                step = machine.start(call, keys, alone, False)
+                if step == POOL:
+                    self.submit(call)
+                    step = DONE
+            if step:
+                await self.proceed(call, keys, step, alone)
+            await self.schedule(i + 1, False)
+
+    async def schedule(self, i: int, fresh: bool) -> None:
+        """Start the calls from index ``i`` on (``fresh``: nothing is in flight)."""
         machine = self.machine
         calls = machine.calls
         signal = machine.signal
         admission = machine.admission
-        i = 0
         while True:
-            if i >= len(calls):
+            if not fresh:
+                fresh = True
+            elif i >= len(calls):
                 if machine.closed:
                     return
                 await self.wait()
                 continue
-            if signal.cancelled:
+            elif signal.cancelled:
                 return
-            call = calls[i]
-            keys = machine.classify(call)
-            if keys is None:
-                # Exclusive: a barrier. The previous group has drained already.
-                await self.proceed(call, (), machine.start(call, (), True, True), True)
+            else:
+                call = calls[i]
+                keys = machine.classify(call)
+                if keys is None:
+                    # Exclusive: a barrier. The previous group has drained already.
+                    await self.proceed(call, (), machine.start(call, (), True, True), True)
+                    i += 1
+                    await self.drain()
+                    continue
+                alone = machine.closed and i == len(calls) - 1
+                step = machine.start(call, keys, alone, False)
+                if step == POOL:
+                    self.submit(call)
+                elif step:
+                    await self.proceed(call, keys, step, alone)
                 i += 1
-                await self.drain()
-                continue
-            alone = machine.closed and i == len(calls) - 1
-            step = machine.start(call, keys, alone, False)
-            if step == POOL:
-                self.submit(call)
-            elif step:
-                await self.proceed(call, keys, step, alone)
-            i += 1
             while True:
                 cursor = machine.cursor
                 if cursor < len(calls) and calls[cursor].slot is _SETTLED:
@@ -548,8 +638,9 @@ class _Driver:
 
     def settled(self) -> None:
         """A worker settled a call: wake the driver; after the hand-off, commit."""
-        self.wake.set()
-        if self.handed_off:
+        if not self.handed_off:
+            self.wake_up()
+        else:
             pool = self.pool
             assert pool is not None
             machine = self.machine
@@ -572,11 +663,15 @@ class _Driver:
         pool = self.pool
         if pool is not None and pool.owed:
             pool.flush()  # before the driver awaits: see WorkerPool.flush
-        event = self.wake
-        if event.is_set():
-            self.wake = trio.Event()
-        else:
+        if self.woken:
+            self.woken = False
+            return
+        event = self.wake = trio.Event()
+        try:
             await event.wait()
+        finally:
+            self.wake = None
+            self.woken = False
 
     async def wait(self) -> None:
         """:meth:`sleep`, then raise the first internal failure of a worker, if any."""

@@ -47,7 +47,7 @@ from ._events import (
 if TYPE_CHECKING:
     from .._pipeline._registry import ToolRegistry, ToolScope
 
-__all__ = ["BARRIER", "DONE", "HAND_OFF_MAX", "INLINE", "POOL", "BatchMachine"]
+__all__ = ["BARRIER", "DONE", "HAND_OFF_MAX", "HOLD", "INLINE", "POOL", "BatchMachine"]
 
 DONE: Final = 0
 """A step of :meth:`BatchMachine.start` / :meth:`~BatchMachine.place`: the call is settled
@@ -58,6 +58,10 @@ POOL: Final = 2
 """The call is admitted (``QUEUED``): hand it to a worker."""
 BARRIER: Final = 3
 """The call is exclusive: the driver drains the batch, then starts it alone."""
+HOLD: Final = 4
+"""(:meth:`BatchMachine.step` while ``hold`` is set.) The call is classified (its keys in
+``keys``) and has policy hooks, which may suspend: the driver starts it with
+:meth:`~BatchMachine.start` where it may await them."""
 
 HAND_OFF_MAX: Final = 16
 """The most dispatches in flight for which a driver leaves the commits to its workers
@@ -110,6 +114,7 @@ class BatchMachine:
         "failure",
         "finalized",
         "grace",
+        "hold",
         "id",
         "ids",
         "keys",
@@ -155,6 +160,7 @@ class BatchMachine:
         self.ids: set[str] = set()
         self.closed = False
         self.keys: tuple[ResourceKey, ...] = ()  # the keys of the call step() started last
+        self.hold = False  # step() returns HOLD for a call with policy hooks
         self.admission = Admission(max_parallel, wake, new_latch)
         self.stats = Counters()  # phase times and abandoned calls of this batch
         self.started = 0  # calls started, a model-order prefix
@@ -305,6 +311,8 @@ class BatchMachine:
                 else:
                     return BARRIER
         self.keys = keys  # the placement's, should the policy suspend (see place)
+        if self.hold and call.fixed is None and call.plan.hooks.any_prepare:  # type: ignore[union-attr]
+            return HOLD
         if keys or self.recorder is not None or self.failure is not None or call.fixed:
             return self.start(call, keys, alone, False)
         # self.start(call, (), alone, False), inlined for the common case (no recorder,
