@@ -277,11 +277,15 @@ class _Driver:
         if self.handed_off:
             # The pool has ended: commit what the workers left (a post-execute that
             # awaits, say).
+            machine = self.machine
             ended = False
             try:
-                self.machine.raise_failure()
-                await self.drain()  # every dispatch has settled: nothing to wait for
-                self.machine.record_contexts()
+                if machine.failure is not None:
+                    raise machine.failure
+                if machine.cursor < len(machine.calls):
+                    await self.drain()  # every dispatch has settled: nothing to wait for
+                if machine.recorder is not None:
+                    machine.record_contexts()
                 ended = True
             finally:
                 self.end(ended)
@@ -302,6 +306,7 @@ class _Driver:
         link(signal, self.on_abort)
         admission = machine.admission
         step = machine.step
+        gate = self.gate
         # A policy hook that suspends must do so under the driver's scope: a call with
         # policy hooks is left to run (HOLD).
         machine.hold = True
@@ -314,10 +319,20 @@ class _Driver:
                 call = calls[i]
                 done = step(call, i == n - 1 and not admission.admitted)
                 if done == POOL:
-                    self.submit(call)
+                    pool = self.pool
+                    if pool is not None and pool.lot is None and call.plan.outer_budget is None:  # type: ignore[union-attr]
+                        # self.submit(call), inlined: a worker is owed (see flush).
+                        call.gate = gate
+                        pool.queue.append(call)
+                        pool.owed += 1
+                    else:
+                        self.submit(call)
                 elif done:
                     return i, done
                 i += 1
+            pool = self.pool
+            if pool is not None:
+                pool.close()  # every call started: parked workers end
             if self.hand_off():
                 return None
         except Exception as exc:
