@@ -180,7 +180,7 @@ async def run_calls(batch: ToolBatch, calls: Iterable[ToolCall]) -> list[ToolExe
         # A lone call runs inline: no pool, so no nursery (whose exit would cost a round
         # through the scheduler). Still a cancel point, as a nursery is.
         await trio.lowlevel.checkpoint_if_cancelled()
-        await driver.run(None)
+        await driver.run_one()
     else:
         await driver.drive()
     return machine.results
@@ -340,6 +340,40 @@ class _Driver:
         finally:
             machine.hold = False
         return n, None
+
+    async def run_one(self) -> None:
+        """Drive a closed batch of at most one call (:meth:`run` with no pool), its steps
+        in one pass."""
+        machine = self.machine
+        calls = machine.calls
+        if machine.recorder is not None or not calls:
+            await self.run(None)
+            return
+        self.nursery = None
+        signal = machine.signal
+        link(signal, self.on_abort)
+        ended = False
+        try:
+            if not signal.cancelled:
+                call = calls[0]
+                step = machine.step(call, True)
+                keys = machine.keys
+                if step == BARRIER:
+                    keys = ()
+                    step = machine.start(call, keys, True, True)
+                if step:
+                    await self.proceed(call, keys, step, True)
+                await self.commit_ready()
+            machine.finish_unstarted()
+            ended = True
+        except Exception as exc:
+            failure = machine.failure
+            if failure is None or failure is exc:
+                machine.failure = exc
+                raise
+            raise failure  # noqa: B904 (the first failure, re-raised as itself)
+        finally:
+            self.end(ended)
 
     async def run(self, nursery: trio.Nursery | None, at: tuple[int, Any] = _FRESH) -> None:
         """Drive the batch to the end; the pool goes into ``nursery`` (``None``: a batch of
