@@ -30,7 +30,6 @@ from .._core._progress import ReportSink, install_sink, remove_sink
 from .._core._signal import CancelSignal, ScopeLink, link, unlink
 from .._core._statistics import ToolStatistics
 from .._core._statistics import now as _now
-from .._machine._admission import Admission
 from .._machine._batch import BARRIER, DONE, HAND_OFF_MAX, HOLD, INLINE, POOL, BatchMachine
 from .._machine._events import ToolCallRecorder
 from .._pipeline._call import CallRecord
@@ -38,7 +37,7 @@ from .._pipeline._dispatch import dispatch
 from .._pipeline._registry import ToolRegistry, ToolScope
 from ._pool import WorkerPool
 
-__all__ = ["ToolBatch", "drive", "run_calls"]
+__all__ = ["ToolBatch", "drive", "run_calls", "run_known"]
 
 _NEW = Slot.NEW
 _RUNNING = Slot.RUNNING
@@ -49,25 +48,8 @@ def _no_time() -> float:
     return 0.0
 
 
-_FRESH: Any = (0, "fresh")
+_FRESH: tuple[int, Any] = (0, "fresh")
 """What :meth:`_Driver.run_now` returns when it did nothing (:meth:`_Driver.run` begins)."""
-
-
-class _Gate:
-    """A pooled call's side of its batch while it waits for its tool's limit."""
-
-    __slots__ = ("admission",)
-
-    def __init__(self, admission: Admission) -> None:
-        self.admission = admission
-
-    def leave(self, call: CallRecord) -> None:
-        self.admission.leave(call)
-
-    async def rejoin(self, call: CallRecord) -> None:
-        latch = self.admission.rejoin(call)
-        if latch is not None:
-            await latch.wait()  # type: ignore[attr-defined]
 
 
 class ToolBatch:
@@ -170,7 +152,26 @@ def drive(batch: ToolBatch) -> Any:
 
 async def run_calls(batch: ToolBatch, calls: Iterable[ToolCall]) -> list[ToolExecutionResult]:
     """Run a whole, known batch from this task (``run_tool_calls``); its results."""
-    driver = batch._driver
+    return await _run_known(batch._driver, calls)
+
+
+async def run_known(
+    registry: ToolRegistry,
+    signal: CancelSignal,
+    agent: ToolScope | None,
+    max_parallel: int,
+    recorder: ToolCallRecorder | None,
+    batch_id: str | None,
+    grace: float | None,
+    deps: Any,
+    calls: Iterable[ToolCall],
+) -> list[ToolExecutionResult]:
+    """:func:`run_calls` on a batch made for it (no :class:`ToolBatch` face)."""
+    driver = _Driver(registry, signal, agent, max_parallel, recorder, batch_id, grace, deps)
+    return await _run_known(driver, calls)
+
+
+async def _run_known(driver: _Driver, calls: Iterable[ToolCall]) -> list[ToolExecutionResult]:
     machine = driver.machine
     add = machine.add
     for call in calls:
@@ -191,7 +192,6 @@ class _Driver:
 
     __slots__ = (
         "finished",
-        "gate",
         "handed_off",
         "machine",
         "nursery",
@@ -215,7 +215,7 @@ class _Driver:
         deps: Any,
     ) -> None:
         recorded = recorder is not None
-        self.machine = machine = BatchMachine(
+        self.machine = BatchMachine(
             registry,
             signal,
             agent,
@@ -229,7 +229,6 @@ class _Driver:
             new_latch=trio.Event,
             wall=round(time.time(), 6) if recorded else 0.0,
         )
-        self.gate = _Gate(machine.admission)
         self.nursery: trio.Nursery | None = None  # the batch nursery, set by run
         self.scope: trio.CancelScope | None = None  # the driver's, inside the nursery
         self.pool: WorkerPool | None = None  # made on the first pooled dispatch
@@ -247,6 +246,16 @@ class _Driver:
         event = self.wake
         if event is not None:
             event.set()
+
+    def leave(self, call: CallRecord) -> None:
+        """(The gate of a pooled call that waits for its tool's limit: its slot is free.)"""
+        self.machine.admission.leave(call)
+
+    async def rejoin(self, call: CallRecord) -> None:
+        """(The gate: the call got its tool's limit; it waits for a slot again.)"""
+        latch = self.machine.admission.rejoin(call)
+        if latch is not None:
+            await latch.wait()  # type: ignore[attr-defined]
 
     def close(self) -> None:
         machine = self.machine
@@ -306,7 +315,6 @@ class _Driver:
         link(signal, self.on_abort)
         admission = machine.admission
         step = machine.step
-        gate = self.gate
         # A policy hook that suspends must do so under the driver's scope: a call with
         # policy hooks is left to run (HOLD).
         machine.hold = True
@@ -322,7 +330,7 @@ class _Driver:
                     pool = self.pool
                     if pool is not None and pool.lot is None and call.plan.outer_budget is None:  # type: ignore[union-attr]
                         # self.submit(call), inlined: a worker is owed (see flush).
-                        call.gate = gate
+                        call.gate = self
                         pool.queue.append(call)
                         pool.owed += 1
                     else:
@@ -538,7 +546,7 @@ class _Driver:
                         and i < len(calls) - 1  # the last call closes the pool (submit)
                     ):
                         # self.submit(call), inlined: a worker is owed for the next await.
-                        call.gate = self.gate
+                        call.gate = self
                         pool.queue.append(call)
                         pool.owed += 1
                     else:
@@ -583,7 +591,7 @@ class _Driver:
     def submit(self, call: CallRecord) -> None:
         """Hand an admitted call to the pool (made on the first one)."""
         machine = self.machine
-        call.gate = self.gate
+        call.gate = self
         stamps = machine.stamps
         if stamps is not None:
             stamps[call.index] = [trio.current_time(), None, None]

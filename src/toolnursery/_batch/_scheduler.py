@@ -57,7 +57,7 @@ from .._machine._intake import check_batch_id
 from .._pipeline._registry import ToolRegistry, ToolScope
 from .._pipeline._stages import check_trio as _check_trio
 from .._pipeline._waterfalls import check_hook_abort_grace
-from ._driver import ToolBatch, drive, run_calls
+from ._driver import ToolBatch, drive, run_known
 from ._recorder import ToolCallRecorder
 from ._resume import PlannedRun, read_plan
 
@@ -255,19 +255,19 @@ async def run_tool_calls(
     # The same batch signal as open_tool_batch's: a body cancelling ``ctx.signal``
     # aborts this batch, not the caller's signal.
     fusion = fuse(signal) if signal is not None else None
-    batch = ToolBatch(
-        registry,
-        fusion.signal if fusion is not None else CancelSignal(),
-        agent,
-        max_parallel,
-        recorder,
-        batch_id,
-        grace,
-        deps=deps,
-    )
     try:
         # The whole batch is known: driven from this task (one task fewer).
-        return await run_calls(batch, calls)
+        return await run_known(
+            registry,
+            fusion.signal if fusion is not None else CancelSignal(),
+            agent,
+            max_parallel,
+            recorder,
+            batch_id,
+            grace,
+            deps,
+            calls,
+        )
     except BaseExceptionGroup as group:
         raise collapse(group, drop_cancelled=True) from None
     finally:
