@@ -196,6 +196,7 @@ class _Driver:
         "machine",
         "nursery",
         "pool",
+        "posting",
         "read",
         "reports",
         "scope",
@@ -238,6 +239,9 @@ class _Driver:
         self.woken = False
         self.wake: trio.Event | None = None
         self.handed_off = False  # the workers commit (see hand_off)
+        # The scope a worker awaits a suspended post-execute in (see settled), shielded
+        # by the abort as the driver's is.
+        self.posting: trio.CancelScope | None = None
         self.finished = False
         self.read = 0
 
@@ -450,6 +454,9 @@ class _Driver:
             reader.set()
 
     def on_abort(self, _: CancelSignal) -> None:
+        posting = self.posting
+        if posting is not None:
+            posting.shield = True
         pool = self.pool
         if pool is not None:
             self.abort_pool(pool)
@@ -668,11 +675,10 @@ class _Driver:
         """Whether the driver leaves the rest of the batch to its workers.
 
         Once every call of a closed batch has started, the driver has nothing left but to
-        commit: the worker that settles a call commits the settled prefix
-        (:meth:`settled`), and the driver commits whatever is left once the pool has
-        ended. Not when a call still to commit has a post-execute hook (that runs in the
-        driver as soon as its call settles), nor with more than ``HAND_OFF_MAX``
-        dispatches in flight.
+        commit: the worker that settles a call commits the settled prefix, post-execute
+        and observers included (:meth:`settled`; a post-execute that suspends is awaited
+        by that worker, :meth:`posts`), and the driver commits whatever is left once the
+        pool has ended. Not with more than ``HAND_OFF_MAX`` dispatches in flight.
         """
         machine = self.machine
         pool = self.pool
@@ -685,31 +691,64 @@ class _Driver:
             return False
         machine.raise_failure()
         pool.flush()
-        machine.commit_now(post=False)
-        if machine.post_due():
-            return False
+        machine.commit_now(post=False)  # a post-execute due is the workers' (settled)
         self.handed_off = True
         if not machine.admission.admitted:
             pool.finish()  # nothing in flight: the pool's leftovers end now
         return True
 
-    def settled(self) -> None:
-        """A worker settled a call: wake the driver; after the hand-off, commit."""
+    def settled(self) -> Coroutine[Any, Any, None] | None:
+        """A worker settled a call: wake the driver; after the hand-off, commit.
+
+        Returns what the worker awaits when a post-execute suspended (:meth:`posts`).
+        """
         if not self.handed_off:
             self.wake_up()
-        else:
-            pool = self.pool
-            assert pool is not None
-            machine = self.machine
-            if machine.failure is None and (not pool.unwinding or machine.signal.cancelled):
-                # (Once a call was cancelled, and not by the batch's abort, something
-                # outside cancels the batch: nothing is committed any more, here.)
-                try:
-                    machine.commit_now(post=False)
-                except Exception as exc:
-                    machine.failed(exc)  # the driver re-raises it once the pool has ended
-            if not machine.admission.admitted:
-                pool.finish()  # the last dispatch settled: what a body left running ends
+            return None
+        pool = self.pool
+        assert pool is not None
+        machine = self.machine
+        if (
+            self.posting is None
+            and machine.failure is None
+            and (not pool.unwinding or machine.signal.cancelled)
+        ):
+            # (Once a call was cancelled, and not by the batch's abort, something
+            # outside cancels the batch: nothing is committed any more, here.)
+            try:
+                pending = machine.commit_now(post=True)
+            except Exception as exc:
+                machine.failed(exc)  # the driver re-raises it once the pool has ended
+            else:
+                if pending is not None:
+                    self.posting = trio.CancelScope(shield=machine.signal.cancelled)
+                    return self.posts(pending)
+        if self.posting is None and not machine.admission.admitted:
+            pool.finish()  # the last dispatch settled: what a body left running ends
+        return None
+
+    async def posts(
+        self, pending: tuple[CallRecord, Coroutine[Any, Any, ToolExecutionResult], int]
+    ) -> None:
+        """(In the worker that settled a call.) Await the post-execute that suspended and
+        commit on, in model order, under a scope the abort shields (as the driver's)."""
+        machine = self.machine
+        scope = self.posting
+        assert scope is not None
+        try:
+            with scope:
+                item: Any = pending
+                while item is not None:
+                    call, rest, begun = item
+                    machine.finish_commit(call, await rest, begun)
+                    item = machine.commit_now(post=True)
+        except Exception as exc:
+            machine.failed(exc)
+        finally:
+            self.posting = None
+        pool = self.pool
+        if pool is not None and not machine.admission.admitted:
+            pool.finish()
 
     async def sleep(self) -> None:
         """Wait until a dispatch settles, a call is submitted, or the batch is closed.

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import trio
 
@@ -85,7 +85,8 @@ class WorkerPool:
         clock: the phase clock (the batch's; in ns), or ``None``: no phase is timed.
         stamps: where a recorded batch keeps its calls' times (index -> ``[admitted,
             began, ended]`` on trio's clock; the pool sets the last two), or ``None``.
-        wake: wakes the batch driver (a dispatch settled).
+        wake: wakes the batch driver (a dispatch settled); what it returns, if anything,
+            the worker awaits (the driver's commits, when a post-execute suspended).
         failed: takes an internal failure of a dispatch (the driver re-raises the first).
     """
 
@@ -115,7 +116,7 @@ class WorkerPool:
         admission: Admission,
         stats: Counters,
         clock: Callable[[], int] | None,
-        wake: Callable[[], None],
+        wake: Callable[[], Awaitable[None] | None],
         stamps: dict[int, list[float | None]] | None = None,
         failed: Callable[[Exception], None],
     ) -> None:
@@ -216,16 +217,16 @@ class WorkerPool:
             self._nursery.start_soon(self._host_group, group)
         group.calls.append(call)
 
-    def _unwind_queue(self) -> None:
+    def _unwind_queue(self) -> Awaitable[None] | None:
         """The pool is being cancelled: the dispatches no worker took never ran."""
         queue = self.queue
         if not queue:
-            return
+            return None
         while queue:
             call = queue.popleft()
             call.unwind()
             self._admission.settle(call)
-        self._wake()
+        return self._wake()
 
     async def _host_group(self, group: _DeadlineGroup) -> None:
         """Enter a deadline group's scope and run its calls in a nursery inside it."""
@@ -286,7 +287,9 @@ class WorkerPool:
             if stamps is not None:
                 stamps[call.index][2] = trio.current_time()
             self._admission.settle(call)
-            self._wake()
+            more = self._wake()
+            if more is not None:
+                await more  # commits whose post-execute suspended
 
     async def _worker(self) -> None:
         """A pool worker: dispatch queued calls (in model order) while more may come.
@@ -364,9 +367,13 @@ class WorkerPool:
                     if stamps is not None and call.slot is _SETTLED:
                         stamps[call.index][2] = trio.current_time()
                     admission.settle(call)
-                    wake()
+                    more = wake()
+                    if more is not None:
+                        await more  # commits whose post-execute suspended
         except trio.Cancelled:
-            self._unwind_queue()
+            more = self._unwind_queue()
+            if more is not None:
+                await more
             raise
         finally:
             self._tasks -= 1
