@@ -168,7 +168,18 @@ async def run_known(
 ) -> list[ToolExecutionResult]:
     """:func:`run_calls` on a batch made for it (no :class:`ToolBatch` face)."""
     driver = _Driver(registry, signal, agent, max_parallel, recorder, batch_id, grace, deps)
-    return await _run_known(driver, calls)
+    # _run_known(driver, calls), inlined (one coroutine fewer per batch):
+    machine = driver.machine
+    add = machine.add
+    for call in calls:
+        add(call)
+    machine.closed = True
+    if len(machine.calls) <= 1:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        await driver.run_one()
+    else:
+        await driver.drive()
+    return machine.results
 
 
 async def _run_known(driver: _Driver, calls: Iterable[ToolCall]) -> list[ToolExecutionResult]:
@@ -447,7 +458,8 @@ class _Driver:
         else:
             pool.cancel()
         machine = self.machine
-        machine.fold_statistics()
+        if machine.timings or machine.cursor < machine.started:
+            machine.fold_statistics()  # (else there is nothing to fold)
         self.finished = True
         reader = machine.reader
         if reader is not None:
@@ -691,7 +703,9 @@ class _Driver:
             return False
         machine.raise_failure()
         pool.flush()
-        machine.commit_now(post=False)  # a post-execute due is the workers' (settled)
+        calls, cursor = machine.calls, machine.cursor
+        if cursor < len(calls) and calls[cursor].slot is _SETTLED:
+            machine.commit_now(post=False)  # a post-execute due is the workers' (settled)
         self.handed_off = True
         if not machine.admission.admitted:
             pool.finish()  # nothing in flight: the pool's leftovers end now

@@ -366,7 +366,12 @@ class WorkerPool:
                 finally:
                     if stamps is not None and call.slot is _SETTLED:
                         stamps[call.index][2] = trio.current_time()
-                    admission.settle(call)
+                    if call.wait is None and not admission.ready:
+                        # admission.settle(call), inlined: no keys, nobody waits.
+                        admission.admitted -= 1
+                        admission.running -= 1
+                    else:
+                        admission.settle(call)
                     more = wake()
                     if more is not None:
                         await more  # commits whose post-execute suspended

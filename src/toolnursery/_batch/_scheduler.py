@@ -82,7 +82,8 @@ def _check_batch(
     batch_id: object,
 ) -> None:
     _check_trio()
-    _check_max_parallel(max_parallel)
+    if type(max_parallel) is not int or max_parallel < 1:
+        _check_max_parallel(max_parallel)
     if signal is not None and not isinstance(signal, CancelSignal):
         raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")
     if agent is not None:
