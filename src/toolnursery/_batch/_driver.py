@@ -1,4 +1,4 @@
-"""The trio driver of a batch, and :class:`ToolBatch`, the batch's public face.
+"""The trio driver of a batch (:class:`ToolBatch`, in :mod:`._face`, is its public face).
 
 The batch's state and every decision about it are the machine's
 (:class:`~toolnursery._machine._batch.BatchMachine`): this module only awaits what the
@@ -7,7 +7,7 @@ it must (a full pool, a barrier, a call not submitted yet). One nursery per batc
 for a lone call); the pool's workers run in it (:mod:`toolnursery._batch._pool`). Once
 every call of a closed batch has started, the driver hands the commits to the workers:
 the worker that settles the call at the commit cursor commits the settled prefix
-(:meth:`_Driver.settled`), and the driver waits only for the nursery's exit.
+(:meth:`TrioDriver.settled`), and the driver waits only for the nursery's exit.
 
 Abort: the batch signal cancels the nursery's scope (every pooled call at once) and
 shields the driver's scope, so the driver still drains, commits and observes the calls
@@ -17,27 +17,25 @@ that settle while the workers unwind, before the nursery's ``Cancelled`` ends th
 from __future__ import annotations
 
 import time
-from collections.abc import Coroutine, Iterable
+from collections.abc import Coroutine
 from contextvars import Token
 from typing import Any
 
 import trio
 
-from .._core._content import ToolCall, ToolExecutionResult
+from .._core._content import ToolExecutionResult
 from .._core._decisions import ResourceKey
-from .._core._lifecycle import RESOLVED, Slot
+from .._core._lifecycle import Slot
 from .._core._progress import ReportSink, install_sink, remove_sink
-from .._core._signal import CancelSignal, ScopeLink, link, unlink
-from .._core._statistics import ToolStatistics
+from .._core._signal import CancelSignal, link
 from .._core._statistics import now as _now
 from .._machine._batch import BARRIER, DONE, HAND_OFF_MAX, HOLD, INLINE, POOL, BatchMachine
 from .._machine._events import ToolCallRecorder
 from .._pipeline._call import CallRecord
-from .._pipeline._dispatch import dispatch
 from .._pipeline._registry import ToolRegistry, ToolScope
-from ._pool import WorkerPool
+from ._pool import WorkerPool, dispatch_in_place
 
-__all__ = ["ToolBatch", "drive", "run_calls", "run_known"]
+__all__ = ["TrioDriver"]
 
 _NEW = Slot.NEW
 _RUNNING = Slot.RUNNING
@@ -49,156 +47,10 @@ def _no_time() -> float:
 
 
 _FRESH: tuple[int, Any] = (0, "fresh")
-"""What :meth:`_Driver.run_now` returns when it did nothing (:meth:`_Driver.run` begins)."""
+"""What :meth:`TrioDriver.run_now` returns when it did nothing (:meth:`TrioDriver.run` begins)."""
 
 
-class ToolBatch:
-    """A batch being run; made by :func:`open_tool_batch`.
-
-    Submit calls as the model streams them, :meth:`close` when the response is
-    complete, and iterate (``async for call, result in batch``) to receive the pairs
-    in model order as they commit.
-    """
-
-    def __init__(
-        self,
-        registry: ToolRegistry,
-        signal: CancelSignal,
-        agent: ToolScope | None,
-        max_parallel: int,
-        recorder: ToolCallRecorder | None,
-        batch_id: str | None = None,
-        hook_abort_grace: float | None = None,
-        *,
-        deps: Any = None,
-    ) -> None:
-        self.registry = registry
-        self.deps = deps  # what the batch's bodies read as ctx.deps
-        self.signal = signal
-        self.agent = agent
-        self.max_parallel = max_parallel
-        self.recorder = recorder
-        driver = self._driver = _Driver(
-            registry, signal, agent, max_parallel, recorder, batch_id, hook_abort_grace, deps
-        )
-        self.id = driver.machine.id
-
-    def submit(self, call: ToolCall) -> int:
-        """Add the next call (model order); returns its index in the batch.
-
-        A call whose id repeats an earlier call's id in this batch does not run: it
-        gets the result ``Error: duplicate tool call id "<id>" in this batch`` with
-        ``error={name: "DuplicateCallIdError", code: "DUPLICATE_CALL_ID"}``. A call
-        whose arguments cannot be arguments (see :func:`parse_arguments`) does not run
-        either: it gets ``Error: invalid arguments: <why>`` (code ``INVALID_ARGS``).
-
-        Raises:
-            TypeError: ``call`` is not a :class:`ToolCall`.
-            RuntimeError: the batch is closed.
-        """
-        driver = self._driver
-        machine = driver.machine
-        if machine.closed:
-            raise RuntimeError("this batch is closed; submit() takes calls only before close()")
-        index = machine.add(call)
-        driver.wake_up()
-        return index
-
-    def close(self) -> None:
-        """End submission: the batch finishes once every submitted call has committed."""
-        self._driver.close()
-
-    @property
-    def results(self) -> list[ToolExecutionResult]:
-        """The results committed so far, in model order."""
-        return list(self._driver.machine.results)
-
-    def statistics(self) -> ToolStatistics:
-        """A frozen snapshot of this batch: its calls, their outcomes, phase times.
-
-        ``started`` and ``committed`` count every call of the batch, the synthetic
-        ``ABORTED_BEFORE_DISPATCH`` results and duplicate-id errors included; the
-        registry's :meth:`~ToolRegistry.statistics` counts only what passed it.
-        ``phase_seconds`` is filled when the registry's ``phase_timings`` was on as
-        the batch opened.
-        """
-        return self._driver.machine.statistics()
-
-    def __aiter__(self) -> ToolBatch:
-        return self
-
-    async def __anext__(self) -> tuple[ToolCall, ToolExecutionResult]:
-        driver = self._driver
-        machine = driver.machine
-        results = machine.results
-        while driver.read >= len(results):
-            if driver.finished:
-                raise StopAsyncIteration
-            event = machine.reader
-            if event is None or event.is_set():
-                event = machine.reader = trio.Event()
-            await event.wait()  # type: ignore[attr-defined]
-        index = driver.read
-        driver.read += 1
-        tool_call = machine.calls[index].tool_call
-        assert tool_call is not None
-        return tool_call, results[index]
-
-
-def drive(batch: ToolBatch) -> Any:
-    """Run an open batch (``open_tool_batch``'s task): its awaitable."""
-    return batch._driver.drive()
-
-
-async def run_calls(batch: ToolBatch, calls: Iterable[ToolCall]) -> list[ToolExecutionResult]:
-    """Run a whole, known batch from this task (``run_tool_calls``); its results."""
-    return await _run_known(batch._driver, calls)
-
-
-async def run_known(
-    registry: ToolRegistry,
-    signal: CancelSignal,
-    agent: ToolScope | None,
-    max_parallel: int,
-    recorder: ToolCallRecorder | None,
-    batch_id: str | None,
-    grace: float | None,
-    deps: Any,
-    calls: Iterable[ToolCall],
-) -> list[ToolExecutionResult]:
-    """:func:`run_calls` on a batch made for it (no :class:`ToolBatch` face)."""
-    driver = _Driver(registry, signal, agent, max_parallel, recorder, batch_id, grace, deps)
-    # _run_known(driver, calls), inlined (one coroutine fewer per batch):
-    machine = driver.machine
-    add = machine.add
-    for call in calls:
-        add(call)
-    machine.closed = True
-    if len(machine.calls) <= 1:
-        await trio.lowlevel.checkpoint_if_cancelled()
-        await driver.run_one()
-    else:
-        await driver.drive()
-    return machine.results
-
-
-async def _run_known(driver: _Driver, calls: Iterable[ToolCall]) -> list[ToolExecutionResult]:
-    machine = driver.machine
-    add = machine.add
-    for call in calls:
-        add(call)
-    machine.closed = True
-    if len(machine.calls) <= 1:
-        # A lone call runs inline: no pool, so no nursery (whose exit would cost a round
-        # through the scheduler). Still a cancel point, as a nursery is.
-        await trio.lowlevel.checkpoint_if_cancelled()
-        await driver.run_one()
-    else:
-        await driver.drive()
-    return machine.results
-
-
-class _Driver:
+class TrioDriver:
     """The trio side of one batch: the nursery, the pool, the waits."""
 
     __slots__ = (
@@ -363,40 +215,6 @@ class _Driver:
         finally:
             machine.hold = False
         return n, None
-
-    async def run_one(self) -> None:
-        """Drive a closed batch of at most one call (:meth:`run` with no pool), its steps
-        in one pass."""
-        machine = self.machine
-        calls = machine.calls
-        if machine.recorder is not None or not calls:
-            await self.run(None)
-            return
-        self.nursery = None
-        signal = machine.signal
-        link(signal, self.on_abort)
-        ended = False
-        try:
-            if not signal.cancelled:
-                call = calls[0]
-                step = machine.step(call, True)
-                keys = machine.keys
-                if step == BARRIER:
-                    keys = ()
-                    step = machine.start(call, keys, True, True)
-                if step:
-                    await self.proceed(call, keys, step, True)
-                await self.commit_ready()
-            machine.finish_unstarted()
-            ended = True
-        except Exception as exc:
-            failure = machine.failure
-            if failure is None or failure is exc:
-                machine.failure = exc
-                raise
-            raise failure  # noqa: B904 (the first failure, re-raised as itself)
-        finally:
-            self.end(ended)
 
     async def run(self, nursery: trio.Nursery | None, at: tuple[int, Any] = _FRESH) -> None:
         """Drive the batch to the end; the pool goes into ``nursery`` (``None``: a batch of
@@ -605,7 +423,7 @@ class _Driver:
                 self.submit(call)
                 return
         if step == INLINE:
-            await self.dispatch_inline(call)
+            await dispatch_in_place(self.machine, call)
 
     def submit(self, call: CallRecord) -> None:
         """Hand an admitted call to the pool (made on the first one)."""
@@ -637,38 +455,6 @@ class _Driver:
         pool.submit(call, plan.outer_budget)
         if machine.closed and machine.started >= len(machine.calls):
             pool.close()  # the last call: the other parked workers end
-
-    async def dispatch_inline(self, call: CallRecord) -> None:
-        """Dispatch in the driver, under a scope the batch signal cancels."""
-        machine = self.machine
-        timings = machine.timings
-        begun = _now() if timings else 0
-        assert call.slot is _NEW
-        call.slot = _RUNNING
-        stamps = machine.stamps
-        if stamps is not None:
-            stamps[call.index] = stamp = [None, trio.current_time(), None]
-        plan = call.plan
-        assert plan is not None
-        if plan.bare and not plan.route.suspends:
-            await dispatch(call, carried=True)  # nothing to interrupt: no scope
-        else:
-            scope = trio.CancelScope()
-            scope_link = ScopeLink(scope)
-            signal = machine.signal
-            link(signal, scope_link)
-            try:
-                with scope:
-                    await dispatch(call, carried=True)
-            finally:
-                unlink(signal, scope_link)
-            if scope.cancelled_caught:
-                call.resolve(call.aborted(), RESOLVED)
-        if timings:
-            machine.stats.dispatch += _now() - begun
-        if stamps is not None:
-            stamp[2] = trio.current_time()
-        call.slot = _SETTLED
 
     async def commit_ready(self) -> None:
         """Commit the settled model-order prefix; await a post-execute that suspends."""

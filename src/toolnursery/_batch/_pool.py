@@ -28,15 +28,18 @@ import trio
 
 from .._core._lifecycle import RESOLVED, Slot
 from .._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT
-from .._core._signal import CancelSignal
+from .._core._signal import CancelSignal, ScopeLink, link, unlink
 from .._core._statistics import Counters
+from .._core._statistics import now as _now
 from .._machine._admission import Admission
+from .._machine._batch import BatchMachine
 from .._pipeline._call import CallRecord
-from .._pipeline._dispatch import dispatch_grouped
+from .._pipeline._dispatch import dispatch, dispatch_grouped
 from .._pipeline._dispatch import start as start_dispatch
 
-__all__ = ["GROUP_MIN_BUDGET_MS", "GROUP_SIZE", "WorkerPool", "start_dispatch"]
+__all__ = ["GROUP_MIN_BUDGET_MS", "GROUP_SIZE", "WorkerPool", "dispatch_in_place", "start_dispatch"]
 
+_NEW = Slot.NEW
 _QUEUED = Slot.QUEUED
 _RUNNING = Slot.RUNNING
 _SETTLED = Slot.SETTLED
@@ -382,3 +385,35 @@ class WorkerPool:
             raise
         finally:
             self._tasks -= 1
+
+
+async def dispatch_in_place(machine: BatchMachine, call: CallRecord) -> None:
+    """Dispatch in the driver, under a scope the batch signal cancels."""
+    timings = machine.timings
+    begun = _now() if timings else 0
+    assert call.slot is _NEW
+    call.slot = _RUNNING
+    stamps = machine.stamps
+    if stamps is not None:
+        stamps[call.index] = stamp = [None, trio.current_time(), None]
+    plan = call.plan
+    assert plan is not None
+    if plan.bare and not plan.route.suspends:
+        await dispatch(call, carried=True)  # nothing to interrupt: no scope
+    else:
+        scope = trio.CancelScope()
+        scope_link = ScopeLink(scope)
+        signal = machine.signal
+        link(signal, scope_link)
+        try:
+            with scope:
+                await dispatch(call, carried=True)
+        finally:
+            unlink(signal, scope_link)
+        if scope.cancelled_caught:
+            call.resolve(call.aborted(), RESOLVED)
+    if timings:
+        machine.stats.dispatch += _now() - begun
+    if stamps is not None:
+        stamp[2] = trio.current_time()
+    call.slot = _SETTLED

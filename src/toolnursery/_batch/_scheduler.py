@@ -10,7 +10,7 @@ observers, the durable result), so both happen strictly in model order; only
 *dispatch* overlaps. Which dispatch may run when is :mod:`toolnursery._batch._admission`'s
 business (the cap, waiting, the ready queue); which calls conflict is
 :mod:`toolnursery._batch._conflicts`'; reading each call's arguments once is
-:mod:`toolnursery._batch._intake`'s; the driver itself is :class:`~toolnursery._batch._driver.ToolBatch`.
+:mod:`toolnursery._batch._intake`'s; the driver itself is :class:`~toolnursery._batch._face.ToolBatch`.
 
 Where dispatch runs: a call that runs alone — an ``exclusive`` barrier, or the last
 call of a closed batch with nothing in flight — or that cannot suspend is dispatched
@@ -57,7 +57,7 @@ from .._machine._intake import check_batch_id
 from .._pipeline._registry import ToolRegistry, ToolScope
 from .._pipeline._stages import check_trio as _check_trio
 from .._pipeline._waterfalls import check_hook_abort_grace
-from ._driver import ToolBatch, drive, run_known
+from ._face import ToolBatch, drive, run_known
 from ._recorder import ToolCallRecorder
 from ._resume import PlannedRun, read_plan
 

@@ -59,9 +59,8 @@ POOL: Final = 2
 BARRIER: Final = 3
 """The call is exclusive: the driver drains the batch, then starts it alone."""
 HOLD: Final = 4
-"""(:meth:`BatchMachine.step` while ``hold`` is set.) The call is classified (its keys in
-``keys``) and has policy hooks, which may suspend: the driver starts it with
-:meth:`~BatchMachine.start` where it may await them."""
+"""(:meth:`~BatchMachine.step` while ``hold`` is set.) Classified (keys in ``keys``), with
+policy hooks that may suspend: :meth:`~BatchMachine.start` it where they may be awaited."""
 
 HAND_OFF_MAX: Final = 16
 """The most dispatches in flight for which a driver leaves the commits to its workers
@@ -77,8 +76,7 @@ _COMMITTED: Final = Slot.COMMITTED
 
 
 def _us(seconds: float) -> float:
-    """``seconds`` (not negative) cut to the microsecond: a short JSON number."""
-    return int(seconds * 1_000_000) / 1_000_000
+    return int(seconds * 1_000_000) / 1_000_000  # to the microsecond: a short JSON number
 
 
 def _no_time() -> float:
@@ -370,8 +368,7 @@ class BatchMachine:
         return self.admission.full()
 
     def in_flight(self) -> int:
-        """Dispatches admitted and not settled."""
-        return self.admission.admitted
+        return self.admission.admitted  # dispatches admitted and not settled
 
     def settled(self, call: CallRecord) -> None:
         """A pooled dispatch ended (or was unwound): its slot and keys are free."""
@@ -383,9 +380,8 @@ class BatchMachine:
             self.failure = exc
 
     def raise_failure(self) -> None:
-        """Raise the first internal failure, if any."""
         if self.failure is not None:
-            raise self.failure
+            raise self.failure  # the first internal failure
 
     # -- committing ----------------------------------------------------------------------
 
@@ -394,12 +390,8 @@ class BatchMachine:
         return not self.admission.admitted and self.cursor >= self.started
 
     def post_due(self) -> bool:
-        """Whether a call still to commit has a post-execute hook (a driver's to run)."""
-        for call in self.calls[self.cursor :]:
-            plan = call.plan
-            if plan is not None and plan.hooks.post:
-                return True
-        return False
+        """Whether a call still to commit has a post-execute hook."""
+        return any(c.plan is not None and c.plan.hooks.post for c in self.calls[self.cursor :])
 
     def commit_now(
         self, *, post: bool = True
