@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolnursery._batch._driver as batch_module
+import toolnursery._batch._pool as pool_module
 import toolnursery._machine._batch as commit_module
 import toolnursery._pipeline._stages as pipeline_module
 from support import RecorderBrokeError, replace_batch_dispatch
@@ -53,6 +54,7 @@ def mock_phase_clock(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(pipeline_module, "_now", now)
     monkeypatch.setattr(batch_module, "_now", now)
+    monkeypatch.setattr(pool_module, "_now", now)
     monkeypatch.setattr(commit_module, "_now", now)
 
 
@@ -469,6 +471,7 @@ async def test_phase_timings_are_opt_in_and_the_counters_always_on() -> None:
 
         patch.setattr(pipeline_module, "_now", now)
         patch.setattr(batch_module, "_now", now)
+        patch.setattr(pool_module, "_now", now)
         patch.setattr(commit_module, "_now", now)
         await registry.execute(execute_input("a"))
         await run_tool_calls(registry, [ToolCall("b", "p", "{}")])

@@ -1,4 +1,4 @@
-"""The trio driver of a batch, and :class:`ToolBatch`, the batch's public face.
+"""The trio driver of a batch (:class:`ToolBatch`, in :mod:`._face`, is its public face).
 
 The batch's state and every decision about it are the machine's
 (:class:`~toolnursery._machine._batch.BatchMachine`): this module only awaits what the
@@ -7,7 +7,7 @@ it must (a full pool, a barrier, a call not submitted yet). One nursery per batc
 for a lone call); the pool's workers run in it (:mod:`toolnursery._batch._pool`). Once
 every call of a closed batch has started, the driver hands the commits to the workers:
 the worker that settles the call at the commit cursor commits the settled prefix
-(:meth:`_Driver.settled`), and the driver waits only for the nursery's exit.
+(:meth:`TrioDriver.settled`), and the driver waits only for the nursery's exit.
 
 Abort: the batch signal cancels the nursery's scope (every pooled call at once) and
 shields the driver's scope, so the driver still drains, commits and observes the calls
@@ -17,28 +17,25 @@ that settle while the workers unwind, before the nursery's ``Cancelled`` ends th
 from __future__ import annotations
 
 import time
-from collections.abc import Coroutine, Iterable
+from collections.abc import Coroutine
 from contextvars import Token
 from typing import Any
 
 import trio
 
-from .._core._content import ToolCall, ToolExecutionResult
+from .._core._content import ToolExecutionResult
 from .._core._decisions import ResourceKey
-from .._core._lifecycle import RESOLVED, Slot
+from .._core._lifecycle import Slot
 from .._core._progress import ReportSink, install_sink, remove_sink
-from .._core._signal import CancelSignal, ScopeLink, link, unlink
-from .._core._statistics import ToolStatistics
+from .._core._signal import CancelSignal, link
 from .._core._statistics import now as _now
-from .._machine._admission import Admission
-from .._machine._batch import BARRIER, HAND_OFF_MAX, INLINE, POOL, BatchMachine
+from .._machine._batch import BARRIER, DONE, HAND_OFF_MAX, HOLD, INLINE, POOL, BatchMachine
 from .._machine._events import ToolCallRecorder
 from .._pipeline._call import CallRecord
-from .._pipeline._dispatch import dispatch
 from .._pipeline._registry import ToolRegistry, ToolScope
-from ._pool import WorkerPool
+from ._pool import WorkerPool, dispatch_in_place
 
-__all__ = ["ToolBatch", "drive", "run_calls"]
+__all__ = ["TrioDriver"]
 
 _NEW = Slot.NEW
 _RUNNING = Slot.RUNNING
@@ -49,153 +46,25 @@ def _no_time() -> float:
     return 0.0
 
 
-class _Gate:
-    """A pooled call's side of its batch while it waits for its tool's limit."""
-
-    __slots__ = ("admission",)
-
-    def __init__(self, admission: Admission) -> None:
-        self.admission = admission
-
-    def leave(self, call: CallRecord) -> None:
-        self.admission.leave(call)
-
-    async def rejoin(self, call: CallRecord) -> None:
-        latch = self.admission.rejoin(call)
-        if latch is not None:
-            await latch.wait()  # type: ignore[attr-defined]
+_FRESH: tuple[int, Any] = (0, "fresh")
+"""What :meth:`TrioDriver.run_now` returns when it did nothing (:meth:`TrioDriver.run` begins)."""
 
 
-class ToolBatch:
-    """A batch being run; made by :func:`open_tool_batch`.
-
-    Submit calls as the model streams them, :meth:`close` when the response is
-    complete, and iterate (``async for call, result in batch``) to receive the pairs
-    in model order as they commit.
-    """
-
-    def __init__(
-        self,
-        registry: ToolRegistry,
-        signal: CancelSignal,
-        agent: ToolScope | None,
-        max_parallel: int,
-        recorder: ToolCallRecorder | None,
-        batch_id: str | None = None,
-        hook_abort_grace: float | None = None,
-        *,
-        deps: Any = None,
-    ) -> None:
-        self.registry = registry
-        self.deps = deps  # what the batch's bodies read as ctx.deps
-        self.signal = signal
-        self.agent = agent
-        self.max_parallel = max_parallel
-        self.recorder = recorder
-        driver = self._driver = _Driver(
-            registry, signal, agent, max_parallel, recorder, batch_id, hook_abort_grace, deps
-        )
-        self.id = driver.machine.id
-
-    def submit(self, call: ToolCall) -> int:
-        """Add the next call (model order); returns its index in the batch.
-
-        A call whose id repeats an earlier call's id in this batch does not run: it
-        gets the result ``Error: duplicate tool call id "<id>" in this batch`` with
-        ``error={name: "DuplicateCallIdError", code: "DUPLICATE_CALL_ID"}``. A call
-        whose arguments cannot be arguments (see :func:`parse_arguments`) does not run
-        either: it gets ``Error: invalid arguments: <why>`` (code ``INVALID_ARGS``).
-
-        Raises:
-            TypeError: ``call`` is not a :class:`ToolCall`.
-            RuntimeError: the batch is closed.
-        """
-        driver = self._driver
-        machine = driver.machine
-        if machine.closed:
-            raise RuntimeError("this batch is closed; submit() takes calls only before close()")
-        index = machine.add(call)
-        driver.wake.set()
-        return index
-
-    def close(self) -> None:
-        """End submission: the batch finishes once every submitted call has committed."""
-        self._driver.close()
-
-    @property
-    def results(self) -> list[ToolExecutionResult]:
-        """The results committed so far, in model order."""
-        return list(self._driver.machine.results)
-
-    def statistics(self) -> ToolStatistics:
-        """A frozen snapshot of this batch: its calls, their outcomes, phase times.
-
-        ``started`` and ``committed`` count every call of the batch, the synthetic
-        ``ABORTED_BEFORE_DISPATCH`` results and duplicate-id errors included; the
-        registry's :meth:`~ToolRegistry.statistics` counts only what passed it.
-        ``phase_seconds`` is filled when the registry's ``phase_timings`` was on as
-        the batch opened.
-        """
-        return self._driver.machine.statistics()
-
-    def __aiter__(self) -> ToolBatch:
-        return self
-
-    async def __anext__(self) -> tuple[ToolCall, ToolExecutionResult]:
-        driver = self._driver
-        machine = driver.machine
-        results = machine.results
-        while driver.read >= len(results):
-            if driver.finished:
-                raise StopAsyncIteration
-            event = machine.reader
-            if event is None or event.is_set():
-                event = machine.reader = trio.Event()
-            await event.wait()  # type: ignore[attr-defined]
-        index = driver.read
-        driver.read += 1
-        tool_call = machine.calls[index].tool_call
-        assert tool_call is not None
-        return tool_call, results[index]
-
-
-def drive(batch: ToolBatch) -> Any:
-    """Run an open batch (``open_tool_batch``'s task): its awaitable."""
-    return batch._driver.drive()
-
-
-async def run_calls(batch: ToolBatch, calls: Iterable[ToolCall]) -> list[ToolExecutionResult]:
-    """Run a whole, known batch from this task (``run_tool_calls``); its results."""
-    driver = batch._driver
-    machine = driver.machine
-    add = machine.add
-    for call in calls:
-        add(call)
-    machine.closed = True
-    if len(machine.calls) <= 1:
-        # A lone call runs inline: no pool, so no nursery (whose exit would cost a round
-        # through the scheduler). Still a cancel point, as a nursery is.
-        await trio.lowlevel.checkpoint_if_cancelled()
-        await driver.run(None)
-    else:
-        await driver.drive()
-    return machine.results
-
-
-class _Driver:
+class TrioDriver:
     """The trio side of one batch: the nursery, the pool, the waits."""
 
     __slots__ = (
         "finished",
-        "gate",
         "handed_off",
         "machine",
         "nursery",
         "pool",
+        "posting",
         "read",
         "reports",
         "scope",
         "wake",
+        "woken",
     )
 
     def __init__(
@@ -210,7 +79,7 @@ class _Driver:
         deps: Any,
     ) -> None:
         recorded = recorder is not None
-        self.machine = machine = BatchMachine(
+        self.machine = BatchMachine(
             registry,
             signal,
             agent,
@@ -224,23 +93,41 @@ class _Driver:
             new_latch=trio.Event,
             wall=round(time.time(), 6) if recorded else 0.0,
         )
-        self.gate = _Gate(machine.admission)
         self.nursery: trio.Nursery | None = None  # the batch nursery, set by run
         self.scope: trio.CancelScope | None = None  # the driver's, inside the nursery
         self.pool: WorkerPool | None = None  # made on the first pooled dispatch
         self.reports: Token[ReportSink | None] | None = None  # the progress sink's
-        self.wake = trio.Event()
+        # A wake-up while the driver runs is a flag; the event is made only when the
+        # driver does wait (see sleep).
+        self.woken = False
+        self.wake: trio.Event | None = None
         self.handed_off = False  # the workers commit (see hand_off)
+        # The scope a worker awaits a suspended post-execute in (see settled), shielded
+        # by the abort as the driver's is.
+        self.posting: trio.CancelScope | None = None
         self.finished = False
         self.read = 0
 
     def wake_up(self) -> None:
-        self.wake.set()
+        self.woken = True
+        event = self.wake
+        if event is not None:
+            event.set()
+
+    def leave(self, call: CallRecord) -> None:
+        """(The gate of a pooled call that waits for its tool's limit: its slot is free.)"""
+        self.machine.admission.leave(call)
+
+    async def rejoin(self, call: CallRecord) -> None:
+        """(The gate: the call got its tool's limit; it waits for a slot again.)"""
+        latch = self.machine.admission.rejoin(call)
+        if latch is not None:
+            await latch.wait()  # type: ignore[attr-defined]
 
     def close(self) -> None:
         machine = self.machine
         machine.closed = True
-        self.wake.set()
+        self.wake_up()
         pool = self.pool
         if pool is not None and machine.started >= len(machine.calls):
             pool.close()  # nothing more to dispatch: parked workers end
@@ -249,9 +136,16 @@ class _Driver:
         """Open the batch nursery and drive the batch in it (the pool runs there too)."""
         try:
             async with trio.open_nursery() as nursery:
-                with trio.CancelScope() as scope:
-                    self.scope = scope
-                    await self.run(nursery)
+                self.nursery = nursery
+                at = self.run_now()
+                if at is not None:
+                    # The driver awaits in the nursery: under a scope of its own, which
+                    # the abort shields from the nursery's cancellation (abort_pool).
+                    with trio.CancelScope() as scope:
+                        if self.machine.signal.cancelled:
+                            scope.shield = True  # aborted already, in run_now
+                        self.scope = scope
+                        await self.run(nursery, at)
         except BaseException:
             if self.handed_off:
                 self.end(ended=False)
@@ -259,29 +153,88 @@ class _Driver:
         if self.handed_off:
             # The pool has ended: commit what the workers left (a post-execute that
             # awaits, say).
+            machine = self.machine
             ended = False
             try:
-                self.machine.raise_failure()
-                await self.drain()  # every dispatch has settled: nothing to wait for
-                self.machine.record_contexts()
+                if machine.failure is not None:
+                    raise machine.failure
+                if machine.cursor < len(machine.calls):
+                    await self.drain()  # every dispatch has settled: nothing to wait for
+                if machine.recorder is not None:
+                    machine.record_contexts()
                 ended = True
             finally:
                 self.end(ended)
 
-    async def run(self, nursery: trio.Nursery | None) -> None:
+    def run_now(self) -> tuple[int, Any] | None:
+        """Start a closed batch's calls in one pass, with no await, as far as that goes:
+        ``None`` when every call started and the driver handed the rest to its workers
+        (:meth:`hand_off`), so it awaits nothing in the nursery; else where to go on
+        (:meth:`run`): the index of the next call and what its step left to do (``None``,
+        a step, or the internal failure to raise); ``_FRESH``: nothing was done."""
+        machine = self.machine
+        calls = machine.calls
+        n = len(calls)
+        if not machine.closed or machine.recorder is not None or n > HAND_OFF_MAX:
+            return _FRESH
+        signal = machine.signal
+        # The batch signal is private to this batch, so the link dies with it.
+        link(signal, self.on_abort)
+        admission = machine.admission
+        step = machine.step
+        # A policy hook that suspends must do so under the driver's scope: a call with
+        # policy hooks is left to run (HOLD).
+        machine.hold = True
+        i = 0
+        try:
+            while i < n:
+                cap = admission.cap
+                if signal.cancelled or admission.running >= cap or admission.waiting >= cap:
+                    return i, None
+                call = calls[i]
+                done = step(call, i == n - 1 and not admission.admitted)
+                if done == POOL:
+                    pool = self.pool
+                    if pool is not None and pool.lot is None and call.plan.outer_budget is None:  # type: ignore[union-attr]
+                        # self.submit(call), inlined: a worker is owed (see flush).
+                        call.gate = self
+                        pool.queue.append(call)
+                        pool.owed += 1
+                    else:
+                        self.submit(call)
+                elif done:
+                    return i, done
+                i += 1
+            pool = self.pool
+            if pool is not None:
+                pool.close()  # every call started: parked workers end
+            if self.hand_off():
+                return None
+        except Exception as exc:
+            return i, exc
+        finally:
+            machine.hold = False
+        return n, None
+
+    async def run(self, nursery: trio.Nursery | None, at: tuple[int, Any] = _FRESH) -> None:
         """Drive the batch to the end; the pool goes into ``nursery`` (``None``: a batch of
-        at most one call, which runs inline and needs no pool)."""
+        at most one call, which runs inline and needs no pool). ``at``: where
+        :meth:`run_now` left it."""
         self.nursery = nursery
         machine = self.machine
-        # The batch signal is private to this batch, so the link dies with it.
-        link(machine.signal, self.on_abort)
-        # The calls' progress reports become durable events (the tasks the batch starts
-        # inherit this context, so pooled bodies report here too).
-        if machine.recorder is not None:
-            self.reports = install_sink(machine.record_report)
+        if at is _FRESH:
+            # The batch signal is private to this batch, so the link dies with it.
+            link(machine.signal, self.on_abort)
+            # The calls' progress reports become durable events (the tasks the batch
+            # starts inherit this context, so pooled bodies report here too).
+            if machine.recorder is not None:
+                self.reports = install_sink(machine.record_report)
         ended = False
         try:
-            await self.schedule()
+            if at is _FRESH:
+                await self.schedule(0, True)
+            else:
+                await self.resume(*at)
             if nursery is not None and self.hand_off():
                 return
             await self.drain()
@@ -323,17 +276,21 @@ class _Driver:
         else:
             pool.cancel()
         machine = self.machine
-        machine.fold_statistics()
+        if machine.timings or machine.cursor < machine.started:
+            machine.fold_statistics()  # (else there is nothing to fold)
         self.finished = True
         reader = machine.reader
         if reader is not None:
             reader.set()
 
     def on_abort(self, _: CancelSignal) -> None:
+        posting = self.posting
+        if posting is not None:
+            posting.shield = True
         pool = self.pool
         if pool is not None:
             self.abort_pool(pool)
-        self.wake.set()
+        self.wake_up()
 
     def abort_pool(self, pool: WorkerPool) -> None:
         """Cancel the batch nursery (the pooled calls), the driver shielded from it."""
@@ -342,35 +299,62 @@ class _Driver:
             scope.shield = True
         pool.cancel()
 
-    async def schedule(self) -> None:
+    async def resume(self, i: int, step: Any) -> None:
+        """Go on from where :meth:`run_now` stopped: call ``i``, and its step."""
+        if isinstance(step, Exception):
+            raise step
+        if step is None:
+            await self.schedule(i, False)
+        elif step == BARRIER:
+            await self.drain()
+            await self.schedule(i, True)
+        else:
+            machine = self.machine
+            calls = machine.calls
+            call = calls[i]
+            keys = machine.keys
+            alone = i == len(calls) - 1 and not machine.admission.admitted
+            if step == HOLD:
+                step = machine.start(call, keys, alone, False)
+                if step == POOL:
+                    self.submit(call)
+                    step = DONE
+            if step:
+                await self.proceed(call, keys, step, alone)
+            await self.schedule(i + 1, False)
+
+    async def schedule(self, i: int, fresh: bool) -> None:
+        """Start the calls from index ``i`` on (``fresh``: nothing is in flight)."""
         machine = self.machine
         calls = machine.calls
         signal = machine.signal
         admission = machine.admission
-        i = 0
         while True:
-            if i >= len(calls):
+            if not fresh:
+                fresh = True
+            elif i >= len(calls):
                 if machine.closed:
                     return
                 await self.wait()
                 continue
-            if signal.cancelled:
+            elif signal.cancelled:
                 return
-            call = calls[i]
-            keys = machine.classify(call)
-            if keys is None:
-                # Exclusive: a barrier. The previous group has drained already.
-                await self.proceed(call, (), machine.start(call, (), True, True), True)
+            else:
+                call = calls[i]
+                keys = machine.classify(call)
+                if keys is None:
+                    # Exclusive: a barrier. The previous group has drained already.
+                    await self.proceed(call, (), machine.start(call, (), True, True), True)
+                    i += 1
+                    await self.drain()
+                    continue
+                alone = machine.closed and i == len(calls) - 1
+                step = machine.start(call, keys, alone, False)
+                if step == POOL:
+                    self.submit(call)
+                elif step:
+                    await self.proceed(call, keys, step, alone)
                 i += 1
-                await self.drain()
-                continue
-            alone = machine.closed and i == len(calls) - 1
-            step = machine.start(call, keys, alone, False)
-            if step == POOL:
-                self.submit(call)
-            elif step:
-                await self.proceed(call, keys, step, alone)
-            i += 1
             while True:
                 cursor = machine.cursor
                 if cursor < len(calls) and calls[cursor].slot is _SETTLED:
@@ -399,7 +383,7 @@ class _Driver:
                         and i < len(calls) - 1  # the last call closes the pool (submit)
                     ):
                         # self.submit(call), inlined: a worker is owed for the next await.
-                        call.gate = self.gate
+                        call.gate = self
                         pool.queue.append(call)
                         pool.owed += 1
                     else:
@@ -439,12 +423,12 @@ class _Driver:
                 self.submit(call)
                 return
         if step == INLINE:
-            await self.dispatch_inline(call)
+            await dispatch_in_place(self.machine, call)
 
     def submit(self, call: CallRecord) -> None:
         """Hand an admitted call to the pool (made on the first one)."""
         machine = self.machine
-        call.gate = self.gate
+        call.gate = self
         stamps = machine.stamps
         if stamps is not None:
             stamps[call.index] = [trio.current_time(), None, None]
@@ -472,38 +456,6 @@ class _Driver:
         if machine.closed and machine.started >= len(machine.calls):
             pool.close()  # the last call: the other parked workers end
 
-    async def dispatch_inline(self, call: CallRecord) -> None:
-        """Dispatch in the driver, under a scope the batch signal cancels."""
-        machine = self.machine
-        timings = machine.timings
-        begun = _now() if timings else 0
-        assert call.slot is _NEW
-        call.slot = _RUNNING
-        stamps = machine.stamps
-        if stamps is not None:
-            stamps[call.index] = stamp = [None, trio.current_time(), None]
-        plan = call.plan
-        assert plan is not None
-        if plan.bare and not plan.route.suspends:
-            await dispatch(call, carried=True)  # nothing to interrupt: no scope
-        else:
-            scope = trio.CancelScope()
-            scope_link = ScopeLink(scope)
-            signal = machine.signal
-            link(signal, scope_link)
-            try:
-                with scope:
-                    await dispatch(call, carried=True)
-            finally:
-                unlink(signal, scope_link)
-            if scope.cancelled_caught:
-                call.resolve(call.aborted(), RESOLVED)
-        if timings:
-            machine.stats.dispatch += _now() - begun
-        if stamps is not None:
-            stamp[2] = trio.current_time()
-        call.slot = _SETTLED
-
     async def commit_ready(self) -> None:
         """Commit the settled model-order prefix; await a post-execute that suspends."""
         machine = self.machine
@@ -521,11 +473,10 @@ class _Driver:
         """Whether the driver leaves the rest of the batch to its workers.
 
         Once every call of a closed batch has started, the driver has nothing left but to
-        commit: the worker that settles a call commits the settled prefix
-        (:meth:`settled`), and the driver commits whatever is left once the pool has
-        ended. Not when a call still to commit has a post-execute hook (that runs in the
-        driver as soon as its call settles), nor with more than ``HAND_OFF_MAX``
-        dispatches in flight.
+        commit: the worker that settles a call commits the settled prefix, post-execute
+        and observers included (:meth:`settled`; a post-execute that suspends is awaited
+        by that worker, :meth:`posts`), and the driver commits whatever is left once the
+        pool has ended. Not with more than ``HAND_OFF_MAX`` dispatches in flight.
         """
         machine = self.machine
         pool = self.pool
@@ -538,30 +489,66 @@ class _Driver:
             return False
         machine.raise_failure()
         pool.flush()
-        machine.commit_now(post=False)
-        if machine.post_due():
-            return False
+        calls, cursor = machine.calls, machine.cursor
+        if cursor < len(calls) and calls[cursor].slot is _SETTLED:
+            machine.commit_now(post=False)  # a post-execute due is the workers' (settled)
         self.handed_off = True
         if not machine.admission.admitted:
             pool.finish()  # nothing in flight: the pool's leftovers end now
         return True
 
-    def settled(self) -> None:
-        """A worker settled a call: wake the driver; after the hand-off, commit."""
-        self.wake.set()
-        if self.handed_off:
-            pool = self.pool
-            assert pool is not None
-            machine = self.machine
-            if machine.failure is None and (not pool.unwinding or machine.signal.cancelled):
-                # (Once a call was cancelled, and not by the batch's abort, something
-                # outside cancels the batch: nothing is committed any more, here.)
-                try:
-                    machine.commit_now(post=False)
-                except Exception as exc:
-                    machine.failed(exc)  # the driver re-raises it once the pool has ended
-            if not machine.admission.admitted:
-                pool.finish()  # the last dispatch settled: what a body left running ends
+    def settled(self) -> Coroutine[Any, Any, None] | None:
+        """A worker settled a call: wake the driver; after the hand-off, commit.
+
+        Returns what the worker awaits when a post-execute suspended (:meth:`posts`).
+        """
+        if not self.handed_off:
+            self.wake_up()
+            return None
+        pool = self.pool
+        assert pool is not None
+        machine = self.machine
+        if (
+            self.posting is None
+            and machine.failure is None
+            and (not pool.unwinding or machine.signal.cancelled)
+        ):
+            # (Once a call was cancelled, and not by the batch's abort, something
+            # outside cancels the batch: nothing is committed any more, here.)
+            try:
+                pending = machine.commit_now(post=True)
+            except Exception as exc:
+                machine.failed(exc)  # the driver re-raises it once the pool has ended
+            else:
+                if pending is not None:
+                    self.posting = trio.CancelScope(shield=machine.signal.cancelled)
+                    return self.posts(pending)
+        if self.posting is None and not machine.admission.admitted:
+            pool.finish()  # the last dispatch settled: what a body left running ends
+        return None
+
+    async def posts(
+        self, pending: tuple[CallRecord, Coroutine[Any, Any, ToolExecutionResult], int]
+    ) -> None:
+        """(In the worker that settled a call.) Await the post-execute that suspended and
+        commit on, in model order, under a scope the abort shields (as the driver's)."""
+        machine = self.machine
+        scope = self.posting
+        assert scope is not None
+        try:
+            with scope:
+                item: Any = pending
+                while item is not None:
+                    call, rest, begun = item
+                    machine.finish_commit(call, await rest, begun)
+                    item = machine.commit_now(post=True)
+        except Exception as exc:
+            machine.failed(exc)
+        finally:
+            self.posting = None
+        pool = self.pool
+        if pool is not None and not machine.admission.admitted:
+            pool.finish()
 
     async def sleep(self) -> None:
         """Wait until a dispatch settles, a call is submitted, or the batch is closed.
@@ -572,11 +559,15 @@ class _Driver:
         pool = self.pool
         if pool is not None and pool.owed:
             pool.flush()  # before the driver awaits: see WorkerPool.flush
-        event = self.wake
-        if event.is_set():
-            self.wake = trio.Event()
-        else:
+        if self.woken:
+            self.woken = False
+            return
+        event = self.wake = trio.Event()
+        try:
             await event.wait()
+        finally:
+            self.wake = None
+            self.woken = False
 
     async def wait(self) -> None:
         """:meth:`sleep`, then raise the first internal failure of a worker, if any."""

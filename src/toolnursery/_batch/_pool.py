@@ -22,21 +22,24 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import trio
 
 from .._core._lifecycle import RESOLVED, Slot
 from .._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT
-from .._core._signal import CancelSignal
+from .._core._signal import CancelSignal, ScopeLink, link, unlink
 from .._core._statistics import Counters
+from .._core._statistics import now as _now
 from .._machine._admission import Admission
+from .._machine._batch import BatchMachine
 from .._pipeline._call import CallRecord
-from .._pipeline._dispatch import dispatch_grouped
+from .._pipeline._dispatch import dispatch, dispatch_grouped
 from .._pipeline._dispatch import start as start_dispatch
 
-__all__ = ["GROUP_MIN_BUDGET_MS", "GROUP_SIZE", "WorkerPool", "start_dispatch"]
+__all__ = ["GROUP_MIN_BUDGET_MS", "GROUP_SIZE", "WorkerPool", "dispatch_in_place", "start_dispatch"]
 
+_NEW = Slot.NEW
 _QUEUED = Slot.QUEUED
 _RUNNING = Slot.RUNNING
 _SETTLED = Slot.SETTLED
@@ -85,7 +88,8 @@ class WorkerPool:
         clock: the phase clock (the batch's; in ns), or ``None``: no phase is timed.
         stamps: where a recorded batch keeps its calls' times (index -> ``[admitted,
             began, ended]`` on trio's clock; the pool sets the last two), or ``None``.
-        wake: wakes the batch driver (a dispatch settled).
+        wake: wakes the batch driver (a dispatch settled); what it returns, if anything,
+            the worker awaits (the driver's commits, when a post-execute suspended).
         failed: takes an internal failure of a dispatch (the driver re-raises the first).
     """
 
@@ -115,7 +119,7 @@ class WorkerPool:
         admission: Admission,
         stats: Counters,
         clock: Callable[[], int] | None,
-        wake: Callable[[], None],
+        wake: Callable[[], Awaitable[None] | None],
         stamps: dict[int, list[float | None]] | None = None,
         failed: Callable[[Exception], None],
     ) -> None:
@@ -216,16 +220,16 @@ class WorkerPool:
             self._nursery.start_soon(self._host_group, group)
         group.calls.append(call)
 
-    def _unwind_queue(self) -> None:
+    def _unwind_queue(self) -> Awaitable[None] | None:
         """The pool is being cancelled: the dispatches no worker took never ran."""
         queue = self.queue
         if not queue:
-            return
+            return None
         while queue:
             call = queue.popleft()
             call.unwind()
             self._admission.settle(call)
-        self._wake()
+        return self._wake()
 
     async def _host_group(self, group: _DeadlineGroup) -> None:
         """Enter a deadline group's scope and run its calls in a nursery inside it."""
@@ -286,7 +290,9 @@ class WorkerPool:
             if stamps is not None:
                 stamps[call.index][2] = trio.current_time()
             self._admission.settle(call)
-            self._wake()
+            more = self._wake()
+            if more is not None:
+                await more  # commits whose post-execute suspended
 
     async def _worker(self) -> None:
         """A pool worker: dispatch queued calls (in model order) while more may come.
@@ -363,10 +369,51 @@ class WorkerPool:
                 finally:
                     if stamps is not None and call.slot is _SETTLED:
                         stamps[call.index][2] = trio.current_time()
-                    admission.settle(call)
-                    wake()
+                    if call.wait is None and not admission.ready:
+                        # admission.settle(call), inlined: no keys, nobody waits.
+                        admission.admitted -= 1
+                        admission.running -= 1
+                    else:
+                        admission.settle(call)
+                    more = wake()
+                    if more is not None:
+                        await more  # commits whose post-execute suspended
         except trio.Cancelled:
-            self._unwind_queue()
+            more = self._unwind_queue()
+            if more is not None:
+                await more
             raise
         finally:
             self._tasks -= 1
+
+
+async def dispatch_in_place(machine: BatchMachine, call: CallRecord) -> None:
+    """Dispatch in the driver, under a scope the batch signal cancels."""
+    timings = machine.timings
+    begun = _now() if timings else 0
+    assert call.slot is _NEW
+    call.slot = _RUNNING
+    stamps = machine.stamps
+    if stamps is not None:
+        stamps[call.index] = stamp = [None, trio.current_time(), None]
+    plan = call.plan
+    assert plan is not None
+    if plan.bare and not plan.route.suspends:
+        await dispatch(call, carried=True)  # nothing to interrupt: no scope
+    else:
+        scope = trio.CancelScope()
+        scope_link = ScopeLink(scope)
+        signal = machine.signal
+        link(signal, scope_link)
+        try:
+            with scope:
+                await dispatch(call, carried=True)
+        finally:
+            unlink(signal, scope_link)
+        if scope.cancelled_caught:
+            call.resolve(call.aborted(), RESOLVED)
+    if timings:
+        machine.stats.dispatch += _now() - begun
+    if stamps is not None:
+        stamp[2] = trio.current_time()
+    call.slot = _SETTLED

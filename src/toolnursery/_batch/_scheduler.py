@@ -10,7 +10,7 @@ observers, the durable result), so both happen strictly in model order; only
 *dispatch* overlaps. Which dispatch may run when is :mod:`toolnursery._batch._admission`'s
 business (the cap, waiting, the ready queue); which calls conflict is
 :mod:`toolnursery._batch._conflicts`'; reading each call's arguments once is
-:mod:`toolnursery._batch._intake`'s; the driver itself is :class:`~toolnursery._batch._driver.ToolBatch`.
+:mod:`toolnursery._batch._intake`'s; the driver itself is :class:`~toolnursery._batch._face.ToolBatch`.
 
 Where dispatch runs: a call that runs alone — an ``exclusive`` barrier, or the last
 call of a closed batch with nothing in flight — or that cannot suspend is dispatched
@@ -57,7 +57,7 @@ from .._machine._intake import check_batch_id
 from .._pipeline._registry import ToolRegistry, ToolScope
 from .._pipeline._stages import check_trio as _check_trio
 from .._pipeline._waterfalls import check_hook_abort_grace
-from ._driver import ToolBatch, drive, run_calls
+from ._face import ToolBatch, drive, run_known
 from ._recorder import ToolCallRecorder
 from ._resume import PlannedRun, read_plan
 
@@ -82,7 +82,8 @@ def _check_batch(
     batch_id: object,
 ) -> None:
     _check_trio()
-    _check_max_parallel(max_parallel)
+    if type(max_parallel) is not int or max_parallel < 1:
+        _check_max_parallel(max_parallel)
     if signal is not None and not isinstance(signal, CancelSignal):
         raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")
     if agent is not None:
@@ -255,19 +256,19 @@ async def run_tool_calls(
     # The same batch signal as open_tool_batch's: a body cancelling ``ctx.signal``
     # aborts this batch, not the caller's signal.
     fusion = fuse(signal) if signal is not None else None
-    batch = ToolBatch(
-        registry,
-        fusion.signal if fusion is not None else CancelSignal(),
-        agent,
-        max_parallel,
-        recorder,
-        batch_id,
-        grace,
-        deps=deps,
-    )
     try:
         # The whole batch is known: driven from this task (one task fewer).
-        return await run_calls(batch, calls)
+        return await run_known(
+            registry,
+            fusion.signal if fusion is not None else CancelSignal(),
+            agent,
+            max_parallel,
+            recorder,
+            batch_id,
+            grace,
+            deps,
+            calls,
+        )
     except BaseExceptionGroup as group:
         raise collapse(group, drop_cancelled=True) from None
     finally:

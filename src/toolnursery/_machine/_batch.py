@@ -47,7 +47,7 @@ from ._events import (
 if TYPE_CHECKING:
     from .._pipeline._registry import ToolRegistry, ToolScope
 
-__all__ = ["BARRIER", "DONE", "HAND_OFF_MAX", "INLINE", "POOL", "BatchMachine"]
+__all__ = ["BARRIER", "DONE", "HAND_OFF_MAX", "HOLD", "INLINE", "POOL", "BatchMachine"]
 
 DONE: Final = 0
 """A step of :meth:`BatchMachine.start` / :meth:`~BatchMachine.place`: the call is settled
@@ -58,6 +58,9 @@ POOL: Final = 2
 """The call is admitted (``QUEUED``): hand it to a worker."""
 BARRIER: Final = 3
 """The call is exclusive: the driver drains the batch, then starts it alone."""
+HOLD: Final = 4
+"""(:meth:`~BatchMachine.step` while ``hold`` is set.) Classified (keys in ``keys``), with
+policy hooks that may suspend: :meth:`~BatchMachine.start` it where they may be awaited."""
 
 HAND_OFF_MAX: Final = 16
 """The most dispatches in flight for which a driver leaves the commits to its workers
@@ -73,8 +76,7 @@ _COMMITTED: Final = Slot.COMMITTED
 
 
 def _us(seconds: float) -> float:
-    """``seconds`` (not negative) cut to the microsecond: a short JSON number."""
-    return int(seconds * 1_000_000) / 1_000_000
+    return int(seconds * 1_000_000) / 1_000_000  # to the microsecond: a short JSON number
 
 
 def _no_time() -> float:
@@ -110,6 +112,7 @@ class BatchMachine:
         "failure",
         "finalized",
         "grace",
+        "hold",
         "id",
         "ids",
         "keys",
@@ -155,6 +158,7 @@ class BatchMachine:
         self.ids: set[str] = set()
         self.closed = False
         self.keys: tuple[ResourceKey, ...] = ()  # the keys of the call step() started last
+        self.hold = False  # step() returns HOLD for a call with policy hooks
         self.admission = Admission(max_parallel, wake, new_latch)
         self.stats = Counters()  # phase times and abandoned calls of this batch
         self.started = 0  # calls started, a model-order prefix
@@ -305,6 +309,8 @@ class BatchMachine:
                 else:
                     return BARRIER
         self.keys = keys  # the placement's, should the policy suspend (see place)
+        if self.hold and call.fixed is None and call.plan.hooks.any_prepare:  # type: ignore[union-attr]
+            return HOLD
         if keys or self.recorder is not None or self.failure is not None or call.fixed:
             return self.start(call, keys, alone, False)
         # self.start(call, (), alone, False), inlined for the common case (no recorder,
@@ -362,8 +368,7 @@ class BatchMachine:
         return self.admission.full()
 
     def in_flight(self) -> int:
-        """Dispatches admitted and not settled."""
-        return self.admission.admitted
+        return self.admission.admitted  # dispatches admitted and not settled
 
     def settled(self, call: CallRecord) -> None:
         """A pooled dispatch ended (or was unwound): its slot and keys are free."""
@@ -375,9 +380,8 @@ class BatchMachine:
             self.failure = exc
 
     def raise_failure(self) -> None:
-        """Raise the first internal failure, if any."""
         if self.failure is not None:
-            raise self.failure
+            raise self.failure  # the first internal failure
 
     # -- committing ----------------------------------------------------------------------
 
@@ -386,12 +390,8 @@ class BatchMachine:
         return not self.admission.admitted and self.cursor >= self.started
 
     def post_due(self) -> bool:
-        """Whether a call still to commit has a post-execute hook (a driver's to run)."""
-        for call in self.calls[self.cursor :]:
-            plan = call.plan
-            if plan is not None and plan.hooks.post:
-                return True
-        return False
+        """Whether a call still to commit has a post-execute hook."""
+        return any(c.plan is not None and c.plan.hooks.post for c in self.calls[self.cursor :])
 
     def commit_now(
         self, *, post: bool = True
