@@ -4,12 +4,14 @@ limit in ``time_limits``, a plugin the root conftest loads)."""
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from toolnursery.examples import fill_sandbox
 
@@ -48,3 +50,10 @@ def root(tmp_path: Path) -> Path:
     sandbox.mkdir()
     fill_sandbox(sandbox)
     return sandbox
+
+
+# Hypothesis: no per-example deadline. A test's time is bounded by its time limit
+# (pytest-timeout, tests/time_limits.py), and speed is measured in benchmarks/, never
+# asserted: on a loaded machine (or beside another xdist worker) a deadline only flakes.
+settings.register_profile("suite", deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))

@@ -24,7 +24,7 @@ from toolnursery._tools._formats import format_checker
 from toolnursery._tools._raw import compile_raw_validator
 from toolnursery._tools._schema import compile_spec
 
-pytestmark = pytest.mark.time_limit(120)
+pytestmark = pytest.mark.timeout(120)
 
 
 def _judge_formats() -> jsonschema.FormatChecker:
