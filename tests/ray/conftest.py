@@ -13,16 +13,6 @@ import pytest
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 TESTS = Path(__file__).resolve().parents[1]
-HERE = Path(__file__).resolve().parent
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests here share one cluster: under pytest-xdist (``--dist loadgroup``) they run
-    on one worker, so one cluster starts, not one per worker."""
-    for item in items:
-        if HERE in item.path.parents:
-            item.add_marker(pytest.mark.xdist_group("ray"))
 
 
 @pytest.fixture(scope="session")
