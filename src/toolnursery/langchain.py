@@ -1,6 +1,6 @@
 """LangChain tools both ways: import a ``BaseTool`` into a registry, export a registry.
 
-Install the extra (``pip install 'toolnursery[langchain]'``)::
+Install the extra (``pip install -e '.[langchain]'`` in a checkout)::
 
     from toolnursery.langchain import from_langchain, to_langchain
 

@@ -1,6 +1,6 @@
 """A LangGraph node that runs a model's tool calls as one toolnursery batch.
 
-Install the extra (``pip install 'toolnursery[langgraph]'``) and put the node where
+Install the extra (``pip install -e '.[langgraph]'`` in a checkout) and put the node where
 ``langgraph.prebuilt.ToolNode`` was::
 
     from toolnursery.langgraph import ToolBatchNode

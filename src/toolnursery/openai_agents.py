@@ -1,6 +1,6 @@
 """openai-agents and toolnursery: a registry as an agent's tools, ``FunctionTool``s in.
 
-Install the extra (``pip install 'toolnursery[openai-agents]'``). Give an agent a
+Install the extra (``pip install -e '.[openai-agents]'`` in a checkout). Give an agent a
 registry's tools (each call runs through the registry's pipeline)::
 
     from agents import Agent

@@ -1,6 +1,6 @@
 """pydantic-ai and toolnursery: a registry as an agent's tools, pydantic-ai tools in.
 
-Install the extra (``pip install 'toolnursery[pydantic-ai]'``). Give an agent a
+Install the extra (``pip install -e '.[pydantic-ai]'`` in a checkout). Give an agent a
 registry's tools, each model response's calls run as one toolnursery batch::
 
     from pydantic_ai import Agent

@@ -1,6 +1,6 @@
 """Run tool bodies on a Ray cluster: :func:`ray_tool` places a definition's body there.
 
-Install the extra (``pip install 'toolnursery[ray]'``), connect (``ray.init()`` for a
+Install the extra (``pip install -e '.[ray]'`` in a checkout), connect (``ray.init()`` for a
 local cluster, ``ray.init(address=...)`` for a real one) and register
 ``ray_tool(definition, ...)`` instead of ``definition``. Only the body moves: the
 argument snapshot, policies, guards, classification, model order and the recorder

@@ -1,6 +1,6 @@
 """smolagents and toolnursery: smolagents tools in a registry.
 
-Install the extra (``pip install 'toolnursery[smolagents]'``), then::
+Install the extra (``pip install -e '.[smolagents]'`` in a checkout), then::
 
     from toolnursery.smolagents import from_smolagents
 
