@@ -18,11 +18,11 @@ from __future__ import annotations
 
 try:
     import langchain_core as _langchain_core
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
+except ImportError as _exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "toolnursery.langchain needs langchain-core: install the extra with "
         "pip install 'toolnursery[langchain]'"
-    ) from exc
+    ) from _exc
 
 from ._bridges._langchain import LangChainToolError as LangChainToolError
 from ._bridges._langchain import from_langchain as from_langchain

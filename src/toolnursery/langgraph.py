@@ -17,11 +17,11 @@ from __future__ import annotations
 
 try:
     import langgraph as _langgraph
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
+except ImportError as _exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "toolnursery.langgraph needs LangGraph: install the extra with "
         "pip install 'toolnursery[langgraph]'"
-    ) from exc
+    ) from _exc
 
 from ._bridges._langgraph import STREAM_KEY as STREAM_KEY
 from ._bridges._langgraph import InterruptApproval as InterruptApproval

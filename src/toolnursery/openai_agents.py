@@ -17,11 +17,11 @@ from __future__ import annotations
 
 try:
     import agents as _agents  # the SDK: absolute imports never find this module
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
+except ImportError as _exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "toolnursery.openai_agents needs openai-agents: install the extra with "
         "pip install 'toolnursery[openai-agents]'"
-    ) from exc
+    ) from _exc
 
 from ._bridges._openai_agents import from_function_tool as from_function_tool
 from ._bridges._openai_agents import function_tools as function_tools

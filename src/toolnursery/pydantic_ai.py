@@ -17,11 +17,11 @@ from __future__ import annotations
 
 try:
     import pydantic_ai as _pydantic_ai  # the framework: absolute imports never find this module
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
+except ImportError as _exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "toolnursery.pydantic_ai needs pydantic-ai: install the extra with "
         "pip install 'toolnursery[pydantic-ai]'"
-    ) from exc
+    ) from _exc
 
 from ._bridges._pydantic_ai import ToolnurseryCapability as ToolnurseryCapability
 from ._bridges._pydantic_ai import ToolnurseryToolset as ToolnurseryToolset

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 try:
     import ray as _ray  # the Ray package itself: absolute imports never find this module
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
+except ImportError as _exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "toolnursery.ray needs Ray: install the extra with pip install 'toolnursery[ray]'"
-    ) from exc
+    ) from _exc
 
 from ._core._errors import REMOTE_NODE_DIED as REMOTE_NODE_DIED
 from ._core._errors import REMOTE_RESULT_NOT_ENCODABLE as REMOTE_RESULT_NOT_ENCODABLE

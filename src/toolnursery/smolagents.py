@@ -16,11 +16,11 @@ from __future__ import annotations
 try:
     # the framework (untyped): absolute imports never find this module
     import smolagents as _smolagents  # type: ignore[import-untyped,unused-ignore]
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
+except ImportError as _exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "toolnursery.smolagents needs smolagents: install the extra with "
         "pip install 'toolnursery[smolagents]'"
-    ) from exc
+    ) from _exc
 
 from ._bridges._smolagents import from_smolagents as from_smolagents
 from ._bridges._smolagents import inputs_schema as inputs_schema

@@ -76,7 +76,7 @@ class ToolBatch(BatchCommits):
         self.agent = agent
         self.max_parallel = max_parallel
         self.recorder = recorder
-        self.id = _intake.new_batch_id() if batch_id is None else batch_id
+        self.id: str = _intake.new_batch_id() if batch_id is None else batch_id
         self._timings = registry.phase_timings
         # Seconds the policy hooks may still run after an abort (None: the registry's).
         self._grace = registry._hook_abort_grace if hook_abort_grace is None else hook_abort_grace
