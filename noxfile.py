@@ -74,7 +74,7 @@ def typecheck(session: nox.Session) -> None:
     """mypy --strict over the package; pyright's check of the public API's types."""
     session.install("-e", ".[typing]")
     session.run("mypy")
-    session.run("pyright", "--verifytypes", "toolnursery", "--ignoreexternal")
+    session.run("python", "scripts/verifytypes")
 
 
 @nox.session
