@@ -1,4 +1,9 @@
-"""Developer sessions: ``nox -s tests lint typecheck docs bench`` (``matrix`` for every Python)."""
+"""Developer sessions: ``nox -s tests lint typecheck docs bench`` (``matrix`` for every Python).
+
+``tests`` is the default suite (``python -m pytest``: pytest-xdist, the long groups left
+out); ``slow`` runs those groups (tests/conftest.py ``SLOW``: Ray, the benchmark command's
+workloads, the time-limit hangs, the site build, the longest property suites).
+"""
 
 from __future__ import annotations
 
@@ -40,6 +45,13 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", *session.posargs)
 
 
+@nox.session
+def slow(session: nox.Session) -> None:
+    """The long groups the default suite leaves out (``pytest -m slow``)."""
+    session.install("-e", ".[test]")
+    session.run("pytest", "-m", "slow", *session.posargs)
+
+
 @nox.session(python=PYTHONS)
 def matrix(session: nox.Session) -> None:
     """The test suite on each supported Python (``nox -s matrix-3.13`` for one)."""
@@ -51,7 +63,7 @@ def matrix(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff check and format --check."""
-    session.install("ruff")
+    session.install("-e", ".[lint]")
     paths = ("src", "tests", "benchmarks", "conftest.py", "docs_sphinx_roles.py", "docs/_gen")
     session.run("ruff", "check", *paths)
     session.run("ruff", "format", "--check", *paths)
@@ -59,9 +71,10 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """mypy --strict over the package."""
+    """mypy --strict over the package; pyright's check of the public API's types."""
     session.install("-e", ".[typing]")
     session.run("mypy")
+    session.run("python", "scripts/verifytypes")
 
 
 @nox.session

@@ -11,12 +11,6 @@ batch, reading its log back and planning a resume in :mod:`toolnursery.log`.
 
 from __future__ import annotations
 
-import importlib as _importlib
-import warnings as _warnings
-from importlib import metadata as _metadata
-from typing import Any as _Any
-from typing import Final as _Final
-
 from ._batch._scheduler import ToolBatch as ToolBatch
 from ._batch._scheduler import open_tool_batch as open_tool_batch
 from ._batch._scheduler import run_tool_calls as run_tool_calls
@@ -149,11 +143,8 @@ from ._tools._strict import strict_json_schema as strict_json_schema
 from ._tools._structured import assert_supported_output_schema as assert_supported_output_schema
 from ._tools._structured import validate_structured_value as validate_structured_value
 
-try:
-    __version__: str = _metadata.version("toolnursery")
-    """The installed distribution's version (from the package metadata)."""
-except _metadata.PackageNotFoundError:  # imported from a source tree that was never installed
-    __version__ = "0+unknown"
+__version__ = "0.1.0"
+"""This release's version (the package metadata's too: pyproject.toml reads it from here)."""
 
 # Annotations that name a class across an import cycle import it for type checkers
 # only; bind those names at runtime now that every module is loaded, so that help(),
@@ -291,68 +282,6 @@ __all__ = [
     "validate_args",
     "validate_structured_value",
 ]
-
-# Names that moved to a submodule stay importable from here for one release, with a
-# DeprecationWarning naming their new home; they are in neither __all__ nor dir().
-_MOVED: _Final[dict[str, str]] = {
-    **dict.fromkeys(
-        (
-            "DiffCallView",
-            "DiffResultView",
-            "FileDiff",
-            "FileLocation",
-            "GenericCallView",
-            "GenericResultView",
-            "TerminalCallView",
-            "TerminalResultView",
-            "ToolCallKind",
-            "ToolCallView",
-            "ToolResultView",
-            "call_view",
-            "render_markdown",
-            "render_terminal",
-            "result_view",
-        ),
-        "toolnursery.presentation",
-    ),
-    **dict.fromkeys(
-        (
-            "ContextEvent",
-            "JsonlRecorder",
-            "ProgressEvent",
-            "RecorderEvent",
-            "ResumePlan",
-            "ResumedCall",
-            "ToolCallEvent",
-            "ToolCallRecorder",
-            "ToolResultEvent",
-            "iter_log",
-            "plan_resume",
-            "read_log",
-            "replay_log",
-        ),
-        "toolnursery.log",
-    ),
-}
-
-
-def __getattr__(name: str) -> _Any:
-    """Resolve a name that moved to a submodule, warning that it moved.
-
-    Raises:
-        AttributeError: ``name`` is not a name this module ever exported.
-    """
-    home = _MOVED.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    _warnings.warn(
-        f"toolnursery.{name} is deprecated and will be removed in the next release: "
-        f"import it from {home} (from {home} import {name})",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return getattr(_importlib.import_module(home), name)
-
 
 _fixup_module_metadata(__name__, __all__)
 

@@ -1,6 +1,6 @@
 """LangChain tools both ways: import a ``BaseTool`` into a registry, export a registry.
 
-Install the extra (``pip install 'toolnursery[langchain]'``)::
+Install the extra (``pip install -e '.[langchain]'`` in a checkout)::
 
     from toolnursery.langchain import from_langchain, to_langchain
 
@@ -18,11 +18,11 @@ from __future__ import annotations
 
 try:
     import langchain_core as _langchain_core
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
+except ImportError as _exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "toolnursery.langchain needs langchain-core: install the extra with "
-        "pip install 'toolnursery[langchain]'"
-    ) from exc
+        "pip install -e '.[langchain]'"
+    ) from _exc
 
 from ._bridges._langchain import LangChainToolError as LangChainToolError
 from ._bridges._langchain import from_langchain as from_langchain

@@ -1,6 +1,6 @@
 """A LangGraph node that runs a model's tool calls as one toolnursery batch.
 
-Install the extra (``pip install 'toolnursery[langgraph]'``) and put the node where
+Install the extra (``pip install -e '.[langgraph]'`` in a checkout) and put the node where
 ``langgraph.prebuilt.ToolNode`` was::
 
     from toolnursery.langgraph import ToolBatchNode
@@ -17,11 +17,11 @@ from __future__ import annotations
 
 try:
     import langgraph as _langgraph
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
+except ImportError as _exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "toolnursery.langgraph needs LangGraph: install the extra with "
-        "pip install 'toolnursery[langgraph]'"
-    ) from exc
+        "pip install -e '.[langgraph]'"
+    ) from _exc
 
 from ._bridges._langgraph import STREAM_KEY as STREAM_KEY
 from ._bridges._langgraph import InterruptApproval as InterruptApproval

@@ -1,6 +1,6 @@
 """MCP both ways: mount MCP servers' tools into a registry, serve a registry over MCP.
 
-Needs the ``mcp`` extra (``pip install 'toolnursery[mcp]'``: the official MCP SDK,
+Needs the ``mcp`` extra (``pip install -e '.[mcp]'`` in a checkout: the official MCP SDK,
 2.x, and hypercorn for streamable HTTP). See ``docs/mcp.md``.
 
 - :func:`open_mcp_mount` — an MCP server's tools (stdio command, streamable-HTTP URL,

@@ -1,6 +1,6 @@
 """openai-agents and toolnursery: a registry as an agent's tools, ``FunctionTool``s in.
 
-Install the extra (``pip install 'toolnursery[openai-agents]'``). Give an agent a
+Install the extra (``pip install -e '.[openai-agents]'`` in a checkout). Give an agent a
 registry's tools (each call runs through the registry's pipeline)::
 
     from agents import Agent
@@ -17,11 +17,11 @@ from __future__ import annotations
 
 try:
     import agents as _agents  # the SDK: absolute imports never find this module
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
+except ImportError as _exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "toolnursery.openai_agents needs openai-agents: install the extra with "
-        "pip install 'toolnursery[openai-agents]'"
-    ) from exc
+        "pip install -e '.[openai-agents]'"
+    ) from _exc
 
 from ._bridges._openai_agents import from_function_tool as from_function_tool
 from ._bridges._openai_agents import function_tools as function_tools

@@ -1,6 +1,6 @@
 """pydantic-ai and toolnursery: a registry as an agent's tools, pydantic-ai tools in.
 
-Install the extra (``pip install 'toolnursery[pydantic-ai]'``). Give an agent a
+Install the extra (``pip install -e '.[pydantic-ai]'`` in a checkout). Give an agent a
 registry's tools, each model response's calls run as one toolnursery batch::
 
     from pydantic_ai import Agent
@@ -17,11 +17,11 @@ from __future__ import annotations
 
 try:
     import pydantic_ai as _pydantic_ai  # the framework: absolute imports never find this module
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
+except ImportError as _exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "toolnursery.pydantic_ai needs pydantic-ai: install the extra with "
-        "pip install 'toolnursery[pydantic-ai]'"
-    ) from exc
+        "pip install -e '.[pydantic-ai]'"
+    ) from _exc
 
 from ._bridges._pydantic_ai import ToolnurseryCapability as ToolnurseryCapability
 from ._bridges._pydantic_ai import ToolnurseryToolset as ToolnurseryToolset

@@ -1,6 +1,6 @@
 """Run tool bodies on a Ray cluster: :func:`ray_tool` places a definition's body there.
 
-Install the extra (``pip install 'toolnursery[ray]'``), connect (``ray.init()`` for a
+Install the extra (``pip install -e '.[ray]'`` in a checkout), connect (``ray.init()`` for a
 local cluster, ``ray.init(address=...)`` for a real one) and register
 ``ray_tool(definition, ...)`` instead of ``definition``. Only the body moves: the
 argument snapshot, policies, guards, classification, model order and the recorder
@@ -18,10 +18,10 @@ from __future__ import annotations
 
 try:
     import ray as _ray  # the Ray package itself: absolute imports never find this module
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
+except ImportError as _exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
-        "toolnursery.ray needs Ray: install the extra with pip install 'toolnursery[ray]'"
-    ) from exc
+        "toolnursery.ray needs Ray: install the extra with pip install -e '.[ray]'"
+    ) from _exc
 
 from ._core._errors import REMOTE_NODE_DIED as REMOTE_NODE_DIED
 from ._core._errors import REMOTE_RESULT_NOT_ENCODABLE as REMOTE_RESULT_NOT_ENCODABLE

@@ -1,6 +1,6 @@
 """smolagents and toolnursery: smolagents tools in a registry, a registry's tools in smolagents.
 
-Install the extra (``pip install 'toolnursery[smolagents]'``), then::
+Install the extra (``pip install -e '.[smolagents]'`` in a checkout), then::
 
     from toolnursery.smolagents import from_smolagents, to_smolagents
 
@@ -17,11 +17,11 @@ from __future__ import annotations
 try:
     # the framework (untyped): absolute imports never find this module
     import smolagents as _smolagents  # type: ignore[import-untyped,unused-ignore]
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
+except ImportError as _exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "toolnursery.smolagents needs smolagents: install the extra with "
-        "pip install 'toolnursery[smolagents]'"
-    ) from exc
+        "pip install -e '.[smolagents]'"
+    ) from _exc
 
 from ._bridges._smolagents import RegistrySmolTool as RegistrySmolTool
 from ._bridges._smolagents import from_smolagents as from_smolagents

@@ -17,7 +17,7 @@ import pytest
 
 from headless import Chromium
 
-pytestmark = [pytest.mark.browser, pytest.mark.time_limit(180)]
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
 # A page of text and pictures: far from a blank page's 0.
 MIN_VARIANCE = 200.0

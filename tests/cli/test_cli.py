@@ -370,7 +370,7 @@ def test_ctrl_c_ignored_when_run_starts_leaves_the_batch_running(
     assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
 
 
-@pytest.mark.time_limit(100)
+@pytest.mark.timeout(100)
 def test_the_ctrl_c_tests_pass_when_pytest_starts_with_sigint_ignored() -> None:
     """pytest started by a script in the background runs with SIGINT ignored; a test
     that needs Ctrl-C must set that up itself, not hang."""
@@ -826,7 +826,7 @@ def test_show_needs_rich_and_says_so_before_anything_runs(
     assert captured.out == ""
     assert captured.err == (
         "toolnursery: error: --show draws cards with rich, which is not installed: "
-        "pip install 'toolnursery[cli]' (or pip install rich)\n"
+        "pip install -e '.[cli]' (or pip install rich)\n"
     )
     assert not (root / "x.md").exists()
     # Without --show, run needs nothing but toolnursery's own dependencies.

@@ -451,7 +451,7 @@ def test_counts_must_be_positive(capsys: Capture, option: str, limit: int) -> No
     )
 
 
-@pytest.mark.time_limit(20)
+@pytest.mark.timeout(20)
 def test_a_huge_n_is_refused_before_anything_is_built(capsys: Capture) -> None:
     code, err = error_of(capsys, ["bench", "-n", "99999999999999999999"])
     assert code == 2

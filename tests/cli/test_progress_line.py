@@ -225,7 +225,7 @@ def test_run_shows_the_live_view_on_a_terminal_and_the_line_elsewhere(
     assert _run._status(argparse.Namespace(progress="never"), 3, None) is None
 
 
-@pytest.mark.time_limit(30)
+@pytest.mark.timeout(30)
 def test_run_on_a_terminal_draws_the_live_view_and_ends_with_the_summary(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

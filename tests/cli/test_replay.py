@@ -494,7 +494,7 @@ def test_replay_needs_rich_for_terminal_cards_only(
     assert captured.out == ""
     assert captured.err == (
         "toolnursery: error: replay draws cards with rich, which is not installed: "
-        "pip install 'toolnursery[cli]' (or pip install rich)\n"
+        "pip install -e '.[cli]' (or pip install rich)\n"
     )
     assert main(["replay", str(log), "--markdown"]) == 0
     assert capsys.readouterr().out.startswith("## Batch b1 (4 calls)")
@@ -539,7 +539,7 @@ def _timeline_rows(svg: str) -> list[ET.Element]:
     return [g for g in root.iter("{http://www.w3.org/2000/svg}g") if g.get("class") == "call"]
 
 
-@pytest.mark.time_limit(60)
+@pytest.mark.timeout(60)
 def test_demo_log_then_replay_timeline_draws_every_call_of_the_log(
     tmp_path: Path, capsys: Capture
 ) -> None:
@@ -560,7 +560,7 @@ def test_demo_log_then_replay_timeline_draws_every_call_of_the_log(
     assert codes["c11"] == "OUTSIDE_ROOT"
 
 
-@pytest.mark.time_limit(60)
+@pytest.mark.timeout(60)
 def test_demo_draws_its_own_batch_as_html(tmp_path: Path, capsys: Capture) -> None:
     page = tmp_path / "demo.html"
     assert main(["demo", "--timeline", str(page)]) == 0

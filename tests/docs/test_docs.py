@@ -42,9 +42,25 @@ def _ids(path: Path) -> str:
     return str(path.relative_to(ROOT))
 
 
-def test_version_comes_from_the_package_metadata() -> None:
+def test_version_is_the_package_metadata_and_the_changelog() -> None:
+    assert PYPROJECT["project"]["dynamic"] == ["version"]
+    assert PYPROJECT["tool"]["hatch"]["version"]["path"] == "src/toolnursery/__init__.py"
     assert toolnursery.__version__ == metadata.version("toolnursery")
-    assert toolnursery.__version__ == PYPROJECT["project"]["version"]
+    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    released = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - (\d{4}-\d{2}-\d{2})$", changelog, re.M)
+    assert released[0][0] == toolnursery.__version__  # the newest release section
+    assert changelog.index("## [Unreleased]") < changelog.index(f"## [{released[0][0]}]")
+
+
+def test_import_does_not_read_the_package_metadata() -> None:
+    """``__version__`` is a constant: importing the package does not load
+    importlib.metadata (a fifth of the import's time)."""
+    code = "import sys, toolnursery; print('importlib.metadata' in sys.modules)"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert out.stdout.strip() == "False"
 
 
 def test_license_file_matches_the_declared_license() -> None:

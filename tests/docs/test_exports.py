@@ -227,22 +227,13 @@ def test_a_rehomed_struct_round_trips() -> None:
 
 
 @pytest.mark.parametrize(("name", "home"), sorted(MOVED.items()))
-def test_moved_names_warn_and_resolve_to_the_same_object(name: str, home: str) -> None:
-    new = getattr(importlib.import_module(home), name)
+def test_moved_names_live_only_in_their_home(name: str, home: str) -> None:
+    """0.1.0 dropped the aliases that kept them importable from the top."""
     assert name in importlib.import_module(home).__all__
-    with pytest.warns(DeprecationWarning, match=rf"toolnursery\.{name} is deprecated") as caught:
-        old = getattr(toolnursery, name)
-    assert old is new
-    assert f"from {home} import {name}" in str(caught[0].message)
-    assert caught[0].filename == __file__  # attributed to the importer
+    assert not hasattr(toolnursery, name)
     assert name not in toolnursery.__all__
-    assert name not in dir(toolnursery)
-
-
-def test_a_from_import_of_a_moved_name_warns() -> None:
-    with pytest.warns(DeprecationWarning, match="toolnursery.log"):
-        from toolnursery import JsonlRecorder
-    assert JsonlRecorder is toolnursery.log.JsonlRecorder
+    with pytest.raises(ImportError, match=name):
+        exec(f"from toolnursery import {name}", {})
 
 
 def test_an_unknown_name_is_still_an_attribute_error() -> None:

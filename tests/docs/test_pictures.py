@@ -43,7 +43,7 @@ def test_at_least_three_pictures_are_drawn() -> None:
     assert {"phases", "keys-schedule", "benchmark-ratios"} <= set(pictures.PICTURES)
 
 
-@pytest.mark.time_limit(60)
+@pytest.mark.timeout(60)
 def test_every_picture_is_an_svg_document_with_a_title(drawn: dict[str, ET.Element]) -> None:
     for name, root in drawn.items():
         assert root.tag == f"{SVG}svg", name
@@ -95,7 +95,7 @@ def test_a_phase_the_picture_does_not_place_fails_the_build(
         pictures.phases()
 
 
-@pytest.mark.time_limit(60)
+@pytest.mark.timeout(60)
 def test_the_keys_schedule_is_the_schedulers_and_keeps_its_promises() -> None:
     schedules = pictures.keys_schedules()
     assert schedules == pictures.keys_schedules()  # a mock clock: the same every build

@@ -19,7 +19,7 @@ TESTS = Path(__file__).resolve().parents[1]
 def cluster() -> Iterator[str]:
     """A local 2-CPU cluster for the session; yields its address for other agents."""
     ray = pytest.importorskip(
-        "ray", reason="Ray is not installed: install the extra, pip install 'toolnursery[ray]'"
+        "ray", reason="Ray is not installed: install the extra, pip install -e '.[ray]'"
     )
     path = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(TESTS), path) if p)

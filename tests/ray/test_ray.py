@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 ray = pytest.importorskip(
-    "ray", reason="Ray is not installed: install the extra, pip install 'toolnursery[ray]'"
+    "ray", reason="Ray is not installed: install the extra, pip install -e '.[ray]'"
 )
 
 import msgspec  # noqa: E402

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 ray = pytest.importorskip(
-    "ray", reason="Ray is not installed: install the extra, pip install 'toolnursery[ray]'"
+    "ray", reason="Ray is not installed: install the extra, pip install -e '.[ray]'"
 )
 
 import trio  # noqa: E402
@@ -54,7 +54,7 @@ async def _execute(registry: ToolRegistry, arguments: Any) -> ToolExecutionResul
     return await registry.execute(ToolExecutionInput("c1", "probe", arguments, CancelSignal()))
 
 
-@pytest.mark.time_limit(120)
+@pytest.mark.timeout(120)
 @pytest.mark.parametrize("kind", sorted(ray_bodies.VALUES))
 async def test_a_placed_tool_returns_what_the_local_tool_returns(cluster: str, kind: str) -> None:
     local, remote = _pair(ray_bodies.values)
@@ -113,7 +113,7 @@ _values = st.recursive(
 )
 
 
-@pytest.mark.time_limit(300)
+@pytest.mark.timeout(300)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(value=_values)
 async def test_property_ray_renders_any_value_as_the_local_path_does(

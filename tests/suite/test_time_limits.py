@@ -1,4 +1,5 @@
-"""The suite's own time limits (tests/time_limits.py): a hang fails with the test's name.
+"""The suite's own time limits (pytest-timeout, with tests/time_limits.py as its timer): a
+hang fails with the test's name.
 
 Each case runs a tiny test file in a pytest subprocess, with the plugin as the suite
 loads it, and one-second limits.
@@ -28,12 +29,12 @@ import trio
 from hypothesis import given, settings, strategies as st
 
 
-@pytest.mark.time_limit(1)
+@pytest.mark.timeout(1)
 def test_sync_sleeps():
     time.sleep(1000)
 
 
-@pytest.mark.time_limit(1)
+@pytest.mark.timeout(1)
 def test_sync_waits_for_a_thread():
     never = threading.Event()
     worker = threading.Thread(target=never.wait, daemon=True)
@@ -41,23 +42,23 @@ def test_sync_waits_for_a_thread():
     worker.join()
 
 
-@pytest.mark.time_limit(1)
+@pytest.mark.timeout(1)
 def test_sync_hangs_inside_trio_run():
     trio.run(trio.sleep_forever)
 
 
-@pytest.mark.time_limit(1)
+@pytest.mark.timeout(1)
 async def test_trio_sleeps_forever():
     await trio.sleep_forever()
 
 
-@pytest.mark.time_limit(1)
+@pytest.mark.timeout(1)
 async def test_trio_never_yields():
     while True:
         time.sleep(0.01)
 
 
-@pytest.mark.time_limit(1)
+@pytest.mark.timeout(1)
 @settings(deadline=None, max_examples=3)
 @given(st.integers())
 async def test_trio_property_hangs(n):
@@ -87,7 +88,7 @@ ENDS_THE_RUN = {
         import pytest
 
 
-        @pytest.mark.time_limit(1)
+        @pytest.mark.timeout(1)
         def test_sigalrm_is_masked():
             signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
             time.sleep(1000)
@@ -100,7 +101,7 @@ ENDS_THE_RUN = {
         import trio
 
 
-        @pytest.mark.time_limit(1)
+        @pytest.mark.timeout(1)
         def test_shielded_inside_trio_run():
             async def stuck():
                 with trio.CancelScope(shield=True):
@@ -118,7 +119,7 @@ ENDS_THE_RUN = {
         import trio
 
 
-        @pytest.mark.time_limit(1)
+        @pytest.mark.timeout(1)
         async def test_trio_waits_for_a_thread_it_cannot_cancel():
             await trio.to_thread.run_sync(threading.Event().wait)
         """,
@@ -129,8 +130,7 @@ ENDS_THE_RUN = {
 
 def run_pytest(tmp_path: Path, files: dict[str, str]) -> subprocess.CompletedProcess[str]:
     (tmp_path / "pytest.ini").write_text(
-        "[pytest]\ntrio_mode = true\naddopts = -ra -p no:cacheprovider\n"
-        "markers = time_limit(seconds): a limit\n"
+        "[pytest]\ntrio_mode = true\naddopts = -ra -p no:cacheprovider -p no:xdist\n"
     )
     (tmp_path / "conftest.py").write_text(
         "from sybil import Sybil\n"
@@ -144,7 +144,7 @@ def run_pytest(tmp_path: Path, files: dict[str, str]) -> subprocess.CompletedPro
         (tmp_path / name).write_text(textwrap.dedent(text))
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(TESTS), *filter(None, [env.get("PYTHONPATH")])])
-    env["TOOLNURSERY_TEST_TIME_LIMIT"] = "1"  # the docs' example has no marker
+    env["PYTEST_TIMEOUT"] = "1"  # pytest-timeout's default, for the docs' example
     env["COLUMNS"] = "400"  # the summary's lines whole
     return subprocess.run(
         [sys.executable, "-m", "pytest", str(tmp_path)],
@@ -157,7 +157,7 @@ def run_pytest(tmp_path: Path, files: dict[str, str]) -> subprocess.CompletedPro
     )
 
 
-@pytest.mark.time_limit(110)
+@pytest.mark.timeout(110)
 def test_every_kind_of_hanging_test_fails_with_its_name(tmp_path: Path) -> None:
     completed = run_pytest(tmp_path, {"test_hangs.py": HANGS, "page.md": DOCS})
     out = completed.stdout
@@ -180,7 +180,7 @@ def test_every_kind_of_hanging_test_fails_with_its_name(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(ENDS_THE_RUN))
-@pytest.mark.time_limit(60)
+@pytest.mark.timeout(60)
 def test_a_hang_that_cannot_be_interrupted_ends_the_run_naming_the_test(
     tmp_path: Path, name: str
 ) -> None:

@@ -162,7 +162,7 @@ def test_an_old_log_draws_every_call_and_says_times_are_unknown(
     assert all(shapes(row, "unknown") for row in drawn)
 
 
-@pytest.mark.time_limit(60)
+@pytest.mark.timeout(60)
 def test_a_thousand_calls_each_get_a_row_with_sparse_labels(tmp_path: Path) -> None:
     path = tmp_path / "many.jsonl"
     with JsonlRecorder(path) as recorder:

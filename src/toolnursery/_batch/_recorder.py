@@ -82,7 +82,7 @@ class JsonlRecorder:
     """
 
     def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False) -> None:
-        self.path = Path(path)
+        self.path: Path = Path(path)
         self._fsync = fsync
         self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         # The file size right after this recorder's last write: when the file still has

@@ -110,6 +110,8 @@ class ToolnurseryToolset(AbstractToolset[Any]):
         max_parallel: int = 10,
         id: str | None = "toolnursery",
     ) -> None:
+        self.registry: ToolRegistry
+        self.scope: ToolScope | None
         self.registry, self.scope = registry_and_scope(registry, "ToolnurseryToolset(registry)")
         self.deps = deps
         self.recorder = recorder
@@ -204,7 +206,7 @@ class ToolnurseryCapability(AbstractCapability[Any]):
         recorder: ToolCallRecorder | None = None,
         max_parallel: int = 10,
     ) -> None:
-        self.toolset = ToolnurseryToolset(
+        self.toolset: ToolnurseryToolset = ToolnurseryToolset(
             _registry_of(registry), deps=deps, recorder=recorder, max_parallel=max_parallel
         )
 

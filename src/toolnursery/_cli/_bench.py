@@ -548,7 +548,7 @@ def _progress(mode: str, repeat: int) -> Iterator[Tick | None]:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
     except ImportError:
         if mode == "always":
-            say("--progress always needs rich: pip install 'toolnursery[cli]'")
+            say("--progress always needs rich: pip install -e '.[cli]'")
         yield None
         return
     total = 2 + repeat  # the warm-up, the repetitions, the phase run

@@ -133,7 +133,7 @@ def require_rich(what: str) -> None:
     if rich_missing():
         raise UsageError(
             f"{what} draws cards with rich, which is not installed: "
-            "pip install 'toolnursery[cli]' (or pip install rich)"
+            "pip install -e '.[cli]' (or pip install rich)"
         )
 
 

@@ -354,6 +354,14 @@ def render_demo(run: DemoRun, sandbox: str) -> str:
     return "\n".join(out) + "\n"
 
 
+NEXT_STEP = """
+next: see it drawn (toolnursery demo --timeline demo.html), replay it as cards
+(toolnursery demo --log demo.jsonl, then toolnursery replay demo.jsonl), run your own
+calls (toolnursery run calls.json), or write your first tool: docs/tutorial.md.
+"""
+"""What the demo prints last: where to go from here."""
+
+
 def demo_command(options: argparse.Namespace) -> int:
     """Run ``toolnursery demo`` with parsed ``options`` in a fresh temporary sandbox.
 
@@ -377,6 +385,7 @@ def demo_command(options: argparse.Namespace) -> int:
             partial(run_demo, sandbox, max_parallel=options.max_parallel, recorder=recorder)
         )
         sys.stdout.write(render_demo(run, f"{sandbox} (temporary, removed on exit)"))
+        sys.stdout.write(NEXT_STEP)
         sys.stdout.flush()
     if kept is not None and timeline is not None:
         write_timeline(

@@ -11,6 +11,7 @@ batch (every result is still printed).
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import sys
 from collections.abc import Sequence
@@ -167,6 +168,22 @@ def _width(parser: argparse.ArgumentParser) -> None:
 # -- main -----------------------------------------------------------------------------
 
 
+def _unrecognized(parser: argparse.ArgumentParser, command: str | None, unknown: list[str]) -> None:
+    """Exit with a usage error naming the unknown options, in the command's own usage,
+    with the option each was likely meant to be (``--formt`` → ``--format``); the
+    command's arguments are not used (a value after a mistyped option is not a file)."""
+    where = parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            where = action.choices[command]
+    known = [o for action in where._actions for o in action.option_strings]
+    hints = []
+    for word in unknown:
+        close = difflib.get_close_matches(word.split("=")[0], known, n=1)
+        hints.append(f"{word} (did you mean {close[0]}?)" if close else word)
+    where.error("unrecognized arguments: " + " ".join(hints))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``toolnursery`` command.
 
@@ -178,7 +195,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = _parser()
     try:
-        options = parser.parse_args(argv)
+        options, unknown = parser.parse_known_args(argv)
+        if unknown:
+            _unrecognized(parser, options.command, unknown)
     except SystemExit as exc:  # argparse reports and exits; a caller gets the code
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:

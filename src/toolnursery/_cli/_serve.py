@@ -93,9 +93,7 @@ def serve_command(options: argparse.Namespace) -> int:
         from .._mcp import _serve as tn_mcp
     except ImportError as exc:
         if importlib.util.find_spec("mcp") is None:
-            raise UsageError(
-                f"serve needs the MCP SDK: pip install 'toolnursery[mcp]' ({exc})"
-            ) from None
+            raise UsageError(f"serve needs the MCP SDK: pip install -e '.[mcp]' ({exc})") from None
         raise UsageError(
             f"serve could not load its MCP support: {type(exc).__name__}: {exc}"
         ) from exc

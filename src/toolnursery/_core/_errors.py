@@ -408,7 +408,7 @@ class LogFormatError(ToolnurseryError, ValueError):
     def __init__(self, path: str, line: int, text: str) -> None:
         self.path = path
         self.line = line
-        self.text = text[:80]
+        self.text: str = text[:80]
         super().__init__(f"{path}:{line}: not a toolnursery event: {self.text!r}")
 
 

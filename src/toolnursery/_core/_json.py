@@ -11,7 +11,7 @@ cycles and everything else are rejected.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, NoReturn, TypeAlias
 
@@ -40,14 +40,14 @@ class FrozenDict(dict[str, Any]):
 
     __slots__ = ()
 
-    __setitem__ = _readonly
-    __delitem__ = _readonly
-    __ior__ = _readonly
-    clear = _readonly
-    pop = _readonly
-    popitem = _readonly
-    setdefault = _readonly
-    update = _readonly
+    __setitem__: Callable[..., NoReturn] = _readonly
+    __delitem__: Callable[..., NoReturn] = _readonly
+    __ior__: Callable[..., NoReturn] = _readonly
+    clear: Callable[..., NoReturn] = _readonly
+    pop: Callable[..., NoReturn] = _readonly
+    popitem: Callable[..., NoReturn] = _readonly
+    setdefault: Callable[..., NoReturn] = _readonly
+    update: Callable[..., NoReturn] = _readonly
 
     def __hash__(self) -> int:  # type: ignore[override]
         return hash(frozenset(self.items()))

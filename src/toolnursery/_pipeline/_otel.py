@@ -4,7 +4,7 @@
 span named ``execute_tool {gen_ai.tool.name}`` around the call's dispatch (every inner
 wrapper — timeout, retry — and the body), current while the body runs, so spans the
 body opens are its children. ``opentelemetry-api`` is imported when the policy is
-installed, not when toolnursery is (``pip install 'toolnursery[otel]'``).
+installed, not when toolnursery is (``pip install -e '.[otel]'``).
 """
 
 from __future__ import annotations
@@ -63,8 +63,7 @@ def install_otel_tracing(owner: ToolRegistry | ToolScope, tracer: Tracer | None 
         from opentelemetry.trace import SpanKind, Status, StatusCode
     except ImportError as exc:
         raise ImportError(
-            "install_otel_tracing() needs the opentelemetry-api package: "
-            "pip install 'toolnursery[otel]'"
+            "install_otel_tracing() needs the opentelemetry-api package: pip install -e '.[otel]'"
         ) from exc
     if tracer is None:
         tracer = trace.get_tracer("toolnursery")

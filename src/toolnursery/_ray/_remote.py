@@ -61,9 +61,9 @@ class RemoteContext:
     __slots__ = ("call_id", "name", "state")
 
     def __init__(self, call_id: str, name: str, state: Any = None) -> None:
-        self.call_id = call_id
-        self.name = name
-        self.state = state
+        self.call_id: str = call_id
+        self.name: str = name
+        self.state: Any = state
 
     def __repr__(self) -> str:
         return f"RemoteContext(call_id={self.call_id!r}, name={self.name!r})"

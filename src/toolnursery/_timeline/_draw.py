@@ -33,6 +33,7 @@ TimelineFormat: TypeAlias = Literal["svg", "html"]
 CODE_COLORS: Final = {
     "ok": "#2e9d57",
     "ERROR": "#d64545",
+    "DENIED": "#b8336a",
     "TOOL_TIMEOUT": "#e08a00",
     "ABORTED": "#7d7d7d",
     "ABORTED_BEFORE_DISPATCH": "#b0b0b0",
@@ -222,11 +223,14 @@ def _svg(data: TimelineData, title: str) -> str:
 
 
 def _legend(colors: dict[str, str]) -> str:
+    # A call's running and committing bars take its result's colour: the swatches show
+    # the first one the picture uses (ok's green when any call succeeded).
+    shown = colors.get("ok") or next(iter(colors.values()), CODE_COLORS["ok"])
     items: list[tuple[str, str]] = [
         (f'<rect width="14" height="10" fill="{QUEUED}"/>', "queued (earlier calls, a barrier)"),
         (f'<rect width="14" height="10" fill="{WAITING}"/>', "waiting (policy, keys, a slot)"),
-        ('<rect width="14" height="10" fill="#444"/>', "running"),
-        ('<rect width="14" height="10" fill="#444" fill-opacity="0.3"/>', "committing"),
+        (f'<rect width="14" height="10" fill="{shown}"/>', "running (its result's colour)"),
+        (f'<rect width="14" height="10" fill="{shown}" fill-opacity="0.3"/>', "committing"),
         (f'<line x1="7" y1="-1" x2="7" y2="11" stroke="{TICK}" stroke-width="2"/>', "progress"),
         (
             '<line x1="7" y1="-1" x2="7" y2="11" stroke="#000" stroke-width="2" '

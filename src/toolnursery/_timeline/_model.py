@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Final
 
 import msgspec
 
@@ -30,7 +31,7 @@ from .._core._errors import TOOL_TIMEOUT
 from .._core._progress import ProgressReport
 from .._machine._conflicts import conflicting_resources
 
-__all__ = ["PENDING", "TimelineCall", "TimelineData", "outcome_code", "read_timeline"]
+__all__ = ["DENIED", "PENDING", "TimelineCall", "TimelineData", "outcome_code", "read_timeline"]
 
 PENDING = "PENDING"
 """The code of a call whose result was never recorded."""
@@ -75,6 +76,11 @@ class TimelineData(msgspec.Struct, frozen=True, kw_only=True):
     timed: bool  # some call has times
     end: float  # the latest time on the axis (0 when nothing is timed)
     wall: float | None  # the axis's zero, as Unix seconds
+
+
+DENIED: Final = "DENIED"
+"""The label of a call refused before its dispatch without an error code (a pre-execute
+deny, a guard, an approval that did not grant it): what ``toolnursery demo`` prints."""
 
 
 def outcome_code(result: ToolExecutionResult | None) -> str:
@@ -184,6 +190,8 @@ def _batch_calls(
         admitted, began, ended, committed = (at(t) for t in row.times)
         result = row.result
         code = outcome_code(result)
+        if code == "ERROR" and committed is not None and began is None:
+            code = DENIED  # refused before any dispatch without a code: a policy's denial
         meta = result.meta if result is not None else None
         attempts = meta.get("attempts", 1) if isinstance(meta, Mapping) else 1
         if not isinstance(attempts, int) or attempts < 1:

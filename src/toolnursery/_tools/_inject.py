@@ -65,8 +65,8 @@ class Dependency:
                 "Depends() takes a name in deps, a callable or nothing, "
                 f"not {type(dependency).__name__}"
             )
-        self.dependency = dependency
-        self.use_cache = use_cache
+        self.dependency: str | Callable[..., Any] | None = dependency
+        self.use_cache: bool = use_cache
 
     def __repr__(self) -> str:
         if self.dependency is None:

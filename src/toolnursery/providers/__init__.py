@@ -14,7 +14,7 @@ One module per format — :mod:`~toolnursery.providers.openai_chat`,
   history.
 
 The modules read the SDKs' objects and plain dicts alike and import no SDK:
-``pip install 'toolnursery[openai]'`` or ``'toolnursery[anthropic]'`` for the
+``pip install -e '.[openai]'`` or ``'.[anthropic]'`` in a checkout, for the
 clients themselves.
 """
 
