@@ -11,7 +11,7 @@ from provenance_bed import measure
 from provenance_envs import ENVIRONMENTS
 
 
-@pytest.mark.time_limit(300)
+@pytest.mark.timeout(300)
 async def test_the_testbed_table_does_not_regress() -> None:
     table = await measure(ENVIRONMENTS)
     assert (table.benign, table.pairs) == (24, 64)
