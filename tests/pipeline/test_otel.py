@@ -237,5 +237,5 @@ def test_a_missing_opentelemetry_api_is_a_clear_import_error(
 ) -> None:
     """The message says which extra to install."""
     monkeypatch.setitem(sys.modules, "opentelemetry", None)
-    with pytest.raises(ImportError, match=r"pip install 'toolnursery\[otel\]'"):
+    with pytest.raises(ImportError, match=r"pip install -e '\.\[otel\]'"):
         install_otel_tracing(ToolRegistry())
