@@ -57,7 +57,7 @@ the batch needs trio) or ``"trio"`` (the trio guest run)."""
 
 _DRIVERS: Final = ("auto", "asyncio", "trio")
 
-logger = logging.getLogger("toolnursery.aio")
+logger: logging.Logger = logging.getLogger("toolnursery.aio")
 """Logs, at DEBUG, which driver each batch runs on (fields ``batch_id``, ``driver``,
 ``reason``)."""
 

@@ -94,9 +94,10 @@ class AsyncioDriver:
         grace: float | None = None,
         deps: Any = None,
     ) -> None:
-        loop = self.loop = asyncio.get_running_loop()
+        loop = asyncio.get_running_loop()
+        self.loop: asyncio.AbstractEventLoop = loop
         recorded = recorder is not None
-        self.machine = BatchMachine(
+        self.machine: BatchMachine = BatchMachine(
             registry,
             signal,
             agent,
@@ -115,13 +116,13 @@ class AsyncioDriver:
         self.inline: asyncio.Task[Any] | None = None  # a dispatch the driver awaits
         self.deadlines: dict[float, DeadlineGroup] | None = None  # budget -> group filling
         self.waiter: asyncio.Future[None] | None = None
-        self.woken = False
-        self.handed_off = False  # the tasks commit (see hand_off)
-        self.unwinding = False  # a dispatch was cancelled, not by the batch's abort
+        self.woken: bool = False
+        self.handed_off: bool = False  # the tasks commit (see hand_off)
+        self.unwinding: bool = False  # a dispatch was cancelled, not by the batch's abort
         self.aborted_at: float | None = None
         self.reports: Token[ReportSink | None] | None = None
         self.stalled: _Stalled | None = None  # a post-execute that suspended in a task
-        self.finished = False
+        self.finished: bool = False
 
     def close(self) -> None:
         self.machine.closed = True

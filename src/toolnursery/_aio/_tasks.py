@@ -51,12 +51,12 @@ class DeadlineGroup:
     __slots__ = ("budget", "deadline", "fired", "handle", "hit", "members", "unstarted")
 
     def __init__(self, budget: float) -> None:
-        self.budget = budget
+        self.budget: float = budget
         self.members: dict[CallRecord, asyncio.Task[Any]] = {}
-        self.unstarted = 0
-        self.deadline = -math.inf
+        self.unstarted: int = 0
+        self.deadline: float = -math.inf
         self.handle: asyncio.TimerHandle | None = None
-        self.fired = False
+        self.fired: bool = False
         self.hit: set[CallRecord] = set()  # members the timer cancelled
 
     def expire(self) -> None:
@@ -112,8 +112,8 @@ class SelfCancel:
     __slots__ = ("handle", "sent", "task")
 
     def __init__(self, task: asyncio.Task[Any]) -> None:
-        self.task = task
-        self.sent = False
+        self.task: asyncio.Task[Any] = task
+        self.sent: bool = False
         self.handle: asyncio.Handle | None = None
 
     def __call__(self, _: CancelSignal) -> None:

@@ -49,7 +49,7 @@ class ToolBatch:
         driver = self._driver = TrioDriver(
             registry, signal, agent, max_parallel, recorder, batch_id, hook_abort_grace, deps
         )
-        self.id = driver.machine.id
+        self.id: str = driver.machine.id
 
     def submit(self, call: ToolCall) -> int:
         """Add the next call (model order); returns its index in the batch.

@@ -149,12 +149,12 @@ class CallMachine:
     __slots__ = ("clean", "fixed", "invoked", "result", "slot", "state", "timed_out", "wait")
 
     def __init__(self) -> None:
-        self.state = PENDING
-        self.slot = _NEW
+        self.state: CallState = PENDING
+        self.slot: Slot = _NEW
         self.result: ToolExecutionResult | None = None
         self.fixed: ToolExecutionResult | None = None  # decided without the registry
         self.clean: ToolExecutionResult | None = None  # a result known final as it is
-        self.invoked = False  # the body was invoked (at any attempt)
+        self.invoked: bool = False  # the body was invoked (at any attempt)
         self.timed_out: float | None = None  # the budget whose deadline ended the call
         self.wait: Any = None  # the batch's admission state of the call (a Wait)
 

@@ -102,16 +102,16 @@ class Counters:
     )
 
     def __init__(self) -> None:
-        self.started = 0
-        self.ok = 0
-        self.errors = 0
+        self.started: int = 0
+        self.ok: int = 0
+        self.errors: int = 0
         self.codes: dict[str, int] = {}
-        self.abandoned = 0
-        self.waiting = 0
-        self.prepare = 0
-        self.wait = 0
-        self.dispatch = 0
-        self.finalize = 0
+        self.abandoned: int = 0
+        self.waiting: int = 0
+        self.prepare: int = 0
+        self.wait: int = 0
+        self.dispatch: int = 0
+        self.finalize: int = 0
 
     def count_error(self, result: ToolExecutionResult) -> None:
         """Count one committed error result by its code (a success is ``ok += 1``)."""

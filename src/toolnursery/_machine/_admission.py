@@ -42,7 +42,7 @@ class Flag:
     __slots__ = ("value",)
 
     def __init__(self) -> None:
-        self.value = False
+        self.value: bool = False
 
     def set(self) -> None:
         self.value = True
@@ -61,12 +61,12 @@ class Wait:
     __slots__ = ("blockers", "dependents", "done", "granted", "keys", "running")
 
     def __init__(self, keys: Sequence[ResourceKey]) -> None:
-        self.keys = keys
-        self.blockers = 0  # unfinished earlier calls this one conflicts with
+        self.keys: Sequence[ResourceKey] = keys
+        self.blockers: int = 0  # unfinished earlier calls this one conflicts with
         self.dependents: list[CallRecord] = []  # later calls that wait for this one
         self.granted: Latch | None = None  # set when the call gets its slot
-        self.running = False  # holds a slot under the cap
-        self.done = False  # its dispatch has ended (or was cancelled)
+        self.running: bool = False  # holds a slot under the cap
+        self.done: bool = False  # its dispatch has ended (or was cancelled)
 
 
 class Admission:
@@ -77,12 +77,13 @@ class Admission:
     def __init__(
         self, cap: int, wake: Callable[[], None], new_latch: Callable[[], Latch] = Flag
     ) -> None:
-        self.cap = cap
-        self.new_latch = new_latch  # the driver's event type
-        self.wake = wake  # called when a waiting call got a slot (the driver may go on)
-        self.running = 0
-        self.waiting = 0
-        self.admitted = 0  # admitted and not yet settled (running + waiting)
+        self.cap: int = cap
+        self.new_latch: Callable[[], Latch] = new_latch  # the driver's event type
+        # Called when a waiting call got a slot (the driver may go on).
+        self.wake: Callable[[], None] = wake
+        self.running: int = 0
+        self.waiting: int = 0
+        self.admitted: int = 0  # admitted and not yet settled (running + waiting)
         self.ready: deque[CallRecord] = deque()
         self.table: ConflictTable[CallRecord] | None = None  # made for the first keyed call
 

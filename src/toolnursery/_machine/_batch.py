@@ -146,34 +146,34 @@ class BatchMachine:
         new_latch: Callable[[], Latch] = Flag,
         wall: float = 0.0,
     ) -> None:
-        self.registry = registry
-        self.signal = signal
-        self.agent = agent
-        self.recorder = recorder
-        self.id = _intake.new_batch_id() if batch_id is None else batch_id
-        self.deps = deps
-        self.timings = registry.phase_timings
-        self.grace = registry.hook_abort_grace if grace is None else grace
+        self.registry: ToolRegistry = registry
+        self.signal: CancelSignal = signal
+        self.agent: ToolScope | None = agent
+        self.recorder: ToolCallRecorder | None = recorder
+        self.id: str = _intake.new_batch_id() if batch_id is None else batch_id
+        self.deps: Any = deps
+        self.timings: bool = registry.phase_timings
+        self.grace: float = registry.hook_abort_grace if grace is None else grace
         self.calls: list[CallRecord] = []
         self.ids: set[str] = set()
-        self.closed = False
+        self.closed: bool = False
         self.keys: tuple[ResourceKey, ...] = ()  # the keys of the call step() started last
-        self.hold = False  # step() returns HOLD for a call with policy hooks
-        self.admission = Admission(max_parallel, wake, new_latch)
-        self.stats = Counters()  # phase times and abandoned calls of this batch
-        self.started = 0  # calls started, a model-order prefix
-        self.cursor = 0  # calls committed, a model-order prefix
-        self.finalized = False  # the call at the cursor passed finalize, then failed
+        self.hold: bool = False  # step() returns HOLD for a call with policy hooks
+        self.admission: Admission = Admission(max_parallel, wake, new_latch)
+        self.stats: Counters = Counters()  # phase times and abandoned calls of this batch
+        self.started: int = 0  # calls started, a model-order prefix
+        self.cursor: int = 0  # calls committed, a model-order prefix
+        self.finalized: bool = False  # the call at the cursor passed finalize, then failed
         self.results: list[ToolExecutionResult] = []
         self.failure: Exception | None = None  # the first internal failure
         self.reader: Latch | None = None  # set when a result commits (a waiting reader)
-        self.clock = clock
+        self.clock: Callable[[], float] = clock
         self.report_index: dict[str, int] = {}  # call id -> index, for progress events
         # With a recorder, events carry times: the run's start on the driver's clock and
         # the wall clock, and per pooled call [admitted, began, ended].
         self.stamps: dict[int, list[float | None]] | None = None
-        self.t0 = 0.0
-        self.wall = wall
+        self.t0: float = 0.0
+        self.wall: float = wall
         if recorder is not None:
             self.stamps = {}
             self.t0 = clock()

@@ -139,18 +139,18 @@ class CallRecord(CallMachine):
         batch_id: str | None = None,
         deps: Any = None,
     ) -> None:
-        self.call_id = call_id
-        self.name = name
-        self.caller = signal  # the caller's (or the batch's) signal
-        self.agent = agent
-        self.parent = parent  # the enclosing execution's token
-        self.index = index
-        self.tool_call = tool_call
-        self.batch_id = batch_id  # None under registry.execute()
-        self.deps = deps  # what the run's bodies read as ctx.deps
+        self.call_id: str = call_id
+        self.name: str = name
+        self.caller: CancelSignal = signal  # the caller's (or the batch's) signal
+        self.agent: AgentScope | None = agent
+        self.parent: ToolExecutionToken | None = parent  # the enclosing execution's token
+        self.index: int = index
+        self.tool_call: ToolCall | None = tool_call
+        self.batch_id: str | None = batch_id  # None under registry.execute()
+        self.deps: Any = deps  # what the run's bodies read as ctx.deps
         self.args: Any = UNPARSED  # the frozen snapshot (or UNSET: not lossless JSON)
-        self.arguments_json = True
-        self.frozen = False
+        self.arguments_json: bool = True
+        self.frozen: bool = False
         # The call machine's fields (CallMachine.__init__, without its call):
         self.fixed: ToolExecutionResult | None = None  # decided without the registry
         self.slot = _NEW
@@ -165,7 +165,7 @@ class CallRecord(CallMachine):
         self.deadline: float | None = None  # the innermost deadline now in force
         self.view_signal: CancelSignal = signal  # the signal the current attempt runs under
         self.derived: _BodySignal | None = None
-        self.timings = False
+        self.timings: bool = False
         self.attempt_starts: list[float] | None = None  # a retried call's, on trio's clock
         self.deferrals: list[HookContext] | None = None
         self._execution: ToolExecution | None = None

@@ -72,8 +72,8 @@ class DeadlinePolicy:
         default_ms: float | None,
         resolve: Callable[[str, Any], ToolDefinition | None],
     ) -> None:
-        self.default_ms = default_ms
-        self.resolve = resolve
+        self.default_ms: float | None = default_ms
+        self.resolve: Callable[[str, Any], ToolDefinition | None] = resolve
 
     def budget(self, definition: ToolDefinition) -> float | None:
         """The budget of one tool: its own ``timeout_ms``, else the policy's default."""

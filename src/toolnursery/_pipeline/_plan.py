@@ -60,7 +60,7 @@ class PlanVersion:
     __slots__ = ("value",)
 
     def __init__(self) -> None:
-        self.value = 0
+        self.value: int = 0
 
 
 class Hooks:
@@ -98,20 +98,20 @@ class Hooks:
         guards: tuple[Any, ...],
         approval: ApprovalService | None,
     ) -> None:
-        self.version = version
-        self.pre = pre
+        self.version: int = version
+        self.pre: tuple[Any, ...] = pre
         self.deadline: DeadlinePolicy | None = None
         if len(execute) == 1 and type(execute[0]) is DeadlinePolicy:
             self.deadline = execute[0]
             execute = ()
-        self.execute = execute
-        self.chained = bool(execute) and type(execute[0]) is not DeadlinePolicy
-        self.post = post
-        self.result = result
-        self.guards = guards
-        self.approval = approval
-        self.any_prepare = bool(pre or guards)
-        self.any_finalize = bool(post or result)
+        self.execute: tuple[Any, ...] = execute
+        self.chained: bool = bool(execute) and type(execute[0]) is not DeadlinePolicy
+        self.post: tuple[Any, ...] = post
+        self.result: tuple[Any, ...] = result
+        self.guards: tuple[Any, ...] = guards
+        self.approval: ApprovalService | None = approval
+        self.any_prepare: bool = bool(pre or guards)
+        self.any_finalize: bool = bool(post or result)
 
 
 class ToolPlan:
@@ -170,15 +170,15 @@ class ToolPlan:
         suspends: bool,
         nonblocking: bool,
     ) -> None:
-        self.name = name
-        self.agent = agent
-        self.definition = definition
-        self.hooks = hooks
-        self.version = hooks.version
-        self.versions = versions
-        self.stats = stats
-        self.limiter = limiter
-        self.rebuild = rebuild
+        self.name: str = name
+        self.agent: AgentScope | None = agent
+        self.definition: ToolDefinition | None = definition
+        self.hooks: Hooks = hooks
+        self.version: int = hooks.version
+        self.versions: PlanVersion = versions
+        self.stats: Counters = stats
+        self.limiter: trio.CapacityLimiter | None = limiter
+        self.rebuild: Callable[[str, AgentScope | None], ToolPlan] = rebuild
         body: Any = None if definition is None else definition.execute
         # A raw definition's argument check, called by dispatch before the body it wraps
         # (no coroutine layer of the wrapper's around the body).
@@ -187,10 +187,11 @@ class ToolPlan:
             split = inline_check(body)
             if split is not None:
                 body, check = split
-        self.body = body
-        self.check = check
+        # The body to call (None only when the route is MISSING: never called then).
+        self.body: Any = body
+        self.check: Callable[[Any], Any] | None = check
         if definition is None:
-            self.route = Route.MISSING
+            self.route: Route = Route.MISSING
         elif is_async:
             self.route = Route.AWAIT if suspends else Route.STEP
         else:
@@ -199,14 +200,14 @@ class ToolPlan:
         budget = None
         if deadline is not None and definition is not None:
             budget = deadline.budget(definition)
-        self.budget = budget
+        self.budget: float | None = budget
         # The budget of a timeout policy that is the view's only or outermost wrapper.
         outer_budget = budget
         execute = hooks.execute
         if execute and type(execute[0]) is DeadlinePolicy and definition is not None:
             outer_budget = execute[0].budget(definition)
-        self.outer_budget = outer_budget
-        self.bare = not execute and budget is None and limiter is None
+        self.outer_budget: float | None = outer_budget
+        self.bare: bool = not execute and budget is None and limiter is None
 
     def current(self) -> ToolPlan:
         """This plan while the registry is unchanged since it compiled, else the plan

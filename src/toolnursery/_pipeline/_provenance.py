@@ -223,7 +223,7 @@ class RecordedApprovals:
         self, service: ApprovalService, path: str | os.PathLike[str], *, fsync: bool = False
     ) -> None:
         self.service = service
-        self.path = Path(path)
+        self.path: Path = Path(path)
         self._fsync = fsync
         self._answers: dict[tuple[object, ...], ApprovalOutcome] = {}
         if self.path.exists():
