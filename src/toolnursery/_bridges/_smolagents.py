@@ -196,8 +196,8 @@ class RegistrySmolTool(Tool):  # type: ignore[misc]
         properties = parameters.get("properties") or {}
         required = set(parameters.get("required") or ())
         self.name = name
-        self.description = description or name
-        self.inputs = {
+        self.description: str = description or name
+        self.inputs: dict[str, dict[str, Any]] = {
             key: _input_of(key, value, key in required) for key, value in properties.items()
         }
         self.registry = registry
