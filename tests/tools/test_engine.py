@@ -446,3 +446,22 @@ async def test_a_mounted_tool_whose_schema_reaches_outside_is_skipped_and_nothin
     assert result.error is not None
     assert result.error.code == "UNKNOWN_TOOL"
     assert hits == []
+
+
+def test_a_compiled_schema_pickles_and_validates_alike_where_it_is_unpickled() -> None:
+    # A Ray worker receives the definition that holds the check; the engine's own validator
+    # does not pickle, so the check travels as its schema and compiles again there.
+    import pickle
+
+    from toolnursery._tools._validator import compile_schema
+
+    schema = {
+        "type": "object",
+        "properties": {"q": {"type": "string", "pattern": "^a+$"}, "n": {"type": "integer"}},
+        "required": ["q"],
+    }
+    check = compile_schema(schema)
+    again = pickle.loads(pickle.dumps(check))
+    for args in ({"q": "aa"}, {"q": "ab"}, {"q": 1, "n": "x"}, {}, []):
+        assert again(args) == check(args)
+    assert again({"q": "ab"}) != []

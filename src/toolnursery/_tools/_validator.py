@@ -118,22 +118,36 @@ def compile_schema(schema: Mapping[str, Any], *, formats: Formats | None = None)
             invalid under its metaschema, a ``$ref`` does not resolve inside it, a
             pattern needs a backtracking engine or a format is unknown.
     """
-    validator = engine_for(schema, formats=formats)
-    is_valid = validator.is_valid
-    iter_errors = validator.iter_errors
-    memo = _Memo(schema)
+    return _Compiled(schema, formats)
 
-    def validate(args: object) -> list[str]:
+
+class _Compiled:
+    """A compiled schema as ``args -> violations``. It pickles as its schema (the engine's
+    validator does not pickle, and a Ray worker needs the definition that holds it), and is
+    compiled again where it is unpickled."""
+
+    __slots__ = ("_formats", "_is_valid", "_iter_errors", "_memo", "_schema")
+
+    def __init__(self, schema: Mapping[str, Any], formats: Formats | None) -> None:
+        validator = engine_for(schema, formats=formats)
+        self._schema = schema
+        self._formats = formats
+        self._is_valid = validator.is_valid
+        self._iter_errors = validator.iter_errors
+        self._memo = _Memo(schema)
+
+    def __call__(self, args: object) -> list[str]:
         if not isinstance(args, dict):
             return [NOT_AN_OBJECT]
         try:
-            if is_valid(args):
+            if self._is_valid(args):
                 return []
-            return _violations(memo, args, list(iter_errors(args)))
+            return _violations(self._memo, args, list(self._iter_errors(args)))
         except ValueError:  # a value jsonschema-rs cannot read (not JSON, msgspec.UNSET)
-            return _not_plain(memo, args, iter_errors)
+            return _not_plain(self._memo, args, self._iter_errors)
 
-    return validate
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_Compiled, (self._schema, self._formats))
 
 
 def engine_for(schema: Any, *, formats: Formats | None = None) -> jsonschema_rs.Validator:
