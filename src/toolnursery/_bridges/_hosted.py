@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -19,7 +19,7 @@ from .._aio._api import execute as aio_execute
 from .._aio._api import open_tool_batch as aio_open_tool_batch
 from .._batch._recorder import ToolCallRecorder
 from .._core._arguments import parse_arguments
-from .._core._content import TextContent, ToolCall, ToolErrorInfo, ToolExecutionResult
+from .._core._content import TextContent, ToolCall, ToolErrorInfo, ToolExecutionResult, ToolSchema
 from .._core._errors import ToolArgsError, ToolError
 from .._core._execution import ToolExecutionInput
 from .._pipeline._registry import ToolRegistry, ToolScope
@@ -28,10 +28,32 @@ __all__ = [
     "execute_hosted",
     "hosted_batch",
     "registry_and_scope",
+    "exported_schemas",
     "one_line_error",
     "result_text",
     "thaw",
 ]
+
+
+def exported_schemas(
+    registry: ToolRegistry, agent: ToolScope | None, names: Iterable[str] | None, what: str
+) -> list[ToolSchema]:
+    """The schemas a bridge exports: ``names`` in that order (default: every tool of
+    ``agent``'s view).
+
+    Raises:
+        KeyError: a name is not a tool of that view (``what`` names the bridge call).
+    """
+    schemas = {schema.name: schema for schema in registry.schemas(agent)}
+    if names is None:
+        return list(schemas.values())
+    chosen: list[ToolSchema] = []
+    for name in names:
+        schema = schemas.get(name)
+        if schema is None:
+            raise KeyError(f'{what}: no tool "{name}" in this registry view')
+        chosen.append(schema)
+    return chosen
 
 
 def registry_and_scope(target: object, what: str) -> tuple[ToolRegistry, ToolScope | None]:

@@ -38,6 +38,7 @@ from .._core._execution import ToolExecutionInput
 from .._core._json import thaw
 from .._pipeline._registry import ToolRegistry, ToolScope
 from .._tools._definition import ToolDefinition
+from ._hosted import exported_schemas
 
 __all__ = [
     "LangChainToolError",
@@ -302,13 +303,8 @@ def to_langchain(
     Raises:
         KeyError: a name in ``names`` is not a tool of that view.
     """
-    schemas = {schema.name: schema for schema in registry.schemas(agent)}
-    wanted = list(schemas) if names is None else list(names)
     tools: list[BaseTool] = []
-    for tool_name in wanted:
-        schema = schemas.get(tool_name)
-        if schema is None:
-            raise KeyError(f'to_langchain: no tool "{tool_name}" in this registry view')
+    for schema in exported_schemas(registry, agent, names, "to_langchain"):
         tools.append(
             RegistryTool(
                 name=schema.name,

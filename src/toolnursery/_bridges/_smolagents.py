@@ -24,7 +24,7 @@ from .._core._execution import ToolExecutionInput, ToolRunContext
 from .._core._signal import CancelSignal
 from .._pipeline._registry import ToolRegistry, ToolScope
 from .._tools._definition import ToolDefinition
-from ._hosted import one_line_error, result_text, thaw
+from ._hosted import exported_schemas, one_line_error, result_text, thaw
 
 __all__ = ["RegistrySmolTool", "from_smolagents", "inputs_schema", "to_smolagents"]
 
@@ -257,13 +257,8 @@ def to_smolagents(
     Raises:
         KeyError: a name in ``names`` is not a tool of that view.
     """
-    schemas = {schema.name: schema for schema in registry.schemas(agent)}
-    wanted = list(schemas) if names is None else list(names)
     tools: list[Tool] = []
-    for tool_name in wanted:
-        schema = schemas.get(tool_name)
-        if schema is None:
-            raise KeyError(f'to_smolagents: no tool "{tool_name}" in this registry view')
+    for schema in exported_schemas(registry, agent, names, "to_smolagents"):
         tools.append(
             RegistrySmolTool(
                 registry,
