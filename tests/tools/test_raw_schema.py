@@ -277,7 +277,10 @@ def test_define_tool_and_tool_definitions_are_not_checked_twice() -> None:
         return ""
 
     for definition in (defined, decorated):
-        assert getattr(definition.execute, _raw.VALIDATES_ATTR) is True
+        assert _raw.argument_check(definition.execute) is not None  # it checks itself
+        assert _raw.validating_execute(definition.parameters, definition.execute) is (
+            definition.execute
+        )
         assert not hasattr(definition.execute, "__wrapped__")
 
 

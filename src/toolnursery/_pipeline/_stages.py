@@ -175,7 +175,7 @@ def policy_now(
             if type(decision) is not Allow:
                 denial: Any = CUT
                 if decision is not CUT:
-                    denial = first_step(resolve_decision(decision, execution, hooks.approval))
+                    denial = first_step(resolve_decision(decision, execution, hooks.approval, call))
                     if type(denial) is Suspended:
                         return _denial_rest(call, denial, grace)
                 if _deny(call, denial):
@@ -197,7 +197,9 @@ async def _policy_rest(call: CallRecord, waterfall: Suspended, grace: float) -> 
             if decision is not CUT:
                 plan = call.current_plan()
                 execution = call._execution or call.execution
-                denial = first_step(resolve_decision(decision, execution, plan.hooks.approval))
+                denial = first_step(
+                    resolve_decision(decision, execution, plan.hooks.approval, call)
+                )
                 if type(denial) is Suspended:
                     denial = await denial.rest(call.caller, grace)
             if _deny(call, denial):

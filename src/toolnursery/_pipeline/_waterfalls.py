@@ -19,7 +19,7 @@ import logging
 import math
 from collections.abc import Awaitable, Generator
 from types import CoroutineType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 import trio
@@ -34,6 +34,10 @@ from .._core._outcomes import (
     text_result,
 )
 from .._core._signal import CancelSignal, link, unlink
+from ._argcheck import check_before_asking
+
+if TYPE_CHECKING:
+    from ._call import CallRecord
 
 __all__ = [
     "CUT",
@@ -94,9 +98,16 @@ class _PreQueue:
 
 
 async def resolve_decision(
-    decision: object, execution: ToolExecution, approval: ApprovalService | None
+    decision: object,
+    execution: ToolExecution,
+    approval: ApprovalService | None,
+    call: CallRecord | None = None,
 ) -> ToolExecutionResult | None:
-    """Turn a non-Allow decision into a denial result, or ``None`` when the call proceeds."""
+    """Turn a non-Allow decision into a denial result, or ``None`` when the call proceeds.
+
+    ``call``: the execution's record; before the approval service is asked, the tool
+    checks its arguments (:func:`~._argcheck.check_before_asking`).
+    """
     if type(decision) is Deny:
         return text_result("Error: " + str(decision.reason))
     if type(decision) is not Ask:
@@ -114,6 +125,10 @@ async def resolve_decision(
         return text_result(
             f'Error: tool "{name}" requires approval, but the call has no agent to route it through'
         )
+    if call is not None:
+        refused = check_before_asking(call)
+        if refused is not None:
+            return refused
     outcome = await approval.request(
         ApprovalRequest(
             agent,

@@ -262,7 +262,13 @@ def _definition(
             return invoke(parse(args), ctx)
 
         execute = execute_sync
-    mark_validating(execute)  # validated above: the raw-schema check is not repeated
+
+    def run(args: Any, parsed: Any, ctx: ToolRunContext) -> Any:
+        return invoke(parsed, ctx)
+
+    # Validated above: the raw-schema check is not repeated; the pipeline may parse
+    # before asking a person about the call, then run the body on what it parsed.
+    mark_validating(execute, parse, run)
     fields = msgspec.structs.asdict(options)
     for hook, soften in _SOFT_HOOKS.items():
         if fields[hook] is not None:

@@ -30,6 +30,7 @@ from .._core._errors import (
 from .._core._execution import ToolRunContext
 from .._core._json import NotJSONError, snapshot
 from ._definition import ToolDefinition
+from ._raw import mark_wrapper
 from ._structured import assert_supported_output_schema, validate_structured_value
 
 __all__ = [
@@ -144,7 +145,25 @@ def attach_output(
         wrapper = execute_sync
     setattr(wrapper, OUTPUT_SCHEMA_ATTR, schema)
     mark_may_suspend(wrapper, body)
+    mark_wrapper(wrapper, body, functools.partial(_finished_run, finish, is_async(body)))
     return msgspec.structs.replace(definition, execute=wrapper)
+
+
+def _finished_run(
+    finish: Callable[[Any, Any], ToolReturn], is_async: bool, run: Callable[[Any, Any, Any], Any]
+) -> Callable[[Any, Any, Any], Any]:
+    """The wrapper's ``run`` (see :func:`mark_wrapper`): the body's, then ``finish``."""
+    if is_async:
+
+        async def run_async(args: Any, parsed: Any, ctx: Any) -> ToolReturn:
+            return finish(args, await run(args, parsed, ctx))
+
+        return run_async
+
+    def run_sync(args: Any, parsed: Any, ctx: Any) -> ToolReturn:
+        return finish(args, run(args, parsed, ctx))
+
+    return run_sync
 
 
 def _kind(value: object) -> str:

@@ -13,12 +13,18 @@ refused. Each call then costs one compiled check; violations read like the DSL's
 
 Arguments are read as JSON: a read-only ``dict`` is an object and a ``tuple`` an array
 (frozen arguments are made of both).
+
+Every ``execute`` that validates its own arguments carries a mark (:data:`VALIDATES_ATTR`)
+saying how: a raw wrapper's check and the body behind it, or ``define_tool``'s parser and
+the body that takes the parsed arguments. :func:`argument_check` reads either as one pair,
+so the pipeline can check a call's arguments before a person is asked about it and then
+run the body on what the check parsed (the check is not repeated).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 from .._core._bodies import is_async, mark_may_suspend
 from .._core._errors import ToolArgsError
@@ -27,16 +33,45 @@ from ._validator import SchemaCompileError, Validator, compile_schema
 
 __all__ = [
     "VALIDATES_ATTR",
+    "ArgumentCheck",
     "RawSchemaError",
+    "argument_check",
     "compile_raw_validator",
     "inline_check",
     "mark_validating",
+    "mark_wrapper",
     "validating_execute",
 ]
 
 VALIDATES_ATTR: Final = "__toolnursery_validates__"
-"""Set on an ``execute`` that validates its own arguments: ``True`` (``define_tool``'s)
-or the :class:`_Mark` of a raw wrapper (which a wrapper around it may copy)."""
+"""Set on an ``execute`` that validates its own arguments: the :class:`_Parsing` of
+``define_tool``'s (or of a wrapper around a validating ``execute``), or the :class:`_Mark`
+of a raw wrapper (which a wrapper around either may copy)."""
+
+ArgumentCheck: TypeAlias = tuple[Callable[[Any], Any], Callable[[Any, Any, Any], Any]]
+"""``(parse, run)``: ``parse(args)`` returns the parsed arguments or raises
+:class:`ToolArgsError`; ``run(args, parsed, ctx)`` does what ``execute(args, ctx)`` does
+after its check (the body's value, or its awaitable for an async ``execute``)."""
+
+
+class _Parsing:
+    """How an ``execute`` checks its arguments: ``execute(args, ctx)`` is
+    ``run(args, parse(args), ctx)``. ``parameters``: the raw schema the check is for
+    (``None``: ``define_tool``'s own, which no raw schema replaces)."""
+
+    __slots__ = ("execute", "parameters", "parse", "run")
+
+    def __init__(
+        self,
+        execute: Callable[..., Any],
+        parse: Callable[[Any], Any],
+        run: Callable[[Any, Any, Any], Any],
+        parameters: object = None,
+    ) -> None:
+        self.execute = execute
+        self.parse = parse
+        self.run = run
+        self.parameters = parameters
 
 
 class _Mark:
@@ -77,9 +112,60 @@ class RawSchemaError(ValueError):
     """Raised when ``parameters`` is not a schema the engine validates; the message says where."""
 
 
-def mark_validating(execute: Callable[..., Any]) -> None:
-    """Record that ``execute`` validates its arguments itself (``define_tool``'s does)."""
-    setattr(execute, VALIDATES_ATTR, True)
+def mark_validating(
+    execute: Callable[..., Any],
+    parse: Callable[[Any], Any],
+    run: Callable[[Any, Any, Any], Any],
+    parameters: object = None,
+) -> None:
+    """Record that ``execute`` validates its arguments itself, as ``run(args, parse(args),
+    ctx)`` (``define_tool``'s does; so does a wrapper around a validating ``execute``)."""
+    setattr(execute, VALIDATES_ATTR, _Parsing(execute, parse, run, parameters))
+
+
+def argument_check(execute: Callable[..., Any]) -> ArgumentCheck | None:
+    """``execute``'s argument check split from its body (:data:`ArgumentCheck`), or
+    ``None`` when ``execute`` checks nothing, or its mark belongs to another function
+    (a wrapper that copied it, but did not say how it checks)."""
+    mark = getattr(execute, VALIDATES_ATTR, None)
+    if isinstance(mark, _Parsing) and mark.execute is execute:
+        return mark.parse, mark.run
+    if isinstance(mark, _Mark) and mark.wrapper is execute:
+        return _raw_parse(mark.check), _raw_run(mark.body)
+    return None
+
+
+def mark_wrapper(
+    wrapper: Callable[..., Any],
+    inner: Callable[..., Any],
+    around: Callable[[Callable[[Any, Any, Any], Any]], Callable[[Any, Any, Any], Any]],
+) -> None:
+    """Mark ``wrapper``, which calls the validating ``inner``, as checking the way
+    ``inner`` does: its ``run`` is ``around(inner's run)``. Nothing when ``inner``'s
+    check cannot be split from its body (:func:`argument_check`)."""
+    split = argument_check(inner)
+    if split is None:
+        return
+    parse, run = split
+    parameters = getattr(inner, VALIDATES_ATTR).parameters
+    setattr(wrapper, VALIDATES_ATTR, _Parsing(wrapper, parse, around(run), parameters))
+
+
+def _raw_parse(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def parse(args: Any) -> Any:
+        violations = check(args)
+        if violations:
+            raise ToolArgsError(violations)
+        return args
+
+    return parse
+
+
+def _raw_run(body: Callable[..., Any]) -> Callable[[Any, Any, Any], Any]:
+    def run(args: Any, parsed: Any, ctx: Any) -> Any:
+        return body(args, ctx)
+
+    return run
 
 
 def compile_raw_validator(schema: Mapping[str, Any]) -> Validator:
@@ -132,7 +218,9 @@ def validating_execute(
         RawSchemaError: as for :func:`compile_raw_validator`.
     """
     mark = getattr(execute, VALIDATES_ATTR, None)
-    if mark is True or (isinstance(mark, _Mark) and mark.parameters is parameters):
+    if isinstance(mark, _Parsing | _Mark) and (
+        mark.parameters is None or mark.parameters is parameters
+    ):
         return execute
     if isinstance(mark, _Mark) and mark.wrapper is execute:
         execute = mark.body  # the same body, checked against the new parameters
