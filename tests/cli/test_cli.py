@@ -783,7 +783,10 @@ def test_show_prints_each_call_and_result_as_a_card_in_model_order(
         == 0
     )
     captured = capsys.readouterr()
-    assert captured.err == ""
+    assert captured.err == (
+        'toolnursery: call "d": unknown tool "ghost" (the tools: "list_dir", "move_path", '
+        '"read_file", "search_text", "sleep", "write_file")\n'
+    )
     assert captured.out == (
         "╭─ terminal ───────────────────────────────╮\n"
         "│ $ sleep 0.01                             │\n"

@@ -24,7 +24,13 @@ from .._batch._recorder import ToolCallRecorder
 from .._batch._resume import PlannedRun, read_plan
 from .._batch._scheduler import open_tool_batch
 from .._core._content import ToolCall, ToolExecutionResult
-from .._core._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, LogFormatError, ResumeError
+from .._core._errors import (
+    TOOL_ABORTED,
+    TOOL_ABORTED_BEFORE_DISPATCH,
+    LogFormatError,
+    ResumeError,
+    ToolNotFoundError,
+)
 from .._core._groups import collapse
 from .._core._signal import CancelSignal
 from .._pipeline._registry import ToolRegistry
@@ -125,6 +131,7 @@ def run_command(options: argparse.Namespace) -> int:
             return EXIT_FAILED
         if progress is not None:
             progress.finish()
+        _say_unknown_tools(registry, calls[: len(results)], results)
         if options.format != "toolnursery":
             for message in provider_messages(options.format, calls[: len(results)], results):
                 sys.stdout.write(_encode_line(message).decode() + "\n")
@@ -139,6 +146,30 @@ def run_command(options: argparse.Namespace) -> int:
             say(f"interrupted: the batch was cancelled ({aborted} of {len(results)} aborted)")
             return EXIT_INTERRUPTED
         return EXIT_OK
+
+
+def _say_unknown_tools(
+    registry: ToolRegistry, calls: list[ToolCall], results: list[ToolExecutionResult]
+) -> None:
+    """A line on stderr for each tool name the batch did not know (the results keep
+    their pinned text): the closest name the registry has, else the names it has."""
+    said: set[str] = set()
+    for call, result in zip(calls, results, strict=True):
+        if result.error is None or result.error.code != ToolNotFoundError.code or call.name in said:
+            continue
+        said.add(call.name)
+        try:
+            registry.require(call.name)
+        except ToolNotFoundError as exc:
+            say(f'call "{call.id}": {exc} ({_what_was_meant(exc)})')
+
+
+def _what_was_meant(exc: ToolNotFoundError) -> str:
+    if exc.suggestion is not None:
+        return f'did you mean "{exc.suggestion}"?'
+    if not exc.known:
+        return "the registry has no tools"
+    return "the tools: " + ", ".join(f'"{name}"' for name in exc.known)
 
 
 def _resume_plan(registry: ToolRegistry, calls: list[ToolCall], log: str) -> PlannedRun:

@@ -49,7 +49,7 @@ other libraries are translated where they enter (``raise … from exc``), never 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 __all__ = [
     "DUPLICATE_CALL_ID",
@@ -171,12 +171,31 @@ class ToolArgsError(ToolError):
 
 
 class ToolNotFoundError(ToolError):
-    """Raised when no tool of that name is visible to the calling scope."""
+    """Raised when no tool of that name is visible to the calling scope.
+
+    Its message is ``unknown tool "<name>"`` whatever else it carries (the result a
+    model sees never names another tool). :meth:`ToolRegistry.require` fills in the
+    names the scope does see, so a person can be told what was meant.
+
+    Attributes:
+        tool_name: the name asked for.
+        known: the names visible to the scope the name was looked up in, sorted
+            (empty unless given); never a name that scope cannot see.
+        suggestion: the one of ``known`` closest to ``tool_name`` (``difflib``'s
+            ratio of at least 0.7), or ``None``.
+    """
 
     code = "UNKNOWN_TOOL"
 
-    def __init__(self, tool_name: str) -> None:
+    def __init__(self, tool_name: str, known: Iterable[str] = ()) -> None:
         self.tool_name = tool_name
+        self.known: tuple[str, ...] = tuple(sorted(known))
+        self.suggestion: str | None = None
+        if self.known:
+            import difflib  # only when there is something to suggest
+
+            close = difflib.get_close_matches(tool_name, self.known, n=1, cutoff=0.7)
+            self.suggestion = close[0] if close else None
         super().__init__(f'unknown tool "{tool_name}"')
 
 

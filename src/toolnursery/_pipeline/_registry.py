@@ -26,7 +26,7 @@ from .._core._decisions import (
     PreToolDecision,
     ToolExecutionMode,
 )
-from .._core._errors import RegistrationError
+from .._core._errors import RegistrationError, ToolNotFoundError
 from .._core._execution import (
     ApprovalService,
     ToolDispatchExecution,
@@ -270,6 +270,20 @@ class ToolRegistry(_Owner):
         if scope is None:
             return self._tools.get(name)
         return scope._view().get(name)
+
+    def require(self, name: str, scope: ToolScope | None = None) -> ToolDefinition:
+        """As :meth:`get`, raising when nothing of that name is visible.
+
+        Raises:
+            ToolNotFoundError: no such tool in ``scope``'s view (or the global one); it
+                carries the names that view has and the closest of them (``known``,
+                ``suggestion``), never a name the view hides.
+        """
+        view = self._tools if scope is None else scope._view()
+        definition = view.get(name)
+        if definition is None:
+            raise ToolNotFoundError(name, view)
+        return definition
 
     def schemas(self, scope: ToolScope | None = None) -> list[ToolSchema]:
         """The model-facing projection of the visible tools, in registration order.
