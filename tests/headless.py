@@ -126,8 +126,10 @@ class Chromium:
         assert out.exists(), done.stderr
         return read_png(out)
 
-    def dom(self, url: str) -> str:
-        """The page's DOM once its scripts ran."""
-        done = self._run("--virtual-time-budget=5000", "--dump-dom", url)
+    def dom(self, url: str, width: int | None = None, height: int | None = None) -> str:
+        """The page's DOM once its scripts ran (laid out in a ``width`` × ``height``
+        window when given: what a script measured there is in it)."""
+        size = () if width is None else (f"--window-size={width},{height or width}",)
+        done = self._run(*size, "--virtual-time-budget=5000", "--dump-dom", url)
         assert done.returncode == 0, done.stderr
         return done.stdout

@@ -52,9 +52,39 @@ _TIMEOUT_MARK: Final = (
 )
 _LABEL_W: Final = 250
 _PLOT_W: Final = 760
-_NOTE_W: Final = 330
 _TOP: Final = 118  # the first row's top
 _MAX_NOTED: Final = 60  # calls above this many: no notes column, sparse labels
+_MAX_NOTE: Final = 90  # characters of a note (its call's tooltip has all of it)
+_AXIS_SIZE: Final = 11  # the axis's font size: the picture's smallest text
+
+# Advance widths of the printable ASCII characters (32-126) in hundredths of an em: the
+# wider of DejaVu Sans and Liberation Sans (what "sans-serif" is on most Linux systems,
+# and the metrics of Arial), so text measured with them fits in those and narrower fonts.
+_EM: Final = (
+    32, 40, 46, 84, 64, 95, 78, 27, 39, 39, 50, 84, 32, 36, 32, 34,
+    64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 34, 34, 84, 84, 84, 56,
+    102, 68, 69, 72, 77, 67, 61, 78, 75, 29, 50, 67, 56, 86, 75, 79,
+    67, 79, 72, 67, 61, 73, 68, 99, 69, 67, 69, 39, 34, 39, 84, 56,
+    50, 61, 63, 55, 63, 62, 35, 63, 63, 28, 28, 58, 28, 97, 63, 61,
+    63, 63, 41, 52, 39, 63, 59, 82, 59, 59, 52, 64, 34, 64, 84,
+)  # fmt: skip
+
+
+def text_width(text: str, size: float) -> float:
+    """How wide ``text`` is drawn at ``size`` px in a sans-serif font, at most (as
+    shown: control characters escaped; a character outside ASCII counts as a full em)."""
+    return (
+        size * sum(_EM[o - 32] if 32 <= (o := ord(ch)) < 127 else 100 for ch in shown(text)) / 100
+    )
+
+
+def _fit(text: str, size: float, room: float) -> str:
+    """``text``, cut with "…" where it would be wider than ``room`` px at ``size``."""
+    if text_width(text, size) <= room:
+        return text
+    while text and text_width(text + "…", size) > room:
+        text = text[:-1]
+    return text + "…"
 
 
 def escape(text: str) -> str:
@@ -172,17 +202,29 @@ def _svg(data: TimelineData, title: str) -> str:
     n = len(calls)
     row_h = _row_height(n)
     noted = n <= _MAX_NOTED
-    width = _LABEL_W + _PLOT_W + (_NOTE_W if noted else 20)
-    height = _TOP + n * row_h + 40
+    notes = [_note(c) if noted else "" for c in calls]
     # At least a microsecond: a hostile log's times cannot make the scale infinite.
     end = max(data.end, 1e-6) if data.end > 0 else 1.0
     scale = _PLOT_W / end
+    colors = code_colors(c.code for c in calls)
+    legend, legend_w = _legend(colors)
+    summary = _summary(data, n)
+    # Wide enough for every text it holds: the notes, the axis's last label, the legend,
+    # the title and the summary (measured with the widest common sans-serif metrics).
+    width = max(
+        _LABEL_W + _PLOT_W + max((text_width(note, 11) + 24 for note in notes), default=0),
+        _LABEL_W + _PLOT_W + 20 + text_width(_tick_label(end, end), _AXIS_SIZE) / 2,
+        10 + legend_w + 20,
+        10 + text_width(title, 16) * 1.1 + 20,  # bold
+        10 + text_width(summary, 12) + 20,
+    )
+    width = math.ceil(width)
+    height = _TOP + n * row_h + 40
 
     def x(t: float) -> float:
         # Far off the plot is drawn at its edge: a coordinate is always finite.
         return min(max(_LABEL_W + t * scale, -_PLOT_W), width + _PLOT_W)
 
-    colors = code_colors(c.code for c in calls)
     out: list[str] = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
         f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="sans-serif" font-size="12" '
@@ -191,7 +233,24 @@ def _svg(data: TimelineData, title: str) -> str:
         '<rect width="100%" height="100%" fill="#ffffff"/>',
         f'<text x="10" y="22" font-size="16" font-weight="bold">{escape(title)}</text>',
     ]
-    batches = len({c.batch for c in calls})
+    out.append(f'<text x="10" y="40" id="summary">{escape(summary)}</text>')
+    out.append(legend)
+    out.append(_axis(data, end, _TOP - 6, _TOP + n * row_h))
+    label_every = 1 if row_h >= 12 else math.ceil(12 / row_h)
+    for row, c in enumerate(calls):
+        top = _TOP + row * row_h
+        if row and calls[row - 1].batch != c.batch:  # a new batch: a rule above it
+            out.append(
+                f'<line class="batch" x1="0" y1="{top:.1f}" x2="{width:.0f}" y2="{top:.1f}" '
+                'stroke="#555" stroke-dasharray="6,3"/>'
+            )
+        out.append(_row(c, row, top, row_h, x, colors, notes[row], label_every, data.end))
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def _summary(data: TimelineData, n: int) -> str:
+    batches = len({c.batch for c in data.calls})
     summary = f"{n} call{'s' if n != 1 else ''}"
     if batches > 1:
         summary += f" in {batches} batches"
@@ -206,31 +265,32 @@ def _svg(data: TimelineData, title: str) -> str:
                 summary += f"; started {when:%Y-%m-%d %H:%M:%S} UTC"
     else:
         summary += ": times unknown (this log was written before events carried times)"
-    out.append(f'<text x="10" y="40" id="summary">{escape(summary)}</text>')
-    out.append(_legend(colors))
-    out.append(_axis(data, end, _TOP - 6, _TOP + n * row_h))
-    label_every = 1 if row_h >= 12 else math.ceil(12 / row_h)
-    for row, c in enumerate(calls):
-        top = _TOP + row * row_h
-        if row and calls[row - 1].batch != c.batch:  # a new batch: a rule above it
-            out.append(
-                f'<line class="batch" x1="0" y1="{top:.1f}" x2="{width:.0f}" y2="{top:.1f}" '
-                'stroke="#555" stroke-dasharray="6,3"/>'
-            )
-        out.append(_row(c, row, top, row_h, x, colors, noted, label_every, data.end))
-    out.append("</svg>")
-    return "\n".join(out) + "\n"
+    return summary
 
 
-def _legend(colors: dict[str, str]) -> str:
+def _note(c: TimelineCall) -> str:
+    """What the notes column says of a call (its code unless ok, attempts, waits)."""
+    note = c.code if c.code != "ok" else ""
+    if c.result is None:
+        note = "no result recorded (the batch did not finish)"
+    if c.attempts > 1:
+        note = (note + "; " if note else "") + f"{c.attempts} attempts"
+    if c.waited_for:
+        note = (note + "; " if note else "") + "waited for " + "; ".join(c.waited_for)
+    if len(note) > _MAX_NOTE:
+        note = note[: _MAX_NOTE - 1] + "…"
+    return note
+
+
+def _legend(colors: dict[str, str]) -> tuple[str, float]:
     # A call's running and committing bars take its result's colour: the swatches show
     # the first one the picture uses (ok's green when any call succeeded).
-    shown = colors.get("ok") or next(iter(colors.values()), CODE_COLORS["ok"])
+    first = colors.get("ok") or next(iter(colors.values()), CODE_COLORS["ok"])
     items: list[tuple[str, str]] = [
         (f'<rect width="14" height="10" fill="{QUEUED}"/>', "queued (earlier calls, a barrier)"),
         (f'<rect width="14" height="10" fill="{WAITING}"/>', "waiting (policy, keys, a slot)"),
-        (f'<rect width="14" height="10" fill="{shown}"/>', "running (its result's colour)"),
-        (f'<rect width="14" height="10" fill="{shown}" fill-opacity="0.3"/>', "committing"),
+        (f'<rect width="14" height="10" fill="{first}"/>', "running (its result's colour)"),
+        (f'<rect width="14" height="10" fill="{first}" fill-opacity="0.3"/>', "committing"),
         (f'<line x1="7" y1="-1" x2="7" y2="11" stroke="{TICK}" stroke-width="2"/>', "progress"),
         (
             '<line x1="7" y1="-1" x2="7" y2="11" stroke="#000" stroke-width="2" '
@@ -245,23 +305,24 @@ def _legend(colors: dict[str, str]) -> str:
     for swatch, text in items:
         out.append(f'<g transform="translate({x:.0f},{y:.0f})">{swatch}')
         out.append(f'<text x="18" y="10" font-size="11">{escape(text)}</text></g>')
-        x += 28 + 6.2 * len(text)
+        x += 28 + text_width(text, 11)
+    widest = x - 10
     x, y = 0.0, 20.0
     out.append('<text x="0" y="30" font-size="11">results:</text>')
-    x = 52.0
+    x = 18 + text_width("results:", 11)
     for code, color in colors.items():
         out.append(
             f'<g class="code" data-code={quoteattr(code)} transform="translate({x:.0f},{y:.0f})">'
             f'<rect width="14" height="10" fill="{color}"/>'
             f'<text x="18" y="10" font-size="11">{escape(code)}</text></g>'
         )
-        x += 28 + 6.8 * len(code)
+        x += 28 + text_width(code, 11)
     out.append("</g>")
-    return "\n".join(out)
+    return "\n".join(out), max(widest, x - 10)
 
 
 def _axis(data: TimelineData, end: float, top: float, bottom: float) -> str:
-    out = ['<g id="axis" font-size="10" fill="#555">']
+    out = [f'<g id="axis" font-size="{_AXIS_SIZE}" fill="#555">']
     out.append(
         f'<line x1="{_LABEL_W}" y1="{top:.1f}" x2="{_LABEL_W + _PLOT_W}" y2="{top:.1f}" '
         'stroke="#888"/>'
@@ -272,7 +333,7 @@ def _axis(data: TimelineData, end: float, top: float, bottom: float) -> str:
         for i in range(ticks + 1):
             t = i * step
             px = _LABEL_W + t / end * _PLOT_W  # t / end first: t * _PLOT_W may overflow
-            text = f"{t * 1000:g} ms" if end < 10 else f"{t:g} s"
+            text = _tick_label(t, end)
             out.append(
                 f'<line x1="{px:.1f}" y1="{top:.1f}" x2="{px:.1f}" y2="{bottom:.1f}" '
                 'stroke="#eee"/>'
@@ -280,6 +341,10 @@ def _axis(data: TimelineData, end: float, top: float, bottom: float) -> str:
             )
     out.append("</g>")
     return "\n".join(out)
+
+
+def _tick_label(t: float, end: float) -> str:
+    return f"{t * 1000:g} ms" if end < 10 else f"{t:g} s"
 
 
 def _bar(x0: float, x1: float, y: float, h: float, fill: str, cls: str, extra: str = "") -> str:
@@ -297,7 +362,7 @@ def _row(
     row_h: float,
     x: Callable[[float], float],
     colors: dict[str, str],
-    noted: bool,
+    note: str,
     label_every: int,
     end: float,
 ) -> str:
@@ -315,9 +380,7 @@ def _row(
         out.append(f'<rect x="0" y="{top:.1f}" width="100%" height="{row_h:.1f}" fill="#f7f8fa"/>')
     if row % label_every == 0:
         size = min(12.0, max(row_h - 2, 8.0))
-        text = c.label if row_h >= 12 else f"{row} {c.call.id}"
-        if len(text) > 38:
-            text = text[:37] + "…"
+        text = _fit(c.label if row_h >= 12 else f"{row} {c.call.id}", size, _LABEL_W - 14)
         out.append(
             f'<text class="label" x="{_LABEL_W - 8}" y="{top + row_h / 2 + size / 3:.1f}" '
             f'text-anchor="end" font-size="{size:.0f}">{escape(text)}</text>'
@@ -384,21 +447,11 @@ def _row(
             f'<text class="unknown" x="{_LABEL_W + 4}" y="{mid:.1f}" font-size="11" '
             f'fill="{color}">■ {escape(c.code)} (times unknown)</text>'
         )
-    if noted:
-        note = c.code if c.code != "ok" else ""
-        if c.result is None:
-            note = "no result recorded (the batch did not finish)"
-        if c.attempts > 1:
-            note = (note + "; " if note else "") + f"{c.attempts} attempts"
-        if c.waited_for:
-            note = (note + "; " if note else "") + "waited for " + "; ".join(c.waited_for)
-        if note:
-            if len(note) > 54:
-                note = note[:53] + "…"
-            out.append(
-                f'<text class="note" x="{_LABEL_W + _PLOT_W + 10}" y="{mid:.1f}" '
-                f'font-size="11" fill="#444">{escape(note)}</text>'
-            )
+    if note:
+        out.append(
+            f'<text class="note" x="{_LABEL_W + _PLOT_W + 10}" y="{mid:.1f}" '
+            f'font-size="11" fill="#444">{escape(note)}</text>'
+        )
     out.append("</g>")
     return "".join(out)
 
