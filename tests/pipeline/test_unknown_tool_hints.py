@@ -108,3 +108,14 @@ def test_run_lists_the_tools_when_nothing_is_close(
     assert err.startswith('toolnursery: call "a": unknown tool "zzz" (the tools: "list_dir", ')
     _, err = _run(tmp_path, root, capsys, {"id": "a", "name": "list_dir"})
     assert err == ""
+
+
+def test_bench_names_the_close_tool_for_an_unknown_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    calls = write_calls(tmp_path, {"name": "reed_file"}, {"name": "ghost"})
+    assert main(["bench", "--calls", str(calls)]) == 2
+    assert capsys.readouterr().err.endswith(
+        'the calls name tools the registry does not have: "ghost", '
+        '"reed_file" (did you mean "read_file"?) (a bare nursery has no body to run for them)\n'
+    )

@@ -49,7 +49,7 @@ from .._batch._scheduler import run_tool_calls
 from .._core._arguments import parse_arguments
 from .._core._bodies import is_async
 from .._core._content import ToolCall, ToolExecutionResult
-from .._core._errors import ToolArgsError, ToolTimeoutError
+from .._core._errors import ToolArgsError, ToolNotFoundError, ToolTimeoutError
 from .._core._execution import ToolExecution, ToolExecutionToken, ToolRunContext
 from .._core._json import snapshot
 from .._core._signal import CancelSignal
@@ -275,10 +275,20 @@ def resized(calls: Sequence[ToolCall], n: int) -> list[ToolCall]:
     return out
 
 
+def _unknown(registry: ToolRegistry, name: str) -> str:
+    """``"name"``, with the registry's closest tool name when one is close."""
+    try:
+        registry.require(name)
+    except ToolNotFoundError as exc:
+        if exc.suggestion is not None:
+            return f'"{name}" (did you mean "{exc.suggestion}"?)'
+    return f'"{name}"'
+
+
 def _check_tools(registry: ToolRegistry, calls: Sequence[ToolCall]) -> None:
     unknown = sorted({c.name for c in calls if registry.get(c.name) is None})
     if unknown:
-        names = ", ".join(f'"{name}"' for name in unknown)
+        names = ", ".join(_unknown(registry, name) for name in unknown)
         raise UsageError(
             f"the calls name tools the registry does not have: {names} "
             "(a bare nursery has no body to run for them)"
