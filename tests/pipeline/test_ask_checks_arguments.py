@@ -130,6 +130,32 @@ def _with_output() -> ToolDefinition:
     )
 
 
+pydantic = pytest.importorskip("pydantic")
+
+
+class Where(pydantic.BaseModel):  # type: ignore[name-defined,misc]
+    path: str
+
+
+def _decorated_pydantic() -> ToolDefinition:
+    @tool
+    def read(where: Where) -> str:
+        """Read a file."""
+        return f"read {where.path}"
+
+    return read
+
+
+def _strict() -> ToolDefinition:
+    return define_tool(
+        name="read",
+        description="Read a file.",
+        parameters={"path": {"type": "string"}},
+        execute=_body,
+        strict=True,
+    )
+
+
 KINDS: dict[str, Callable[[], ToolDefinition]] = {
     "define_tool": _define_spec,
     "define_tool-struct": _define_struct,
@@ -138,6 +164,7 @@ KINDS: dict[str, Callable[[], ToolDefinition]] = {
     "raw": _raw,
     "raw-async": _raw_async,
     "define_tool-output": _with_output,
+    "define_tool-strict": _strict,
 }
 
 
@@ -465,4 +492,20 @@ async def test_a_mounted_mcp_tool_is_not_asked_about_arguments_its_schema_refuse
     )
     assert calls_after_bad == before
     assert good.content[0].text == "hi"  # type: ignore[union-attr]
+    assert [r.call_id for r in approval.requests] == ["c2"]
+
+
+@pytest.mark.spec("B028", "B061")
+async def test_a_pydantic_tool_is_checked_before_asking_too() -> None:
+    approval = Approval()
+    registry, _ = _asking(_decorated_pydantic(), approval)
+    scope = registry.scope()
+    bad = {"where": {"path": 3}}
+    result = await registry.execute(ToolExecutionInput("c1", "read", bad, CancelSignal(), scope))
+    assert result == await _granted(_decorated_pydantic(), bad)
+    assert result.error is not None
+    assert result.error.code == "INVALID_ARGS"
+    good = {"where": {"path": "a.txt"}}
+    result = await registry.execute(ToolExecutionInput("c2", "read", good, CancelSignal(), scope))
+    assert result.content[0].text == "read a.txt"  # type: ignore[union-attr]
     assert [r.call_id for r in approval.requests] == ["c2"]
