@@ -509,3 +509,25 @@ async def test_a_pydantic_tool_is_checked_before_asking_too() -> None:
     result = await registry.execute(ToolExecutionInput("c2", "read", good, CancelSignal(), scope))
     assert result.content[0].text == "read a.txt"  # type: ignore[union-attr]
     assert [r.call_id for r in approval.requests] == ["c2"]
+
+
+@pytest.mark.spec("B067", "B056")
+async def test_guards_and_wrappers_skip_a_call_refused_before_asking() -> None:
+    """Never allowed, it meets no guard and no wrapper (B067: guards only after a final
+    allow); like a denial, post-execute (B056) and the observers see it."""
+    registry, seen = _asking(_raw(), Approval())
+    ran: list[str] = []
+    registry.guard(lambda execution: ran.append(f"guard {execution.call_id}"))  # type: ignore[func-returns-value]
+
+    async def wrapper(execution: Any, next: Any) -> ToolExecutionResult:
+        ran.append(f"wrapper {execution.call_id}")
+        result: ToolExecutionResult = await next()
+        return result
+
+    registry.on_execute(wrapper)
+    registry.on_result(lambda execution, result: ran.append(f"observer {execution.call_id}"))  # type: ignore[func-returns-value]
+    scope = registry.scope()
+    await registry.execute(ToolExecutionInput("bad", "read", BAD, CancelSignal(), scope))
+    await registry.execute(ToolExecutionInput("good", "read", GOOD, CancelSignal(), scope))
+    assert ran == ["observer bad", "guard good", "wrapper good", "observer good"]
+    assert seen == ["INVALID_ARGS", "ok"]
