@@ -9,6 +9,7 @@ beyond loopback without an explicit opt-in and a token.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
 from collections.abc import Sequence
@@ -106,7 +107,9 @@ def mcp_asgi_app(
 async def _handle(manager: _SessionManager, asgi_scope: Any, receive: Any, send: Any) -> None:
     """One request to the SDK, with an event set once its response sent its first bytes
     (a body closing its POST stream waits for it: see ``close_sse_stream``)."""
-    primed = trio.Event()
+    primed: trio.Event | asyncio.Event = (
+        trio.Event() if trio.lowlevel.in_trio_task() else asyncio.Event()
+    )
 
     async def sending(message: Any) -> None:
         await send(message)
