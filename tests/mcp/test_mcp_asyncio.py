@@ -17,6 +17,7 @@ lifespan started), so nothing sleeps or polls for readiness. Every run is bounde
 from __future__ import annotations
 
 import asyncio
+import functools
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -94,6 +95,15 @@ class Tools:
                 self.cancelled.set()
             return "never"
 
+        async def trio_slow(args: Any, ctx: Any) -> str:  # undeclared: the guest run
+            ctx.report_progress(0, None, "started")
+            self.started.set()
+            try:
+                await trio.sleep_forever()
+            finally:
+                self.cancelled.set()
+            return "never"
+
         @runs_on_either_loop
         async def progress(args: Any, ctx: Any) -> str:
             for step in (1, 2, 3):
@@ -125,6 +135,7 @@ class Tools:
             ("echo", echo),
             ("trio_echo", trio_echo),
             ("slow", slow),
+            ("trio_slow", trio_slow),
             ("progress", progress),
             ("threaded", threaded),
             ("question", question),
@@ -287,13 +298,24 @@ def test_progress_and_logs_reach_the_client_in_order_before_the_result(
 
 @HOSTS
 @BOTH
-def test_mcp_cancellation_aborts_the_call_through_the_pipeline(host: str, mode: str) -> None:
+@pytest.mark.parametrize("tool", ["slow", "trio_slow"])
+def test_mcp_cancellation_aborts_the_call_through_the_pipeline(
+    host: str, mode: str, tool: str
+) -> None:
     tools = Tools()
+    heard: list[str | None] = []  # asked for: the call's forwarder is running when it is cut
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        heard.append(message)
+
+    on_progress_: Any = on_progress
 
     async def test() -> None:
         async with served(host, tools.registry) as url, Client(url, mode=mode) as client:
             async with anyio.create_task_group() as group:
-                group.start_soon(client.call_tool, "slow", {})
+                group.start_soon(
+                    functools.partial(client.call_tool, progress_callback=on_progress_), tool, {}
+                )
                 await tools.started.wait()
                 group.cancel_scope.cancel()  # the client sends notifications/cancelled
             await tools.cancelled.wait()

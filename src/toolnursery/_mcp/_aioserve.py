@@ -1,16 +1,16 @@
 """Serving a registry on asyncio: what ``mcp_server`` runs when its host is an asyncio
 server (uvicorn, hypercorn's asyncio worker, the SDK's client under asyncio).
 
-The same contract as on trio (:mod:`._serve`): each call's pipeline runs in a task of
-its own, out of reach of the request's cancellation, under a :class:`CancelSignal` of
-its own; when MCP cancels the request (``notifications/cancelled``, or the transport
-closes), the handler fires that signal and waits until the pipeline has finished, so
-the call ends ``ABORTED`` through the pipeline like any other cancellation, and only
-then lets the cancellation go on. The pipeline runs through ``toolnursery.aio``'s
-``execute``: natively on the loop when the tool and the hooks allow (an
-``asyncio_tool`` body, a ``def`` body), in the trio guest run otherwise. Reports go
-out in order through a task started on the first; a call that reports nothing costs
-none.
+The same contract as on trio (:mod:`._serve`): when MCP cancels the request
+(``notifications/cancelled``, or the transport closes), the call ends ``ABORTED``
+through the pipeline like any other cancellation (post-execute and the observers see
+it), and the cancellation goes on only once the body has unwound. On trio that takes a
+task in the server's nursery and the call's own signal; on asyncio it is what
+``toolnursery.aio``'s ``execute`` does for the task that awaits it, so the call runs in
+the request's own task: natively on the loop when the tool and the hooks allow (an
+``asyncio_tool`` body, a ``def`` body in a worker thread), in the trio guest run
+otherwise. Reports go out in order through a task started on the first; a call that
+reports nothing costs none.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from mcp.server.subscriptions import InMemorySubscriptionBus
 
 from .._aio._api import execute
 from .._core._asking import asking
-from .._core._content import ToolExecutionResult
 from .._core._progress import CallReport, reporting
 from .._core._signal import CancelSignal
 from .._pipeline._registry import ToolRegistry, ToolScope
@@ -36,8 +35,6 @@ from ._asking import CallQuestions, ask_the_client
 from ._served import Served, call_input, log_levels, reply, send_report
 
 __all__ = ["AsyncioServed", "serving_on_asyncio"]
-
-_CANCELLED = "cancelled by the MCP client"
 
 
 class AsyncioServed(Served):
@@ -73,31 +70,24 @@ class AsyncioServed(Served):
         params: types.CallToolRequestParams,
     ) -> dict[str, Any] | types.InputRequiredResult:
         """Run one ``tools/call`` (see the module docstring)."""
-        signal = CancelSignal()
-        execution = call_input(ctx, params, scope, signal)
+        execution = call_input(ctx, params, scope, CancelSignal())
         questions = CallQuestions(ctx, params, self.secret)
         forwarder = _Forwarder(ctx, self._loop, self._thread)
-
-        async def run() -> ToolExecutionResult:
-            # The task's context is a copy: what is installed here is the call's alone.
-            questions.install()
+        installed = questions.install()
+        try:
             with reporting(forwarder.sink), asking(questions):
                 try:
-                    return await execute(registry, execution, deps=deps)
+                    result = await execute(registry, execution, deps=deps)
                 finally:
                     forwarder.close()
-
-        pipeline = self._loop.create_task(run())
-        try:
-            await asyncio.wait((pipeline,))
             await forwarder.finished()
         except asyncio.CancelledError:
-            signal.cancel(_CANCELLED)
             forwarder.abandon()
-            await _wait_out(pipeline)
             await forwarder.finished_anyway()
             raise
-        return reply(questions, pipeline.result())
+        finally:
+            questions.uninstall(installed)
+        return reply(questions, result)
 
 
 async def _wait_out(task: asyncio.Future[Any]) -> bool:

@@ -20,7 +20,7 @@ import json
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import Any, Final, NoReturn
 
 import mcp.types as types
@@ -100,9 +100,14 @@ class CallQuestions:
         """What a 2026-07-28 client lacked when the call asked it (the protocol's
         answer to such a call is a -32021 error, should the body not carry on)."""
 
-    def install(self) -> object:
-        """Make this the questions of the calls run in this context (until reset)."""
+    def install(self) -> Token[CallQuestions | None]:
+        """Make this the questions of the calls run in this context (until
+        :meth:`uninstall`)."""
         return _questions.set(self)
+
+    def uninstall(self, token: Token[CallQuestions | None]) -> None:
+        """Undo the :meth:`install` that returned ``token`` (in the same context)."""
+        _questions.reset(token)
 
     async def close_stream(self) -> bool:
         """Close this call's SSE stream (see :func:`close_sse_stream`)."""
