@@ -28,7 +28,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus
 
 from .._aio._api import execute
 from .._core._asking import asking
-from .._core._progress import CallReport, reporting
+from .._core._progress import CallReport, install_sink, remove_sink
 from .._core._signal import CancelSignal
 from .._pipeline._registry import ToolRegistry, ToolScope
 from ._asking import CallQuestions, ask_the_client
@@ -74,8 +74,9 @@ class AsyncioServed(Served):
         questions = CallQuestions(ctx, params, self.secret)
         forwarder = _Forwarder(ctx, self._loop, self._thread)
         installed = questions.install()
+        sink = install_sink(forwarder.sink)
         try:
-            with reporting(forwarder.sink), asking(questions):
+            with asking(questions):
                 try:
                     result = await execute(registry, execution, deps=deps)
                 finally:
@@ -86,6 +87,7 @@ class AsyncioServed(Served):
             await forwarder.finished_anyway()
             raise
         finally:
+            remove_sink(sink)
             questions.uninstall(installed)
         return reply(questions, result)
 
