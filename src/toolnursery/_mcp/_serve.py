@@ -5,13 +5,16 @@ registry (or a scope) and whose ``tools/call`` runs :meth:`ToolRegistry.execute`
 policies, guards, timeouts, observers and per-tool limits all apply. The SDK runs
 every request in a task of its own, so calls from one client overlap.
 
-Each call's pipeline runs in a task of the server's (out of reach of the request's
-cancellation), under a :class:`CancelSignal` of its own: when MCP cancels the request
-(or the transport closes), the handler fires that signal and waits for the pipeline
-to finish, so the call ends as ``ABORTED`` through the same path as any other
-cancellation, observers and recorder included. Progress and log messages a body
-reports travel through a per-call channel that is drained before the response is
-sent. Streamable HTTP lives in ``_http``.
+The server runs on whichever loop runs it: on trio (this module), each call's
+pipeline runs in a task of the server's (out of reach of the request's cancellation),
+under a :class:`CancelSignal` of its own: when MCP cancels the request (or the
+transport closes), the handler fires that signal and waits for the pipeline to finish,
+so the call ends as ``ABORTED`` through the same path as any other cancellation,
+observers and recorder included. Progress and log messages a body reports travel
+through a per-call channel that is drained before the response is sent. On asyncio
+(uvicorn, hypercorn's asyncio worker) the lifespan and the calls are ``_aioserve``'s,
+through ``toolnursery.aio``'s ``execute``; what both share is ``_served``'s.
+Streamable HTTP lives in ``_http``.
 """
 
 from __future__ import annotations
@@ -86,6 +89,11 @@ def mcp_server(
     ``registry.execute(..., deps=deps)``: bodies read it as ``ctx.deps``, and
     ``@tool`` parameters marked ``Depends(...)`` are resolved from it (they are not
     in the listed input schema, so a client cannot supply them).
+
+    It runs on trio or on asyncio, whichever runs it: under an asyncio host
+    (uvicorn, hypercorn's asyncio worker, the SDK's client under ``asyncio.run``)
+    each call runs through ``toolnursery.aio.execute``, natively on the loop when the
+    tool and the hooks allow, in the trio guest run otherwise (see ``docs/mcp.md``).
 
     The server holds nothing of the registry's until it runs: it listens for the
     registry's changes while it runs (the SDK enters its lifespan), and forgets
