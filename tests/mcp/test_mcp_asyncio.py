@@ -10,7 +10,8 @@ on each.
 
 Servers are started on a socket bound and listening before the server runs: the
 client's connection waits in its backlog until the server accepts it (after its
-lifespan started), so nothing sleeps or polls for readiness. Every run is bounded by
+lifespan started), so nothing sleeps or polls for readiness; the ``uvicorn`` command in
+a subprocess is waited for on the line it prints once it listens. Every run is bounded by
 ``anyio.fail_after``.
 """
 
@@ -18,9 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
+import re
 import socket
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -530,3 +535,59 @@ def test_an_asyncio_server_stops_cleanly_with_a_call_in_flight() -> None:
 
     run("uvicorn", test)
     assert [r.error.code for r in tools.outcomes if r.error] == ["ABORTED"]
+
+
+SERVER_MODULE = """
+import asyncio
+
+from toolnursery import ToolDefinition, ToolRegistry
+from toolnursery.aio import asyncio_tool
+from toolnursery.mcp import mcp_asgi_app
+
+
+@asyncio_tool
+async def where(args, ctx):
+    ctx.report_progress(1, 1, "asyncio" if asyncio.current_task() else "?")
+    return "asyncio task" if asyncio.current_task() is not None else "not asyncio"
+
+
+registry = ToolRegistry()
+registry.register(ToolDefinition("where", "Where it runs.", {"type": "object"}, where))
+app = mcp_asgi_app(registry, allowed_hosts=["127.0.0.1:*"])
+"""
+
+
+@pytest.mark.parametrize("mode", [LEGACY, MODERN])
+def test_the_uvicorn_command_serves_an_app_module(tmp_path: Path, mode: str) -> None:
+    (tmp_path / "served_app.py").write_text(SERVER_MODULE)
+    argv = [sys.executable, "-m", "uvicorn", "served_app:app", "--app-dir", str(tmp_path)]
+    argv += ["--host", "127.0.0.1", "--port", "0", "--log-level", "info", "--no-access-log"]
+    heard: list[str | None] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        heard.append(message)
+
+    on_progress_: Any = on_progress
+
+    async def test() -> None:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        async with await anyio.open_process(argv, env=env) as process:
+            try:
+                assert process.stderr is not None
+                seen = b""
+                url = None
+                async for chunk in process.stderr:  # uvicorn says where once it listens
+                    seen += chunk
+                    found = re.search(rb"running on (http://127\.0\.0\.1:\d+)", seen)
+                    if found:
+                        url = found.group(1).decode() + "/mcp"
+                        break
+                assert url is not None, seen
+                async with Client(url, mode=mode) as client:
+                    result = await client.call_tool("where", {}, progress_callback=on_progress_)
+                    assert first_text(result) == "asyncio task"
+            finally:
+                process.terminate()
+
+    run("uvicorn", test)
+    assert heard == ["asyncio"]
