@@ -42,7 +42,7 @@ from mcp import Client
 
 from toolnursery import Ask, ToolDefinition, ToolRegistry, aio, elicit, report_log, report_progress
 from toolnursery._aio._tool import runs_on_either_loop
-from toolnursery.mcp import mcp_asgi_app, mcp_server, serve_mcp_http
+from toolnursery.mcp import close_sse_stream, mcp_asgi_app, mcp_server, serve_mcp_http
 
 pytestmark = [
     # The SDK's HTTP client leaves async generators to the GC.
@@ -591,3 +591,54 @@ def test_the_uvicorn_command_serves_an_app_module(tmp_path: Path, mode: str) -> 
 
     run("uvicorn", test)
     assert heard == ["asyncio"]
+
+
+@HOSTS
+def test_a_body_closes_its_stream_mid_call_and_the_result_follows_on_resumption(
+    host: str,
+) -> None:
+    """SEP-1699 polling: ``close_sse_stream()`` waits for the priming event on each loop."""
+    registry = ToolRegistry()
+    closed: list[bool] = []
+
+    @runs_on_either_loop
+    async def poll(args: Any, ctx: Any) -> str:
+        closed.append(await close_sse_stream())
+        return "resumed after the close"
+
+    registry.register(ToolDefinition("poll", "d", {"type": "object"}, poll))
+    seen: dict[str, bytes] = {}
+
+    async def test() -> None:
+        async with served(host, registry) as url, httpx2.AsyncClient() as http:
+            session = await open_session(http, url, "poller")
+            call = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "poll", "arguments": {}},
+            }
+            posted = b""
+            async with http.stream("POST", url, headers=session, json=call) as stream:
+                async for chunk in stream.aiter_bytes():  # to its end: the body closes it
+                    posted += chunk
+            event_id = [
+                line.removeprefix("id:").strip()
+                for line in posted.decode().splitlines()
+                if line.startswith("id:")
+            ][-1]
+            replayed = b""
+            async with http.stream(
+                "GET", url, headers={**session, "Last-Event-ID": event_id}
+            ) as stream:
+                async for chunk in stream.aiter_bytes():
+                    replayed += chunk
+                    if b"resumed after the close" in replayed:
+                        break
+            seen.update(posted=posted, replayed=replayed)
+
+    run(host, test)
+    assert closed == [True]
+    assert b"retry:" in seen["posted"]  # the priming event went out before the close
+    assert b'"result"' not in seen["posted"]
+    assert b'"id":1' in seen["replayed"]
