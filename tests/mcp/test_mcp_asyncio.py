@@ -224,7 +224,7 @@ async def served(host: str, registry: ToolRegistry) -> AsyncIterator[str]:
         yield url
 
 
-def run(host: str, test: Callable[[], Awaitable[None]]) -> None:
+def run(host: str, test: Callable[[], Awaitable[None]]) -> None:  # host: or "asyncio"
     """Run ``test()`` on the host's loop, bounded; on asyncio, nothing of ours (nor of
     the server's) outlives it."""
 
@@ -642,3 +642,58 @@ def test_a_body_closes_its_stream_mid_call_and_the_result_follows_on_resumption(
     assert b"retry:" in seen["posted"]  # the priming event went out before the close
     assert b'"result"' not in seen["posted"]
     assert b'"id":1' in seen["replayed"]
+
+
+STDIO_SERVER = """
+import asyncio, sys
+sys.path.insert(0, {tests!r})
+from test_mcp_asyncio_stdio_tools import make
+from toolnursery.mcp import serve_mcp_stdio
+asyncio.run(serve_mcp_stdio(make()))
+"""
+
+STDIO_TOOLS = """
+import asyncio
+from toolnursery import ToolDefinition, ToolRegistry
+from toolnursery.aio import asyncio_tool
+
+
+@asyncio_tool
+async def where(args, ctx):
+    ctx.report_progress(1, 1, "on the loop")
+    await asyncio.sleep(0)
+    return "asyncio task" if asyncio.current_task() is not None else "not asyncio"
+
+
+def make():
+    registry = ToolRegistry()
+    registry.register(ToolDefinition("where", "Where it runs.", {"type": "object"}, where))
+    return registry
+"""
+
+
+def test_serve_mcp_stdio_under_asyncio_run(tmp_path: Path) -> None:
+    from mcp.client.stdio import StdioServerParameters
+
+    (tmp_path / "test_mcp_asyncio_stdio_tools.py").write_text(STDIO_TOOLS)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-c", STDIO_SERVER.format(tests=str(tmp_path))],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    heard: list[str | None] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        heard.append(message)
+
+    on_progress_: Any = on_progress
+    texts: list[str] = []
+
+    async def test() -> None:
+        async with Client(params, mode=LEGACY) as client:
+            result = await client.call_tool("where", {}, progress_callback=on_progress_)
+            texts.append(first_text(result))
+
+    run("asyncio", test)  # the client on asyncio too
+    assert texts == ["asyncio task"]
+    assert heard == ["on the loop"]
