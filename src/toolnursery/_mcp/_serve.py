@@ -371,7 +371,8 @@ async def serve_mcp_stdio(
     deps: Any = None,
     name: str = "toolnursery",
 ) -> None:
-    """Serve ``registry`` over stdio until the client closes stdin.
+    """Serve ``registry`` over stdio until the client closes stdin (under ``trio.run``
+    or ``asyncio.run``: see :func:`mcp_server`).
 
     Args:
         registry: the tools to serve.
