@@ -594,19 +594,21 @@ def test_the_uvicorn_command_serves_an_app_module(tmp_path: Path, mode: str) -> 
 
 
 @HOSTS
+@pytest.mark.parametrize("body", ["either loop", "trio"])
 def test_a_body_closes_its_stream_mid_call_and_the_result_follows_on_resumption(
-    host: str,
+    host: str, body: str
 ) -> None:
-    """SEP-1699 polling: ``close_sse_stream()`` waits for the priming event on each loop."""
+    """SEP-1699 polling: ``close_sse_stream()`` waits for the priming event on each loop,
+    from a trio body in the guest run too."""
     registry = ToolRegistry()
     closed: list[bool] = []
 
-    @runs_on_either_loop
     async def poll(args: Any, ctx: Any) -> str:
         closed.append(await close_sse_stream())
         return "resumed after the close"
 
-    registry.register(ToolDefinition("poll", "d", {"type": "object"}, poll))
+    execute = runs_on_either_loop(poll) if body == "either loop" else poll
+    registry.register(ToolDefinition("poll", "d", {"type": "object"}, execute))
     seen: dict[str, bytes] = {}
 
     async def test() -> None:
