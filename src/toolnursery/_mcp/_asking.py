@@ -13,6 +13,7 @@ another call is refused with a JSON-RPC error.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
@@ -20,7 +21,7 @@ import json
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import Any, Final, NoReturn
 
 import mcp.types as types
@@ -30,6 +31,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
+from .._aio._api import asyncio_tool
 from .._core._asking import Elicitation, Sample
 from .._core._decisions import Allow, Ask, Deny, PreToolDecision
 from .._core._errors import ElicitationUnavailableError, ToolError
@@ -48,8 +50,9 @@ __all__ = [
 ]
 
 PRIMED_KEY: Final = "toolnursery.sse_primed"
-"""The ASGI scope key of the ``trio.Event`` that :func:`~toolnursery.mcp.mcp_asgi_app`
-sets once a response has sent its first bytes (a POST stream's priming event)."""
+"""The ASGI scope key of the event (a ``trio.Event`` on trio, an ``asyncio.Event`` on
+asyncio) that :func:`~toolnursery.mcp.mcp_asgi_app` sets once a response has sent its
+first bytes (a POST stream's priming event)."""
 
 APPROVAL_KEY: Final = "toolnursery/approval"
 """The ``inputRequests`` key of a 2026-07-28 approval question."""
@@ -100,9 +103,14 @@ class CallQuestions:
         """What a 2026-07-28 client lacked when the call asked it (the protocol's
         answer to such a call is a -32021 error, should the body not carry on)."""
 
-    def install(self) -> object:
-        """Make this the questions of the calls run in this context (until reset)."""
+    def install(self) -> Token[CallQuestions | None]:
+        """Make this the questions of the calls run in this context (until
+        :meth:`uninstall`)."""
         return _questions.set(self)
+
+    def uninstall(self, token: Token[CallQuestions | None]) -> None:
+        """Undo the :meth:`install` that returned ``token`` (in the same context)."""
+        _questions.reset(token)
 
     async def close_stream(self) -> bool:
         """Close this call's SSE stream (see :func:`close_sse_stream`)."""
@@ -113,7 +121,9 @@ class CallQuestions:
         # to resume from: mcp_asgi_app says when the response's first event is sent.
         scope = getattr(self._ctx.request, "scope", None)
         primed = scope.get(PRIMED_KEY) if isinstance(scope, dict) else None
-        if primed is not None:
+        if isinstance(primed, asyncio.Event):
+            await _wait_on_the_loop(primed)  # a body in the trio guest run waits too
+        elif primed is not None:
             await primed.wait()
         await close()
         return True
@@ -281,6 +291,13 @@ class CallQuestions:
         elif kind == "sample" and isinstance(response, types.CreateMessageResult):
             answers[asked] = _sample(response)
         return answers
+
+
+@asyncio_tool
+async def _wait_on_the_loop(event: asyncio.Event) -> None:
+    """Wait for an asyncio event: awaited in an asyncio task, or from the trio guest
+    run (which an asyncio host's calls use for trio bodies) as a task on the loop."""
+    await event.wait()
 
 
 def _sample(result: types.CreateMessageResult) -> Sample:

@@ -3,12 +3,14 @@
 :func:`mcp_asgi_app` wraps the SDK's session manager (both revisions: 2025-11-25
 sessions, 2026-07-28 stateless requests; resumable SSE streams) with the checks that
 decide who may call: DNS-rebinding protection for a loopback server, and a bearer
-token. :func:`serve_mcp_http` runs it with hypercorn on trio, and refuses to bind
+token; any ASGI server runs it, on trio or asyncio. :func:`serve_mcp_http` runs it
+with hypercorn on trio, and refuses to bind
 beyond loopback without an explicit opt-in and a token.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
 from collections.abc import Sequence
@@ -62,6 +64,11 @@ def mcp_asgi_app(
 
     ``scope``, ``deps`` and ``name`` are :func:`mcp_server`'s: every served call
     runs with ``deps`` (``ctx.deps``).
+
+    Any ASGI server runs it, on trio (hypercorn's trio worker, as
+    :func:`serve_mcp_http` does) or on asyncio (uvicorn, hypercorn's asyncio
+    worker): on asyncio, calls run on ``toolnursery.aio``'s native driver when the
+    tool and the hooks allow, in the trio guest run otherwise.
     """
     from mcp.server.transport_security import TransportSecuritySettings
 
@@ -106,7 +113,9 @@ def mcp_asgi_app(
 async def _handle(manager: _SessionManager, asgi_scope: Any, receive: Any, send: Any) -> None:
     """One request to the SDK, with an event set once its response sent its first bytes
     (a body closing its POST stream waits for it: see ``close_sse_stream``)."""
-    primed = trio.Event()
+    primed: trio.Event | asyncio.Event = (
+        trio.Event() if trio.lowlevel.in_trio_task() else asyncio.Event()
+    )
 
     async def sending(message: Any) -> None:
         await send(message)

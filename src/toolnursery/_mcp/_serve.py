@@ -5,67 +5,56 @@ registry (or a scope) and whose ``tools/call`` runs :meth:`ToolRegistry.execute`
 policies, guards, timeouts, observers and per-tool limits all apply. The SDK runs
 every request in a task of its own, so calls from one client overlap.
 
-Each call's pipeline runs in a task of the server's (out of reach of the request's
-cancellation), under a :class:`CancelSignal` of its own: when MCP cancels the request
-(or the transport closes), the handler fires that signal and waits for the pipeline
-to finish, so the call ends as ``ABORTED`` through the same path as any other
-cancellation, observers and recorder included. Progress and log messages a body
-reports travel through a per-call channel that is drained before the response is
-sent. Streamable HTTP lives in ``_http``.
+The server runs on whichever loop runs it: on trio (this module), each call's
+pipeline runs in a task of the server's (out of reach of the request's cancellation),
+under a :class:`CancelSignal` of its own: when MCP cancels the request (or the
+transport closes), the handler fires that signal and waits for the pipeline to finish,
+so the call ends as ``ABORTED`` through the same path as any other cancellation,
+observers and recorder included. Progress and log messages a body reports travel
+through a per-call channel that is drained before the response is sent. On asyncio
+(uvicorn, hypercorn's asyncio worker) the lifespan and the calls are ``_aioserve``'s,
+through ``toolnursery.aio``'s ``execute``; what both share is ``_served``'s.
+Streamable HTTP lives in ``_http``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import math
-import secrets
 from collections.abc import AsyncIterator, Callable, Container
 from contextlib import asynccontextmanager
-from typing import Any, Final
+from typing import Any
 
 import mcp.types as types
-import msgspec
 import trio
-from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
-from mcp.types.version import MODERN_PROTOCOL_VERSIONS
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 
 from .._core._asking import asking
 from .._core._content import ToolExecutionResult
-from .._core._execution import ToolExecutionInput
 from .._core._json import thaw
-from .._core._progress import CallReport, ProgressReport, reporting
+from .._core._progress import CallReport, reporting
 from .._core._signal import CancelSignal
 from .._pipeline._registry import ToolRegistry, ToolScope
 from .._tools._output import output_schema
-from ._asking import CallQuestions, ask_the_client, new_secret
-from ._convert import WRAPPED_META, annotations_to_mcp, served_hints, wrapped_value
+from ._aioserve import AsyncioServed, serving_on_asyncio
+from ._asking import CallQuestions, ask_the_client
+from ._convert import annotations_to_mcp, served_hints
+from ._served import (
+    ERROR_META_KEY,
+    LEVEL_KEY,
+    LEVELS,
+    Served,
+    call_input,
+    connection,
+    log_levels,
+    reply,
+    send_report,
+)
 
 __all__ = ["ERROR_META_KEY", "mcp_server", "serve_mcp_stdio"]
-
-ERROR_META_KEY: Final = "toolnursery/error"
-"""The ``_meta`` key of a failed call's ``{name, code}``."""
-
-_UNCODED: Final = {"name": "ToolError", "code": "TOOL_ERROR"}
-"""The ``{name, code}`` of a failed call whose result carries none."""
-
-_LEVEL_KEY: Final = "toolnursery/log-level"
-"""A session's ``logging/setLevel``, in its connection's state (an index in ``_LEVELS``)."""
-
-_LEVELS: Final = (
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-)
 
 
 def mcp_server(
@@ -101,6 +90,11 @@ def mcp_server(
     ``@tool`` parameters marked ``Depends(...)`` are resolved from it (they are not
     in the listed input schema, so a client cannot supply them).
 
+    It runs on trio or on asyncio, whichever runs it: under an asyncio host
+    (uvicorn, hypercorn's asyncio worker, the SDK's client under ``asyncio.run``)
+    each call runs through ``toolnursery.aio.execute``, natively on the loop when the
+    tool and the hooks allow, in the trio guest run otherwise (see ``docs/mcp.md``).
+
     The server holds nothing of the registry's until it runs: it listens for the
     registry's changes while it runs (the SDK enters its lifespan), and forgets
     each session when that session ends.
@@ -122,7 +116,11 @@ def mcp_server(
     bus = InMemorySubscriptionBus()
 
     @asynccontextmanager
-    async def lifespan(_: Server[Any]) -> AsyncIterator[_Served]:
+    async def lifespan(_: Server[Any]) -> AsyncIterator[Served]:
+        if not trio.lowlevel.in_trio_task():  # an asyncio host: see ``_aioserve``
+            async with serving_on_asyncio(registry, bus) as on_asyncio:
+                yield on_asyncio
+            return
         async with trio.open_nursery() as nursery:
             served = _Served(bus, nursery)
             nursery.start_soon(served.announce_changes)
@@ -137,25 +135,26 @@ def mcp_server(
                 nursery.cancel_scope.cancel()
 
     async def list_tools(
-        ctx: ServerRequestContext[_Served], params: types.PaginatedRequestParams | None
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=_tools(registry, scope))
 
     async def call_tool(
-        ctx: ServerRequestContext[_Served], params: types.CallToolRequestParams
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> Any:  # a CallToolResult's wire form, or an InputRequiredResult
+        served = ctx.lifespan_context
+        if type(served) is AsyncioServed:
+            return await served.call(registry, scope, deps, ctx, params)
         return await _call(registry, scope, deps, ctx, params)
 
     async def set_level(
-        ctx: ServerRequestContext[_Served], params: types.SetLevelRequestParams
+        ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
     ) -> types.EmptyResult:
-        _connection(ctx).state[_LEVEL_KEY] = _LEVELS.index(params.level)
+        connection(ctx).state[LEVEL_KEY] = LEVELS.index(params.level)
         return types.EmptyResult()
 
-    async def initialized(
-        ctx: ServerRequestContext[_Served], params: types.NotificationParams
-    ) -> None:
-        ctx.lifespan_context.track(_connection(ctx))
+    async def initialized(ctx: ServerRequestContext[Any], params: types.NotificationParams) -> None:
+        ctx.lifespan_context.track(connection(ctx))
 
     def input_schema(tool: str) -> dict[str, Any] | None:
         # For the 2026-07-28 ``Mcp-Param-*`` header check: one tool, not a listing.
@@ -199,34 +198,15 @@ class _ToolServer(Server[Any]):
         )
 
 
-class _Served:
-    """One run of a server: its open sessions, and the registry's changes to announce.
-
-    A session (a 2025 connection) is tracked from its ``notifications/initialized``
-    until the SDK closes it; 2026-07-28 clients hear of changes on their
-    ``subscriptions/listen`` streams, through the bus.
-    """
+class _Served(Served):
+    """One run of a server on trio: its nursery runs the calls' pipelines and report
+    forwarders (each awaited by its call), and announces the registry's changes."""
 
     def __init__(self, bus: InMemorySubscriptionBus, nursery: trio.Nursery) -> None:
-        self.bus = bus
+        super().__init__(bus)
         self.nursery = nursery
-        """Runs the calls' pipelines and report forwarders (each awaited by its call)."""
-        self.connections: set[Connection] = set()
         self._token = trio.lowlevel.current_trio_token()
-        # Call keys: random per run (a restarted server never repeats one), counted
-        # within it (cheaper than a uuid per call).
-        self._key_prefix = secrets.token_hex(8)
-        self.secret = new_secret()
-        self._key_count = itertools.count()
         self._send, self._receive = trio.open_memory_channel[None](1)
-
-    def next_call_key(self) -> str:
-        return f"{self._key_prefix}-{next(self._key_count)}"
-
-    def track(self, connection: Connection) -> None:
-        if connection not in self.connections:
-            self.connections.add(connection)
-            connection.exit_stack.callback(self.connections.discard, connection)
 
     def changed(self) -> None:
         # A registry may change from a worker thread (a sync tool body registering).
@@ -242,16 +222,7 @@ class _Served:
 
     async def announce_changes(self) -> None:
         async for _ in self._receive:
-            for connection in tuple(self.connections):
-                await connection.send_tool_list_changed()
-            await self.bus.publish(ToolsListChanged())
-
-
-def _connection(ctx: ServerRequestContext[Any]) -> Connection:
-    # The SDK hands low-level handlers a per-request session whose connection is not
-    # public; the connection is what outlives the request (state, teardown).
-    connection: Connection = ctx.session._connection
-    return connection
+            await self.announce()
 
 
 async def _call(
@@ -264,15 +235,7 @@ async def _call(
     """Run one ``tools/call`` through the pipeline, forwarding its reports and
     putting its questions to the client."""
     signal = CancelSignal()
-    execution = ToolExecutionInput(
-        # Unique per call: the request id repeats across sessions and reconnects, and
-        # the call id is the idempotency key under ``registry.execute()``.
-        call_id=f"{ctx.request_id}@{ctx.lifespan_context.next_call_key()}",
-        name=params.name,
-        arguments=params.arguments if params.arguments is not None else {},
-        signal=signal,
-        agent=scope,
-    )
+    execution = call_input(ctx, params, scope, signal)
     served = ctx.lifespan_context
     questions = CallQuestions(ctx, params, served.secret)
     forwarder = _Forwarder(ctx, served.nursery)
@@ -308,16 +271,7 @@ async def _call(
         raise
     if failure:
         raise failure[0]
-    if questions.input_required is not None:
-        return questions.input_required
-    result = outcome[0]
-    if questions.missing is not None and _code(result) == "ELICITATION_UNAVAILABLE":
-        raise questions.missing_capability_error()
-    return _call_result(result)
-
-
-def _code(result: ToolExecutionResult) -> str | None:
-    return None if result.error is None else result.error.code
+    return reply(questions, outcome[0])
 
 
 class _Forwarder:
@@ -340,7 +294,7 @@ class _Forwarder:
         if self._send is None:
             self._send, receive = trio.open_memory_channel[CallReport](math.inf)
             self._done = trio.Event()
-            self._nursery.start_soon(self._forward, receive, _log_levels(self._ctx))
+            self._nursery.start_soon(self._forward, receive, log_levels(self._ctx))
         self._send.send_nowait(report)
 
     def abandon(self) -> None:
@@ -379,34 +333,7 @@ class _Forwarder:
         allowed: Callable[[], Container[str]],
     ) -> None:
         async for report in reports:
-            try:
-                if isinstance(report, ProgressReport):
-                    await ctx.session.report_progress(report.progress, report.total, report.message)
-                elif report.level in allowed():
-                    await ctx.session.send_notification(
-                        types.LoggingMessageNotification(
-                            params=types.LoggingMessageNotificationParams(
-                                level=report.level, data=report.data, logger=report.logger
-                            )
-                        ),
-                        related_request_id=ctx.request_id,
-                    )
-            except Exception:  # a notification is advisory, never the call's fate
-                continue
-
-
-def _log_levels(ctx: ServerRequestContext[Any]) -> Callable[[], Container[str]]:
-    """The levels a call's log messages may be sent at, read when each is sent.
-
-    2025: the session's ``logging/setLevel`` (all levels until one is set); 2026-07-28:
-    the request's own opt-in (``_meta``), none without one.
-    """
-    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-        requested = (ctx.meta or {}).get(types.LOG_LEVEL_META_KEY)
-        fixed = _LEVELS[_LEVELS.index(requested) :] if requested in _LEVELS else ()
-        return lambda: fixed
-    state = _connection(ctx).state
-    return lambda: _LEVELS[state.get(_LEVEL_KEY, 0) :]
+            await send_report(ctx, report, allowed)
 
 
 def _tools(registry: ToolRegistry, scope: ToolScope | None) -> list[types.Tool]:
@@ -428,32 +355,6 @@ def _tools(registry: ToolRegistry, scope: ToolScope | None) -> list[types.Tool]:
     return tools
 
 
-def _call_result(result: ToolExecutionResult) -> dict[str, Any]:
-    """The wire form of a ``CallToolResult``: toolnursery's content and structured
-    values are wire JSON already, and the SDK validates the result before sending it
-    (a model built here would be built, dumped and validated again)."""
-    wire: dict[str, Any] = {
-        "content": list(msgspec.to_builtins(result.content)),
-        "isError": result.is_error,
-        "resultType": "complete",  # required from 2026-07-28; older peers ignore it
-    }
-    if result.error is not None:
-        wire["_meta"] = {ERROR_META_KEY: {"name": result.error.name, "code": result.error.code}}
-    elif result.is_error:
-        # A failure without a code of its own (a denial, a body raising something
-        # other than a ToolError) still tells the client it failed, and how.
-        wire["_meta"] = {ERROR_META_KEY: dict(_UNCODED)}
-    structured = result.structured_content
-    if isinstance(structured, dict):
-        wire["structuredContent"] = msgspec.to_builtins(structured)
-    else:
-        wrapped = wrapped_value(result)  # fastmcp's client reads it as ``data``
-        if wrapped is not None:
-            wire["structuredContent"] = wrapped
-            wire["_meta"] = {WRAPPED_META: {"wrap_result": True}}
-    return wire
-
-
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -470,7 +371,8 @@ async def serve_mcp_stdio(
     deps: Any = None,
     name: str = "toolnursery",
 ) -> None:
-    """Serve ``registry`` over stdio until the client closes stdin.
+    """Serve ``registry`` over stdio until the client closes stdin (under ``trio.run``
+    or ``asyncio.run``: see :func:`mcp_server`).
 
     Args:
         registry: the tools to serve.
