@@ -28,6 +28,7 @@ from collections.abc import Coroutine
 from contextvars import Token
 from typing import Any, Final
 
+from .._batch._approvals import close_journal, open_journal
 from .._core._content import ToolExecutionResult
 from .._core._decisions import ResourceKey
 from .._core._errors import AbortError
@@ -40,6 +41,7 @@ from .._machine._batch import BARRIER, HAND_OFF_MAX, INLINE, POOL, BatchMachine
 from .._machine._events import ToolCallRecorder
 from .._pipeline._call import CallRecord
 from .._pipeline._dispatch import start as start_dispatch
+from .._pipeline._journal import ApprovalJournal
 from .._pipeline._registry import ToolRegistry, ToolScope
 from ._tasks import CANCELLED_REASON, DeadlineGroup, dispatch_here, single
 
@@ -73,6 +75,7 @@ class AsyncioDriver:
         "group",
         "handed_off",
         "inline",
+        "journal",
         "live",
         "loop",
         "machine",
@@ -120,6 +123,7 @@ class AsyncioDriver:
         self.handed_off: bool = False  # the tasks commit (see hand_off)
         self.unwinding: bool = False  # a dispatch was cancelled, not by the batch's abort
         self.aborted_at: float | None = None
+        self.journal: Token[ApprovalJournal | None] | None = None
         self.reports: Token[ReportSink | None] | None = None
         self.stalled: _Stalled | None = None  # a post-execute that suspended in a task
         self.finished: bool = False
@@ -192,6 +196,7 @@ class AsyncioDriver:
         link(machine.signal, self.on_abort)
         if machine.recorder is not None:
             self.reports = install_sink(machine.record_report)
+            self.journal = open_journal(machine)  # its approvals: in the log too
         ended = False
         try:
             await self.schedule()
@@ -259,6 +264,7 @@ class AsyncioDriver:
             self.reports = None
             try:
                 remove_sink(reports)
+                close_journal(self.journal)
             except ValueError:
                 pass  # ended in another context (a drain task): the run's context resets it
         self.machine.fold_statistics()

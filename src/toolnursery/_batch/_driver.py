@@ -32,7 +32,9 @@ from .._core._statistics import now as _now
 from .._machine._batch import BARRIER, DONE, HAND_OFF_MAX, HOLD, INLINE, POOL, BatchMachine
 from .._machine._events import ToolCallRecorder
 from .._pipeline._call import CallRecord
+from .._pipeline._journal import ApprovalJournal
 from .._pipeline._registry import ToolRegistry, ToolScope
+from ._approvals import close_journal, open_journal
 from ._pool import WorkerPool, dispatch_in_place
 
 __all__ = ["TrioDriver"]
@@ -56,6 +58,7 @@ class TrioDriver:
     __slots__ = (
         "finished",
         "handed_off",
+        "journal",
         "machine",
         "nursery",
         "pool",
@@ -96,6 +99,7 @@ class TrioDriver:
         self.nursery: trio.Nursery | None = None  # the batch nursery, set by run
         self.scope: trio.CancelScope | None = None  # the driver's, inside the nursery
         self.pool: WorkerPool | None = None  # made on the first pooled dispatch
+        self.journal: Token[ApprovalJournal | None] | None = None
         self.reports: Token[ReportSink | None] | None = None  # the progress sink's
         # A wake-up while the driver runs is a flag; the event is made only when the
         # driver does wait (see sleep).
@@ -229,6 +233,7 @@ class TrioDriver:
             # starts inherit this context, so pooled bodies report here too).
             if machine.recorder is not None:
                 self.reports = install_sink(machine.record_report)
+                self.journal = open_journal(machine)  # its approvals: in the log too
         ended = False
         try:
             if at is _FRESH:
@@ -266,6 +271,7 @@ class TrioDriver:
         if reports is not None:
             self.reports = None
             remove_sink(reports)
+            close_journal(self.journal)
         pool = self.pool
         if pool is None:
             pass

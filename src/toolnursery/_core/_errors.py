@@ -405,11 +405,13 @@ class LogFormatError(ToolnurseryError, ValueError):
         text: the start of that line (at most 80 characters).
     """
 
-    def __init__(self, path: str, line: int, text: str) -> None:
+    def __init__(
+        self, path: str, line: int, text: str, why: str = "not a toolnursery event"
+    ) -> None:
         self.path = path
         self.line = line
         self.text: str = text[:80]
-        super().__init__(f"{path}:{line}: not a toolnursery event: {self.text!r}")
+        super().__init__(f"{path}:{line}: {why}: {self.text!r}")
 
 
 class ResumeError(ToolnurseryError, ValueError):

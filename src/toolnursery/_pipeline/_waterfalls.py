@@ -34,6 +34,7 @@ from .._core._outcomes import (
     text_result,
 )
 from .._core._signal import CancelSignal, link, unlink
+from ._journal import ask_approval
 
 __all__ = [
     "CUT",
@@ -114,7 +115,8 @@ async def resolve_decision(
         return text_result(
             f'Error: tool "{name}" requires approval, but the call has no agent to route it through'
         )
-    outcome = await approval.request(
+    outcome = await ask_approval(
+        approval,
         ApprovalRequest(
             agent,
             name,
@@ -122,7 +124,7 @@ async def resolve_decision(
             decision.reason,
             execution.signal,
             decision.provenance,
-        )
+        ),
     )
     if outcome == "allowed-once" or outcome == "cancelled":
         if execution.signal.cancelled:
