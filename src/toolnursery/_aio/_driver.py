@@ -32,6 +32,7 @@ from .._batch._approvals import close_journal, open_journal
 from .._core._content import ToolExecutionResult
 from .._core._decisions import ResourceKey
 from .._core._errors import AbortError
+from .._core._journal import ApprovalJournal
 from .._core._lifecycle import RESOLVED, Slot
 from .._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, failure_result
 from .._core._progress import ReportSink, install_sink, remove_sink
@@ -41,7 +42,6 @@ from .._machine._batch import BARRIER, HAND_OFF_MAX, INLINE, POOL, BatchMachine
 from .._machine._events import ToolCallRecorder
 from .._pipeline._call import CallRecord
 from .._pipeline._dispatch import start as start_dispatch
-from .._pipeline._journal import ApprovalJournal
 from .._pipeline._registry import ToolRegistry, ToolScope
 from ._tasks import CANCELLED_REASON, DeadlineGroup, dispatch_here, single
 

@@ -22,9 +22,9 @@ from contextvars import Token
 from typing import Any
 
 from .._core._execution import ApprovalOutcome, ApprovalRequest, ApprovalService
+from .._core._journal import ApprovalJournal, install_journal, remove_journal
 from .._machine._batch import BatchMachine
 from .._machine._events import ApprovalEvent
-from .._pipeline._journal import ApprovalJournal, install_journal, remove_journal
 from ._resume import ResumedRecorder
 
 __all__ = ["BatchJournal", "close_journal", "open_journal"]

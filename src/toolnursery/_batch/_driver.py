@@ -25,6 +25,7 @@ import trio
 
 from .._core._content import ToolExecutionResult
 from .._core._decisions import ResourceKey
+from .._core._journal import ApprovalJournal
 from .._core._lifecycle import Slot
 from .._core._progress import ReportSink, install_sink, remove_sink
 from .._core._signal import CancelSignal, link
@@ -32,7 +33,6 @@ from .._core._statistics import now as _now
 from .._machine._batch import BARRIER, DONE, HAND_OFF_MAX, HOLD, INLINE, POOL, BatchMachine
 from .._machine._events import ToolCallRecorder
 from .._pipeline._call import CallRecord
-from .._pipeline._journal import ApprovalJournal
 from .._pipeline._registry import ToolRegistry, ToolScope
 from ._approvals import close_journal, open_journal
 from ._pool import WorkerPool, dispatch_in_place

@@ -27,6 +27,7 @@ import trio
 from .._core._content import ToolExecutionResult
 from .._core._decisions import Accept, Allow, Ask, Block, Deny, PostToolDecision, PreToolDecision
 from .._core._execution import ApprovalRequest, ApprovalService, ToolExecution
+from .._core._journal import journaled
 from .._core._outcomes import (
     ABORTED_BEFORE_DISPATCH_RESULT,
     UnreachableError,
@@ -34,7 +35,6 @@ from .._core._outcomes import (
     text_result,
 )
 from .._core._signal import CancelSignal, link, unlink
-from ._journal import ask_approval
 
 __all__ = [
     "CUT",
@@ -110,13 +110,13 @@ async def resolve_decision(
             else f'tool "{name}" requires approval (not yet supported)'
         )
         return text_result("Error: " + reason)
+    approval = journaled(approval)  # a batch with a log records the question and answer
     agent = execution.agent
     if agent is None:
         return text_result(
             f'Error: tool "{name}" requires approval, but the call has no agent to route it through'
         )
-    outcome = await ask_approval(
-        approval,
+    outcome = await approval.request(
         ApprovalRequest(
             agent,
             name,
@@ -124,7 +124,7 @@ async def resolve_decision(
             decision.reason,
             execution.signal,
             decision.provenance,
-        ),
+        )
     )
     if outcome == "allowed-once" or outcome == "cancelled":
         if execution.signal.cancelled:

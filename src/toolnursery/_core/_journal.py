@@ -1,7 +1,7 @@
 """Where a call's approval goes through: the batch's journal, when one is installed.
 
 A batch with a durable log installs an :class:`ApprovalJournal` for its calls (a context
-variable, so the tasks the batch starts see it too). :func:`ask_approval` gives a call's
+variable, so the tasks the batch starts see it too). :func:`journaled` gives a call's
 request to the innermost journal that owns it — which records the question and the
 answer in the batch's log, and answers from the log a call a resumed batch runs again —
 and straight to the approval service otherwise (no batch, or a batch with no log).
@@ -13,9 +13,9 @@ from collections.abc import Awaitable
 from contextvars import ContextVar, Token
 from typing import Protocol
 
-from .._core._execution import ApprovalOutcome, ApprovalRequest, ApprovalService
+from ._execution import ApprovalOutcome, ApprovalRequest, ApprovalService
 
-__all__ = ["ApprovalJournal", "ask_approval", "install_journal", "remove_journal"]
+__all__ = ["ApprovalJournal", "install_journal", "journaled", "remove_journal"]
 
 
 class ApprovalJournal(Protocol):
@@ -32,14 +32,29 @@ class ApprovalJournal(Protocol):
 _journal: ContextVar[ApprovalJournal | None] = ContextVar("toolnursery_journal", default=None)
 
 
-def ask_approval(service: ApprovalService, request: ApprovalRequest) -> Awaitable[ApprovalOutcome]:
-    """Ask ``service`` about ``request``, through the journal of the call's batch."""
+def journaled(service: ApprovalService) -> ApprovalService:
+    """``service``, asked through the journal installed here (itself when there is none)."""
     journal = _journal.get()
-    if journal is not None:
-        answer = journal.ask(service, request)
-        if answer is not None:
-            return answer
-    return service.request(request)
+    if journal is None:
+        return service
+    return _Through(journal, service)
+
+
+class _Through:
+    """An approval service asked through a journal: the journal answers the requests of
+    its batch's calls (recording them), the service the rest."""
+
+    __slots__ = ("journal", "service")
+
+    def __init__(self, journal: ApprovalJournal, service: ApprovalService) -> None:
+        self.journal = journal
+        self.service = service
+
+    async def request(self, request: ApprovalRequest, /) -> ApprovalOutcome:
+        answer = self.journal.ask(self.service, request)
+        if answer is None:
+            answer = self.service.request(request)
+        return await answer
 
 
 def install_journal(journal: ApprovalJournal) -> Token[ApprovalJournal | None]:
