@@ -25,17 +25,14 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Coroutine
-from contextvars import Token
 from typing import Any, Final
 
-from .._batch._approvals import close_journal, open_journal
+from .._batch._approvals import LogSinks, close_log, open_log
 from .._core._content import ToolExecutionResult
 from .._core._decisions import ResourceKey
 from .._core._errors import AbortError
-from .._core._journal import ApprovalJournal
 from .._core._lifecycle import RESOLVED, Slot
 from .._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, failure_result
-from .._core._progress import ReportSink, install_sink, remove_sink
 from .._core._signal import CancelSignal, link
 from .._core._statistics import now as _now
 from .._machine._batch import BARRIER, HAND_OFF_MAX, INLINE, POOL, BatchMachine
@@ -75,7 +72,6 @@ class AsyncioDriver:
         "group",
         "handed_off",
         "inline",
-        "journal",
         "live",
         "loop",
         "machine",
@@ -123,8 +119,7 @@ class AsyncioDriver:
         self.handed_off: bool = False  # the tasks commit (see hand_off)
         self.unwinding: bool = False  # a dispatch was cancelled, not by the batch's abort
         self.aborted_at: float | None = None
-        self.journal: Token[ApprovalJournal | None] | None = None
-        self.reports: Token[ReportSink | None] | None = None
+        self.reports: LogSinks | None = None  # the progress sink's, the approvals'
         self.stalled: _Stalled | None = None  # a post-execute that suspended in a task
         self.finished: bool = False
 
@@ -195,8 +190,7 @@ class AsyncioDriver:
         # The batch signal is private to this batch, so the link dies with it.
         link(machine.signal, self.on_abort)
         if machine.recorder is not None:
-            self.reports = install_sink(machine.record_report)
-            self.journal = open_journal(machine)  # its approvals: in the log too
+            self.reports = open_log(machine)
         ended = False
         try:
             await self.schedule()
@@ -263,8 +257,7 @@ class AsyncioDriver:
         if reports is not None:
             self.reports = None
             try:
-                remove_sink(reports)
-                close_journal(self.journal)
+                close_log(reports)
             except ValueError:
                 pass  # ended in another context (a drain task): the run's context resets it
         self.machine.fold_statistics()

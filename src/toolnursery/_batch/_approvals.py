@@ -1,7 +1,7 @@
 """A recorded batch's approvals: each ``Ask`` asked and answered in the batch's log.
 
 A batch with a recorder routes its calls' approval requests through a
-:class:`BatchJournal` (the driver installs it beside the progress sink). For a request of
+:class:`BatchJournal` (the driver installs it with the progress sink: :func:`open_log`). For a request of
 one of its calls, the journal
 
 * answers from the log, without asking, when the batch resumes a log that recorded an
@@ -23,11 +23,12 @@ from typing import Any
 
 from .._core._execution import ApprovalOutcome, ApprovalRequest, ApprovalService
 from .._core._journal import ApprovalJournal, install_journal, remove_journal
+from .._core._progress import ReportSink, install_sink, remove_sink
 from .._machine._batch import BatchMachine
 from .._machine._events import ApprovalEvent
 from ._resume import ResumedRecorder
 
-__all__ = ["BatchJournal", "close_journal", "open_journal"]
+__all__ = ["BatchJournal", "LogSinks", "close_log", "open_log"]
 
 
 class BatchJournal:
@@ -92,14 +93,26 @@ class BatchJournal:
             raise
 
 
-def open_journal(machine: BatchMachine) -> Token[ApprovalJournal | None] | None:
-    """Install the journal of a batch with a recorder (``None``: no recorder, none)."""
-    if machine.recorder is None:
-        return None
-    return install_journal(BatchJournal(machine))
+class LogSinks:
+    """What a recorded batch installs for its calls: the progress sink and the journal."""
+
+    __slots__ = ("journal", "reports")
+
+    def __init__(
+        self, reports: Token[ReportSink | None], journal: Token[ApprovalJournal | None]
+    ) -> None:
+        self.reports = reports
+        self.journal = journal
 
 
-def close_journal(token: Token[ApprovalJournal | None] | None) -> None:
-    """Undo :func:`open_journal` (nothing when it installed none)."""
-    if token is not None:
-        remove_journal(token)
+def open_log(machine: BatchMachine) -> LogSinks:
+    """Make a recorded batch's progress reports and approvals durable events: install
+    its progress sink and its :class:`BatchJournal` (the tasks it starts inherit both)."""
+    reports = install_sink(machine.record_report)
+    return LogSinks(reports, install_journal(BatchJournal(machine)))
+
+
+def close_log(sinks: LogSinks) -> None:
+    """Undo :func:`open_log` (``ValueError`` in another context, as ``remove_sink``)."""
+    remove_journal(sinks.journal)
+    remove_sink(sinks.reports)
