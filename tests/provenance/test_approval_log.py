@@ -269,7 +269,10 @@ def test_each_approval_state_gets_its_action() -> None:
     assert plan.calls[2].result is not None
     assert plan.calls[2].result.text == REJECTED
     # An approval line of another call at one of these indices is never taken as the call's.
-    stray = [*started[:1], ApprovalEvent("b", 0, "other", "send", "allowed-once")]
+    stray: list[RecorderEvent] = [
+        *started[:1],
+        ApprovalEvent("b", 0, "other", "send", "allowed-once"),
+    ]
     with pytest.raises(ResumeError, match="its approval line at index 0 is for call 'other'"):
         plan_resume(stray, calls[:1], lambda call: False)
     orphan = [ApprovalEvent("b", 0, "c0", "send", "allowed-once")]  # no call line
