@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Coroutine
 from contextvars import Token
-from typing import Any
+from typing import Any, Final, get_args
 
 from .._core._execution import ApprovalOutcome, ApprovalRequest, ApprovalService
 from .._core._journal import ApprovalJournal, install_journal, remove_journal
@@ -29,6 +29,8 @@ from .._machine._events import ApprovalEvent
 from ._resume import ResumedRecorder
 
 __all__ = ["BatchJournal", "LogSinks", "close_log", "open_log"]
+
+_OUTCOMES: Final = frozenset(get_args(ApprovalOutcome))
 
 
 class BatchJournal:
@@ -65,7 +67,8 @@ class BatchJournal:
                 return known
         self.record(request, index, None)
         outcome = await service.request(request)
-        self.record(request, index, outcome)
+        if outcome in _OUTCOMES:  # else the call fails as unanswered (not dispatched)
+            self.record(request, index, outcome)
         return outcome
 
     def record(self, request: ApprovalRequest, index: int, outcome: ApprovalOutcome | None) -> None:
