@@ -582,3 +582,52 @@ def test_crashes_anywhere_then_resumes_run_nothing_twice_and_re_ask_nothing_answ
         assert run(runner, registry_with(nobody), calls, recorder, log) == results
     assert ran == []
     assert nobody.requests == []
+
+
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_a_service_that_raises_leaves_the_question_as_the_last_line(
+    runner: Runner, tmp_path: Path
+) -> None:
+    class Broken:
+        async def request(self, request: ApprovalRequest, /) -> ApprovalOutcome:
+            raise ConnectionError("the approval UI is down")
+
+    log = tmp_path / "run.jsonl"
+    calls = [ToolCall("c1", "send", {"to": "acct-3"})]
+    ran.clear()
+    with JsonlRecorder(log) as recorder:
+        (failed,) = run(runner, registry_with(Broken()), calls, recorder)
+    assert failed.is_error
+    assert "the approval UI is down" in failed.text
+    assert ran == []
+    approvals = [e for e in read_log(log) if isinstance(e, ApprovalEvent)]
+    assert [e.outcome for e in approvals] == [None]  # asked, never answered
+    # Committed, the failure is the call's result: resuming replays it, asks nobody.
+    nobody = ScriptedApproval()
+    with JsonlRecorder(log) as recorder:
+        assert run(runner, registry_with(nobody), calls, recorder, log) == [failed]
+    assert nobody.requests == []
+    assert ran == []
+
+
+def test_a_nested_batch_without_a_log_is_not_recorded_in_the_outer_one(tmp_path: Path) -> None:
+    inner_person = ScriptedApproval(default="allowed-once")
+    inner = registry_with(inner_person)
+
+    @tool
+    async def delegate() -> str:
+        """Run a batch of its own (same call id as the outer call)."""
+        (result,) = await run_tool_calls(
+            inner, [ToolCall("c1", "send", {"to": "acct-4"})], agent=inner.scope()
+        )
+        return "inner: " + result.text
+
+    outer = ToolRegistry(ScriptedApproval())
+    outer.register(delegate)
+    log = tmp_path / "outer.jsonl"
+    ran.clear()
+    with JsonlRecorder(log) as recorder:
+        (result,) = run("trio", outer, [ToolCall("c1", "delegate")], recorder)
+    assert result.text == "inner: sent to acct-4"
+    assert len(inner_person.requests) == 1
+    assert not [e for e in read_log(log) if isinstance(e, ApprovalEvent)]
