@@ -46,8 +46,9 @@ from toolnursery.log import (
 )
 from toolnursery.testing import ScriptedApproval
 
-Runner = Literal["trio", "asyncio"]
-RUNNERS: tuple[Runner, ...] = ("trio", "asyncio")
+Runner = Literal["trio", "asyncio", "aio-trio"]
+# trio; toolnursery.aio on the native asyncio driver; toolnursery.aio in the trio guest run
+RUNNERS: tuple[Runner, ...] = ("trio", "asyncio", "aio-trio")
 REJECTED = 'Error: the user rejected tool "send"'
 
 ran: list[str] = []
@@ -130,7 +131,7 @@ def run(
             recorder=recorder,
             resume_from=resume_from,
             signal=signal,
-            driver="asyncio",  # the native driver, or ValueError
+            driver="asyncio" if runner == "asyncio" else "trio",  # asyncio: native, or ValueError
         )
 
     return asyncio.run(go_aio())
@@ -177,12 +178,14 @@ def test_the_question_and_the_answer_are_recorded_before_the_call_goes_on(
         first = await run_tool_calls(registry, calls[:1], agent=scope, recorder=recorder)
         return first + await run_tool_calls(registry, calls[1:], agent=scope, recorder=recorder)
 
+    driver: Any = "asyncio" if runner == "asyncio" else "trio"
+
     async def aio_run() -> list[ToolExecutionResult]:
         first = await toolnursery.aio.run_tool_calls(
-            registry, calls[:1], agent=scope, recorder=recorder, driver="asyncio"
+            registry, calls[:1], agent=scope, recorder=recorder, driver=driver
         )
         rest = await toolnursery.aio.run_tool_calls(
-            registry, calls[1:], agent=scope, recorder=recorder, driver="asyncio"
+            registry, calls[1:], agent=scope, recorder=recorder, driver=driver
         )
         return first + rest
 
