@@ -34,6 +34,7 @@ from toolnursery import (
     run_tool_calls,
     tool,
 )
+from toolnursery._cli._main import main
 from toolnursery._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT
 from toolnursery.log import (
     ApprovalEvent,
@@ -402,12 +403,14 @@ def test_a_log_without_approval_events_resumes_as_before(tmp_path: Path) -> None
 
 
 def test_an_event_of_an_unknown_kind_says_the_log_may_be_of_a_later_format(
-    tmp_path: Path,
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     log = tmp_path / "later.jsonl"
     log.write_bytes(b'{"event":"checkpoint","batch":"b","index":0,"callId":"c0"}\n')
     with pytest.raises(LogFormatError, match=r'"checkpoint".*log format 2.*later toolnursery'):
         read_log(log)
+    assert main(["replay", str(log)]) == 2  # the command says the same
+    assert "a kind this version does not read" in capsys.readouterr().err
     log.write_bytes(b'{"hello": 1}\n')
     with pytest.raises(LogFormatError, match="not a toolnursery event"):
         read_log(log)

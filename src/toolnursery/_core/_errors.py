@@ -403,6 +403,8 @@ class LogFormatError(ToolnurseryError, ValueError):
         path: the file.
         line: the 1-based number of the offending line.
         text: the start of that line (at most 80 characters).
+        why: what is wrong with it (``not a toolnursery event``, or an event of a kind
+            this version does not read: a log of a later format).
     """
 
     def __init__(
@@ -411,6 +413,7 @@ class LogFormatError(ToolnurseryError, ValueError):
         self.path = path
         self.line = line
         self.text: str = text[:80]
+        self.why = why
         super().__init__(f"{path}:{line}: {why}: {self.text!r}")
 
 
