@@ -1,8 +1,9 @@
 """The batch log: recording a batch's events, reading them back, planning a resume.
 
 A batch given a ``recorder`` reports its durable events to it — each call's
-:class:`ToolCallEvent` when it starts, its :class:`ToolResultEvent` when it commits
-(model order), :class:`ContextEvent` and :class:`ProgressEvent` — and
+:class:`ToolCallEvent` when it starts, its :class:`ApprovalEvent` s when an ``Ask`` is
+asked and answered, its :class:`ToolResultEvent` when it commits (model order),
+:class:`ContextEvent` and :class:`ProgressEvent` — and
 :class:`JsonlRecorder` writes them as a JSON-lines log that survives the process:
 
 - :func:`read_log`, :func:`iter_log` — the events of a log (line by line, torn lines
@@ -19,6 +20,8 @@ the error tree in :mod:`toolnursery` and are re-exported here. See
 
 from __future__ import annotations
 
+from ._batch._recorder import LOG_FORMAT as LOG_FORMAT
+from ._batch._recorder import ApprovalEvent as ApprovalEvent
 from ._batch._recorder import ContextEvent as ContextEvent
 from ._batch._recorder import JsonlRecorder as JsonlRecorder
 from ._batch._recorder import ProgressEvent as ProgressEvent
@@ -37,6 +40,8 @@ from ._core._errors import ResumeError as ResumeError
 from ._core._homes import fixup_module_metadata as _fixup_module_metadata
 
 __all__ = [
+    "LOG_FORMAT",
+    "ApprovalEvent",
     "ContextEvent",
     "JsonlRecorder",
     "LogFormatError",

@@ -76,6 +76,8 @@ MOVED = {
     ),
     **dict.fromkeys(
         [
+            "LOG_FORMAT",
+            "ApprovalEvent",
             "ContextEvent",
             "JsonlRecorder",
             "ProgressEvent",

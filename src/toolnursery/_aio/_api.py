@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Iterable
+import os
+from collections.abc import AsyncIterator, Awaitable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any, Final, Literal
 
 import msgspec
 
 from .._batch._recorder import ToolCallRecorder
+from .._batch._resume import PlannedRun, carry_out, read_plan
 from .._batch._scheduler import ToolBatch
 from .._batch._scheduler import open_tool_batch as _open_tool_batch
 from .._batch._scheduler import run_tool_calls as _run_tool_calls
@@ -21,6 +23,7 @@ from .._core._errors import AsyncioHostError as AsyncioHostError
 from .._core._execution import ToolExecutionInput
 from .._core._signal import CancelSignal, Fusion, fuse
 from .._core._statistics import ToolStatistics
+from .._machine._intake import check_batch_id
 from .._pipeline._registry import ToolRegistry, ToolScope
 from ._driver import AsyncioDriver
 from ._execute import execute as _execute_native
@@ -132,11 +135,14 @@ async def run_tool_calls(
     recorder: ToolCallRecorder | None = None,
     deps: Any = None,
     driver: Driver = "auto",
+    batch_id: str | None = None,
+    resume_from: str | os.PathLike[str] | None = None,
 ) -> list[ToolExecutionResult]:
     """Run one model response's tool calls from asyncio; results in model order.
 
     The asyncio form of :func:`toolnursery.run_tool_calls` (same arguments, same
-    results). Cancelling the awaiting task aborts the batch: started calls drain and
+    results; ``batch_id`` and ``resume_from`` as there: a batch a crash interrupted is
+    resumed from its log on either driver, its recorded approvals answered from it). Cancelling the awaiting task aborts the batch: started calls drain and
     commit, unstarted ones get ``ABORTED_BEFORE_DISPATCH`` (the recorder sees them
     all), and ``CancelledError`` propagates once nothing the batch started is running.
 
@@ -152,10 +158,31 @@ async def run_tool_calls(
             raised), after the calls in flight have settled.
     """
     pending = list(calls)
+    if resume_from is not None:
+        plan = read_plan(registry, pending, resume_from, agent=agent, batch_id=batch_id)
+
+        def again(
+            to_run: list[ToolCall], given: ToolCallRecorder | None, batch: str | None
+        ) -> Awaitable[list[ToolExecutionResult]]:
+            return run_tool_calls(
+                registry,
+                to_run,
+                signal=signal,
+                agent=agent,
+                max_parallel=max_parallel,
+                recorder=given,
+                deps=deps,
+                driver=driver,
+                batch_id=batch,
+            )
+
+        return await carry_out(PlannedRun(plan), recorder, again)
     names = [call.name for call in pending if type(call) is ToolCall or isinstance(call, ToolCall)]
     reason = _choose(driver, registry, agent, names)
     if reason is None:
         check_batch(registry, signal, agent, max_parallel)
+        if batch_id is not None:
+            check_batch_id(batch_id)
         own_fusion = fuse(signal) if signal is not None else None
         native = AsyncioDriver(
             registry,
@@ -163,6 +190,7 @@ async def run_tool_calls(
             agent,
             max_parallel,
             recorder,
+            batch_id,
             deps=deps,
         )
         _log(native.machine.id, None)
@@ -185,6 +213,7 @@ async def run_tool_calls(
             agent=agent,
             max_parallel=max_parallel,
             recorder=recorder,
+            batch_id=batch_id,
             deps=deps,
         )
 

@@ -25,15 +25,14 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Coroutine
-from contextvars import Token
 from typing import Any, Final
 
+from .._batch._approvals import LogSinks, close_log, open_log
 from .._core._content import ToolExecutionResult
 from .._core._decisions import ResourceKey
 from .._core._errors import AbortError
 from .._core._lifecycle import RESOLVED, Slot
 from .._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, failure_result
-from .._core._progress import ReportSink, install_sink, remove_sink
 from .._core._signal import CancelSignal, link
 from .._core._statistics import now as _now
 from .._machine._batch import BARRIER, HAND_OFF_MAX, INLINE, POOL, BatchMachine
@@ -120,7 +119,7 @@ class AsyncioDriver:
         self.handed_off: bool = False  # the tasks commit (see hand_off)
         self.unwinding: bool = False  # a dispatch was cancelled, not by the batch's abort
         self.aborted_at: float | None = None
-        self.reports: Token[ReportSink | None] | None = None
+        self.reports: LogSinks | None = None  # the progress sink's, the approvals'
         self.stalled: _Stalled | None = None  # a post-execute that suspended in a task
         self.finished: bool = False
 
@@ -191,7 +190,7 @@ class AsyncioDriver:
         # The batch signal is private to this batch, so the link dies with it.
         link(machine.signal, self.on_abort)
         if machine.recorder is not None:
-            self.reports = install_sink(machine.record_report)
+            self.reports = open_log(machine)
         ended = False
         try:
             await self.schedule()
@@ -258,7 +257,7 @@ class AsyncioDriver:
         if reports is not None:
             self.reports = None
             try:
-                remove_sink(reports)
+                close_log(reports)
             except ValueError:
                 pass  # ended in another context (a drain task): the run's context resets it
         self.machine.fold_statistics()

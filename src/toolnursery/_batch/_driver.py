@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Coroutine
-from contextvars import Token
 from typing import Any
 
 import trio
@@ -26,13 +25,13 @@ import trio
 from .._core._content import ToolExecutionResult
 from .._core._decisions import ResourceKey
 from .._core._lifecycle import Slot
-from .._core._progress import ReportSink, install_sink, remove_sink
 from .._core._signal import CancelSignal, link
 from .._core._statistics import now as _now
 from .._machine._batch import BARRIER, DONE, HAND_OFF_MAX, HOLD, INLINE, POOL, BatchMachine
 from .._machine._events import ToolCallRecorder
 from .._pipeline._call import CallRecord
 from .._pipeline._registry import ToolRegistry, ToolScope
+from ._approvals import LogSinks, close_log, open_log
 from ._pool import WorkerPool, dispatch_in_place
 
 __all__ = ["TrioDriver"]
@@ -96,7 +95,7 @@ class TrioDriver:
         self.nursery: trio.Nursery | None = None  # the batch nursery, set by run
         self.scope: trio.CancelScope | None = None  # the driver's, inside the nursery
         self.pool: WorkerPool | None = None  # made on the first pooled dispatch
-        self.reports: Token[ReportSink | None] | None = None  # the progress sink's
+        self.reports: LogSinks | None = None  # the progress sink's, the approvals'
         # A wake-up while the driver runs is a flag; the event is made only when the
         # driver does wait (see sleep).
         self.woken = False
@@ -228,7 +227,7 @@ class TrioDriver:
             # The calls' progress reports become durable events (the tasks the batch
             # starts inherit this context, so pooled bodies report here too).
             if machine.recorder is not None:
-                self.reports = install_sink(machine.record_report)
+                self.reports = open_log(machine)
         ended = False
         try:
             if at is _FRESH:
@@ -265,7 +264,7 @@ class TrioDriver:
         reports = self.reports
         if reports is not None:
             self.reports = None
-            remove_sink(reports)
+            close_log(reports)
         pool = self.pool
         if pool is None:
             pass

@@ -10,6 +10,12 @@ seconds) and every event its offset from that start on trio's monotonic clock (`
 seconds); a ``tool_result`` also carries when its call was admitted to the pool, and
 when its dispatch began and ended. Each time is optional (omitted when unknown), so a
 log written before events carried times reads as it always did.
+
+The format is versioned by its event kinds (:data:`LOG_FORMAT`): format 1 has
+``tool_call``, ``tool_result``, ``context`` and ``progress``; format 2 adds ``approval``
+(a call's ``Ask``, asked and answered). A reader reads every format up to its own, so a
+log of format 1 reads, replays and resumes as it always did; a line of a kind it does not
+know is refused with a message saying the log may be of a later format.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from .._core._content import ToolCall, ToolExecutionResult
 from .._core._errors import LogFormatError
 from .._core._outcomes import json_safe
 from .._machine._events import (
+    ApprovalEvent,
     CallMode,
     ContextEvent,
     ProgressEvent,
@@ -37,6 +44,8 @@ from .._machine._events import (
 )
 
 __all__ = [
+    "LOG_FORMAT",
+    "ApprovalEvent",
     "ContextEvent",
     "JsonlRecorder",
     "ProgressEvent",
@@ -51,6 +60,12 @@ __all__ = [
     "replay_log",
 ]
 
+
+LOG_FORMAT: Final = 2
+"""The log format this version writes and reads (and every earlier one): 2 adds the
+``approval`` event to format 1's ``tool_call``, ``tool_result``, ``context``, ``progress``."""
+
+_KNOWN: Final = frozenset({"tool_call", "tool_result", "context", "progress", "approval"})
 
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(RecorderEvent)
@@ -181,6 +196,21 @@ def _is_torn(line: bytes) -> bool:
     return False
 
 
+def _why(line: bytes) -> str:
+    """What is wrong with a line that is not an event (the start of the error message)."""
+    try:
+        value = _json_any.decode(line)
+    except msgspec.DecodeError:
+        return "not a toolnursery event"
+    kind = value.get("event") if isinstance(value, dict) else None
+    if isinstance(kind, str) and kind not in _KNOWN and "batch" in value:
+        return (
+            f'an event of a kind this version does not read ("{kind}"; it reads log format '
+            f"{LOG_FORMAT}): written by a later toolnursery?"
+        )
+    return "not a toolnursery event"
+
+
 def iter_log(path: str | os.PathLike[str]) -> Iterator[tuple[int, RecorderEvent | None, str]]:
     """Yield ``(line_number, event, raw_line)`` for each non-empty line of a log.
 
@@ -202,7 +232,10 @@ def iter_log(path: str | os.PathLike[str]) -> Iterator[tuple[int, RecorderEvent 
             except msgspec.DecodeError:
                 if not _is_torn(stripped):
                     raise LogFormatError(
-                        os.fspath(path), number, stripped.decode("utf-8", "replace")
+                        os.fspath(path),
+                        number,
+                        stripped.decode("utf-8", "replace"),
+                        _why(stripped),
                     ) from None
                 event = None
             yield number, event, raw.decode("utf-8", "replace")

@@ -17,6 +17,24 @@ body), and its ``tool_result`` event when it commits:
 * a call whose id an earlier call of the batch already has, and no recorded result,
   gets the batch's duplicate-id result (``duplicate``), as the first run would have.
 
+Approvals are in the log too (``approval`` events: a call's ``Ask`` is recorded when it
+goes to the approval service, and its answer before the call is dispatched or denied),
+so a resumed batch re-asks nothing that was answered:
+
+* a call answered ``rejected``, with no result, stays rejected (``rejected``: the result
+  the rejection gives, ``Error: the user rejected tool "…"``), whatever its policy would
+  say now;
+* a call whose last line is its question, or an answer that stops it (``cancelled``,
+  ``unavailable``), was never dispatched: it runs (``run``) and its policy asks again
+  (nobody answered, or no answer let it run);
+* a call answered ``allowed-once`` that runs again (its result says its body never ran,
+  or its tool is idempotent) runs with that answer (:attr:`ResumedCall.approval`): its
+  ``Ask`` is answered from the log, not asked. One answered ``allowed-once`` with no
+  result may have been dispatched: a tool that is not idempotent is ``interrupted``.
+
+A ``tool_call`` line of a call after its result (a resumed run ran it again) voids that
+result: what the later run did is what counts.
+
 :class:`PlannedRun` is what carrying a plan out needs (the scheduler does it, for
 ``run_tool_calls(..., resume_from=log)``): the calls to run run as one batch under the
 resumed batch's id (so ``ctx.idempotency_key`` is the key their first run saw), their
@@ -44,7 +62,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
 import msgspec
@@ -57,8 +75,10 @@ from .._core._errors import (
     InterruptedCallError,
     ResumeError,
 )
-from .._core._outcomes import failure_result, json_safe
+from .._core._execution import ApprovalOutcome
+from .._core._outcomes import failure_result, json_safe, text_result
 from ._recorder import (
+    ApprovalEvent,
     ContextEvent,
     ProgressEvent,
     RecorderEvent,
@@ -76,14 +96,17 @@ __all__ = [
     "ResumeAction",
     "ResumePlan",
     "ResumedCall",
+    "ResumedRecorder",
+    "carry_out",
     "is_idempotent",
     "plan_resume",
     "read_plan",
 ]
 
-ResumeAction: TypeAlias = Literal["replay", "run", "interrupted", "duplicate"]
+ResumeAction: TypeAlias = Literal["replay", "run", "interrupted", "duplicate", "rejected"]
 """What a resumed batch does with one call: return the recorded result, run the
-call, give it the ``INTERRUPTED`` result, or the duplicate-id result."""
+call, give it the ``INTERRUPTED`` result, the duplicate-id result, or the result of the
+user's recorded rejection."""
 
 
 class ResumedCall(msgspec.Struct, frozen=True, kw_only=True):
@@ -92,13 +115,17 @@ class ResumedCall(msgspec.Struct, frozen=True, kw_only=True):
     Attributes:
         index: the call's position in the batch.
         call: the call.
-        action: ``replay``, ``run``, ``interrupted`` or ``duplicate``.
+        action: ``replay``, ``run``, ``interrupted``, ``duplicate`` or ``rejected``.
         result: for ``replay`` the recorded result (its recorded contexts attached),
-            for ``interrupted`` / ``duplicate`` the result it gets; ``None`` for ``run``.
+            for ``interrupted`` / ``duplicate`` / ``rejected`` the result it gets;
+            ``None`` for ``run``.
         started: the log records the call as started before (so ``run`` is a re-run).
         note: why the log's lines of this call were not trusted (a result or another
             line of it without its ``tool_call`` line: an edited or merged log), else
             ``None``; such a call is treated as started with no result.
+        approval: the answer the log records for the call's ``Ask`` (``allowed-once``
+            or ``rejected``), else ``None``; a call that runs with ``allowed-once`` is
+            not asked again.
     """
 
     index: int
@@ -107,6 +134,7 @@ class ResumedCall(msgspec.Struct, frozen=True, kw_only=True):
     result: ToolExecutionResult | None = None
     started: bool = False
     note: str | None = None
+    approval: ApprovalOutcome | None = None
 
 
 class ResumePlan(msgspec.Struct, frozen=True, kw_only=True):
@@ -132,18 +160,51 @@ class ResumePlan(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class _Recorded:
-    __slots__ = ("calls", "contexts", "lines", "results", "started")
+    __slots__ = ("answers", "calls", "contexts", "held", "lines", "results")
 
     def __init__(self) -> None:
         self.calls: dict[int, ToolCall] = {}
         self.results: dict[int, ToolExecutionResult] = {}
         self.contexts: dict[int, list[HookContext]] = {}
-        # (kind, index, call id) of each result, context and progress line, in file order
+        # (kind, index, call id) of each result, context, progress and approval line
         self.lines: list[tuple[str, int, str]] = []
+        self.answers: dict[int, ApprovalOutcome] = {}  # the last allowed-once / rejected
+        # calls whose last line is their question, or an answer that let them not run
+        self.held: set[int] = set()
+
+    def add(self, event: RecorderEvent) -> None:
+        index = event.index
+        if isinstance(event, ToolCallEvent):
+            self.calls.setdefault(index, event.call)
+            if self.results.pop(index, None) is not None:  # run again: the result is void
+                self.contexts.pop(index, None)
+            self.held.discard(index)
+            return
+        self.lines.append((_KINDS[type(event)], index, event.call_id))
+        if isinstance(event, ApprovalEvent):
+            outcome = event.outcome
+            if outcome == "allowed-once" or outcome == "rejected":
+                self.answers[index] = outcome
+            if outcome == "allowed-once":
+                self.held.discard(index)
+            else:
+                self.held.add(index)
+            return
+        self.held.discard(index)
+        if isinstance(event, ToolResultEvent):
+            self.results[index] = event.result
+            self.contexts.pop(index, None)  # a re-run's contexts follow it
+        elif isinstance(event, ContextEvent):
+            self.contexts.setdefault(index, []).append(event.context)
 
 
 _RERUN_CODES: Final = frozenset({TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH})
-_KINDS: Final = {ToolResultEvent: "result", ContextEvent: "context", ProgressEvent: "progress"}
+_KINDS: Final = {
+    ToolResultEvent: "result",
+    ContextEvent: "context",
+    ProgressEvent: "progress",
+    ApprovalEvent: "approval",
+}
 
 
 def plan_resume(
@@ -179,15 +240,7 @@ def plan_resume(
         recorded = batches.get(event.batch)
         if recorded is None:
             recorded = batches[event.batch] = _Recorded()
-        if isinstance(event, ToolCallEvent):
-            recorded.calls.setdefault(event.index, event.call)
-            continue
-        recorded.lines.append((_KINDS[type(event)], event.index, event.call_id))
-        if isinstance(event, ToolResultEvent):
-            recorded.results[event.index] = event.result
-            recorded.contexts.pop(event.index, None)  # a re-run's contexts follow it
-        elif isinstance(event, ContextEvent):
-            recorded.contexts.setdefault(event.index, []).append(event.context)
+        recorded.add(event)
     safe = [json_safe(call) for call in calls]
     if batch_id is not None:
         found = batches.get(batch_id)
@@ -260,6 +313,8 @@ def _plan(
             )
             result = None
         started = index in recorded.calls or note is not None
+        answer = recorded.answers.get(index) if note is None else None
+        held = index in recorded.held and note is None
         code = result.error.code if result is not None and result.error is not None else None
         if result is not None and not (
             result.is_error
@@ -270,7 +325,12 @@ def _plan(
             if contexts:
                 result = msgspec.structs.replace(result, additional_contexts=contexts)
             entry = ResumedCall(
-                index=index, call=call, action="replay", result=result, started=True
+                index=index,
+                call=call,
+                action="replay",
+                result=result,
+                started=True,
+                approval=answer,
             )
         elif duplicate:
             entry = ResumedCall(
@@ -281,8 +341,19 @@ def _plan(
                 started=started,
                 note=note,
             )
-        elif not started or code == TOOL_ABORTED_BEFORE_DISPATCH or is_idempotent(call):
-            entry = ResumedCall(index=index, call=call, action="run", started=started, note=note)
+        elif answer == "rejected":
+            entry = ResumedCall(
+                index=index,
+                call=call,
+                action="rejected",
+                result=text_result(f'Error: the user rejected tool "{call.name}"'),
+                started=True,
+                approval=answer,
+            )
+        elif not started or held or code == TOOL_ABORTED_BEFORE_DISPATCH or is_idempotent(call):
+            entry = ResumedCall(
+                index=index, call=call, action="run", started=started, note=note, approval=answer
+            )
         else:
             entry = ResumedCall(
                 index=index,
@@ -291,6 +362,7 @@ def _plan(
                 result=failure_result(InterruptedCallError(call.name)),
                 started=True,
                 note=note,
+                approval=answer,
             )
         entries.append(entry)
     notes += tuple(entry.note for entry in entries if entry.note is not None)
@@ -313,7 +385,7 @@ class PlannedRun:
         self.plan = plan
         self.to_run = [entry for entry in plan.calls if entry.action == "run"]
         self.indices = [entry.index for entry in self.to_run]
-        self._recorder: _Resumed | None = None
+        self._recorder: ResumedRecorder | None = None
         self._shown = 0
 
     @property
@@ -322,10 +394,13 @@ class PlannedRun:
         return [entry.call for entry in self.to_run]
 
     def recorder(self, inner: ToolCallRecorder | None) -> ToolCallRecorder | None:
-        """The recorder to give the batch of the calls that run."""
+        """The recorder to give the batch of the calls that run (with no ``inner``, one
+        that keeps nothing when a call that runs has a recorded answer to reuse)."""
         if inner is None:
-            return None
-        self._recorder = _Resumed(inner, self.plan.batch_id, self.plan, self.indices)
+            if not any(entry.approval is not None for entry in self.to_run):
+                return None
+            inner = _Discard()
+        self._recorder = ResumedRecorder(inner, self.plan.batch_id, self.plan, self.indices)
         return self._recorder
 
     def finish(self) -> None:
@@ -360,19 +435,39 @@ class PlannedRun:
         return [result for result in results if result is not None]
 
 
-class _Resumed:
-    """The recorder of a resumed batch's runs: events under their original indices,
-    and each decided result (interrupted, duplicate) recorded in model order."""
+class _Discard:
+    __slots__ = ()
 
-    __slots__ = ("batch", "indices", "inner", "pending")
+    def record(self, event: RecorderEvent, /) -> None:
+        pass
+
+
+class ResumedRecorder:
+    """The recorder of a resumed batch's runs: events under their original indices,
+    each decided result (interrupted, duplicate, rejected) recorded in model order, and
+    the recorded answers the calls that run reuse (:meth:`answer`)."""
+
+    __slots__ = ("batch", "indices", "inner", "pending", "plan")
 
     def __init__(
         self, inner: ToolCallRecorder, batch: str | None, plan: ResumePlan, indices: list[int]
     ) -> None:
         self.inner = inner
         self.batch = batch
+        self.plan = plan
         self.indices = indices
-        self.pending = [e for e in plan.calls if e.action in ("interrupted", "duplicate")]
+        decided = ("interrupted", "duplicate", "rejected")
+        self.pending = [e for e in plan.calls if e.action in decided]
+
+    def answer(self, index: int, call_id: str) -> ApprovalOutcome | None:
+        """The recorded answer the call at ``index`` of the running batch reuses (an
+        ``allowed-once``), else ``None``: the call is asked."""
+        if index >= len(self.indices):
+            return None
+        entry = self.plan.calls[self.indices[index]]
+        if entry.call.id != call_id or entry.approval != "allowed-once":
+            return None
+        return entry.approval
 
     def record(self, event: RecorderEvent, /) -> None:
         index = self.indices[event.index]
@@ -393,6 +488,23 @@ class _Resumed:
             if not entry.started or entry.note is not None:  # the log gets the call line
                 self.inner.record(ToolCallEvent(batch, entry.index, entry.call))
             self.inner.record(ToolResultEvent(batch, entry.index, entry.call.id, entry.result))
+
+
+async def carry_out(
+    planned: PlannedRun,
+    recorder: ToolCallRecorder | None,
+    run: Callable[
+        [list[ToolCall], ToolCallRecorder | None, str | None], Awaitable[list[ToolExecutionResult]]
+    ],
+) -> list[ToolExecutionResult]:
+    """Carry a plan out: ``run(calls, recorder, batch_id)`` runs the calls that run (on
+    either driver), then the decided results are recorded and all are merged."""
+    given = planned.recorder(recorder)
+    ran: list[ToolExecutionResult] = []
+    if planned.to_run:
+        ran = await run(planned.calls, given, planned.plan.batch_id)
+    planned.finish()
+    return planned.merge(ran)
 
 
 def is_idempotent(registry: ToolRegistry, agent: ToolScope | None) -> Callable[[ToolCall], bool]:

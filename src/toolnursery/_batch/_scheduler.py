@@ -42,7 +42,7 @@ unwrapped. No result is fabricated for a call that did not commit.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -59,7 +59,7 @@ from .._pipeline._stages import check_trio as _check_trio
 from .._pipeline._waterfalls import check_hook_abort_grace
 from ._face import ToolBatch, drive, run_known
 from ._recorder import ToolCallRecorder
-from ._resume import PlannedRun, read_plan
+from ._resume import PlannedRun, carry_out, read_plan
 
 __all__ = ["ToolBatch", "open_tool_batch", "parse_arguments", "run_tool_calls"]
 
@@ -304,21 +304,20 @@ async def _resume(
     """
     calls = list(calls)
     plan = read_plan(registry, calls, log, agent=agent, batch_id=batch_id)
-    planned = PlannedRun(plan)
-    ran: list[ToolExecutionResult] = []
-    if planned.to_run:
-        ran = await run_tool_calls(
+
+    def run(
+        to_run: list[ToolCall], given: ToolCallRecorder | None, batch: str | None
+    ) -> Awaitable[list[ToolExecutionResult]]:
+        return run_tool_calls(
             registry,
-            planned.calls,
+            to_run,
             signal=signal,
             agent=agent,
             max_parallel=max_parallel,
-            recorder=planned.recorder(recorder),
-            batch_id=plan.batch_id,
+            recorder=given,
+            batch_id=batch,
             hook_abort_grace=hook_abort_grace,
             deps=deps,
         )
-    else:
-        planned.recorder(recorder)
-    planned.finish()
-    return planned.merge(ran)
+
+    return await carry_out(PlannedRun(plan), recorder, run)

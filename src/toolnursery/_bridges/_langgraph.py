@@ -83,6 +83,7 @@ from ._langgraph_run import (
     summary,
     tool_message,
 )
+from ._trust import trust_node_input
 
 __all__ = ["STREAM_KEY", "InterruptApproval", "ToolBatchNode", "tool_message"]
 
@@ -163,6 +164,8 @@ class ToolBatchNode(ToolNode):
             ``awrap_tool_call`` was given; ``handle_tool_errors`` was given to a node
             with no LangChain tools.
     """
+
+    trust_user_messages = True  # False: its HumanMessages are not trusted in the scope's ledger
 
     def __init__(
         self,
@@ -403,7 +406,7 @@ class ToolBatchNode(ToolNode):
     def _calls_of(self, input: Any) -> tuple[list[dict[str, Any]], InputType, list[AIMessage]]:
         """The model's calls (ids made up where missing), the input's kind, and the AI
         message to write back when ids were made up."""
-        parsed, input_type = self._parse_input(input)
+        parsed, input_type = self._parse_input(trust_node_input(self, input))  # user text trusted
         raw = cast("list[dict[str, Any]]", parsed)
         message = last_ai(input, self.messages_key)
         id_less = [call for call in raw if not _has_id(call)]

@@ -30,6 +30,7 @@ from .._core._execution import ToolRunContext
 from .._pipeline._registry import ToolRegistry, ToolScope
 from .._tools._definition import ToolDefinition
 from ._hosted import execute_hosted, one_line_error, registry_and_scope, result_text, thaw
+from ._trust import openai_agents_user_texts, trust_user_texts
 
 __all__ = ["from_function_tool", "function_tools"]
 
@@ -40,6 +41,7 @@ def function_tools(
     registry: ToolRegistry | ToolScope | Sequence[FunctionTool | ToolDefinition],
     *,
     deps: Any = None,
+    trust_user_messages: bool = True,
 ) -> list[Tool]:
     """A registry's (or scope's) tools as openai-agents ``FunctionTool``s.
 
@@ -60,6 +62,9 @@ def function_tools(
             of ``FunctionTool``s and definitions.
         deps: our ``deps`` for every call (default: the run's context object,
             ``RunContextWrapper.context``).
+        trust_user_messages: trust the run's input items with role ``user`` in the
+            scope's provenance ledger when it keeps one (the provenance guard's), so a
+            value the user wrote is ``request``; ``False`` leaves that to you.
 
     Raises:
         TypeError: ``registry`` is neither a registry, a scope nor a list.
@@ -77,15 +82,17 @@ def function_tools(
             name=schema.name,
             description=schema.description,
             params_json_schema=dict(schema.parameters),
-            on_invoke_tool=_invoker(target, scope, deps),
+            on_invoke_tool=_invoker(target, scope, deps, trust_user_messages),
             strict_json_schema=False,
         )
         for schema in target.schemas(scope)
     ]
 
 
-def _invoker(registry: ToolRegistry, scope: ToolScope | None, deps: Any) -> Any:
+def _invoker(registry: ToolRegistry, scope: ToolScope | None, deps: Any, trust: bool) -> Any:
     async def on_invoke_tool(ctx: ToolContext[Any], arguments: str) -> str:
+        if trust:
+            trust_user_texts(scope, openai_agents_user_texts(ctx.turn_input))
         result = await execute_hosted(
             registry,
             ctx.tool_call_id,

@@ -51,6 +51,7 @@ from ._hosted import (
     result_text,
     thaw,
 )
+from ._trust import pydantic_ai_user_texts, trust_user_texts
 
 __all__ = [
     "ToolnurseryCapability",
@@ -99,6 +100,9 @@ class ToolnurseryToolset(AbstractToolset[Any]):
         recorder: the batch recorder (used for batches under the capability).
         max_parallel: the batch's cap (under the capability).
         id: the toolset id pydantic-ai shows in errors and durable runs.
+        trust_user_messages: trust the run's user prompts (``UserPromptPart``) in the scope's
+            provenance ledger when it keeps one (the provenance guard's), so a value
+            the user wrote is ``request``; ``False`` leaves that to you.
     """
 
     def __init__(
@@ -109,10 +113,12 @@ class ToolnurseryToolset(AbstractToolset[Any]):
         recorder: ToolCallRecorder | None = None,
         max_parallel: int = 10,
         id: str | None = "toolnursery",
+        trust_user_messages: bool = True,
     ) -> None:
         self.registry: ToolRegistry
         self.scope: ToolScope | None
         self.registry, self.scope = registry_and_scope(registry, "ToolnurseryToolset(registry)")
+        self.trust_user_messages = trust_user_messages
         self.deps = deps
         self.recorder = recorder
         self.max_parallel = max_parallel
@@ -152,6 +158,7 @@ class ToolnurseryToolset(AbstractToolset[Any]):
         toolnursery renders for a number, boolean, null, object or array (so ``0`` stays
         a number, as pydantic-ai keeps a native tool's value), else the text.
         """
+        self._trust(ctx)
         call_id = ctx.tool_call_id or ""
         pending = _BATCH.get()
         if pending is not None and pending.toolset is self and call_id in pending.results:
@@ -167,6 +174,10 @@ class ToolnurseryToolset(AbstractToolset[Any]):
 
     def _deps(self, ctx: RunContext[Any]) -> Any:
         return ctx.deps if self.deps is None else self.deps
+
+    def _trust(self, ctx: RunContext[Any]) -> None:
+        if self.trust_user_messages:
+            trust_user_texts(self.scope, pydantic_ai_user_texts(ctx.messages))
 
 
 def _returned(result: ToolExecutionResult) -> Any:
@@ -196,6 +207,7 @@ class ToolnurseryCapability(AbstractCapability[Any]):
         deps: our ``deps`` (default: the agent run's ``ctx.deps``).
         recorder: the batch recorder.
         max_parallel: the batch's cap.
+        trust_user_messages: as :class:`ToolnurseryToolset`'s.
     """
 
     def __init__(
@@ -205,9 +217,14 @@ class ToolnurseryCapability(AbstractCapability[Any]):
         deps: Any = None,
         recorder: ToolCallRecorder | None = None,
         max_parallel: int = 10,
+        trust_user_messages: bool = True,
     ) -> None:
         self.toolset: ToolnurseryToolset = ToolnurseryToolset(
-            _registry_of(registry), deps=deps, recorder=recorder, max_parallel=max_parallel
+            _registry_of(registry),
+            deps=deps,
+            recorder=recorder,
+            max_parallel=max_parallel,
+            trust_user_messages=trust_user_messages,
         )
 
     def get_toolset(self) -> ToolnurseryToolset:
@@ -222,6 +239,7 @@ class ToolnurseryCapability(AbstractCapability[Any]):
         if not calls:
             return await handler(node)
         toolset = self.toolset
+        toolset._trust(ctx)  # before the batch runs: its calls see the user's prompts
         loop = asyncio.get_running_loop()
         pending = _PendingBatch({call.id: loop.create_future() for call in calls}, toolset)
         # Set before the batch starts: the batch's calls run in a copy of this context.

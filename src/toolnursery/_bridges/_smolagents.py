@@ -25,6 +25,7 @@ from .._core._signal import CancelSignal
 from .._pipeline._registry import ToolRegistry, ToolScope
 from .._tools._definition import ToolDefinition
 from ._hosted import exported_schemas, one_line_error, result_text, thaw
+from ._trust import smolagents_user_texts, trust_user_texts
 
 __all__ = ["RegistrySmolTool", "from_smolagents", "inputs_schema", "to_smolagents"]
 
@@ -192,6 +193,7 @@ class RegistrySmolTool(Tool):  # type: ignore[misc]
         *,
         agent: ToolScope | None = None,
         deps: Any = None,
+        trust_user_messages: bool = True,
     ) -> None:
         properties = parameters.get("properties") or {}
         required = set(parameters.get("required") or ())
@@ -203,10 +205,13 @@ class RegistrySmolTool(Tool):  # type: ignore[misc]
         self.registry = registry
         self.agent = agent
         self.deps = deps
+        self.trust_user_messages = trust_user_messages
         super().__init__()
 
     def forward(self, *args: Any, **kwargs: Any) -> str:
         """Run the call through the registry; its text (an error on one line)."""
+        if self.trust_user_messages:  # the calling agent's task: text the user wrote
+            trust_user_texts(self.agent, smolagents_user_texts())
         if args:
             if len(args) != 1 or len(self.inputs) != 1 or kwargs:
                 return f'Error: tool "{self.name}" takes its arguments by name'
@@ -236,6 +241,7 @@ def to_smolagents(
     agent: ToolScope | None = None,
     deps: Any = None,
     names: Iterable[str] | None = None,
+    trust_user_messages: bool = True,
 ) -> list[Tool]:
     """The tools of ``registry`` (as ``agent`` sees them) as smolagents tools.
 
@@ -253,6 +259,9 @@ def to_smolagents(
         agent: the agent scope whose view to export (default: the registry's).
         deps: what the tools see as ``ctx.deps``.
         names: only these tools (default: all), in this order.
+        trust_user_messages: trust the calling agent's task in the scope's provenance
+            ledger when it keeps one (the provenance guard's), so a value the user
+            wrote is ``request``; ``False`` leaves that to you.
 
     Raises:
         KeyError: a name in ``names`` is not a tool of that view.
@@ -267,6 +276,7 @@ def to_smolagents(
                 thaw(schema.parameters),
                 agent=agent,
                 deps=deps,
+                trust_user_messages=trust_user_messages,
             )
         )
     return tools

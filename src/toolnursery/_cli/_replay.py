@@ -36,9 +36,7 @@ def replay_command(options: argparse.Namespace) -> int:
     try:
         batches, torn = read_batches(options.log)
     except LogFormatError as exc:
-        raise UsageError(
-            f"{options.log} line {exc.line}: not a toolnursery event: {exc.text!r}"
-        ) from exc
+        raise UsageError(f"{options.log} line {exc.line}: {exc.why}: {exc.text!r}") from exc
     except OSError as exc:
         raise UsageError(f"cannot read LOG {options.log!r}: {exc.strerror or exc}") from exc
     for number in torn:

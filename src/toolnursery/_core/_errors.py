@@ -422,13 +422,18 @@ class LogFormatError(ToolnurseryError, ValueError):
         path: the file.
         line: the 1-based number of the offending line.
         text: the start of that line (at most 80 characters).
+        why: what is wrong with it (``not a toolnursery event``, or an event of a kind
+            this version does not read: a log of a later format).
     """
 
-    def __init__(self, path: str, line: int, text: str) -> None:
+    def __init__(
+        self, path: str, line: int, text: str, why: str = "not a toolnursery event"
+    ) -> None:
         self.path = path
         self.line = line
         self.text: str = text[:80]
-        super().__init__(f"{path}:{line}: not a toolnursery event: {self.text!r}")
+        self.why = why
+        super().__init__(f"{path}:{line}: {why}: {self.text!r}")
 
 
 class ResumeError(ToolnurseryError, ValueError):

@@ -1,8 +1,9 @@
 """A batch's durable events: what the batch machine records, in durable order (data only).
 
 Events arrive in durable order: each call's ``tool_call`` when it starts (before its
-pre-execute), its ``tool_result`` at commit (model order), and every ``context`` after all
-of the batch's results. Writing them somewhere is a recorder's business
+pre-execute), its ``approval`` events while its ``Ask`` is answered (before it is
+dispatched or denied), its ``tool_result`` at commit (model order), and every ``context``
+after all of the batch's results. Writing them somewhere is a recorder's business
 (:mod:`toolnursery._batch._recorder`); this module does no I/O.
 """
 
@@ -14,9 +15,12 @@ import msgspec
 
 from .._core._content import HookContext, ToolCall, ToolExecutionResult
 from .._core._decisions import ResourceKey
+from .._core._execution import ApprovalOutcome
 from .._core._progress import CallReport
+from .._core._provenance import ProvenanceFinding
 
 __all__ = [
+    "ApprovalEvent",
     "CallMode",
     "ContextEvent",
     "ProgressEvent",
@@ -126,9 +130,45 @@ class ProgressEvent(
     t: float | None = None
 
 
-RecorderEvent: TypeAlias = ToolCallEvent | ToolResultEvent | ContextEvent | ProgressEvent
+class ApprovalEvent(
+    msgspec.Struct,
+    frozen=True,
+    tag="approval",
+    tag_field="event",
+    rename="camel",
+    omit_defaults=True,
+):
+    """A call's ``Ask`` went to the approval service (``outcome`` ``None``), or came back.
+
+    Both are recorded before the call goes on: the question before the service is
+    awaited, the answer before the call is dispatched or denied. So a call whose last
+    line is its question, or an answer other than ``allowed-once``, was not dispatched.
+
+    Attributes:
+        batch, index, call_id: the call, as on its other events.
+        tool: the tool.
+        outcome: the answer (``allowed-once``, ``rejected``, ``cancelled``,
+            ``unavailable``); ``None`` on the question, while it waits.
+        reason: the ``Ask``'s reason.
+        provenance: the findings the request carried (argument, value, origin, source).
+        t: when, in seconds since the ``wall`` of the call's :class:`ToolCallEvent`.
+    """
+
+    batch: str
+    index: int
+    call_id: str
+    tool: str
+    outcome: ApprovalOutcome | None = None
+    reason: str | None = None
+    provenance: tuple[ProvenanceFinding, ...] = ()
+    t: float | None = None
+
+
+RecorderEvent: TypeAlias = (
+    ToolCallEvent | ToolResultEvent | ContextEvent | ProgressEvent | ApprovalEvent
+)
 """One durable event, tagged ``event: "tool_call" | "tool_result" | "context" |
-"progress"``."""
+"progress" | "approval"``."""
 
 
 class ToolCallRecorder(Protocol):

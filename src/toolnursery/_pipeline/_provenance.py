@@ -12,8 +12,9 @@ from (:meth:`ProvenanceLedger.explain`) and objects to
 
 An objection is an ``Ask`` carrying the findings (the approval service receives them as
 :attr:`ApprovalRequest.provenance`), or a ``Deny`` for an unattended agent.
-:class:`RecordedApprovals` keeps each answer in a JSON-lines file, so a resumed run
-re-asks nothing.
+A batch with a recorder keeps each question and answer in its log (``approval`` events),
+so a batch resumed from it re-asks nothing; :class:`RecordedApprovals` keeps answers in a
+file of their own for calls outside a recorded batch.
 """
 
 from __future__ import annotations
@@ -205,6 +206,12 @@ def _key(request: ApprovalRequest) -> tuple[object, ...]:
 
 class RecordedApprovals:
     """An :class:`ApprovalService` that keeps every final answer in a JSON-lines file.
+
+    A batch given a recorder needs none of this: its log records every question and
+    answer (``approval`` events) before the call goes on, and ``resume_from=`` answers
+    from it. This file is for answers the batch log cannot hold or give back: calls run
+    with :meth:`ToolRegistry.execute` or in a batch without a recorder, and an agent loop
+    that sends the same calls again in a new batch rather than resuming the old one.
 
     Each ``allowed-once`` or ``rejected`` answer of ``service`` is appended to ``path``
     (one line, flushed before the call goes on) with the tool, the call id, the reason and

@@ -436,6 +436,12 @@ class ToolScope(_Owner):
         )
         return ledger
 
+    def existing_provenance(self) -> ProvenanceLedger | None:
+        """:attr:`provenance` when this run has a ledger already, else ``None`` (never
+        makes one; a bridge trusts the user's messages only where one is kept)."""
+        found = (scope._provenance for scope in reversed(self._chain))
+        return next((ledger for ledger in found if ledger is not None), None)
+
     @property
     def registry(self) -> ToolRegistry:
         """The registry this scope belongs to."""

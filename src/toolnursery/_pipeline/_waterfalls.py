@@ -27,6 +27,7 @@ import trio
 from .._core._content import ToolExecutionResult
 from .._core._decisions import Accept, Allow, Ask, Block, Deny, PostToolDecision, PreToolDecision
 from .._core._execution import ApprovalRequest, ApprovalService, ToolExecution
+from .._core._journal import journaled
 from .._core._outcomes import (
     ABORTED_BEFORE_DISPATCH_RESULT,
     UnreachableError,
@@ -120,6 +121,7 @@ async def resolve_decision(
             else f'tool "{name}" requires approval (not yet supported)'
         )
         return text_result("Error: " + reason)
+    approval = journaled(approval)  # a batch with a log records the question and answer
     agent = execution.agent
     if agent is None:
         return text_result(
