@@ -127,3 +127,27 @@ def test_trusting_needs_the_same_identifier_not_the_same_letters() -> None:
     assert not same_identifier("bob@h.omeorg", "bob@home.org")
     assert not same_identifier("evil.com/pay", "evil.com/p/ay")
     assert not same_identifier("", "")
+
+
+def test_trusted_text_holds_a_whole_address_not_a_part_of_one() -> None:
+    from toolnursery._pipeline._matching import is_address
+
+    text = (
+        "Check www.weather-now.com/berlin, then mail jo@mail.acme-corp.com or shop.example.co.uk."
+    )
+
+    def trusted(value: str) -> bool:
+        haystack = Haystack(text)
+        whole = is_address(value)
+        return any(
+            same_identifier(value, span)
+            for needle in needles(value, Sink.URL)
+            for span in haystack.spans(needle, whole=whole)
+        )
+
+    assert trusted("https://weather-now.com/berlin/")
+    assert trusted("JO@mail.acme-corp.com")
+    assert trusted("shop.example.co.uk")
+    assert not trusted("now.com/berlin")  # a suffix of the user's link is another site
+    assert not trusted("jo@mail.acme")
+    assert not trusted("shop.example.co")

@@ -33,6 +33,7 @@ from ._matching import (
     dates_in,
     fold,
     identifiers_in,
+    is_address,
     needles,
     same_date,
     same_identifier,
@@ -438,9 +439,10 @@ class ProvenanceLedger:
         trusted = self._trusted_haystack
         if trusted is None:
             trusted = self._trusted_haystack = Haystack(self._trusted)
-        if any(same_identifier(value, span) for n in wanted for span in trusted.spans(n)) or (
-            dates and same_date(dates, self._trusted_dates)
-        ):
+        whole = is_address(value)
+        if any(
+            same_identifier(value, span) for n in wanted for span in trusted.spans(n, whole=whole)
+        ) or (dates and same_date(dates, self._trusted_dates)):
             return ProvenanceFinding(argument, value, kind, Origin.REQUEST)
         if self._unread:
             self._read(batch, fold(value))

@@ -32,6 +32,7 @@ __all__ = [
     "dates_in",
     "fold",
     "identifiers_in",
+    "is_address",
     "needles",
     "same_date",
     "same_identifier",
@@ -98,6 +99,9 @@ _ADDRESS: Final = re.compile(r"@|://|\Awww\.|\.[a-z]{2,}(?:/|\Z)|[\[(]\s*(?:at|d
 _SAID_AT: Final = re.compile(r"\s*[\[({<]\s*at\s*[\])}>]\s*|\s+at\s+")
 _SAID_DOT: Final = re.compile(r"\s*[\[({<]\s*dot\s*[\])}>]\s*|\s+dot\s+")
 _NOT_ADDRESS: Final = re.compile(r"[^\w@.+\-/:?=&#%~]+")
+_ADDRESS_CHARS: Final = frozenset(
+    "abcdefghijklmnopqrstuvwxyz0123456789@.+-/:?=&#%~_"
+)  # what an address spelled without spaces is made of (the text is case-folded)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -117,6 +121,11 @@ def strict(value: str) -> str:
     if head is not None and head.end() < len(text):
         text = text[head.end() :]
     return text.rstrip("/.")
+
+
+def is_address(value: str) -> bool:
+    """Whether ``value`` is written as an email or a link (its punctuation counts)."""
+    return _ADDRESS.search(_normal(value)) is not None
 
 
 def same_identifier(value: str, seen: str) -> bool:
@@ -180,11 +189,23 @@ class Haystack:
             found.update(token_map.runs(flat, needle, self._offsets))
         yield from sorted(found)
 
-    def spans(self, needle: str) -> Iterator[str]:
-        """Each place ``needle`` (a skeleton) is a run of whole tokens, as written there."""
+    def spans(self, needle: str, *, whole: bool = False) -> Iterator[str]:
+        """Each place ``needle`` (a skeleton) is a run of whole tokens, as written there.
+
+        With ``whole``, a run inside a longer address (an email or link without spaces:
+        ``now.com/berlin`` inside ``www.weather-now.com/berlin``, ``shop.example.co``
+        inside ``shop.example.co.uk``) is given as that whole address, so comparing it
+        with a value tells the address from a part of it."""
         joined = self._joined
         for start, end in self._runs(needle):
-            yield joined[start:end]
+            if whole:
+                while start > 0 and joined[start - 1] in _ADDRESS_CHARS:
+                    start -= 1
+                while end < len(joined) and joined[end] in _ADDRESS_CHARS:
+                    end += 1
+                yield joined[start:end].rstrip(".,;:!?")
+            else:
+                yield joined[start:end]
 
     def find(self, needle: str) -> int:
         """The index of the first text in which ``needle`` (a skeleton) is a run of whole
