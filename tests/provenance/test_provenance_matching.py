@@ -151,3 +151,48 @@ def test_trusted_text_holds_a_whole_address_not_a_part_of_one() -> None:
     assert not trusted("now.com/berlin")  # a suffix of the user's link is another site
     assert not trusted("jo@mail.acme")
     assert not trusted("shop.example.co")
+
+
+_json_leaf = st.one_of(st.text("ab", max_size=2), st.integers(0, 3), st.none(), st.booleans())
+_json = st.recursive(
+    _json_leaf,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.sampled_from("xyz"), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+def _reference(value: object, steps: tuple[str | None, ...], path: str) -> list[tuple[str, str]]:
+    """The texts at a record path, with their JSON paths, walked the plain way."""
+    if not steps:
+        if type(value) is str or type(value) is int:
+            return [(path, str(value))]
+        if type(value) is list:
+            return [
+                (f"{path}[{i}]", str(item))
+                for i, item in enumerate(value)
+                if type(item) is str or type(item) is int
+            ]
+        return []
+    step, rest = steps[0], steps[1:]
+    if step is None:
+        if type(value) is not list:
+            return []
+        return [p for i, item in enumerate(value) for p in _reference(item, rest, f"{path}[{i}]")]
+    if type(value) is not dict or step not in value:
+        return []
+    return _reference(value[step], rest, f"{path}.{step}")
+
+
+@given(_json, st.sampled_from(["[].x", "x[].y", "[].x[]", "x", "[].x.y", "[][].x"]))
+def test_a_record_walk_names_each_text_by_its_json_path(value: object, path: str) -> None:
+    from toolnursery._core._provenance import record_steps
+    from toolnursery._pipeline._seen import Walk as _Walk
+
+    steps = record_steps(path)
+    assert steps is not None
+    walk = _Walk(value, steps)
+    expected = _reference(value, steps, "$")
+    assert walk.texts == [text for _, text in expected]
+    assert [walk.path(n) for n in range(len(walk.texts))] == [p for p, _ in expected]

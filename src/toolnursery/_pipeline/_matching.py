@@ -34,6 +34,7 @@ __all__ = [
     "identifiers_in",
     "is_address",
     "needles",
+    "prepared",
     "same_date",
     "same_identifier",
     "skeleton",
@@ -74,6 +75,15 @@ def needles(value: str, kind: Sink) -> tuple[str, ...]:
     if 10 < len(joined) <= 15 and joined.isdigit():
         return (joined, joined[-10:])
     return (joined,)
+
+
+@functools.lru_cache(maxsize=8192)
+def prepared(value: str, kind: Sink) -> tuple[tuple[str, ...], str, str, bool]:
+    """What looking ``value`` up needs, worked out once per value: its needles
+    (:func:`needles`), its folded form (:func:`fold`), its case-folded form (a record
+    field's key) and whether it is written as an address (:func:`is_address`)."""
+    folded = fold(value)
+    return needles(value, kind), folded, value.casefold(), _ADDRESS.search(folded) is not None
 
 
 def skeletons(texts: Iterable[str]) -> dict[str, str]:
