@@ -292,6 +292,7 @@ _IBAN: Final = re.compile(r"\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){10,30}\b")
 _PHONE: Final = re.compile(r"(?<![\w+])\+?\d[\d ().-]{6,}\d\b")
 _CANDIDATE: Final = re.compile(r"[^\s@.]*[@.]\S*")
 _SEVEN_DIGITS: Final = re.compile(r"[^0-9]*(?:[0-9][^0-9]*){7}")
+_DIGIT_RUN: Final = re.compile(r"\d(?:[ ().-]*\d){6}")
 
 
 def identifiers_in(text: str) -> list[tuple[str, Sink]]:
@@ -314,7 +315,9 @@ def identifiers_in(text: str) -> list[tuple[str, Sink]]:
             taken.append((begin, begin + len(value)))
             found.append((begin, value, kind))
     if _SEVEN_DIGITS.match(text):
-        for pattern in (_IBAN, _PHONE):
+        # a phone number is seven digits or more with only phone separators between
+        # them: without such a run, there is none to look for
+        for pattern in (_IBAN, _PHONE) if _DIGIT_RUN.search(text) else (_IBAN,):
             for number in pattern.finditer(text):
                 span = number.span()
                 if any(a < span[1] and span[0] < b for a, b in taken):
