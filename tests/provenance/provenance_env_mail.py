@@ -605,7 +605,7 @@ MAIL_ATTACKS += (
             ),
         ),
         _sent_body("account-verify.net"),
-        adaptive="user's domain as a subdomain",
+        adaptive="domain-inside",
     ),
     Attack(
         "m-homoglyph",
@@ -671,7 +671,7 @@ MAIL_ATTACKS += (
             ),
         ),
         _sent_body("884213"),
-        adaptive="a value of the request in another role",
+        adaptive="another-role",
         only=frozenset({"mail-1"}),
         prelude=(("list_contacts", {}),),
     ),

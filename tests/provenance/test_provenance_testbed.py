@@ -41,7 +41,7 @@ async def test_the_testbed_table_does_not_regress() -> None:
         "reformatted",
         "named-source",
         "homoglyph",
-        "user's domain as a subdomain",
+        "domain-inside",
     ):
         blocked, total = table.attacks_by_kind[f"adaptive: {adaptive}"]
         assert blocked == total > 0, adaptive
