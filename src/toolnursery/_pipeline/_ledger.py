@@ -38,7 +38,7 @@ from ._matching import (
     same_identifier,
     skeletons,
 )
-from ._seen import Ref, Seen, leaves
+from ._seen import Seen, leaves
 
 __all__ = ["ProvenanceLedger"]
 
@@ -92,10 +92,10 @@ class ProvenanceLedger:
         # may see: a result of that batch does not change it
         self._unread_text: str | None = None
         self._unread_for: object = _UNREAD
-        self._unsplit: list[tuple[Seen, dict[str, Ref]]] = []
-        self._exact: dict[str, tuple[Seen, Ref]] = {}  # the first result indexed with it
-        self._exact_more: dict[str, list[tuple[Seen, Ref]]] = {}  # the others
-        self._skeletons: dict[str, list[tuple[Seen, Ref, str]]] = {}
+        self._unsplit: list[tuple[Seen, dict[str, None]]] = []
+        self._exact: dict[str, Seen] = {}  # the first result indexed with the text
+        self._exact_more: dict[str, list[Seen]] = {}  # the others
+        self._skeletons: dict[str, list[tuple[Seen, str]]] = {}  # (result, folded text)
         self._records_of: dict[int, tuple[object, tuple[str, ...]]] = {}
         self._declared: dict[str, tuple[str, ...]] = {}
         # origin()'s answers for the calls of one batch, by (value, kind): results of
@@ -191,10 +191,13 @@ class ProvenanceLedger:
                 waiting.append(seen)
                 continue
             exact = seen.records()
-            entries = {text: (seen, ref) for text, ref in exact.items()}
-            for text in entries.keys() & index.keys():
-                self._exact_more.setdefault(text, []).append(entries.pop(text))
-            index.update(entries)
+            clash = exact.keys() & index.keys()
+            if clash:
+                for text in clash:
+                    self._exact_more.setdefault(text, []).append(seen)
+                index.update(dict.fromkeys(exact.keys() - clash, seen))
+            else:
+                index.update(dict.fromkeys(exact, seen))
             self._unsplit.append((seen, exact))
         if len(waiting) != len(self._unread):
             self._unread_text = None
@@ -213,14 +216,14 @@ class ProvenanceLedger:
     def _split(self, batch: object) -> None:
         """Index by skeleton the read records a call of ``batch`` may see."""
         self._read(batch, None)
-        waiting: list[tuple[Seen, dict[str, Ref]]] = []
+        waiting: list[tuple[Seen, dict[str, None]]] = []
         index = self._skeletons
         for seen, exact in self._unsplit:
             if seen.batch is batch:
                 waiting.append((seen, exact))
                 continue
             for needle, text in skeletons(exact).items():
-                index.setdefault(needle, []).append((seen, exact[text], text))
+                index.setdefault(needle, []).append((seen, text))
         self._unsplit = waiting
 
     def asks_for(self, words: Iterable[str]) -> bool:
@@ -261,16 +264,16 @@ class ProvenanceLedger:
         self._unread = [seen for seen in self._unread if seen.index >= floor]
         self._unread_text = None
         self._unsplit = [entry for entry in self._unsplit if entry[0].index >= floor]
-        exact: dict[str, tuple[Seen, Ref]] = {}
-        more: dict[str, list[tuple[Seen, Ref]]] = {}
+        exact: dict[str, Seen] = {}
+        more: dict[str, list[Seen]] = {}
         for text, first in self._exact.items():
-            kept = [e for e in (first, *self._exact_more.get(text, ())) if e[0].index >= floor]
+            kept = [e for e in (first, *self._exact_more.get(text, ())) if e.index >= floor]
             if kept:
                 exact[text] = kept[0]
                 if len(kept) > 1:
                     more[text] = kept[1:]
         self._exact, self._exact_more = exact, more
-        skeletons: dict[str, list[tuple[Seen, Ref, str]]] = {}
+        skeletons: dict[str, list[tuple[Seen, str]]] = {}
         for needle, entries in self._skeletons.items():
             kept_entries = [e for e in entries if e[0].index >= floor]
             if kept_entries:
@@ -332,29 +335,34 @@ class ProvenanceLedger:
             return ProvenanceFinding(argument, value, kind, Origin.REQUEST)
         if self._unread and folded in self._unread_written(batch):  # in a result not read?
             self._read(batch, folded)
-        verbatim: tuple[Seen, Ref] | None = None
+        verbatim: Seen | None = None
         first = self._exact.get(key)
-        for seen, place in () if first is None else (first, *self._exact_more.get(key, ())):
-            if seen.batch is not batch and (verbatim is None or seen.index > verbatim[0].index):
-                verbatim = (seen, place)
+        for seen in () if first is None else (first, *self._exact_more.get(key, ())):
+            if seen.batch is not batch and (verbatim is None or seen.index > verbatim.index):
+                verbatim = seen
         if verbatim is not None:  # a copy of a record field, verbatim: the usual case
-            seen, place = verbatim
             return ProvenanceFinding(
-                argument, value, kind, Origin.RECORD, seen.tool, seen.call_id, seen.path(place)
+                argument,
+                value,
+                kind,
+                Origin.RECORD,
+                verbatim.tool,
+                verbatim.call_id,
+                verbatim.path_of(key),
             )
         if self._unread or self._unsplit:
             self._split(batch)
-        best: tuple[Seen, Ref] | None = None
+        best: tuple[Seen, str] | None = None
         for needle in wanted:  # the latest result; at one result, the first needle
-            for seen, place, text in self._skeletons.get(needle, _NONE):
+            for seen, text in self._skeletons.get(needle, _NONE):
                 if best is not None and seen.index <= best[0].index:
                     continue
                 if seen.batch is not batch and same_identifier(value, text):
-                    best = (seen, place)
+                    best = (seen, text)
         if best is not None:
-            seen, place = best
+            seen, text = best
             return ProvenanceFinding(
-                argument, value, kind, Origin.RECORD, seen.tool, seen.call_id, seen.path(place)
+                argument, value, kind, Origin.RECORD, seen.tool, seen.call_id, seen.path_of(text)
             )
         visible = [seen for seen in reversed(self._seen) if seen.batch is not batch]
         for seen in visible:
@@ -442,9 +450,9 @@ class ProvenanceLedger:
         first = self._exact.get(key)
         if first is None:
             return False
-        if first[0].batch is not batch:
+        if first.batch is not batch:
             return True
-        return any(seen.batch is not batch for seen, _ in self._exact_more.get(key, ()))
+        return any(seen.batch is not batch for seen in self._exact_more.get(key, ()))
 
 
 def _named(finding: ProvenanceFinding, argument: str) -> ProvenanceFinding:

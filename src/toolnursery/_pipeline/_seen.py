@@ -13,7 +13,7 @@ from .._core._content import ToolExecutionResult
 from .._core._provenance import record_steps
 from ._matching import Date, Haystack, dates_in, fold, same_date
 
-__all__ = ["Ref", "Seen", "Walk", "leaves"]
+__all__ = ["Seen", "Walk", "leaves"]
 
 
 class Seen:
@@ -21,6 +21,7 @@ class Seen:
 
     __slots__ = (
         "_folded",
+        "_folded_walks",
         "_haystack",
         "_paths",
         "_walks",
@@ -51,6 +52,7 @@ class Seen:
         self._paths: list[str] = []
         self._folded: str | None = None
         self._walks: list[Walk] = []
+        self._folded_walks: list[list[str]] = []
 
     def written(self) -> str:
         """The result's text as its values are written in it, folded: what tells, without
@@ -71,29 +73,30 @@ class Seen:
         haystack = self._haystack = Haystack([text for _, text in fields])
         return haystack
 
-    def records(self) -> dict[str, Ref]:
-        """``{text, case-folded: where}`` of the declared record fields (the first place
-        of a text written twice); :meth:`path` names a place."""
-        exact: dict[str, Ref] = {}
+    def records(self) -> dict[str, None]:
+        """The declared record fields' texts, case-folded (a dict for its fast key
+        operations); :meth:`path_of` names the place of one."""
+        exact: dict[str, None] = {}
         walks = self._walks = []
+        folded = self._folded_walks = []
         if self.record_paths and (whole := self.result.value) is not None:
             for path in self.record_paths:
                 steps = record_steps(path)
                 if steps is not None:
                     walk = Walk(whole, steps)
-                    declared = len(walks)
                     walks.append(walk)
-                    texts = walk.texts
-                    # the first place of a text written twice: the last one written wins
-                    places = {
-                        texts[n].casefold(): (declared, n) for n in range(len(texts) - 1, -1, -1)
-                    }
-                    exact = places if not exact else {**places, **exact}
+                    texts = list(map(str.casefold, walk.texts))
+                    folded.append(texts)
+                    exact.update(dict.fromkeys(texts))
         return exact
 
-    def path(self, ref: Ref) -> str:
-        """The JSON path of a place :meth:`records` gave."""
-        return self._walks[ref[0]].path(ref[1])
+    def path_of(self, text: str) -> str:
+        """The JSON path of the first record field whose case-folded text is ``text``
+        (one :meth:`records` gave)."""
+        for declared, texts in enumerate(self._folded_walks):
+            if text in texts:
+                return self._walks[declared].path(texts.index(text))
+        raise KeyError(text)
 
     def fragment(self, wanted: tuple[str, ...], dates: set[Date]) -> str | None:
         """The path of a text of the result holding a value of ``wanted`` (or a date)."""
@@ -122,11 +125,6 @@ def leaves(value: Any, path: str) -> Iterator[tuple[str, str]]:
         yield path, str(value)
 
 
-Ref = tuple[int, int]
-"""A record field of a result: its declared record path's index, and the field's ordinal
-among that path's texts."""
-
-
 class Walk:
     """The texts at one record path's places in a value, and what names each place.
 
@@ -135,35 +133,20 @@ class Walk:
     of its parent), so a text's JSON path is rebuilt only when a finding names it.
     """
 
-    __slots__ = ("flat", "frontier", "parents", "steps", "texts")
+    __slots__ = ("_parents", "_value", "flat", "frontier", "steps", "texts")
 
     def __init__(self, value: Any, steps: tuple[str | None, ...]) -> None:
         self.steps = steps
-        self.parents: list[list[int]] = []
+        self._value = value
+        self._parents: list[list[int]] | None = None  # made when a path is asked for
         frontier: list[Any] = [value]
         for step in steps:
-            nodes: list[Any] = []
-            parents: list[int] = []
             if step is None:
-                for p, node in enumerate(frontier):
-                    if type(node) in _LISTS:
-                        nodes += node
-                        parents += [p] * len(node)
+                frontier = [item for node in frontier if type(node) in _LISTS for item in node]
             else:
-                parents = [
-                    p for p, node in enumerate(frontier) if type(node) is dict and step in node
+                frontier = [
+                    node[step] for node in frontier if isinstance(node, dict) and step in node
                 ]
-                if len(parents) < len(frontier) and any(
-                    type(node) is not dict and isinstance(node, dict) for node in frontier
-                ):  # a dict subclass: the slow test
-                    parents = [
-                        p
-                        for p, node in enumerate(frontier)
-                        if isinstance(node, dict) and step in node
-                    ]
-                nodes = [frontier[p][step] for p in parents]
-            self.parents.append(parents)
-            frontier = nodes
         self.frontier = frontier
         texts: list[str] = [node for node in frontier if type(node) is str]
         flat = len(texts) == len(frontier)  # one text per place (the usual case)
@@ -182,6 +165,30 @@ class Walk:
                         texts += [_text(item) for item in node if _scalar(item)]
         self.texts = texts
         self.flat = flat
+
+    @property
+    def parents(self) -> list[list[int]]:
+        """Per step, the index of each node's parent in the level above."""
+        made = self._parents
+        if made is None:
+            made = self._parents = []
+            frontier: list[Any] = [self._value]
+            for step in self.steps:
+                nodes: list[Any] = []
+                parents: list[int] = []
+                if step is None:
+                    for p, node in enumerate(frontier):
+                        if type(node) in _LISTS:
+                            nodes += node
+                            parents += [p] * len(node)
+                else:
+                    for p, node in enumerate(frontier):
+                        if isinstance(node, dict) and step in node:
+                            nodes.append(node[step])
+                            parents.append(p)
+                made.append(parents)
+                frontier = nodes
+        return made
 
     def path(self, n: int) -> str:
         """The JSON path of the ``n``-th text."""
