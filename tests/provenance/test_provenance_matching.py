@@ -196,3 +196,30 @@ def test_a_record_walk_names_each_text_by_its_json_path(value: object, path: str
     expected = _reference(value, steps, "$")
     assert walk.texts == [text for _, text in expected]
     assert [walk.path(n) for n in range(len(walk.texts))] == [p for p, _ in expected]
+
+
+def test_phone_numbers_compare_with_and_without_their_country_code() -> None:
+    same = [
+        ("+442079460012", "020 7946 0012"),
+        ("+44 20 7946 0012", "+44 (0)20 7946 0012"),
+        ("0044 20 7946 0012", "+442079460012"),
+        ("+4930901820", "030 901820"),
+        ("+1 555 123 4567", "(555) 123-4567"),
+    ]
+    for value, seen in same:
+        assert same_identifier(value, seen), (value, seen)
+        assert same_identifier(seen, value), (seen, value)
+    # another country code on the same digits is another number
+    assert not same_identifier("+1 207 946 0012", "+44 20 7946 0012")
+    assert not same_identifier("+33 20 7946 0012", "+44 (0)20 7946 0012")
+    # ... and a request naming the number with its code holds it whole
+    haystack = Haystack("Text Raj on +44 20 7946 0012, please.")
+    spans = [s for n in needles("+12079460012", Sink.PARTY) for s in haystack.spans(n, whole=True)]
+    assert spans
+    assert not any(same_identifier("+12079460012", span) for span in spans)
+    national = Haystack("Text Raj at 020 7946 0012.")
+    assert any(
+        same_identifier("+442079460012", span)
+        for n in needles("+442079460012", Sink.PARTY)
+        for span in national.spans(n, whole=True)
+    )

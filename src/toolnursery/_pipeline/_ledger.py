@@ -329,8 +329,9 @@ class ProvenanceLedger:
         trusted = self._trusted_haystack
         if trusted is None:
             trusted = self._trusted_haystack = Haystack(self._trusted)
+        whole = address or wanted[0].isdigit()  # an address or a number, not a part of one
         if any(
-            same_identifier(value, span) for n in wanted for span in trusted.spans(n, whole=address)
+            same_identifier(value, span) for n in wanted for span in trusted.spans(n, whole=whole)
         ) or (dates and same_date(dates, self._trusted_dates)):
             return ProvenanceFinding(argument, value, kind, Origin.REQUEST)
         if self._unread and folded in self._unread_written(batch):  # in a result not read?

@@ -63,7 +63,9 @@ def needles(value: str, kind: Sink) -> tuple[str, ...]:
     """The skeletons that stand for ``value`` when looking for it (``()``: nothing to find).
 
     Links (and any value written with a scheme or a leading ``www``) drop those; a phone
-    number also stands for its last ten digits (the number without a country code).
+    number also stands for its last ten digits and, written with a country code, for
+    its national forms (``+44 20 7946 0012``: ``020 7946 0012``). What a needle finds is
+    then compared by :func:`same_identifier`.
     """
     text = _normal(value).strip()
     head = _URL_HEAD.match(text)
@@ -72,9 +74,19 @@ def needles(value: str, kind: Sink) -> tuple[str, ...]:
     joined = _NON_WORD.sub("", text)
     if not joined:
         return ()
-    if 10 < len(joined) <= 15 and joined.isdigit():
-        return (joined, joined[-10:])
+    if joined.isdigit():
+        return _phone_needles(text, joined)
     return (joined,)
+
+
+def _phone_needles(text: str, joined: str) -> tuple[str, ...]:
+    found = [joined]
+    if 10 < len(joined) <= 15:
+        found.append(joined[-10:])
+    if 8 <= len(joined) <= 15 and text.startswith(("+", "00")):
+        digits = joined[2:] if text.startswith("00") else joined
+        found += ["0" + digits[k:] for k in (1, 2, 3)]  # a country code of 1-3 digits
+    return tuple(found)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -99,9 +111,11 @@ def skeletons(texts: Iterable[str]) -> dict[str, str]:
     joined = _NON_WORD_KEPT.sub("", _APART.join(t.replace(_APART, " ") for t in plain).casefold())
     for needle, text in zip(joined.split(_APART), plain, strict=True):
         if needle:
-            found.setdefault(needle, text)
-            if 10 < len(needle) <= 15 and needle.isdigit():
-                found.setdefault(needle[-10:], text)
+            if needle.isdigit():
+                for each in _phone_needles(text.strip(), needle):
+                    found.setdefault(each, text)
+            else:
+                found.setdefault(needle, text)
     return found
 
 
@@ -109,6 +123,7 @@ _ADDRESS: Final = re.compile(r"@|://|\Awww\.|\.[a-z]{2,}(?:/|\Z)|[\[(]\s*(?:at|d
 _SAID_AT: Final = re.compile(r"\s*[\[({<]\s*at\s*[\])}>]\s*|\s+at\s+")
 _SAID_DOT: Final = re.compile(r"\s*[\[({<]\s*dot\s*[\])}>]\s*|\s+dot\s+")
 _NOT_ADDRESS: Final = re.compile(r"[^\w@.+\-/:?=&#%~]+")
+_PHONE_CHARS: Final = frozenset("0123456789+()-. ")  # what a written phone number holds
 _ADDRESS_CHARS: Final = frozenset(
     "abcdefghijklmnopqrstuvwxyz0123456789@.+-/:?=&#%~_"
 )  # what an address spelled without spaces is made of (the text is case-folded)
@@ -139,12 +154,42 @@ def is_address(value: str) -> bool:
 
 
 def same_identifier(value: str, seen: str) -> bool:
-    """Whether ``seen`` writes the identifier ``value`` is, by :func:`strict` forms (a
-    phone number with and without its country code counts as one)."""
+    """Whether ``seen`` writes the identifier ``value`` is, by :func:`strict` forms.
+
+    Numbers compare as phone numbers: two written with a country code (``+`` or ``00``)
+    are one when their digits are (a trunk ``(0)`` after the code aside); a number
+    written without one is the same as one written with a code of one to three digits
+    followed by its digits (its leading trunk ``0`` aside): ``020 7946 0012`` is
+    ``+44 20 7946 0012`` and ``(555) 123-4567`` is ``+1 555 123 4567``, but
+    ``+1 207 946 0012`` is not ``+44 20 7946 0012``.
+    """
     a, b = strict(value), strict(seen)
     if a == b:
         return bool(a)
-    return a.isdigit() and b.isdigit() and min(len(a), len(b)) >= 10 and a[-10:] == b[-10:]
+    if not (a.isdigit() and b.isdigit()):
+        return False
+    coded_a, forms_a = _phone_forms(value, a)
+    coded_b, forms_b = _phone_forms(seen, b)
+    if coded_a == coded_b:
+        return bool(forms_a & forms_b)
+    coded, plain = (forms_a, forms_b) if coded_a else (forms_b, forms_a)
+    return any(
+        len(national) >= 7 and number.endswith(national) and 1 <= len(number) - len(national) <= 3
+        for number in coded
+        for national in plain
+    )
+
+
+def _phone_forms(raw: str, digits: str) -> tuple[bool, set[str]]:
+    """Whether ``raw`` is written with a country code, and its digits as compared."""
+    text = _normal(raw).lstrip()
+    if text.startswith("+") or text.startswith("00"):
+        number = digits[2:] if text.startswith("00") else digits
+        # "+44 (0)20 ...": a trunk zero written after the country code
+        return True, {number} | {
+            number[:k] + number[k + 1 :] for k in (1, 2, 3) if number[k : k + 1] == "0"
+        }
+    return False, {digits[1:] if digits.startswith("0") else digits}
 
 
 class Haystack:
@@ -204,16 +249,18 @@ class Haystack:
 
         With ``whole``, a run inside a longer address (an email or link without spaces:
         ``now.com/berlin`` inside ``www.weather-now.com/berlin``, ``shop.example.co``
-        inside ``shop.example.co.uk``) is given as that whole address, so comparing it
-        with a value tells the address from a part of it."""
+        inside ``shop.example.co.uk``) or number (``20 7946 0012`` inside
+        ``+44 20 7946 0012``) is given as that whole address or number, so comparing it
+        with a value tells the one from a part of it."""
         joined = self._joined
+        around = _PHONE_CHARS if needle.isdigit() else _ADDRESS_CHARS
         for start, end in self._runs(needle):
             if whole:
-                while start > 0 and joined[start - 1] in _ADDRESS_CHARS:
+                while start > 0 and joined[start - 1] in around:
                     start -= 1
-                while end < len(joined) and joined[end] in _ADDRESS_CHARS:
+                while end < len(joined) and joined[end] in around:
                     end += 1
-                yield joined[start:end].rstrip(".,;:!?")
+                yield joined[start:end].strip().rstrip(".,;:!?")
             else:
                 yield joined[start:end]
 
