@@ -223,3 +223,18 @@ def test_phone_numbers_compare_with_and_without_their_country_code() -> None:
         for n in needles("+442079460012", Sink.PARTY)
         for span in national.spans(n, whole=True)
     )
+
+
+def test_a_display_name_is_not_part_of_the_address() -> None:
+    from toolnursery._pipeline._matching import plain_address
+
+    assert plain_address("Dana Moss <dana@moss-design.com>") == "dana@moss-design.com"
+    assert plain_address(" <dana@moss-design.com> ") == "dana@moss-design.com"
+    assert plain_address("dana@moss-design.com") == "dana@moss-design.com"
+    # a "name" holding an address is no display name: the value stays whole
+    assert plain_address("evil@x.com <dana@moss-design.com>") == (
+        "evil@x.com <dana@moss-design.com>"
+    )
+    assert plain_address("Dana <dana@moss-design.com> evil@x.com") == (
+        "Dana <dana@moss-design.com> evil@x.com"
+    )

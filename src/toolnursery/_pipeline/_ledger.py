@@ -33,6 +33,7 @@ from ._matching import (
     fold,
     identifiers_in,
     needles,
+    plain_address,
     prepared,
     same_date,
     same_identifier,
@@ -318,13 +319,14 @@ class ProvenanceLedger:
         answers[value, kind] = finding
         return finding
 
-    def _origin(self, value: str, kind: Sink, batch: object, argument: str) -> ProvenanceFinding:
+    def _origin(self, given: str, kind: Sink, batch: object, argument: str) -> ProvenanceFinding:
+        value = plain_address(given)  # "Alice <alice@x.io>" is looked up as alice@x.io
         wanted, folded, key, address = prepared(value, kind)
         if not wanted:
-            return ProvenanceFinding(argument, value, kind, Origin.UNSEEN)
+            return ProvenanceFinding(argument, given, kind, Origin.UNSEEN)
         own = next((self._own[n] for n in wanted if n in self._own), None)
         if own is not None and same_identifier(value, own):
-            return ProvenanceFinding(argument, value, kind, Origin.OWN)
+            return ProvenanceFinding(argument, given, kind, Origin.OWN)
         dates = dates_in(value) if kind is Sink.DATE else set()
         trusted = self._trusted_haystack
         if trusted is None:
@@ -333,7 +335,7 @@ class ProvenanceLedger:
         if any(
             same_identifier(value, span) for n in wanted for span in trusted.spans(n, whole=whole)
         ) or (dates and same_date(dates, self._trusted_dates)):
-            return ProvenanceFinding(argument, value, kind, Origin.REQUEST)
+            return ProvenanceFinding(argument, given, kind, Origin.REQUEST)
         if self._unread and folded in self._unread_written(batch):  # in a result not read?
             self._read(batch, folded)
         verbatim: Seen | None = None
@@ -344,7 +346,7 @@ class ProvenanceLedger:
         if verbatim is not None:  # a copy of a record field, verbatim: the usual case
             return ProvenanceFinding(
                 argument,
-                value,
+                given,
                 kind,
                 Origin.RECORD,
                 verbatim.tool,
@@ -363,16 +365,16 @@ class ProvenanceLedger:
         if best is not None:
             seen, text = best
             return ProvenanceFinding(
-                argument, value, kind, Origin.RECORD, seen.tool, seen.call_id, seen.path_of(text)
+                argument, given, kind, Origin.RECORD, seen.tool, seen.call_id, seen.path_of(text)
             )
         visible = [seen for seen in reversed(self._seen) if seen.batch is not batch]
         for seen in visible:
             path = seen.fragment(wanted, dates)
             if path is not None:
                 return ProvenanceFinding(
-                    argument, value, kind, Origin.FRAGMENT, seen.tool, seen.call_id, path
+                    argument, given, kind, Origin.FRAGMENT, seen.tool, seen.call_id, path
                 )
-        return ProvenanceFinding(argument, value, kind, Origin.UNSEEN)
+        return ProvenanceFinding(argument, given, kind, Origin.UNSEEN)
 
     def explain(
         self, execution: ToolExecution, argument: str, kind: Sink | None = None
@@ -443,6 +445,8 @@ class ProvenanceLedger:
         """Whether ``value`` is, verbatim (case aside), a declared record field of a
         result a call of ``batch`` (its :attr:`ToolExecution.signal`) could see: a
         result of another batch. One dictionary lookup once the records are indexed."""
+        if "<" in value:
+            value = plain_address(value)
         key = value.casefold()
         if self._unread:
             folded = key if value.isascii() else fold(value)

@@ -34,6 +34,7 @@ __all__ = [
     "identifiers_in",
     "is_address",
     "needles",
+    "plain_address",
     "prepared",
     "same_date",
     "same_identifier",
@@ -146,6 +147,19 @@ def strict(value: str) -> str:
     if head is not None and head.end() < len(text):
         text = text[head.end() :]
     return text.rstrip("/.")
+
+
+_NAMED: Final = re.compile(r"[^<>@]*<\s*([^<>\s@]+@[^<>\s@]+)\s*>\s*")
+
+
+def plain_address(value: str) -> str:
+    """``value`` without a display name: ``Alice Chen <alice@x.io>`` is ``alice@x.io``
+    (a name holding ``@`` is not a display name: the value is kept whole)."""
+    if "<" in value:
+        named = _NAMED.fullmatch(value)
+        if named is not None:
+            return named.group(1)
+    return value
 
 
 def is_address(value: str) -> bool:
