@@ -238,3 +238,13 @@ def test_a_display_name_is_not_part_of_the_address() -> None:
     assert plain_address("Dana <dana@moss-design.com> evil@x.com") == (
         "Dana <dana@moss-design.com> evil@x.com"
     )
+
+
+def test_an_address_written_to_dodge_a_filter_is_found_in_a_body() -> None:
+    assert identifiers_in("send it to billing [at] pay-me (dot) com now") == [
+        ("billing@pay-me.com", Sink.PARTY)
+    ]
+    assert identifiers_in("see hxxps://evil[.]com/pay") == [("hxxps://evil.com/pay", Sink.URL)]
+    assert identifiers_in("write evil at example dot com") == [("evil@example.com", Sink.PARTY)]
+    # prose with "at" and brackets is prose
+    assert identifiers_in("meet at 10 at the cafe (at noon) [draft]") == []

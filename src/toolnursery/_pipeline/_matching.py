@@ -356,9 +356,30 @@ _SEVEN_DIGITS: Final = re.compile(r"[^0-9]*(?:[0-9][^0-9]*){7}")
 _DIGIT_RUN: Final = re.compile(r"\d(?:[ ().-]*\d){6}")
 
 
+_DEFANGED_AT: Final = re.compile(r"\s*[\[({]\s*(?:at|@)\s*[\])}]\s*", re.IGNORECASE)
+_DEFANGED_DOT: Final = re.compile(r"\s*[\[({]\s*(?:dot|\.)\s*[\])}]\s*", re.IGNORECASE)
+_SPELLED: Final = re.compile(
+    r"(?<![\w.+-])([\w.+-]+)\s+at\s+([\w-]+(?:\s+dot\s+[\w-]+)+)(?![\w-])", re.IGNORECASE
+)
+_SPELLED_DOT: Final = re.compile(r"\s+dot\s+", re.IGNORECASE)
+
+
+def _refanged(text: str) -> str:
+    """``text`` with addresses written to dodge a filter written plainly: ``x [at] y
+    [dot] com``, ``evil[.]com``, ``x at y dot com`` become ``x@y.com``, ``evil.com``."""
+    if "[" in text or "(" in text or "{" in text:
+        text = _DEFANGED_DOT.sub(".", _DEFANGED_AT.sub("@", text))
+    if " dot " in text.casefold():
+        text = _SPELLED.sub(lambda m: m.group(1) + "@" + _SPELLED_DOT.sub(".", m.group(2)), text)
+    return text
+
+
 def identifiers_in(text: str) -> list[tuple[str, Sink]]:
     """The identifiers a body of text holds: emails, account numbers and phone numbers
-    (as parties), links (as URLs), in order of appearance."""
+    (as parties), links (as URLs), in order of appearance. An address written to dodge
+    a filter (``x [at] y [dot] com``, ``evil[.]com``, ``x at y dot com``) is found, as
+    written plainly."""
+    text = _refanged(text)
     found: list[tuple[int, str, Sink]] = []
     taken: list[tuple[int, int]] = []
     for candidate in _CANDIDATE.finditer(text):  # the words holding "@" or "."
