@@ -248,3 +248,7 @@ def test_an_address_written_to_dodge_a_filter_is_found_in_a_body() -> None:
     assert identifiers_in("write evil at example dot com") == [("evil@example.com", Sink.PARTY)]
     # prose with "at" and brackets is prose
     assert identifiers_in("meet at 10 at the cafe (at noon) [draft]") == []
+    # full-width letters are the letters (NFKC)
+    assert identifiers_in("form: \uff48\uff52\uff0e\uff43\uff4f/apply") == [
+        ("hr.co/apply", Sink.URL)
+    ]

@@ -366,7 +366,10 @@ _SPELLED_DOT: Final = re.compile(r"\s+dot\s+", re.IGNORECASE)
 
 def _refanged(text: str) -> str:
     """``text`` with addresses written to dodge a filter written plainly: ``x [at] y
-    [dot] com``, ``evil[.]com``, ``x at y dot com`` become ``x@y.com``, ``evil.com``."""
+    [dot] com``, ``evil[.]com``, ``x at y dot com`` become ``x@y.com``, ``evil.com``;
+    full-width and other compatibility characters become their plain forms (NFKC)."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
     if "[" in text or "(" in text or "{" in text:
         text = _DEFANGED_DOT.sub(".", _DEFANGED_AT.sub("@", text))
     if " dot " in text.casefold():
