@@ -27,9 +27,9 @@ TRUSTED_VALUE_IN_ANOTHER_ROLE = [
 @pytest.mark.timeout(300)
 async def test_the_testbed_table_does_not_regress() -> None:
     table = await measure(ENVIRONMENTS)
-    assert (table.benign, table.pairs) == (50, 166)
+    assert (table.benign, table.pairs) == (50, 172)
     assert table.benign_undefended == 50
-    assert table.undefended_success == 166
+    assert table.undefended_success == 172
     assert sorted(table.lost) == LIFTED_FROM_A_NAMED_ITEM
     assert table.asked_tasks == table.prompts == len(LIFTED_FROM_A_NAMED_ITEM)
     assert sorted(table.missed) == TRUSTED_VALUE_IN_ANOTHER_ROLE
