@@ -212,6 +212,7 @@ def test_phone_numbers_compare_with_and_without_their_country_code() -> None:
     # another country code on the same digits is another number
     assert not same_identifier("+1 207 946 0012", "+44 20 7946 0012")
     assert not same_identifier("+33 20 7946 0012", "+44 (0)20 7946 0012")
+    assert not same_identifier("+1 503 555 1234", "+1535551234")  # a zero is a digit
     # ... and a request naming the number with its code holds it whole
     haystack = Haystack("Text Raj on +44 20 7946 0012, please.")
     spans = [s for n in needles("+12079460012", Sink.PARTY) for s in haystack.spans(n, whole=True)]
@@ -252,3 +253,20 @@ def test_an_address_written_to_dodge_a_filter_is_found_in_a_body() -> None:
     assert identifiers_in("form: \uff48\uff52\uff0e\uff43\uff4f/apply") == [
         ("hr.co/apply", Sink.URL)
     ]
+
+
+@given(
+    st.sampled_from(["1", "44", "49", "353"]),
+    st.sampled_from(["1", "44", "49", "353"]),
+    st.text("0123456789", min_size=7, max_size=10).filter(lambda d: not d.startswith("0")),
+    st.sampled_from([" ", "-", ""]),
+)
+def test_a_phone_number_is_one_number_under_one_country_code(
+    code: str, other: str, digits: str, gap: str
+) -> None:
+    coded = f"+{code}{gap}{digits}"
+    assert same_identifier(coded, f"0{digits}")  # the national form
+    assert same_identifier(f"0{digits}", coded)
+    assert same_identifier(coded, f"00{code} {digits}")
+    if other != code:
+        assert not same_identifier(coded, f"+{other}{gap}{digits}")

@@ -196,13 +196,11 @@ def same_identifier(value: str, seen: str) -> bool:
 
 def _phone_forms(raw: str, digits: str) -> tuple[bool, set[str]]:
     """Whether ``raw`` is written with a country code, and its digits as compared."""
-    text = _normal(raw).lstrip()
+    text = _normal(raw).strip()
     if text.startswith("+") or text.startswith("00"):
-        number = digits[2:] if text.startswith("00") else digits
-        # "+44 (0)20 ...": a trunk zero written after the country code
-        return True, {number} | {
-            number[:k] + number[k + 1 :] for k in (1, 2, 3) if number[k : k + 1] == "0"
-        }
+        if "(0)" in text.replace(" ", ""):  # "+44 (0)20 ...": a trunk zero, not dialled
+            digits = _NON_WORD.sub("", re.sub(r"\(\s*0\s*\)", "", text))
+        return True, {digits[2:] if text.startswith("00") else digits}
     return False, {digits[1:] if digits.startswith("0") else digits}
 
 
