@@ -141,6 +141,10 @@ def install_provenance_guard(
     # per definition: its sink arguments (with the guard's own), and whether it has an
     # intent sink; worked out once per definition
     cache: dict[int, tuple[object, tuple[tuple[str, tuple[Sink, ...]], ...], bool]] = {}
+    # ... and per tool name and scope, until the registry changes (a tool registered,
+    # unregistered, restricted): what a name resolves to changes only then
+    by_name: dict[tuple[str, object], tuple[tuple[tuple[str, tuple[Sink, ...]], ...], bool]] = {}
+    stop_watching = registry.on_change(by_name.clear)
 
     def sinks_for(
         execution: ToolExecution,
@@ -164,7 +168,13 @@ def install_provenance_guard(
     async def provenance_guard(
         execution: ToolExecution, next: Callable[[], Awaitable[PreToolDecision]]
     ) -> PreToolDecision:
-        declared, intent = sinks_for(execution)
+        key = (execution.name, execution.agent)
+        known = by_name.get(key)
+        if known is None:
+            if len(by_name) > 1024:
+                by_name.clear()
+            known = by_name[key] = sinks_for(execution)
+        declared, intent = known
         if not declared:
             return await next()
         arguments = execution.arguments
@@ -202,7 +212,13 @@ def install_provenance_guard(
             return Deny(reason)
         return Ask(reason, provenance=tuple(objections))
 
-    return scope.on_pre_execute(provenance_guard)
+    stop_checking = scope.on_pre_execute(provenance_guard)
+
+    def dispose() -> None:
+        stop_checking()
+        stop_watching()
+
+    return Disposer(dispose)
 
 
 # -- durable answers -------------------------------------------------------------------
