@@ -450,7 +450,10 @@ class ProvenanceLedger:
         key = value.casefold()
         if self._unread:
             folded = key if value.isascii() else fold(value)
-            if folded in self._unread_written(batch):  # is it in a result not read yet?
+            unread = self._unread_text
+            if unread is None or batch is not self._unread_for:
+                unread = self._unread_written(batch)
+            if folded in unread:  # is it in a result not read yet?
                 self._read(batch, folded)
         first = self._exact.get(key)
         if first is None:

@@ -145,7 +145,9 @@ class Walk:
                 frontier = [item for node in frontier if type(node) in _LISTS for item in node]
             else:
                 frontier = [
-                    node[step] for node in frontier if isinstance(node, dict) and step in node
+                    node[step]
+                    for node in frontier
+                    if (type(node) is dict or isinstance(node, dict)) and step in node
                 ]
         self.frontier = frontier
         texts: list[str] = [node for node in frontier if type(node) is str]
