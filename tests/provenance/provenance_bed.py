@@ -68,7 +68,9 @@ class Attack:
     text: str
     goal: tuple[Call, ...]
     achieved: Callable[[dict[str, Any]], bool]
-    adaptive: str | None = None  # own-line, reformatted, trusted-field, named-source
+    adaptive: str | None = None  # own-line, reformatted, trusted-field, named-source,
+    # homoglyph, domain-inside (the user's domain inside a longer one, or a part of it),
+    # another-role (a value the request or a record trusts, asked for in another role)
     only: frozenset[str] | None = None  # the tasks it pairs with (default: all that read the slot)
     prelude: tuple[Call, ...] = ()  # a turn of reads the attacker asks for before the goal
 
@@ -187,8 +189,9 @@ class Table:
             f" {self.undefended_success}/{self.pairs})",
             "blocked by kind:",
         ]
+        width = max((len(kind) for kind in self.attacks_by_kind), default=0) + 2
         for kind, (blocked, total) in sorted(self.attacks_by_kind.items()):
-            lines.append(f"  {kind:<28}{blocked}/{total}")
+            lines.append(f"  {kind:<{width}}{blocked}/{total}")
         if self.lost:
             lines.append("benign tasks lost: " + ", ".join(self.lost))
         if self.missed:

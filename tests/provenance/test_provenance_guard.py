@@ -238,3 +238,27 @@ def test_a_resumed_batch_re_asks_nothing(tmp_path: Path) -> None:
     with JsonlRecorder(log) as recorder:
         assert run(ScriptedApproval(), recorder, resume=True) == ["paid"]  # nobody to ask
     assert done == ["GB29NWBK60161331926819"]
+
+
+async def test_a_tool_registered_after_the_guard_is_checked_by_its_own_sinks() -> None:
+    @tool(name="pay")
+    def unmarked_pay(iban: str) -> str:
+        """Pay, with no sink marker."""
+        return "paid"
+
+    registry = ToolRegistry(ScriptedApproval(default="rejected"))
+    registry.register(note)
+    undo = registry.register(unmarked_pay)
+    scope = registry.scope()
+    dispose = install_provenance_guard(scope, request="Read my note.")
+    await run_tool_calls(registry, [ToolCall("1", "note", {})], agent=scope)
+    lifted = {"iban": "GB29NWBK60161331926819"}
+    (first,) = await run_tool_calls(registry, [ToolCall("2", "pay", lifted)], agent=scope)
+    assert first.text == "paid"  # no sink marked: not checked
+    undo()
+    registry.register(pay)  # the same name, now with a party sink
+    (second,) = await run_tool_calls(registry, [ToolCall("3", "pay", lifted)], agent=scope)
+    assert second.text == 'Error: the user rejected tool "pay"'
+    dispose()  # the check and its watch of the registry go
+    (third,) = await run_tool_calls(registry, [ToolCall("4", "pay", lifted)], agent=scope)
+    assert third.text == "paid"

@@ -203,3 +203,55 @@ def test_a_nested_scope_reads_the_ledger_of_its_run_and_a_call_without_scope_has
         ledger.trust(3)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="not a record path"):
         ledger.declare_records("t", "a..b")
+
+
+async def test_the_ledger_keeps_at_most_max_results_and_counts_what_it_drops() -> None:
+    registry, scope, seen = setup()
+    ledger = scope.provenance
+    ledger.max_results = 10
+    await run_tool_calls(registry, [call("r1", "contacts")], agent=scope)
+    await run_tool_calls(registry, [call("s1", "send", to="alice@corp.com")], agent=scope)
+    for n in range(10):  # ten more results: the contact list is among the oldest
+        await run_tool_calls(registry, [call(f"p{n}", "page")], agent=scope)
+    assert ledger.results <= 10
+    assert ledger.dropped == 12 - ledger.results
+    await run_tool_calls(registry, [call("s2", "send", to="alice@corp.com")], agent=scope)
+    # the record was dropped: the value is asked about again (never trusted by default)
+    assert [(c, f[0].origin) for c, f in seen] == [("s1", Origin.RECORD), ("s2", Origin.UNSEEN)]
+    await run_tool_calls(registry, [call("r2", "contacts")], agent=scope)
+    await run_tool_calls(registry, [call("s3", "send", to="Alice@corp.com")], agent=scope)
+    assert seen[-1][1][0].origin is Origin.RECORD
+    assert seen[-1][1][0].source_call == "r2"
+    with pytest.raises(ValueError, match="positive int"):
+        ledger.max_results = 0
+
+
+async def test_suspect_is_explain_without_the_verbatim_records() -> None:
+    registry, scope, _ = setup()
+    await run_tool_calls(registry, [call("r1", "contacts"), call("r2", "inbox")], agent=scope)
+    pairs: list[tuple[tuple[ProvenanceFinding, ...], tuple[ProvenanceFinding, ...]]] = []
+
+    async def look(execution: ToolExecution, next: Any) -> PreToolDecision:
+        ledger = scope.provenance
+        for argument, kind in (("to", Sink.PARTY), ("body", Sink.CONTENT), ("to", Sink.SECRET)):
+            pairs.append(
+                (
+                    ledger.explain(execution, argument, kind),
+                    ledger.suspect(execution, argument, kind),
+                )
+            )
+        return Allow()
+
+    scope.on_pre_execute(look, prepend=True)
+    body = "alice@corp.com, ALICE@corp.com, evil@attacker.com, bob@home.org, x@y.io"
+    for to in ("alice@corp.com", "Alice@Corp.com", " alice@corp.com", "evil@attacker.com"):
+        await run_tool_calls(registry, [call("s", "send", to=to, body=body)], agent=scope)
+    for explained, suspected in pairs:
+        kept = [f for f in explained if f.origin is not Origin.RECORD or f.kind is Sink.SECRET]
+        # a record written with other spacing is found by explain, and kept by suspect
+        assert [f for f in suspected if f.origin is not Origin.RECORD] == [
+            f for f in kept if f.origin is not Origin.RECORD
+        ]
+        assert len(suspected) <= len(explained)
+    assert not any(pairs[0][1])  # a verbatim record: nothing to say
+    assert [f.origin for f in pairs[6][1]] == [Origin.RECORD]  # " alice@…": by its skeleton

@@ -127,3 +127,146 @@ def test_trusting_needs_the_same_identifier_not_the_same_letters() -> None:
     assert not same_identifier("bob@h.omeorg", "bob@home.org")
     assert not same_identifier("evil.com/pay", "evil.com/p/ay")
     assert not same_identifier("", "")
+
+
+def test_trusted_text_holds_a_whole_address_not_a_part_of_one() -> None:
+    from toolnursery._pipeline._matching import is_address
+
+    text = (
+        "Check www.weather-now.com/berlin, then mail jo@mail.acme-corp.com or shop.example.co.uk."
+    )
+
+    def trusted(value: str) -> bool:
+        haystack = Haystack(text)
+        whole = is_address(value)
+        return any(
+            same_identifier(value, span)
+            for needle in needles(value, Sink.URL)
+            for span in haystack.spans(needle, whole=whole)
+        )
+
+    assert trusted("https://weather-now.com/berlin/")
+    assert trusted("JO@mail.acme-corp.com")
+    assert trusted("shop.example.co.uk")
+    assert not trusted("now.com/berlin")  # a suffix of the user's link is another site
+    assert not trusted("jo@mail.acme")
+    assert not trusted("shop.example.co")
+
+
+_json_leaf = st.one_of(st.text("ab", max_size=2), st.integers(0, 3), st.none(), st.booleans())
+_json = st.recursive(
+    _json_leaf,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.sampled_from("xyz"), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+def _reference(value: object, steps: tuple[str | None, ...], path: str) -> list[tuple[str, str]]:
+    """The texts at a record path, with their JSON paths, walked the plain way."""
+    if not steps:
+        if type(value) is str or type(value) is int:
+            return [(path, str(value))]
+        if type(value) is list:
+            return [
+                (f"{path}[{i}]", str(item))
+                for i, item in enumerate(value)
+                if type(item) is str or type(item) is int
+            ]
+        return []
+    step, rest = steps[0], steps[1:]
+    if step is None:
+        if type(value) is not list:
+            return []
+        return [p for i, item in enumerate(value) for p in _reference(item, rest, f"{path}[{i}]")]
+    if type(value) is not dict or step not in value:
+        return []
+    return _reference(value[step], rest, f"{path}.{step}")
+
+
+@given(_json, st.sampled_from(["[].x", "x[].y", "[].x[]", "x", "[].x.y", "[][].x"]))
+def test_a_record_walk_names_each_text_by_its_json_path(value: object, path: str) -> None:
+    from toolnursery._core._provenance import record_steps
+    from toolnursery._pipeline._seen import Walk as _Walk
+
+    steps = record_steps(path)
+    assert steps is not None
+    walk = _Walk(value, steps)
+    expected = _reference(value, steps, "$")
+    assert walk.texts == [text for _, text in expected]
+    assert [walk.path(n) for n in range(len(walk.texts))] == [p for p, _ in expected]
+
+
+def test_phone_numbers_compare_with_and_without_their_country_code() -> None:
+    same = [
+        ("+442079460012", "020 7946 0012"),
+        ("+44 20 7946 0012", "+44 (0)20 7946 0012"),
+        ("0044 20 7946 0012", "+442079460012"),
+        ("+4930901820", "030 901820"),
+        ("+1 555 123 4567", "(555) 123-4567"),
+    ]
+    for value, seen in same:
+        assert same_identifier(value, seen), (value, seen)
+        assert same_identifier(seen, value), (seen, value)
+    # another country code on the same digits is another number
+    assert not same_identifier("+1 207 946 0012", "+44 20 7946 0012")
+    assert not same_identifier("+33 20 7946 0012", "+44 (0)20 7946 0012")
+    assert not same_identifier("+1 503 555 1234", "+1535551234")  # a zero is a digit
+    # ... and a request naming the number with its code holds it whole
+    haystack = Haystack("Text Raj on +44 20 7946 0012, please.")
+    spans = [s for n in needles("+12079460012", Sink.PARTY) for s in haystack.spans(n, whole=True)]
+    assert spans
+    assert not any(same_identifier("+12079460012", span) for span in spans)
+    national = Haystack("Text Raj at 020 7946 0012.")
+    assert any(
+        same_identifier("+442079460012", span)
+        for n in needles("+442079460012", Sink.PARTY)
+        for span in national.spans(n, whole=True)
+    )
+
+
+def test_a_display_name_is_not_part_of_the_address() -> None:
+    from toolnursery._pipeline._matching import plain_address
+
+    assert plain_address("Dana Moss <dana@moss-design.com>") == "dana@moss-design.com"
+    assert plain_address(" <dana@moss-design.com> ") == "dana@moss-design.com"
+    assert plain_address("dana@moss-design.com") == "dana@moss-design.com"
+    # a "name" holding an address is no display name: the value stays whole
+    assert plain_address("evil@x.com <dana@moss-design.com>") == (
+        "evil@x.com <dana@moss-design.com>"
+    )
+    assert plain_address("Dana <dana@moss-design.com> evil@x.com") == (
+        "Dana <dana@moss-design.com> evil@x.com"
+    )
+
+
+def test_an_address_written_to_dodge_a_filter_is_found_in_a_body() -> None:
+    assert identifiers_in("send it to billing [at] pay-me (dot) com now") == [
+        ("billing@pay-me.com", Sink.PARTY)
+    ]
+    assert identifiers_in("see hxxps://evil[.]com/pay") == [("hxxps://evil.com/pay", Sink.URL)]
+    assert identifiers_in("write evil at example dot com") == [("evil@example.com", Sink.PARTY)]
+    # prose with "at" and brackets is prose
+    assert identifiers_in("meet at 10 at the cafe (at noon) [draft]") == []
+    # full-width letters are the letters (NFKC)
+    assert identifiers_in("form: \uff48\uff52\uff0e\uff43\uff4f/apply") == [
+        ("hr.co/apply", Sink.URL)
+    ]
+
+
+@given(
+    st.sampled_from(["1", "44", "49", "353"]),
+    st.sampled_from(["1", "44", "49", "353"]),
+    st.text("0123456789", min_size=7, max_size=10).filter(lambda d: not d.startswith("0")),
+    st.sampled_from([" ", "-", ""]),
+)
+def test_a_phone_number_is_one_number_under_one_country_code(
+    code: str, other: str, digits: str, gap: str
+) -> None:
+    coded = f"+{code}{gap}{digits}"
+    assert same_identifier(coded, f"0{digits}")  # the national form
+    assert same_identifier(f"0{digits}", coded)
+    assert same_identifier(coded, f"00{code} {digits}")
+    if other != code:
+        assert not same_identifier(coded, f"+{other}{gap}{digits}")

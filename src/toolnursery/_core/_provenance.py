@@ -8,6 +8,7 @@ approval service receives the findings on its :class:`ApprovalRequest`.
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from typing import Final
 
@@ -122,6 +123,7 @@ class ProvenanceFinding(msgspec.Struct, frozen=True, omit_defaults=True):
 _STEP: Final = re.compile(r"\[\]|[A-Za-z_][\w-]*")
 
 
+@functools.lru_cache(maxsize=1024)
 def record_steps(path: str) -> tuple[str | None, ...] | None:
     """The steps of a record path: a field name, or ``None`` for "any item of a list".
 

@@ -15,9 +15,8 @@ its own batch were not in front of the model when it wrote the call.
 
 from __future__ import annotations
 
-import bisect
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 import msgspec
@@ -34,206 +33,19 @@ from ._matching import (
     fold,
     identifiers_in,
     needles,
+    plain_address,
+    prepared,
     same_date,
     same_identifier,
     skeletons,
 )
+from ._seen import Seen, leaves
 
-__all__ = ["ProvenanceLedger", "Seen"]
+__all__ = ["ProvenanceLedger"]
 
 _UNREAD: Any = object()
+_APART: Final = "\x00"
 _NONE: tuple[Any, ...] = ()
-
-
-class Seen:
-    """One committed result as the ledger keeps it; its text is indexed on first use."""
-
-    __slots__ = (
-        "_folded",
-        "_haystack",
-        "_paths",
-        "_walks",
-        "batch",
-        "call_id",
-        "index",
-        "record_paths",
-        "result",
-        "tool",
-    )
-
-    def __init__(
-        self,
-        tool: str,
-        call_id: str,
-        batch: object,
-        result: ToolExecutionResult,
-        record_paths: tuple[str, ...],
-        index: int,
-    ) -> None:
-        self.tool = tool
-        self.call_id = call_id
-        self.batch = batch
-        self.result = result
-        self.record_paths = record_paths
-        self.index = index  # its place in the ledger: a later result has a larger one
-        self._haystack: Haystack | None = None
-        self._paths: list[str] = []
-        self._folded: str | None = None
-        self._walks: list[_Walk] = []
-
-    def written(self) -> str:
-        """The result's text as its values are written in it, folded: what tells, without
-        reading its records, that a value is not one of them."""
-        written = self._folded
-        if written is None:
-            structured = self.result.structured_content
-            text = self.result.text
-            if structured is not None:
-                text = msgspec.json.encode(structured).decode()
-            written = self._folded = fold(text)
-        return written
-
-    def _fields(self) -> Haystack:
-        value = self.result.value
-        fields = [("$", self.result.text)] if value is None else list(_leaves(value, "$"))
-        self._paths = [path for path, _ in fields]
-        haystack = self._haystack = Haystack([text for _, text in fields])
-        return haystack
-
-    def records(self) -> dict[str, Ref]:
-        """``{text, case-folded: where}`` of the declared record fields (the first place
-        of a text written twice); :meth:`path` names a place."""
-        exact: dict[str, Ref] = {}
-        walks = self._walks = []
-        if self.record_paths and (whole := self.result.value) is not None:
-            for path in self.record_paths:
-                steps = record_steps(path)
-                if steps is not None:
-                    walk = _Walk(whole, steps)
-                    declared = len(walks)
-                    walks.append(walk)
-                    for n, text in enumerate(walk.texts):
-                        exact.setdefault(text.casefold(), (declared, n))
-        return exact
-
-    def path(self, ref: Ref) -> str:
-        """The JSON path of a place :meth:`records` gave."""
-        return self._walks[ref[0]].path(ref[1])
-
-    def fragment(self, wanted: tuple[str, ...], dates: set[Date]) -> str | None:
-        """The path of a text of the result holding a value of ``wanted`` (or a date)."""
-        haystack = self._haystack or self._fields()
-        for needle in wanted:
-            index = haystack.find(needle)
-            if index >= 0:
-                return self._paths[index]
-        if dates:
-            for index, text in enumerate(haystack.texts):
-                if same_date(dates, dates_in(text)):
-                    return self._paths[index]
-        return None
-
-
-def _leaves(value: Any, path: str) -> Iterator[tuple[str, str]]:
-    if isinstance(value, str):
-        yield path, value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _leaves(item, f"{path}.{key}")
-    elif isinstance(value, list | tuple):
-        for i, item in enumerate(value):
-            yield from _leaves(item, f"{path}[{i}]")
-    elif isinstance(value, int) and not isinstance(value, bool):
-        yield path, str(value)
-
-
-Ref = tuple[int, int]
-"""A record field of a result: its declared record path's index, and the field's ordinal
-among that path's texts."""
-
-
-class _Walk:
-    """The texts at one record path's places in a value, and what names each place.
-
-    Each level keeps, per node, the index of its parent in the level above (a list's
-    items sit together, in order: an item's index is its distance from the first item
-    of its parent), so a text's JSON path is rebuilt only when a finding names it.
-    """
-
-    __slots__ = ("frontier", "parents", "steps", "texts")
-
-    def __init__(self, value: Any, steps: tuple[str | None, ...]) -> None:
-        self.steps = steps
-        self.parents: list[list[int]] = []
-        frontier: list[Any] = [value]
-        for step in steps:
-            nodes: list[Any] = []
-            parents: list[int] = []
-            if step is None:
-                for p, node in enumerate(frontier):
-                    if type(node) in _LISTS:
-                        nodes += node
-                        parents += [p] * len(node)
-            else:
-                for p, node in enumerate(frontier):
-                    if isinstance(node, dict) and step in node:
-                        nodes.append(node[step])
-                        parents.append(p)
-            self.parents.append(parents)
-            frontier = nodes
-        self.frontier = frontier
-        texts: list[str] = []
-        for node in frontier:
-            kind = type(node)
-            if kind is str:
-                texts.append(node)
-            elif kind in _LISTS:  # a field holding a list of values
-                texts += [_text(item) for item in node if _scalar(item)]
-            elif kind is int:
-                texts.append(str(node))
-        self.texts = texts
-
-    def path(self, n: int) -> str:
-        """The JSON path of the ``n``-th text."""
-        place: list[str | int] = []
-        count = 0
-        at = -1
-        for index, node in enumerate(self.frontier):
-            kind = type(node)
-            if kind is str or kind is int:
-                if count == n:
-                    at = index
-                    break
-                count += 1
-            elif kind in _LISTS:
-                for item_index, item in enumerate(node):
-                    if _scalar(item):
-                        if count == n:
-                            at = index
-                            place.append(item_index)
-                            break
-                        count += 1
-                if at >= 0:
-                    break
-        for step, parents in zip(reversed(self.steps), reversed(self.parents), strict=True):
-            parent = parents[at]
-            place.append(step if step is not None else at - bisect.bisect_left(parents, parent))
-            at = parent
-        return "$" + "".join(
-            f"[{key}]" if type(key) is int else f".{key}" for key in reversed(place)
-        )
-
-
-_LISTS: Final = (list, tuple)
-
-
-def _scalar(item: object) -> bool:
-    kind = type(item)
-    return kind is str or kind is int
-
-
-def _text(item: object) -> str:
-    return item if type(item) is str else str(item)
 
 
 class ProvenanceLedger:
@@ -244,7 +56,15 @@ class ProvenanceLedger:
     first read, so read it when the agent run starts (the provenance guard does).
     A hook or guard asks about one argument of a call with
     ``execution.provenance("to")``, or about any value with :meth:`origin`.
+
+    It keeps at most :attr:`max_results` results (default 5000, per run): past that the
+    oldest tenth is dropped at once and counted in :attr:`dropped`. A value seen only
+    in a dropped result is then "unseen" (asked about, never trusted): dropping can
+    cost a question, never let a value through.
     """
+
+    DEFAULT_MAX_RESULTS: Final = 5000
+    """:attr:`max_results` of a new ledger."""
 
     def __init__(
         self,
@@ -257,16 +77,26 @@ class ProvenanceLedger:
         self._trusted_dates: set[Date] = set()
         self._own: dict[str, str] = {}
         self._seen: list[Seen] = []
+        self._count = 0  # results observed, dropped ones included
+        self._max = self.DEFAULT_MAX_RESULTS
+        self.dropped = 0
+        """How many of the oldest results were dropped to keep :attr:`max_results`."""
+        # answers no result can change (the request, the user's own): across batches
+        self._stable: dict[tuple[str, Sink], ProvenanceFinding] = {}
         # The declared record fields of the results, indexed when first needed, across
         # results (dict lookups, not a scan per result): by the field's text, case-folded
         # (a result's records are read once a value asked about is written in its text),
         # then by each field's skeletons (once a value is not a verbatim copy). Entries
         # are (result, JSON path[, text]), one per result and key.
         self._unread: list[Seen] = []
-        self._unsplit: list[tuple[Seen, dict[str, Ref]]] = []
-        self._exact: dict[str, tuple[Seen, Ref]] = {}  # the first result indexed with it
-        self._exact_more: dict[str, list[tuple[Seen, Ref]]] = {}  # the others
-        self._skeletons: dict[str, list[tuple[Seen, Ref, str]]] = {}
+        # the texts (written, folded, joined) of the unread results a call of one batch
+        # may see: a result of that batch does not change it
+        self._unread_text: str | None = None
+        self._unread_for: object = _UNREAD
+        self._unsplit: list[tuple[Seen, dict[str, None]]] = []
+        self._exact: dict[str, Seen] = {}  # the first result indexed with the text
+        self._exact_more: dict[str, list[Seen]] = {}  # the others
+        self._skeletons: dict[str, list[tuple[Seen, str]]] = {}  # (result, folded text)
         self._records_of: dict[int, tuple[object, tuple[str, ...]]] = {}
         self._declared: dict[str, tuple[str, ...]] = {}
         # origin()'s answers for the calls of one batch, by (value, kind): results of
@@ -288,6 +118,7 @@ class ProvenanceLedger:
             if not isinstance(text, str):
                 raise TypeError(f"trust() takes text (str), not {type(text).__name__}")
             self._answers.clear()
+            self._stable.clear()
             self._trusted.append(text)
             self._trusted_haystack = None
             self._trusted_dates |= dates_in(text)
@@ -303,6 +134,7 @@ class ProvenanceLedger:
             if not isinstance(value, str):
                 raise TypeError(f"own() takes identifiers (str), not {type(value).__name__}")
             self._answers.clear()
+            self._stable.clear()
             for needle in needles(value, Sink.PARTY):
                 self._own.setdefault(needle, value)
 
@@ -340,12 +172,15 @@ class ProvenanceLedger:
                 self._records_of[id(definition)] = (definition, paths)
         if execution.signal is not self._answers_for:
             self._answers.clear()
-        seen = Seen(
-            execution.name, execution.call_id, execution.signal, result, paths, len(self._seen)
-        )
+        seen = Seen(execution.name, execution.call_id, execution.signal, result, paths, self._count)
+        self._count += 1
         self._seen.append(seen)
+        if len(self._seen) > self._max:
+            self._drop(len(self._seen) - (self._max - self._max // 10))
         if paths and not result.is_error:
             self._unread.append(seen)
+            if execution.signal is not self._unread_for:
+                self._unread_text = None
 
     def _read(self, batch: object, written: str | None) -> None:
         """Index the records of the unread results a call of ``batch`` may see (with
@@ -357,24 +192,39 @@ class ProvenanceLedger:
                 waiting.append(seen)
                 continue
             exact = seen.records()
-            entries = {text: (seen, ref) for text, ref in exact.items()}
-            for text in entries.keys() & index.keys():
-                self._exact_more.setdefault(text, []).append(entries.pop(text))
-            index.update(entries)
+            clash = exact.keys() & index.keys()
+            if clash:
+                for text in clash:
+                    self._exact_more.setdefault(text, []).append(seen)
+                index.update(dict.fromkeys(exact.keys() - clash, seen))
+            else:
+                index.update(dict.fromkeys(exact, seen))
             self._unsplit.append((seen, exact))
+        if len(waiting) != len(self._unread):
+            self._unread_text = None
         self._unread = waiting
+
+    def _unread_written(self, batch: object) -> str:
+        """The texts of the unread results a call of ``batch`` may see, joined."""
+        text = self._unread_text
+        if text is None or batch is not self._unread_for:
+            text = self._unread_text = _APART.join(
+                seen.written() for seen in self._unread if seen.batch is not batch
+            )
+            self._unread_for = batch
+        return text
 
     def _split(self, batch: object) -> None:
         """Index by skeleton the read records a call of ``batch`` may see."""
         self._read(batch, None)
-        waiting: list[tuple[Seen, dict[str, Ref]]] = []
+        waiting: list[tuple[Seen, dict[str, None]]] = []
         index = self._skeletons
         for seen, exact in self._unsplit:
             if seen.batch is batch:
                 waiting.append((seen, exact))
                 continue
             for needle, text in skeletons(exact).items():
-                index.setdefault(needle, []).append((seen, exact[text], text))
+                index.setdefault(needle, []).append((seen, text))
         self._unsplit = waiting
 
     def asks_for(self, words: Iterable[str]) -> bool:
@@ -390,6 +240,47 @@ class ProvenanceLedger:
     def results(self) -> int:
         """How many results the ledger holds."""
         return len(self._seen)
+
+    @property
+    def max_results(self) -> int:
+        """The most results the ledger keeps (per run); the oldest go first."""
+        return self._max
+
+    @max_results.setter
+    def max_results(self, value: int) -> None:
+        if type(value) is not int or value < 1:
+            raise ValueError(f"max_results must be a positive int, not {value!r}")
+        self._max = value
+        if len(self._seen) > value:
+            self._drop(len(self._seen) - (value - value // 10))
+
+    def _drop(self, count: int) -> None:
+        """Forget the ``count`` oldest results, and every index entry that names one."""
+        count = min(count, len(self._seen))
+        if count <= 0:
+            return
+        self.dropped += count
+        self._seen = self._seen[count:]
+        floor = self._seen[0].index if self._seen else self._count
+        self._unread = [seen for seen in self._unread if seen.index >= floor]
+        self._unread_text = None
+        self._unsplit = [entry for entry in self._unsplit if entry[0].index >= floor]
+        exact: dict[str, Seen] = {}
+        more: dict[str, list[Seen]] = {}
+        for text, first in self._exact.items():
+            kept = [e for e in (first, *self._exact_more.get(text, ())) if e.index >= floor]
+            if kept:
+                exact[text] = kept[0]
+                if len(kept) > 1:
+                    more[text] = kept[1:]
+        self._exact, self._exact_more = exact, more
+        skeletons: dict[str, list[tuple[Seen, str]]] = {}
+        for needle, entries in self._skeletons.items():
+            kept_entries = [e for e in entries if e[0].index >= floor]
+            if kept_entries:
+                skeletons[needle] = kept_entries
+        self._skeletons = skeletons
+        self._answers.clear()
 
     # -- what hooks ask -----------------------------------------------------------------
 
@@ -417,66 +308,73 @@ class ProvenanceLedger:
         if batch is not self._answers_for:
             answers.clear()
             self._answers_for = batch
-        known = answers.get((value, kind))
+        known = answers.get((value, kind)) or self._stable.get((value, kind))
         if known is not None:
             return known if known.argument == argument else _named(known, argument)
         finding = self._origin(value, kind, batch, argument)
+        if finding.origin is Origin.REQUEST or finding.origin is Origin.OWN:
+            answers = self._stable  # no result changes it: kept across batches
         if len(answers) > 4096:
             answers.clear()
         answers[value, kind] = finding
         return finding
 
-    def _origin(self, value: str, kind: Sink, batch: object, argument: str) -> ProvenanceFinding:
-        wanted = needles(value, kind)
-        finding = ProvenanceFinding(argument, value, kind, Origin.UNSEEN)
+    def _origin(self, given: str, kind: Sink, batch: object, argument: str) -> ProvenanceFinding:
+        value = plain_address(given)  # "Alice <alice@x.io>" is looked up as alice@x.io
+        wanted, folded, key, address = prepared(value, kind)
         if not wanted:
-            return finding
+            return ProvenanceFinding(argument, given, kind, Origin.UNSEEN)
         own = next((self._own[n] for n in wanted if n in self._own), None)
         if own is not None and same_identifier(value, own):
-            return ProvenanceFinding(argument, value, kind, Origin.OWN)
+            return ProvenanceFinding(argument, given, kind, Origin.OWN)
         dates = dates_in(value) if kind is Sink.DATE else set()
         trusted = self._trusted_haystack
         if trusted is None:
             trusted = self._trusted_haystack = Haystack(self._trusted)
-        if any(same_identifier(value, span) for n in wanted for span in trusted.spans(n)) or (
-            dates and same_date(dates, self._trusted_dates)
-        ):
-            return ProvenanceFinding(argument, value, kind, Origin.REQUEST)
-        if self._unread:
-            self._read(batch, fold(value))
-        verbatim: tuple[Seen, Ref] | None = None
-        key = value.casefold()
+        whole = address or wanted[0].isdigit()  # an address or a number, not a part of one
+        if any(
+            same_identifier(value, span) for n in wanted for span in trusted.spans(n, whole=whole)
+        ) or (dates and same_date(dates, self._trusted_dates)):
+            return ProvenanceFinding(argument, given, kind, Origin.REQUEST)
+        if self._unread and folded in self._unread_written(batch):  # in a result not read?
+            self._read(batch, folded)
+        verbatim: Seen | None = None
         first = self._exact.get(key)
-        for seen, place in () if first is None else (first, *self._exact_more.get(key, ())):
-            if seen.batch is not batch and (verbatim is None or seen.index > verbatim[0].index):
-                verbatim = (seen, place)
+        for seen in () if first is None else (first, *self._exact_more.get(key, ())):
+            if seen.batch is not batch and (verbatim is None or seen.index > verbatim.index):
+                verbatim = seen
         if verbatim is not None:  # a copy of a record field, verbatim: the usual case
-            seen, place = verbatim
             return ProvenanceFinding(
-                argument, value, kind, Origin.RECORD, seen.tool, seen.call_id, seen.path(place)
+                argument,
+                given,
+                kind,
+                Origin.RECORD,
+                verbatim.tool,
+                verbatim.call_id,
+                verbatim.path_of(key),
             )
         if self._unread or self._unsplit:
             self._split(batch)
-        best: tuple[Seen, Ref] | None = None
+        best: tuple[Seen, str] | None = None
         for needle in wanted:  # the latest result; at one result, the first needle
-            for seen, place, text in self._skeletons.get(needle, _NONE):
+            for seen, text in self._skeletons.get(needle, _NONE):
                 if best is not None and seen.index <= best[0].index:
                     continue
                 if seen.batch is not batch and same_identifier(value, text):
-                    best = (seen, place)
+                    best = (seen, text)
         if best is not None:
-            seen, place = best
+            seen, text = best
             return ProvenanceFinding(
-                argument, value, kind, Origin.RECORD, seen.tool, seen.call_id, seen.path(place)
+                argument, given, kind, Origin.RECORD, seen.tool, seen.call_id, seen.path_of(text)
             )
         visible = [seen for seen in reversed(self._seen) if seen.batch is not batch]
         for seen in visible:
             path = seen.fragment(wanted, dates)
             if path is not None:
                 return ProvenanceFinding(
-                    argument, value, kind, Origin.FRAGMENT, seen.tool, seen.call_id, path
+                    argument, given, kind, Origin.FRAGMENT, seen.tool, seen.call_id, path
                 )
-        return finding
+        return ProvenanceFinding(argument, given, kind, Origin.UNSEEN)
 
     def explain(
         self, execution: ToolExecution, argument: str, kind: Sink | None = None
@@ -502,8 +400,8 @@ class ProvenanceLedger:
         found: list[ProvenanceFinding] = []
         for each in kinds:
             value = arguments[argument]
-            leaves = ((argument, value),) if type(value) is str else _leaves(value, argument)
-            for place, text in leaves:
+            texts = ((argument, value),) if type(value) is str else leaves(value, argument)
+            for place, text in texts:
                 if each is Sink.CONTENT:
                     for identifier, like in identifiers_in(text):
                         one = self.origin(identifier, like, execution=execution, argument=place)
@@ -511,6 +409,58 @@ class ProvenanceLedger:
                 elif each is not Sink.INTENT or text:
                     found.append(self.origin(text, each, execution=execution, argument=place))
         return tuple(found)
+
+    def suspect(
+        self, execution: ToolExecution, argument: str, kind: Sink
+    ) -> tuple[ProvenanceFinding, ...]:
+        """:meth:`explain` for a policy that trusts records: the findings of the values of
+        one argument, leaving out each value that is, verbatim (case aside), a declared
+        record field of a result the call could see. Those need no finding (the usual,
+        cheap case: a recipient copied from the contact list); a secret is always given.
+
+        Raises:
+            KeyError: the call has no such argument.
+        """
+        arguments = execution.arguments
+        if not isinstance(arguments, dict) or argument not in arguments:
+            raise KeyError(f'the call of "{execution.name}" has no argument "{argument}"')
+        value = arguments[argument]
+        batch = execution.signal
+        record = self.is_record
+        found: list[ProvenanceFinding] = []
+        texts = ((argument, value),) if type(value) is str else leaves(value, argument)
+        for place, text in texts:
+            if kind is Sink.CONTENT:
+                for identifier, like in identifiers_in(text):
+                    if not record(identifier, batch):
+                        one = self.origin(identifier, like, execution=execution, argument=place)
+                        found.append(_as(one, Sink.CONTENT))
+            elif kind is Sink.SECRET or not (
+                record(text, batch) or (kind is Sink.INTENT and not text)
+            ):
+                found.append(self.origin(text, kind, execution=execution, argument=place))
+        return tuple(found)
+
+    def is_record(self, value: str, batch: object = None) -> bool:
+        """Whether ``value`` is, verbatim (case aside), a declared record field of a
+        result a call of ``batch`` (its :attr:`ToolExecution.signal`) could see: a
+        result of another batch. One dictionary lookup once the records are indexed."""
+        if "<" in value:
+            value = plain_address(value)
+        key = value.casefold()
+        if self._unread:
+            folded = key if value.isascii() else fold(value)
+            unread = self._unread_text
+            if unread is None or batch is not self._unread_for:
+                unread = self._unread_written(batch)
+            if folded in unread:  # is it in a result not read yet?
+                self._read(batch, folded)
+        first = self._exact.get(key)
+        if first is None:
+            return False
+        if first.batch is not batch:
+            return True
+        return any(seen.batch is not batch for seen in self._exact_more.get(key, ()))
 
 
 def _named(finding: ProvenanceFinding, argument: str) -> ProvenanceFinding:

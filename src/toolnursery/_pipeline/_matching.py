@@ -32,7 +32,10 @@ __all__ = [
     "dates_in",
     "fold",
     "identifiers_in",
+    "is_address",
     "needles",
+    "plain_address",
+    "prepared",
     "same_date",
     "same_identifier",
     "skeleton",
@@ -61,7 +64,9 @@ def needles(value: str, kind: Sink) -> tuple[str, ...]:
     """The skeletons that stand for ``value`` when looking for it (``()``: nothing to find).
 
     Links (and any value written with a scheme or a leading ``www``) drop those; a phone
-    number also stands for its last ten digits (the number without a country code).
+    number also stands for its last ten digits and, written with a country code, for
+    its national forms (``+44 20 7946 0012``: ``020 7946 0012``). What a needle finds is
+    then compared by :func:`same_identifier`.
     """
     text = _normal(value).strip()
     head = _URL_HEAD.match(text)
@@ -70,9 +75,28 @@ def needles(value: str, kind: Sink) -> tuple[str, ...]:
     joined = _NON_WORD.sub("", text)
     if not joined:
         return ()
-    if 10 < len(joined) <= 15 and joined.isdigit():
-        return (joined, joined[-10:])
+    if joined.isdigit():
+        return _phone_needles(text, joined)
     return (joined,)
+
+
+def _phone_needles(text: str, joined: str) -> tuple[str, ...]:
+    found = [joined]
+    if 10 < len(joined) <= 15:
+        found.append(joined[-10:])
+    if 8 <= len(joined) <= 15 and text.startswith(("+", "00")):
+        digits = joined[2:] if text.startswith("00") else joined
+        found += ["0" + digits[k:] for k in (1, 2, 3)]  # a country code of 1-3 digits
+    return tuple(found)
+
+
+@functools.lru_cache(maxsize=8192)
+def prepared(value: str, kind: Sink) -> tuple[tuple[str, ...], str, str, bool]:
+    """What looking ``value`` up needs, worked out once per value: its needles
+    (:func:`needles`), its folded form (:func:`fold`), its case-folded form (a record
+    field's key) and whether it is written as an address (:func:`is_address`)."""
+    folded = fold(value)
+    return needles(value, kind), folded, value.casefold(), _ADDRESS.search(folded) is not None
 
 
 def skeletons(texts: Iterable[str]) -> dict[str, str]:
@@ -88,9 +112,11 @@ def skeletons(texts: Iterable[str]) -> dict[str, str]:
     joined = _NON_WORD_KEPT.sub("", _APART.join(t.replace(_APART, " ") for t in plain).casefold())
     for needle, text in zip(joined.split(_APART), plain, strict=True):
         if needle:
-            found.setdefault(needle, text)
-            if 10 < len(needle) <= 15 and needle.isdigit():
-                found.setdefault(needle[-10:], text)
+            if needle.isdigit():
+                for each in _phone_needles(text.strip(), needle):
+                    found.setdefault(each, text)
+            else:
+                found.setdefault(needle, text)
     return found
 
 
@@ -98,6 +124,10 @@ _ADDRESS: Final = re.compile(r"@|://|\Awww\.|\.[a-z]{2,}(?:/|\Z)|[\[(]\s*(?:at|d
 _SAID_AT: Final = re.compile(r"\s*[\[({<]\s*at\s*[\])}>]\s*|\s+at\s+")
 _SAID_DOT: Final = re.compile(r"\s*[\[({<]\s*dot\s*[\])}>]\s*|\s+dot\s+")
 _NOT_ADDRESS: Final = re.compile(r"[^\w@.+\-/:?=&#%~]+")
+_PHONE_CHARS: Final = frozenset("0123456789+()-. ")  # what a written phone number holds
+_ADDRESS_CHARS: Final = frozenset(
+    "abcdefghijklmnopqrstuvwxyz0123456789@.+-/:?=&#%~_"
+)  # what an address spelled without spaces is made of (the text is case-folded)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -119,13 +149,59 @@ def strict(value: str) -> str:
     return text.rstrip("/.")
 
 
+_NAMED: Final = re.compile(r"[^<>@]*<\s*([^<>\s@]+@[^<>\s@]+)\s*>\s*")
+
+
+def plain_address(value: str) -> str:
+    """``value`` without a display name: ``Alice Chen <alice@x.io>`` is ``alice@x.io``
+    (a name holding ``@`` is not a display name: the value is kept whole)."""
+    if "<" in value:
+        named = _NAMED.fullmatch(value)
+        if named is not None:
+            return named.group(1)
+    return value
+
+
+def is_address(value: str) -> bool:
+    """Whether ``value`` is written as an email or a link (its punctuation counts)."""
+    return _ADDRESS.search(_normal(value)) is not None
+
+
 def same_identifier(value: str, seen: str) -> bool:
-    """Whether ``seen`` writes the identifier ``value`` is, by :func:`strict` forms (a
-    phone number with and without its country code counts as one)."""
+    """Whether ``seen`` writes the identifier ``value`` is, by :func:`strict` forms.
+
+    Numbers compare as phone numbers: two written with a country code (``+`` or ``00``)
+    are one when their digits are (a trunk ``(0)`` after the code aside); a number
+    written without one is the same as one written with a code of one to three digits
+    followed by its digits (its leading trunk ``0`` aside): ``020 7946 0012`` is
+    ``+44 20 7946 0012`` and ``(555) 123-4567`` is ``+1 555 123 4567``, but
+    ``+1 207 946 0012`` is not ``+44 20 7946 0012``.
+    """
     a, b = strict(value), strict(seen)
     if a == b:
         return bool(a)
-    return a.isdigit() and b.isdigit() and min(len(a), len(b)) >= 10 and a[-10:] == b[-10:]
+    if not (a.isdigit() and b.isdigit()):
+        return False
+    coded_a, forms_a = _phone_forms(value, a)
+    coded_b, forms_b = _phone_forms(seen, b)
+    if coded_a == coded_b:
+        return bool(forms_a & forms_b)
+    coded, plain = (forms_a, forms_b) if coded_a else (forms_b, forms_a)
+    return any(
+        len(national) >= 7 and number.endswith(national) and 1 <= len(number) - len(national) <= 3
+        for number in coded
+        for national in plain
+    )
+
+
+def _phone_forms(raw: str, digits: str) -> tuple[bool, set[str]]:
+    """Whether ``raw`` is written with a country code, and its digits as compared."""
+    text = _normal(raw).strip()
+    if text.startswith("+") or text.startswith("00"):
+        if "(0)" in text.replace(" ", ""):  # "+44 (0)20 ...": a trunk zero, not dialled
+            digits = _NON_WORD.sub("", re.sub(r"\(\s*0\s*\)", "", text))
+        return True, {digits[2:] if text.startswith("00") else digits}
+    return False, {digits[1:] if digits.startswith("0") else digits}
 
 
 class Haystack:
@@ -180,11 +256,25 @@ class Haystack:
             found.update(token_map.runs(flat, needle, self._offsets))
         yield from sorted(found)
 
-    def spans(self, needle: str) -> Iterator[str]:
-        """Each place ``needle`` (a skeleton) is a run of whole tokens, as written there."""
+    def spans(self, needle: str, *, whole: bool = False) -> Iterator[str]:
+        """Each place ``needle`` (a skeleton) is a run of whole tokens, as written there.
+
+        With ``whole``, a run inside a longer address (an email or link without spaces:
+        ``now.com/berlin`` inside ``www.weather-now.com/berlin``, ``shop.example.co``
+        inside ``shop.example.co.uk``) or number (``20 7946 0012`` inside
+        ``+44 20 7946 0012``) is given as that whole address or number, so comparing it
+        with a value tells the one from a part of it."""
         joined = self._joined
+        around = _PHONE_CHARS if needle.isdigit() else _ADDRESS_CHARS
         for start, end in self._runs(needle):
-            yield joined[start:end]
+            if whole:
+                while start > 0 and joined[start - 1] in around:
+                    start -= 1
+                while end < len(joined) and joined[end] in around:
+                    end += 1
+                yield joined[start:end].strip().rstrip(".,;:!?")
+            else:
+                yield joined[start:end]
 
     def find(self, needle: str) -> int:
         """The index of the first text in which ``needle`` (a skeleton) is a run of whole
@@ -261,11 +351,36 @@ _IBAN: Final = re.compile(r"\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){10,30}\b")
 _PHONE: Final = re.compile(r"(?<![\w+])\+?\d[\d ().-]{6,}\d\b")
 _CANDIDATE: Final = re.compile(r"[^\s@.]*[@.]\S*")
 _SEVEN_DIGITS: Final = re.compile(r"[^0-9]*(?:[0-9][^0-9]*){7}")
+_DIGIT_RUN: Final = re.compile(r"\d(?:[ ().-]*\d){6}")
+
+
+_DEFANGED_AT: Final = re.compile(r"\s*[\[({]\s*(?:at|@)\s*[\])}]\s*", re.IGNORECASE)
+_DEFANGED_DOT: Final = re.compile(r"\s*[\[({]\s*(?:dot|\.)\s*[\])}]\s*", re.IGNORECASE)
+_SPELLED: Final = re.compile(
+    r"(?<![\w.+-])([\w.+-]+)\s+at\s+([\w-]+(?:\s+dot\s+[\w-]+)+)(?![\w-])", re.IGNORECASE
+)
+_SPELLED_DOT: Final = re.compile(r"\s+dot\s+", re.IGNORECASE)
+
+
+def _refanged(text: str) -> str:
+    """``text`` with addresses written to dodge a filter written plainly: ``x [at] y
+    [dot] com``, ``evil[.]com``, ``x at y dot com`` become ``x@y.com``, ``evil.com``;
+    full-width and other compatibility characters become their plain forms (NFKC)."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+    if "[" in text or "(" in text or "{" in text:
+        text = _DEFANGED_DOT.sub(".", _DEFANGED_AT.sub("@", text))
+    if " dot " in text.casefold():
+        text = _SPELLED.sub(lambda m: m.group(1) + "@" + _SPELLED_DOT.sub(".", m.group(2)), text)
+    return text
 
 
 def identifiers_in(text: str) -> list[tuple[str, Sink]]:
     """The identifiers a body of text holds: emails, account numbers and phone numbers
-    (as parties), links (as URLs), in order of appearance."""
+    (as parties), links (as URLs), in order of appearance. An address written to dodge
+    a filter (``x [at] y [dot] com``, ``evil[.]com``, ``x at y dot com``) is found, as
+    written plainly."""
+    text = _refanged(text)
     found: list[tuple[int, str, Sink]] = []
     taken: list[tuple[int, int]] = []
     for candidate in _CANDIDATE.finditer(text):  # the words holding "@" or "."
@@ -283,7 +398,9 @@ def identifiers_in(text: str) -> list[tuple[str, Sink]]:
             taken.append((begin, begin + len(value)))
             found.append((begin, value, kind))
     if _SEVEN_DIGITS.match(text):
-        for pattern in (_IBAN, _PHONE):
+        # a phone number is seven digits or more with only phone separators between
+        # them: without such a run, there is none to look for
+        for pattern in (_IBAN, _PHONE) if _DIGIT_RUN.search(text) else (_IBAN,):
             for number in pattern.finditer(text):
                 span = number.span()
                 if any(a < span[1] and span[0] < b for a, b in taken):

@@ -84,6 +84,7 @@ def install_provenance_guard(
     sinks: Mapping[str, Mapping[str, Sink | str | Sequence[Sink | str]]] | None = None,
     records: Mapping[str, Iterable[str]] | None = None,
     intents: Mapping[str, Iterable[str]] | None = None,
+    max_results: int | None = None,
 ) -> Disposer:
     """Check every sink argument of the scope's calls against the run's provenance ledger.
 
@@ -107,15 +108,22 @@ def install_provenance_guard(
         intents: the words a request must use before a destructive tool (one with an
             ``intent`` sink) runs, per tool (default: from the verb its name starts with,
             ``delete_file`` → delete, remove, erase, …).
+        max_results: the most results the run's ledger keeps (default
+            :attr:`ProvenanceLedger.DEFAULT_MAX_RESULTS`, 5000); past it the oldest are
+            dropped (:attr:`ProvenanceLedger.dropped`), and a value seen only in them
+            is asked about again.
 
     Returns:
         A :class:`Disposer` that removes the check (the ledger stays).
 
     Raises:
-        ValueError: a sink kind or a record path is unknown.
+        ValueError: a sink kind or a record path is unknown, or ``max_results`` is not
+            a positive int.
         RegistrationError: the scope is closed.
     """
     ledger = scope.provenance
+    if max_results is not None:
+        ledger.max_results = max_results
     ledger.trust(*((request,) if isinstance(request, str) else tuple(request)))
     ledger.own(*own)
     for tool, paths in (records or {}).items():
@@ -131,40 +139,60 @@ def install_provenance_guard(
     words = {tool: tuple(w.casefold() for w in given) for tool, given in (intents or {}).items()}
     registry = scope.registry
 
-    cache: dict[int, tuple[object, Mapping[str, tuple[Sink, ...]]]] = {}
+    # per definition: its sink arguments (with the guard's own), and whether it has an
+    # intent sink; worked out once per definition
+    cache: dict[int, tuple[object, tuple[tuple[str, tuple[Sink, ...]], ...], bool]] = {}
+    # ... and per tool name and scope, until the registry changes (a tool registered,
+    # unregistered, restricted): what a name resolves to changes only then
+    by_name: dict[tuple[str, object], tuple[tuple[tuple[str, tuple[Sink, ...]], ...], bool]] = {}
+    stop_watching = registry.on_change(by_name.clear)
 
-    def sinks_for(execution: ToolExecution) -> Mapping[str, tuple[Sink, ...]]:
+    def sinks_for(
+        execution: ToolExecution,
+    ) -> tuple[tuple[tuple[str, tuple[Sink, ...]], ...], bool]:
         definition = registry.get(execution.name, execution.agent)
         known = cache.get(id(definition))
         if known is not None and known[0] is definition:
-            return known[1]
+            return known[1], known[2]
         merged = dict(sinks_of(definition))
         for argument, kinds in extra.get(execution.name, {}).items():
             merged[argument] = (*merged.get(argument, ()), *kinds)
+        items = tuple(merged.items())
+        intent = any(Sink.INTENT in kinds for _, kinds in items)
         if len(cache) > 256:
             cache.clear()
-        cache[id(definition)] = (definition, merged)
-        return merged
+        cache[id(definition)] = (definition, items, intent)
+        return items, intent
+
+    suspect = ledger.suspect
 
     async def provenance_guard(
         execution: ToolExecution, next: Callable[[], Awaitable[PreToolDecision]]
     ) -> PreToolDecision:
-        declared = sinks_for(execution)
+        key = (execution.name, execution.agent)
+        known = by_name.get(key)
+        if known is None:
+            if len(by_name) > 1024:
+                by_name.clear()
+            known = by_name[key] = sinks_for(execution)
+        declared, intent = known
+        if not declared:
+            return await next()
         arguments = execution.arguments
-        if not declared or not isinstance(arguments, dict):
+        if not isinstance(arguments, dict):
             return await next()
         objections: list[ProvenanceFinding] = []
         secret = False
-        for argument, kinds in declared.items():
+        for argument, kinds in declared:
             if argument not in arguments:
                 continue
             for kind in kinds:
-                for finding in ledger.explain(execution, argument, kind):
+                for finding in suspect(execution, argument, kind):
                     why = _objection(finding)
                     if why is not None:
                         objections.append(msgspec.structs.replace(finding, reason=why))
                         secret = secret or kind is Sink.SECRET
-        if any(Sink.INTENT in kinds for kinds in declared.values()):
+        if intent:
             asked = words.get(execution.name) or _intent_words(execution.name)
             if not ledger.asks_for(asked):
                 objections.append(
@@ -185,7 +213,13 @@ def install_provenance_guard(
             return Deny(reason)
         return Ask(reason, provenance=tuple(objections))
 
-    return scope.on_pre_execute(provenance_guard)
+    stop_checking = scope.on_pre_execute(provenance_guard)
+
+    def dispose() -> None:
+        stop_checking()
+        stop_watching()
+
+    return Disposer(dispose)
 
 
 # -- durable answers -------------------------------------------------------------------
