@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
+from drivers import DRIVERS, Driver
 from toolnursery.examples import fill_sandbox
 
 SLOW: dict[str, str] = {
@@ -94,3 +95,11 @@ def root(tmp_path: Path) -> Path:
 # asserted: on a loaded machine (or beside another xdist worker) a deadline only flakes.
 settings.register_profile("suite", deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
+
+
+@pytest.fixture(params=DRIVERS, ids=str)
+def driver(request: pytest.FixtureRequest) -> Driver:
+    """The batch driver a scenario runs on: trio (``toolnursery``) or the native asyncio
+    driver (``toolnursery.aio``), each on a virtual clock (``tests/drivers.py``)."""
+    driver: Driver = request.param
+    return driver

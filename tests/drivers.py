@@ -1,0 +1,320 @@
+"""One batch scenario, two drivers: the harness behind the ``driver`` fixture.
+
+A test written against a :class:`Driver` runs the same scenario, with the same
+assertions, on trio (``toolnursery.run_tool_calls`` / ``open_tool_batch`` in a
+``trio.run``) and on the native asyncio driver (``toolnursery.aio`` with
+``driver="asyncio"`` in an asyncio event loop). Both run on a virtual clock that
+jumps to the next deadline as soon as nothing can run (trio's
+``MockClock(autojump_threshold=0)``; :class:`VirtualClockLoop` for asyncio), so the
+same durations give the same schedule, exactly and at no cost.
+
+The scenario's bodies are loop-neutral: they sleep, wait and check the clock through the
+driver (:meth:`Driver.sleep`, :meth:`Driver.event`, :meth:`Driver.now`) and are
+registered through :meth:`Driver.tool`, which declares them ``asyncio_tool`` on asyncio
+(an undeclared ``async def`` is trio code there). Hooks need nothing: they run on the
+batch's driver.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import selectors
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from typing import Any, ClassVar, TypeVar
+
+import trio
+import trio.testing
+
+import toolnursery
+import toolnursery.aio as aio
+from support import live_tasks
+
+T = TypeVar("T")
+
+__all__ = ["DRIVERS", "AsyncioDriver", "Driver", "TrioDriver", "VirtualClockLoop"]
+
+
+class _AutojumpSelector(selectors.DefaultSelector):
+    """Polls without blocking; when nothing is ready, wakes the loop's idle waiters or
+    moves its virtual clock to the next timer instead of sleeping."""
+
+    loop: VirtualClockLoop
+
+    def select(self, timeout: float | None = None) -> list[Any]:
+        events = super().select(0)
+        if events or timeout == 0:
+            return events
+        if self.loop.wake_idle():
+            return []
+        if timeout is None:
+            # Nothing scheduled: only another thread (a worker, the executor) can wake
+            # the loop, through its self-pipe.
+            return super().select(None)
+        self.loop.advance(timeout)
+        return []
+
+
+class VirtualClockLoop(asyncio.SelectorEventLoop):
+    """An asyncio loop on a virtual clock that jumps ahead whenever the loop is idle: what
+    trio's ``MockClock(autojump_threshold=0)`` is for a trio run."""
+
+    def __init__(self) -> None:
+        selector = _AutojumpSelector()
+        selector.loop = self
+        self._virtual = 0.0
+        self._idle: list[asyncio.Future[None]] = []
+        super().__init__(selector)
+
+    def time(self) -> float:
+        return self._virtual
+
+    def advance(self, seconds: float) -> None:
+        self._virtual += seconds
+
+    def wake_idle(self) -> bool:
+        """Resolve the idle waiters, if any (the loop found nothing else to run)."""
+        waiters, self._idle = self._idle, []
+        woke = False
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+                woke = True
+        return woke
+
+    async def wait_idle(self) -> None:
+        """Return once every other task is blocked (trio's ``wait_all_tasks_blocked``)."""
+        waiter = self.create_future()
+        self._idle.append(waiter)
+        await waiter
+
+
+class Driver:
+    """What a scenario needs from the loop that runs it; one subclass per driver."""
+
+    name: ClassVar[str]
+    Cancelled: ClassVar[type[BaseException]]
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def run(self, main: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
+        """Run ``main(*args)`` in a fresh run of this driver, on a virtual clock."""
+        raise NotImplementedError
+
+    def tool(self, body: Any) -> Any:
+        """``body`` as this driver's batches must be given it."""
+        return body
+
+    async def run_tool_calls(self, registry: Any, calls: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    def open_tool_batch(self, registry: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    async def sleep(self, seconds: float) -> None:
+        raise NotImplementedError
+
+    async def sleep_forever(self) -> None:
+        await self.sleep(math.inf)
+
+    async def checkpoint(self) -> None:
+        await self.sleep(0)
+
+    def now(self) -> float:
+        raise NotImplementedError
+
+    def event(self) -> Any:
+        """A fresh event with ``set()``, ``is_set()`` and ``await wait()``."""
+        raise NotImplementedError
+
+    async def wait_all_tasks_blocked(self) -> None:
+        raise NotImplementedError
+
+    def cancel_scope(self) -> Any:
+        """A ``with`` block that ``cancel()`` cancels (``cancelled_caught`` after)."""
+        raise NotImplementedError
+
+    def fail_after(self, seconds: float) -> contextlib.AbstractAsyncContextManager[None]:
+        raise NotImplementedError
+
+    def move_on_after(self, seconds: float) -> contextlib.AbstractAsyncContextManager[None]:
+        raise NotImplementedError
+
+    def background(
+        self, fn: Callable[..., Awaitable[Any]], *args: Any
+    ) -> contextlib.AbstractAsyncContextManager[None]:
+        """Run ``fn(*args)`` beside the block; cancelled (and awaited) when it ends."""
+        raise NotImplementedError
+
+    def tasks(self) -> int:
+        """How many tasks are alive in this run."""
+        raise NotImplementedError
+
+
+class TrioDriver(Driver):
+    name = "trio"
+    Cancelled = trio.Cancelled
+
+    def run(self, main: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
+        return trio.run(main, *args, clock=trio.testing.MockClock(autojump_threshold=0))
+
+    async def run_tool_calls(self, registry: Any, calls: Any, **kwargs: Any) -> Any:
+        return await toolnursery.run_tool_calls(registry, calls, **kwargs)
+
+    def open_tool_batch(self, registry: Any, **kwargs: Any) -> Any:
+        return toolnursery.open_tool_batch(registry, **kwargs)
+
+    async def sleep(self, seconds: float) -> None:
+        await trio.sleep(seconds)
+
+    async def sleep_forever(self) -> None:
+        await trio.sleep_forever()
+
+    async def checkpoint(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+    def now(self) -> float:
+        return trio.current_time()
+
+    def event(self) -> Any:
+        return trio.Event()
+
+    async def wait_all_tasks_blocked(self) -> None:
+        await trio.testing.wait_all_tasks_blocked()
+
+    def cancel_scope(self) -> Any:
+        return trio.CancelScope()
+
+    @contextlib.asynccontextmanager
+    async def fail_after(self, seconds: float) -> AsyncIterator[None]:
+        with trio.fail_after(seconds):
+            yield
+
+    @contextlib.asynccontextmanager
+    async def move_on_after(self, seconds: float) -> AsyncIterator[None]:
+        with trio.move_on_after(seconds):
+            yield
+
+    @contextlib.asynccontextmanager
+    async def background(
+        self, fn: Callable[..., Awaitable[Any]], *args: Any
+    ) -> AsyncIterator[None]:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(fn, *args)
+            yield
+            nursery.cancel_scope.cancel()
+
+    def tasks(self) -> int:
+        return live_tasks()
+
+
+class _AsyncioScope:
+    """A trio-like cancel scope over the current asyncio task: ``cancel()`` cancels the
+    task, the block's end takes that one cancellation back (``uncancel``)."""
+
+    def __init__(self) -> None:
+        self.task: asyncio.Task[Any] | None = None
+        self.requested = False
+        self.cancelled_caught = False
+
+    def __enter__(self) -> _AsyncioScope:
+        self.task = asyncio.current_task()
+        return self
+
+    def cancel(self) -> None:
+        if not self.requested and self.task is not None:
+            self.requested = True
+            self.task.cancel()
+
+    def __exit__(self, kind: type[BaseException] | None, exc: Any, tb: Any) -> bool:
+        assert self.task is not None
+        if self.requested and self.task.uncancel() == 0 and kind is asyncio.CancelledError:
+            self.cancelled_caught = True
+            return True
+        return False
+
+
+class AsyncioDriver(Driver):
+    name = "asyncio"
+    Cancelled = asyncio.CancelledError
+
+    def run(self, main: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
+        reported: list[dict[str, Any]] = []
+
+        async def guarded() -> T:
+            asyncio.get_running_loop().set_exception_handler(lambda _, c: reported.append(c))
+            try:
+                return await main(*args)
+            finally:
+                # Nothing a batch started outlives it (the test's own task aside).
+                assert asyncio.all_tasks() == {asyncio.current_task()}
+
+        with asyncio.Runner(loop_factory=VirtualClockLoop) as runner:
+            result = runner.run(guarded())
+        assert reported == [], reported
+        return result
+
+    def tool(self, body: Any) -> Any:
+        return aio.asyncio_tool(body)
+
+    async def run_tool_calls(self, registry: Any, calls: Any, **kwargs: Any) -> Any:
+        return await aio.run_tool_calls(registry, calls, driver="asyncio", **kwargs)
+
+    def open_tool_batch(self, registry: Any, **kwargs: Any) -> Any:
+        return aio.open_tool_batch(registry, driver="asyncio", **kwargs)
+
+    async def sleep(self, seconds: float) -> None:
+        if seconds == math.inf:
+            await asyncio.get_running_loop().create_future()  # never done
+        else:
+            await asyncio.sleep(seconds)
+
+    def now(self) -> float:
+        return asyncio.get_running_loop().time()
+
+    def event(self) -> Any:
+        return asyncio.Event()
+
+    async def wait_all_tasks_blocked(self) -> None:
+        loop = asyncio.get_running_loop()
+        assert isinstance(loop, VirtualClockLoop)
+        await loop.wait_idle()
+
+    def cancel_scope(self) -> Any:
+        return _AsyncioScope()
+
+    @contextlib.asynccontextmanager
+    async def fail_after(self, seconds: float) -> AsyncIterator[None]:
+        async with asyncio.timeout(seconds):
+            yield
+
+    @contextlib.asynccontextmanager
+    async def move_on_after(self, seconds: float) -> AsyncIterator[None]:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                yield
+
+    @contextlib.asynccontextmanager
+    async def background(
+        self, fn: Callable[..., Awaitable[Any]], *args: Any
+    ) -> AsyncIterator[None]:
+        async def runner() -> None:
+            await fn(*args)
+
+        task = asyncio.create_task(runner())
+        try:
+            yield
+        finally:
+            task.cancel()
+            await asyncio.wait({task})  # not ``await task``: its cancellation is not ours
+        if not task.cancelled() and task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]
+
+    def tasks(self) -> int:
+        return len(asyncio.all_tasks())
+
+
+DRIVERS: tuple[Driver, ...] = (TrioDriver(), AsyncioDriver())
+"""The two drivers, trio first: the ``driver`` fixture's parameters."""
