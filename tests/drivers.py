@@ -148,6 +148,10 @@ class Driver:
         """Run ``fn(*args)`` beside the block; cancelled (and awaited) when it ends."""
         raise NotImplementedError
 
+    def open_nursery(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        """A block that waits for what its ``start_soon(fn, *args)`` started."""
+        raise NotImplementedError
+
     def tasks(self) -> int:
         """How many tasks are alive in this run."""
         raise NotImplementedError
@@ -205,6 +209,9 @@ class TrioDriver(Driver):
             nursery.start_soon(fn, *args)
             yield
             nursery.cancel_scope.cancel()
+
+    def open_nursery(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        return trio.open_nursery()
 
     def tasks(self) -> int:
         return live_tasks()
@@ -312,8 +319,23 @@ class AsyncioDriver(Driver):
         if not task.cancelled() and task.exception() is not None:
             raise task.exception()  # type: ignore[misc]
 
+    @contextlib.asynccontextmanager
+    async def open_nursery(self) -> AsyncIterator[Any]:
+        async with asyncio.TaskGroup() as group:
+            yield _Spawner(group)
+
     def tasks(self) -> int:
         return len(asyncio.all_tasks())
+
+
+class _Spawner:
+    """A task group with a nursery's ``start_soon``."""
+
+    def __init__(self, group: asyncio.TaskGroup) -> None:
+        self.group = group
+
+    def start_soon(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
+        self.group.create_task(fn(*args))
 
 
 DRIVERS: tuple[Driver, ...] = (TrioDriver(), AsyncioDriver())

@@ -19,10 +19,12 @@ from .._core._scope import check_agent
 from .._core._signal import CancelSignal, link, unlink
 from .._core._statistics import Counters
 from .._core._statistics import now as _now
+from .._machine._intake import check_batch_id
 from .._pipeline._call import CallRecord
 from .._pipeline._dispatch import invoke, resolve_dispatch, settle
 from .._pipeline._dispatch import start as start_dispatch
 from .._pipeline._registry import ToolRegistry, ToolScope
+from .._pipeline._waterfalls import check_hook_abort_grace
 
 __all__ = [
     "CANCELLED_REASON",
@@ -182,7 +184,12 @@ def single(group: BaseExceptionGroup[BaseException]) -> BaseException:
 
 
 def check_batch(
-    registry: ToolRegistry, signal: object, agent: ToolScope | None, max_parallel: object
+    registry: ToolRegistry,
+    signal: object,
+    agent: ToolScope | None,
+    max_parallel: object,
+    batch_id: object = None,
+    grace: object = None,
 ) -> None:
     """The checks of the trio API's batch arguments (its errors, word for word)."""
     if type(max_parallel) is not int or max_parallel < 1:
@@ -191,6 +198,10 @@ def check_batch(
         raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")
     if agent is not None:
         check_agent(registry, agent)
+    if batch_id is not None:
+        check_batch_id(batch_id)
+    if grace is not None:
+        check_hook_abort_grace(grace)
 
 
 async def prepared(
