@@ -22,7 +22,7 @@ import contextlib
 import math
 import selectors
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Final, TypeVar
 
 import trio
 import trio.testing
@@ -30,10 +30,22 @@ import trio.testing
 import toolnursery
 import toolnursery.aio as aio
 from support import live_tasks
+from toolnursery._aio._tool import runs_on_either_loop
 
 T = TypeVar("T")
+F = TypeVar("F")
 
-__all__ = ["DRIVERS", "AsyncioDriver", "Driver", "TrioDriver", "VirtualClockLoop"]
+__all__ = [
+    "ASYNCIO",
+    "DRIVERS",
+    "TRIO",
+    "AsyncioDriver",
+    "Driver",
+    "TrioDriver",
+    "VirtualClockLoop",
+    "current",
+    "neutral",
+]
 
 
 class _AutojumpSelector(selectors.DefaultSelector):
@@ -338,5 +350,18 @@ class _Spawner:
         self.group.create_task(fn(*args))
 
 
-DRIVERS: tuple[Driver, ...] = (TrioDriver(), AsyncioDriver())
+TRIO: Final = TrioDriver()
+ASYNCIO: Final = AsyncioDriver()
+DRIVERS: tuple[Driver, ...] = (TRIO, ASYNCIO)
 """The two drivers, trio first: the ``driver`` fixture's parameters."""
+
+
+def current() -> Driver:
+    """The driver of the run this is called in (for helpers shared by both)."""
+    return TRIO if trio.lowlevel.in_trio_run() else ASYNCIO
+
+
+def neutral(body: F) -> F:
+    """Mark ``body`` (in place) as loop-neutral: it awaits only through :func:`current`,
+    so either driver may await it in its own task."""
+    return runs_on_either_loop(body)  # type: ignore[arg-type, return-value]
