@@ -151,7 +151,8 @@ class Driver:
     def fail_after(self, seconds: float) -> contextlib.AbstractAsyncContextManager[None]:
         raise NotImplementedError
 
-    def move_on_after(self, seconds: float) -> contextlib.AbstractAsyncContextManager[None]:
+    def move_on_after(self, seconds: float) -> contextlib.AbstractAsyncContextManager[Any]:
+        """A block cut short after ``seconds`` (``cancelled_caught`` on what it gives)."""
         raise NotImplementedError
 
     def background(
@@ -209,9 +210,9 @@ class TrioDriver(Driver):
             yield
 
     @contextlib.asynccontextmanager
-    async def move_on_after(self, seconds: float) -> AsyncIterator[None]:
-        with trio.move_on_after(seconds):
-            yield
+    async def move_on_after(self, seconds: float) -> AsyncIterator[Any]:
+        with trio.move_on_after(seconds) as scope:
+            yield scope
 
     @contextlib.asynccontextmanager
     async def background(
@@ -310,10 +311,13 @@ class AsyncioDriver(Driver):
             yield
 
     @contextlib.asynccontextmanager
-    async def move_on_after(self, seconds: float) -> AsyncIterator[None]:
-        with contextlib.suppress(TimeoutError):
+    async def move_on_after(self, seconds: float) -> AsyncIterator[Any]:
+        scope = _AsyncioScope()
+        try:
             async with asyncio.timeout(seconds):
-                yield
+                yield scope
+        except TimeoutError:
+            scope.cancelled_caught = True
 
     @contextlib.asynccontextmanager
     async def background(

@@ -14,6 +14,7 @@ itself (its tasks, cancel scopes and internals).
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -29,7 +30,6 @@ from drivers import Driver, current, neutral
 from support import (
     RecorderBrokeError,
     always,
-    live_tasks,
     registry_with,
     replace_batch_dispatch,
     text,
@@ -930,51 +930,67 @@ def test_abort_drains_the_pool_then_contexts_follow_every_result(driver: Driver)
     driver.run(main)
 
 
+async def sleep_through_the_abort(driver: Driver, seconds: float) -> None:
+    """Sleep ``seconds`` whatever cancellation comes: under a shielded scope on trio; on
+    asyncio by catching the (edge-triggered) cancellation and sleeping on."""
+    if driver.name == "trio":
+        with trio.CancelScope(shield=True):
+            await trio.sleep(seconds)
+        return
+    end = driver.now() + seconds
+    while driver.now() < end:
+        try:
+            await driver.sleep(end - driver.now())
+        except asyncio.CancelledError:
+            continue  # uncooperative on purpose
+
+
 @pytest.mark.spec("B159")
 @pytest.mark.parametrize("how", ["pooled", "with-wrapper", "inline"])
-async def test_abort_waits_for_an_uncooperative_body(
-    autojump_clock: trio.testing.MockClock, how: str
-) -> None:
+def test_abort_waits_for_an_uncooperative_body(driver: Driver, how: str) -> None:
     """B159/B089/B125: a started body is never abandoned; its late success is ABORTED.
 
-    Pooled bodies are cancelled through the pool's scope, wrapped ones and a barrier
-    (run inline by the driver) through a scope of their own.
+    Pooled bodies are cancelled through the pool's scope (trio) or their task (asyncio),
+    wrapped ones and a barrier (run inline by the driver) through a scope or a task of
+    their own.
     """
-    log = Log()
 
-    async def stubborn(args: Any, ctx: ToolRunContext) -> str:
-        log.add("start", ctx.call_id)
-        with trio.CancelScope(shield=True):
-            await trio.sleep(3)
-        log.add("end", ctx.call_id)
-        return "finished anyway"
+    async def main() -> None:
+        log = Log()
 
-    registry = registry_with(
-        ToolDefinition(
-            "s",
-            "stubborn",
-            {"type": "object"},
-            stubborn,
-            is_concurrency_safe=None if how == "inline" else always,
+        async def stubborn(args: Any, ctx: ToolRunContext) -> str:
+            log.add("start", ctx.call_id)
+            await sleep_through_the_abort(driver, 3)
+            log.add("end", ctx.call_id)
+            return "finished anyway"
+
+        registry = neutral_registry(
+            ToolDefinition(
+                "s",
+                "stubborn",
+                {"type": "object"},
+                stubborn,
+                is_concurrency_safe=None if how == "inline" else always,
+            )
         )
-    )
-    if how == "with-wrapper":
+        if how == "with-wrapper":
 
-        async def wrap(
-            view: ToolDispatchExecution, next_: Callable[[], Awaitable[ToolExecutionResult]]
-        ) -> ToolExecutionResult:
-            return await next_()
+            async def wrap(
+                view: ToolDispatchExecution, next_: Callable[[], Awaitable[ToolExecutionResult]]
+            ) -> ToolExecutionResult:
+                return await next_()
 
-        registry.on_execute(wrap)
-    signal = CancelSignal()
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(cancel_at, signal, 1)
-        results = await run_tool_calls(
-            registry, [call("c1", "s"), call("c2", "s")], signal=signal, max_parallel=1
-        )
-        assert log.now() == 3
-    assert results == [ABORTED, ABORTED_BEFORE_DISPATCH]
-    assert log.ids("end") == ["c1"]
+            registry.on_execute(wrap)
+        signal = CancelSignal()
+        async with driver.background(cancel_at, signal, 1):
+            results = await driver.run_tool_calls(
+                registry, [call("c1", "s"), call("c2", "s")], signal=signal, max_parallel=1
+            )
+            assert log.now() == 3
+        assert results == [ABORTED, ABORTED_BEFORE_DISPATCH]
+        assert log.ids("end") == ["c1"]
+
+    driver.run(main)
 
 
 @pytest.mark.spec("B160", "B161")
@@ -1418,32 +1434,50 @@ def test_an_unknown_tool_mid_batch_is_an_exclusive_error_and_the_rest_run(driver
 
 @pytest.mark.parametrize("wrapped", [False, True], ids=["plain", "with-wrapper"])
 @pytest.mark.parametrize("barrier", [False, True], ids=["in-pool", "in-barrier"])
-async def test_an_enclosing_cancel_scope_cancels_the_batch_and_leaves_nothing_running(
-    autojump_clock: trio.testing.MockClock, wrapped: bool, barrier: bool
+def test_an_enclosing_cancel_scope_cancels_the_batch_and_leaves_nothing_running(
+    driver: Driver, wrapped: bool, barrier: bool
 ) -> None:
-    """Cancelled from the caller's scope propagates (as one Cancelled) after bodies unwind."""
-    log = Log()
-    live: set[str] = set()
-    registry = registry_with(sleeper("p", log, live=live), sleeper("x", log, parallel=False))
-    if wrapped:
-        HookCounter(registry)
-    calls = [call("c1", d=5), call("c2", d=5), call("c3", "x", 1)]
-    if barrier:
-        calls = [call("c0", "x", 5), *calls]
-    before = live_tasks()
-    propagated: list[BaseException] = []
-    with trio.move_on_after(1) as scope:
-        try:
-            await run_tool_calls(registry, calls)
-        except trio.Cancelled as exc:
-            propagated.append(exc)
-            raise
-    assert scope.cancelled_caught
-    assert len(propagated) == 1
-    assert log.now() == 1
-    assert live == set()
-    assert sorted(log.ids("end")) == (["c0"] if barrier else ["c1", "c2"])
-    assert live_tasks() == before
+    """Cancelled from the caller's scope (trio) or an enclosing ``asyncio.timeout``
+    propagates, as one cancellation, after the bodies unwind; nothing is left running.
+
+    Where the drivers differ: trio's cancellation is level-triggered, so the trio driver
+    commits nothing more once its caller is cancelled (no result reaches the recorder); the
+    asyncio driver aborts the batch and drains it, so every call commits (``ABORTED``,
+    ``ABORTED_BEFORE_DISPATCH``) before ``CancelledError`` propagates.
+    """
+    recorded: list[str] = []
+
+    async def main() -> None:
+        log = Log()
+        live: set[str] = set()
+        recorder = ListRecorder()
+        registry = neutral_registry(sleeper("p", log, live=live), sleeper("x", log, parallel=False))
+        if wrapped:
+            HookCounter(registry)
+        calls = [call("c1", d=5), call("c2", d=5), call("c3", "x", 1)]
+        if barrier:
+            calls = [call("c0", "x", 5), *calls]
+        before = driver.tasks()
+        propagated: list[BaseException] = []
+        async with driver.move_on_after(1) as scope:
+            try:
+                await driver.run_tool_calls(registry, calls, recorder=recorder)
+            except driver.Cancelled as exc:
+                propagated.append(exc)
+                raise
+        assert scope.cancelled_caught
+        assert len(propagated) == 1
+        assert log.now() == 1
+        assert live == set()
+        assert sorted(log.ids("end")) == (["c0"] if barrier else ["c1", "c2"])
+        assert driver.tasks() == before
+        recorded.extend(r for r in recorder.trace() if r.startswith("tool_result"))
+
+    driver.run(main)
+    if driver.name == "trio":
+        assert recorded == []
+    else:
+        assert recorded == [f"tool_result:c{i}" for i in range(0 if barrier else 1, 4)]
 
 
 def test_nothing_started_is_running_when_run_tool_calls_returns(driver: Driver) -> None:
@@ -1672,23 +1706,31 @@ def test_an_internal_failure_while_streaming_reaches_the_block_owner_unwrapped(
     driver.run(main)
 
 
-async def test_an_enclosing_cancel_scope_cancels_a_streaming_batch(
-    autojump_clock: trio.testing.MockClock,
-) -> None:
-    """Cancelled reaching the block cancels the batch at once and propagates as Cancelled."""
-    log = Log()
-    live: set[str] = set()
-    registry = registry_with(sleeper("p", log, live=live))
-    with trio.move_on_after(1) as scope:
-        async with open_tool_batch(registry) as batch:
+def test_an_enclosing_cancel_scope_cancels_a_streaming_batch(driver: Driver) -> None:
+    """The cancellation reaching the block cancels the batch at once and propagates.
+
+    Where the drivers differ (see above): on trio nothing commits after the caller's
+    cancellation; on asyncio the batch drains first, so the cancelled call commits as
+    ``ABORTED`` before ``CancelledError`` leaves the block.
+    """
+
+    async def main() -> Any:
+        log = Log()
+        live: set[str] = set()
+        registry = neutral_registry(sleeper("p", log, live=live))
+        async with driver.move_on_after(1) as scope, driver.open_tool_batch(registry) as batch:
             batch.submit(call("c1", d=5))
             batch.close()
             async for _ in batch:
                 raise AssertionError("nothing commits before the cancellation")
-    assert scope.cancelled_caught
-    assert live == set()
-    assert log.ids("end") == ["c1"]
-    assert batch.results == []
+        assert scope.cancelled_caught
+        assert live == set()
+        assert log.ids("end") == ["c1"]
+        assert log.now() == 1
+        return batch
+
+    batch = driver.run(main)
+    assert batch.results == ([] if driver.name == "trio" else [ABORTED])
 
 
 def test_open_tool_batch_checks_its_signal(driver: Driver) -> None:
