@@ -125,6 +125,10 @@ class Driver:
     def open_tool_batch(self, registry: Any, **kwargs: Any) -> Any:
         raise NotImplementedError
 
+    async def execute(self, registry: Any, input_: Any) -> Any:
+        """One call, as ``registry.execute(input_)`` runs it on this driver."""
+        raise NotImplementedError
+
     async def sleep(self, seconds: float) -> None:
         raise NotImplementedError
 
@@ -182,6 +186,9 @@ class TrioDriver(Driver):
 
     def open_tool_batch(self, registry: Any, **kwargs: Any) -> Any:
         return toolnursery.open_tool_batch(registry, **kwargs)
+
+    async def execute(self, registry: Any, input_: Any) -> Any:
+        return await registry.execute(input_)
 
     async def sleep(self, seconds: float) -> None:
         await trio.sleep(seconds)
@@ -284,6 +291,9 @@ class AsyncioDriver(Driver):
 
     def open_tool_batch(self, registry: Any, **kwargs: Any) -> Any:
         return aio.open_tool_batch(registry, driver="asyncio", **kwargs)
+
+    async def execute(self, registry: Any, input_: Any) -> Any:
+        return await aio.execute(registry, input_, driver="asyncio")
 
     async def sleep(self, seconds: float) -> None:
         if seconds == math.inf:
