@@ -43,6 +43,9 @@ SLOW: dict[str, str] = {
     "tests/tools/test_structured.py::test_property_one_wrong_type": "300 examples",
     "tests/tools/test_structured.py::test_property_validation_never_raises": "300 examples",
     "tests/providers/test_providers_strict.py::test_any_valid_value_survives": "150 examples",
+    "tests/batch/test_resource_keys.py::test_keyed_batches_on_asyncio_longer": (
+        "800 stateful examples on the asyncio driver"
+    ),
 }
 """The groups the default suite leaves out, by node id prefix (docs/contributing.md)."""
 

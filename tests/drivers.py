@@ -29,11 +29,14 @@ import trio.testing
 
 import toolnursery
 import toolnursery.aio as aio
-from support import live_tasks
+from support import live_tasks, registry_with
 from toolnursery._aio._tool import runs_on_either_loop
 
 T = TypeVar("T")
 F = TypeVar("F")
+
+DEADLOCK: Final = 1_000_000.0
+"""Virtual seconds after which a run is taken to have deadlocked."""
 
 __all__ = [
     "ASYNCIO",
@@ -45,6 +48,7 @@ __all__ = [
     "VirtualClockLoop",
     "current",
     "neutral",
+    "neutral_registry",
 ]
 
 
@@ -112,7 +116,8 @@ class Driver:
         return self.name
 
     def run(self, main: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
-        """Run ``main(*args)`` in a fresh run of this driver, on a virtual clock."""
+        """Run ``main(*args)`` in a fresh run of this driver, on a virtual clock; a
+        deadlock fails it (the clock jumps to a distant deadline) rather than hangs."""
         raise NotImplementedError
 
     def tool(self, body: Any) -> Any:
@@ -179,7 +184,11 @@ class TrioDriver(Driver):
     Cancelled = trio.Cancelled
 
     def run(self, main: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
-        return trio.run(main, *args, clock=trio.testing.MockClock(autojump_threshold=0))
+        async def guarded() -> T:
+            with trio.fail_after(DEADLOCK):
+                return await main(*args)
+
+        return trio.run(guarded, clock=trio.testing.MockClock(autojump_threshold=0))
 
     async def run_tool_calls(self, registry: Any, calls: Any, **kwargs: Any) -> Any:
         return await toolnursery.run_tool_calls(registry, calls, **kwargs)
@@ -273,7 +282,8 @@ class AsyncioDriver(Driver):
         async def guarded() -> T:
             asyncio.get_running_loop().set_exception_handler(lambda _, c: reported.append(c))
             try:
-                return await main(*args)
+                async with asyncio.timeout(DEADLOCK):
+                    return await main(*args)
             finally:
                 # Nothing a batch started outlives it (the test's own task aside).
                 assert asyncio.all_tasks() == {asyncio.current_task()}
@@ -373,6 +383,14 @@ DRIVERS: tuple[Driver, ...] = (TRIO, ASYNCIO)
 def current() -> Driver:
     """The driver of the run this is called in (for helpers shared by both)."""
     return TRIO if trio.lowlevel.in_trio_run() else ASYNCIO
+
+
+def neutral_registry(*definitions: Any) -> Any:
+    """``support.registry_with``, each definition's body marked :func:`neutral`."""
+    for definition in definitions:
+        # The body the definition wraps (its validating ``execute`` keeps it as __wrapped__).
+        neutral(getattr(definition.execute, "__wrapped__", definition.execute))
+    return registry_with(*definitions)
 
 
 def neutral(body: F) -> F:
