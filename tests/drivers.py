@@ -64,10 +64,11 @@ class _AutojumpSelector(selectors.DefaultSelector):
             return events
         if self.loop.wake_idle():
             return []
-        if timeout is None:
-            # Nothing scheduled: only another thread (a worker, the executor) can wake
-            # the loop, through its self-pipe.
-            return super().select(None)
+        if timeout is None or self.loop.threads:
+            # Nothing scheduled, or a worker thread runs (the loop is not idle: time
+            # stands still until it is done): only another thread (a worker, the
+            # executor) can wake the loop, through its self-pipe.
+            return super().select(timeout)
         self.loop.advance(timeout)
         return []
 
@@ -81,7 +82,19 @@ class VirtualClockLoop(asyncio.SelectorEventLoop):
         selector.loop = self
         self._virtual = 0.0
         self._idle: list[asyncio.Future[None]] = []
+        self.threads = 0  # executor jobs running
         super().__init__(selector)
+
+    def run_in_executor(  # type: ignore[override]
+        self, executor: Any, func: Any, *args: Any
+    ) -> asyncio.Future[Any]:
+        future = super().run_in_executor(executor, func, *args)
+        self.threads += 1
+        future.add_done_callback(self._thread_done)
+        return future
+
+    def _thread_done(self, _: object) -> None:
+        self.threads -= 1
 
     def time(self) -> float:
         return self._virtual
@@ -115,9 +128,18 @@ class Driver:
     def __repr__(self) -> str:
         return self.name
 
-    def run(self, main: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
-        """Run ``main(*args)`` in a fresh run of this driver, on a virtual clock; a
-        deadlock fails it (the clock jumps to a distant deadline) rather than hangs."""
+    def run(
+        self,
+        main: Callable[..., Coroutine[Any, Any, T]],
+        *args: Any,
+        deadlock: float | None = None,
+    ) -> T:
+        """Run ``main(*args)`` in a fresh run of this driver, on a virtual clock.
+
+        ``deadlock``: virtual seconds after which the run is taken to have deadlocked
+        and fails (the clock jumps there) rather than hangs; not for a scenario with a
+        worker thread on trio (its clock jumps while the thread runs).
+        """
         raise NotImplementedError
 
     def tool(self, body: Any) -> Any:
@@ -183,9 +205,14 @@ class TrioDriver(Driver):
     name = "trio"
     Cancelled = trio.Cancelled
 
-    def run(self, main: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
+    def run(
+        self,
+        main: Callable[..., Coroutine[Any, Any, T]],
+        *args: Any,
+        deadlock: float | None = None,
+    ) -> T:
         async def guarded() -> T:
-            with trio.fail_after(DEADLOCK):
+            with trio.fail_after(math.inf if deadlock is None else deadlock):
                 return await main(*args)
 
         return trio.run(guarded, clock=trio.testing.MockClock(autojump_threshold=0))
@@ -276,13 +303,18 @@ class AsyncioDriver(Driver):
     name = "asyncio"
     Cancelled = asyncio.CancelledError
 
-    def run(self, main: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
+    def run(
+        self,
+        main: Callable[..., Coroutine[Any, Any, T]],
+        *args: Any,
+        deadlock: float | None = None,
+    ) -> T:
         reported: list[dict[str, Any]] = []
 
         async def guarded() -> T:
             asyncio.get_running_loop().set_exception_handler(lambda _, c: reported.append(c))
             try:
-                async with asyncio.timeout(DEADLOCK):
+                async with asyncio.timeout(deadlock):
                     return await main(*args)
             finally:
                 # Nothing a batch started outlives it (the test's own task aside).

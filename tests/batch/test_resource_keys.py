@@ -24,7 +24,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule
 
-from drivers import ASYNCIO, TRIO, Driver, current, neutral, neutral_registry
+from drivers import ASYNCIO, DEADLOCK, TRIO, Driver, current, neutral, neutral_registry
 from support import noop as _noop
 from support import registry_with, text
 from toolnursery import (
@@ -402,7 +402,7 @@ def test_a_write_runs_beside_another_resource_but_after_a_read_of_its_own(driver
         assert log.at("start", "wA") == 2  # after read(A), and only after it
         assert log.at("end", "wA") == 3
 
-    driver.run(main)
+    driver.run(main, deadlock=DEADLOCK)
 
 
 def test_reads_of_one_resource_overlap(driver: Driver) -> None:
@@ -414,7 +414,7 @@ def test_reads_of_one_resource_overlap(driver: Driver) -> None:
         await driver.run_tool_calls(registry, [read(f"r{i}", "A") for i in range(4)])
         assert [log.at("start", f"r{i}") for i in range(4)] == [0, 0, 0, 0]
 
-    driver.run(main)
+    driver.run(main, deadlock=DEADLOCK)
 
 
 def test_writes_of_one_resource_run_one_at_a_time_in_model_order(driver: Driver) -> None:
@@ -433,7 +433,7 @@ def test_writes_of_one_resource_run_one_at_a_time_in_model_order(driver: Driver)
             ("end", "w2", 3),
         ]
 
-    driver.run(main)
+    driver.run(main, deadlock=DEADLOCK)
 
 
 def test_a_read_after_a_write_waits_and_later_reads_after_it_do_too(driver: Driver) -> None:
@@ -447,7 +447,7 @@ def test_a_read_after_a_write_waits_and_later_reads_after_it_do_too(driver: Driv
         )
         assert (log.at("start", "r1"), log.at("start", "r2")) == (2, 2)
 
-    driver.run(main)
+    driver.run(main, deadlock=DEADLOCK)
 
 
 def test_a_call_waits_only_for_the_calls_it_conflicts_with(driver: Driver) -> None:
@@ -466,7 +466,7 @@ def test_a_call_waits_only_for_the_calls_it_conflicts_with(driver: Driver) -> No
         assert log.at("start", "wA") == 1
         assert log.at("end", "long") == log.at("end", "wB") == 10
 
-    driver.run(main)
+    driver.run(main, deadlock=DEADLOCK)
 
 
 def test_a_keys_classifier_naming_several_resources_waits_for_each(driver: Driver) -> None:
@@ -501,7 +501,7 @@ def test_a_keys_classifier_naming_several_resources_waits_for_each(driver: Drive
         assert log.at("start", "wAB") == 3
         assert log.at("start", "rC") == 0
 
-    driver.run(main)
+    driver.run(main, deadlock=DEADLOCK)
 
 
 def test_keyed_and_plain_parallel_calls_share_the_pool(driver: Driver) -> None:
@@ -526,7 +526,7 @@ def test_keyed_and_plain_parallel_calls_share_the_pool(driver: Driver) -> None:
         assert log.at("start", "r") == 4
         assert log.max_running() == 2
 
-    driver.run(main)
+    driver.run(main, deadlock=DEADLOCK)
 
 
 def test_an_empty_key_set_runs_like_a_parallel_call(driver: Driver) -> None:
@@ -549,7 +549,7 @@ def test_an_empty_key_set_runs_like_a_parallel_call(driver: Driver) -> None:
         )
         assert [log.at("start", f"c{i}") for i in range(5)] == [0, 0, 1, 1, 2]
 
-    driver.run(main)
+    driver.run(main, deadlock=DEADLOCK)
 
 
 def test_a_waiting_call_holds_no_slot(driver: Driver) -> None:
@@ -574,7 +574,7 @@ def test_a_waiting_call_holds_no_slot(driver: Driver) -> None:
         assert log.max_running() == 2
         assert in_flight == [3]  # rA and rB running, wA waiting; rC not started
 
-    driver.run(main)
+    driver.run(main, deadlock=DEADLOCK)
 
 
 def test_at_most_max_parallel_calls_wait(driver: Driver) -> None:
@@ -602,7 +602,7 @@ def test_at_most_max_parallel_calls_wait(driver: Driver) -> None:
         assert log.at("start", "z") == 6  # started when w1 left the waiting line
         assert log.at("start", "w3") == 7
 
-    driver.run(main)
+    driver.run(main, deadlock=DEADLOCK)
 
 
 def test_keyed_results_prepare_and_commit_stay_in_model_order(driver: Driver) -> None:
@@ -636,7 +636,7 @@ def test_keyed_results_prepare_and_commit_stay_in_model_order(driver: Driver) ->
         assert pre == post == ["w", "r", "b"]
         assert [text(r) for r in results] == ["write:A:w", "read:A:r", "read:B:b"]
 
-    driver.run(main)
+    driver.run(main, deadlock=DEADLOCK)
 
 
 def test_a_call_denied_in_prepare_blocks_nobody(driver: Driver) -> None:
@@ -654,7 +654,7 @@ def test_a_call_denied_in_prepare_blocks_nobody(driver: Driver) -> None:
         assert log.at("start", "r") == 0
         assert log.at("start", "w2") == 2
 
-    driver.run(main)
+    driver.run(main, deadlock=DEADLOCK)
 
 
 def test_abort_skips_calls_that_are_waiting_for_their_turn(driver: Driver) -> None:
@@ -699,7 +699,7 @@ def test_abort_skips_calls_that_are_waiting_for_their_turn(driver: Driver) -> No
             # The skipped call never reached its execute wrappers either.
             assert wrappers_saw == (["r", "late"] if wrapped else [])
 
-    driver.run(main)
+    driver.run(main, deadlock=DEADLOCK)
 
 
 def test_streaming_a_conflicting_call_waits_for_the_one_already_running(driver: Driver) -> None:
@@ -719,7 +719,7 @@ def test_streaming_a_conflicting_call_waits_for_the_one_already_running(driver: 
         assert log.at("start", "o") == 1
         assert log.at("start", "w") == 3
 
-    driver.run(main)
+    driver.run(main, deadlock=DEADLOCK)
 
 
 def test_keys_are_reclassified_just_before_each_call_starts(driver: Driver) -> None:
@@ -750,7 +750,7 @@ def test_keys_are_reclassified_just_before_each_call_starts(driver: Driver) -> N
         assert log.at("start", "c") == 1  # classified after "first" committed
         assert log.at("start", "d") == 3  # now conflicts with c: both write "all"
 
-    driver.run(main)
+    driver.run(main, deadlock=DEADLOCK)
 
 
 def test_execution_mode_reports_keys_for_the_callers_scope(driver: Driver) -> None:
@@ -768,7 +768,7 @@ def test_execution_mode_reports_keys_for_the_callers_scope(driver: Driver) -> No
             ToolExecutionInput("c", "t", {}, agent=scope)
         ) == ToolExecutionMode("keyed", (W("mine"),))
 
-    driver.run(main)
+    driver.run(main, deadlock=DEADLOCK)
 
 
 # -- properties: a stateful exploration of keyed batches ---------------------------------
