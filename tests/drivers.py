@@ -146,6 +146,16 @@ class Driver:
         """``body`` as this driver's batches must be given it."""
         return body
 
+    def passes_on(self, given: Any, seen: Any) -> bool:
+        """Whether ``seen``, the signal a hook or body of ``execute`` saw, is the caller's
+        ``given`` as this driver hands it on: ``given`` itself on trio; on asyncio
+        (``aio.execute``) a signal fused from it and the awaiting task's cancellation."""
+        if self.name == "trio":
+            return bool(seen is given)
+        return bool(
+            seen is not given and (seen.cancelled, seen.reason) == (given.cancelled, given.reason)
+        )
+
     async def run_tool_calls(self, registry: Any, calls: Any, **kwargs: Any) -> Any:
         raise NotImplementedError
 
