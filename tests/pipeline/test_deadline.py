@@ -11,6 +11,7 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from drivers import Driver, current, neutral
 from support import always, live_tasks
 from toolnursery import (
     CancelSignal,
@@ -36,12 +37,18 @@ ABORTED = ToolErrorInfo("AbortError", "ABORTED")
 
 def _tool(body: Any, timeout_ms: float | None = 100, **kw: Any) -> ToolDefinition:
     return ToolDefinition(
-        "t", "t", {"type": "object"}, body, timeout_ms=timeout_ms, is_concurrency_safe=always, **kw
+        "t",
+        "t",
+        {"type": "object"},
+        neutral(body),
+        timeout_ms=timeout_ms,
+        is_concurrency_safe=always,
+        **kw,
     )
 
 
 async def slow(args: Any, ctx: ToolRunContext) -> str:
-    await trio.sleep(args.get("d", 10) if isinstance(args, dict) else 10)
+    await current().sleep(args.get("d", 10) if isinstance(args, dict) else 10)
     return "late"
 
 
@@ -50,19 +57,21 @@ def calls(*durations: float) -> list[ToolCall]:
 
 
 @pytest.mark.spec("B168")
-async def test_own_deadline_in_a_batch_is_a_timeout_with_the_exact_text(
-    autojump_clock: trio.testing.MockClock,
-) -> None:
+def test_own_deadline_in_a_batch_is_a_timeout_with_the_exact_text(driver: Driver) -> None:
     """B168: the call's own deadline scope catches its cancellation → TOOL_TIMEOUT."""
-    registry = ToolRegistry()
-    registry.register(_tool(slow, timeout_ms=250))
-    install_timeout_policy(registry)
-    start = trio.current_time()
-    late, quick = await run_tool_calls(registry, calls(10, 0.1))
-    assert late.content == (TextContent("Error: tool call timed out after 250ms"),)
-    assert late.error == TIMEOUT
-    assert quick.content == (TextContent("late"),)
-    assert trio.current_time() - start == pytest.approx(0.25)
+
+    async def main() -> None:
+        registry = ToolRegistry()
+        registry.register(_tool(slow, timeout_ms=250))
+        install_timeout_policy(registry)
+        start = driver.now()
+        late, quick = await driver.run_tool_calls(registry, calls(10, 0.1))
+        assert late.content == (TextContent("Error: tool call timed out after 250ms"),)
+        assert late.error == TIMEOUT
+        assert quick.content == (TextContent("late"),)
+        assert driver.now() - start == pytest.approx(0.25)
+
+    driver.run(main)
 
 
 @pytest.mark.spec("B169")
