@@ -172,6 +172,17 @@ class Driver:
     async def sleep_forever(self) -> None:
         await self.sleep(math.inf)
 
+    async def sleep_shielded(self, seconds: float) -> None:
+        """Sleep ``seconds`` whatever cancellation comes: an uncooperative body. Under a
+        shielded scope on trio; on asyncio by catching the (edge-triggered)
+        cancellation and sleeping on."""
+        end = self.now() + seconds
+        while self.now() < end:
+            try:
+                await self.sleep(end - self.now())
+            except asyncio.CancelledError:
+                continue  # uncooperative on purpose
+
     async def checkpoint(self) -> None:
         await self.sleep(0)
 
@@ -241,6 +252,10 @@ class TrioDriver(Driver):
 
     async def sleep_forever(self) -> None:
         await trio.sleep_forever()
+
+    async def sleep_shielded(self, seconds: float) -> None:
+        with trio.CancelScope(shield=True):
+            await trio.sleep(seconds)
 
     async def checkpoint(self) -> None:
         await trio.lowlevel.checkpoint()

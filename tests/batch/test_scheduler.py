@@ -930,21 +930,6 @@ def test_abort_drains_the_pool_then_contexts_follow_every_result(driver: Driver)
     driver.run(main)
 
 
-async def sleep_through_the_abort(driver: Driver, seconds: float) -> None:
-    """Sleep ``seconds`` whatever cancellation comes: under a shielded scope on trio; on
-    asyncio by catching the (edge-triggered) cancellation and sleeping on."""
-    if driver.name == "trio":
-        with trio.CancelScope(shield=True):
-            await trio.sleep(seconds)
-        return
-    end = driver.now() + seconds
-    while driver.now() < end:
-        try:
-            await driver.sleep(end - driver.now())
-        except asyncio.CancelledError:
-            continue  # uncooperative on purpose
-
-
 @pytest.mark.spec("B159")
 @pytest.mark.parametrize("how", ["pooled", "with-wrapper", "inline"])
 def test_abort_waits_for_an_uncooperative_body(driver: Driver, how: str) -> None:
@@ -960,7 +945,7 @@ def test_abort_waits_for_an_uncooperative_body(driver: Driver, how: str) -> None
 
         async def stubborn(args: Any, ctx: ToolRunContext) -> str:
             log.add("start", ctx.call_id)
-            await sleep_through_the_abort(driver, 3)
+            await driver.sleep_shielded(3)
             log.add("end", ctx.call_id)
             return "finished anyway"
 
