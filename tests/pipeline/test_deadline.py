@@ -398,10 +398,6 @@ BUDGET_AT_PLACEMENT = (
     "the asyncio driver's deadline group keeps the budget a call had when it was placed; "
     "the trio driver re-reads it when the call's dispatch starts"
 )
-DEADLINE_NOT_IN_SIGNAL = (
-    "in an asyncio deadline group the body's ctx.signal does not read as fired past its "
-    "deadline (B166): the derived signal polls trio's clock only"
-)
 
 
 @pytest.mark.parametrize(
@@ -526,14 +522,6 @@ def test_every_timed_call_ends_at_its_own_budget_or_duration(
 
 
 @pytest.mark.spec("B166")
-@pytest.mark.parametrize(
-    "driver",
-    [
-        TRIO,
-        pytest.param(ASYNCIO, marks=pytest.mark.xfail(strict=True, reason=DEADLINE_NOT_IN_SIGNAL)),
-    ],
-    ids=str,
-)
 def test_a_grouped_body_sees_its_own_deadline_in_its_signal(driver: Driver) -> None:
     """B166 in a deadline group: a body's ``ctx.signal`` is derived, reads as fired once
     its deadline has passed (and not before), and the call that outlived it times out."""

@@ -91,11 +91,13 @@ class DeadlineGroup:
             return
         failed: ToolExecutionResult | None = None
         value: Any = None
+        call.deadline = own  # the body's ctx.signal reads as fired once it passes (B166)
         try:
             value = await invoke(call)
         except Exception as exc:
             failed = failure_result(exc)
         finally:
+            call.deadline = None
             if call.derived is not None:
                 call.end_attempt()
         if call in deadline.hit:
