@@ -14,7 +14,6 @@ itself (its tasks, cancel scopes and internals).
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
