@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
+from drivers import DRIVERS, Driver
 from toolnursery.examples import fill_sandbox
 
 SLOW: dict[str, str] = {
@@ -42,6 +43,9 @@ SLOW: dict[str, str] = {
     "tests/tools/test_structured.py::test_property_one_wrong_type": "300 examples",
     "tests/tools/test_structured.py::test_property_validation_never_raises": "300 examples",
     "tests/providers/test_providers_strict.py::test_any_valid_value_survives": "150 examples",
+    "tests/batch/test_resource_keys.py::test_keyed_batches_on_asyncio_longer": (
+        "800 stateful examples on the asyncio driver"
+    ),
 }
 """The groups the default suite leaves out, by node id prefix (docs/contributing.md)."""
 
@@ -94,3 +98,11 @@ def root(tmp_path: Path) -> Path:
 # asserted: on a loaded machine (or beside another xdist worker) a deadline only flakes.
 settings.register_profile("suite", deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
+
+
+@pytest.fixture(params=DRIVERS, ids=str)
+def driver(request: pytest.FixtureRequest) -> Driver:
+    """The batch driver a scenario runs on: trio (``toolnursery``) or the native asyncio
+    driver (``toolnursery.aio``), each on a virtual clock (``tests/drivers.py``)."""
+    driver: Driver = request.param
+    return driver

@@ -8,9 +8,11 @@ and one phase of ``faulty`` misbehaves. For every cell the batch gives the docum
 result for each call, exactly one result per call in model order; when the fault
 escapes (a ``BaseException`` subclass, a cancelled enclosing scope) nothing is
 returned and the fault propagates as itself. In every cell no task the batch started
-is left (counted with a trio instrument), and the log is consistent: each result
-follows its call's start, results of a batch commit in model order, none twice, and
-they are exactly the returned results.
+is left (counted with a trio instrument; on asyncio, every task of the loop), and the log
+is consistent: each result follows its call's start, results of a batch commit in model
+order, none twice, and they are exactly the returned results. Every cell runs on both
+drivers (the ``driver`` fixture, ``tests/drivers.py``): trio, and the native asyncio
+driver, where the enclosing cancel scope is the awaiting task's cancellation.
 
 The faults:
 
@@ -38,6 +40,7 @@ import pytest
 import trio
 import trio.testing
 
+from drivers import Driver
 from toolnursery import (
     Allow,
     Ask,
@@ -48,8 +51,6 @@ from toolnursery import (
     ToolDefinition,
     ToolExecutionResult,
     ToolRegistry,
-    open_tool_batch,
-    run_tool_calls,
 )
 from toolnursery._core._signal import link
 from toolnursery.log import JsonlRecorder, RecorderEvent, ToolCallEvent, ToolResultEvent, read_log
@@ -94,10 +95,17 @@ class LiveTasks(trio.abc.Instrument):
 class Rig:
     phase: str
     fault: str
+    driver: Driver
     signal: CancelSignal = field(default_factory=CancelSignal)
-    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
-    entered: trio.Event = field(default_factory=trio.Event)
-    sibling_started: trio.Event = field(default_factory=trio.Event)
+    scope: Any = None
+    entered: Any = None
+    sibling_started: Any = None
+
+    def __post_init__(self) -> None:
+        # Made in the run: an asyncio event binds to the running loop.
+        self.scope = self.driver.cancel_scope()
+        self.entered = self.driver.event()
+        self.sibling_started = self.driver.event()
 
     def strike(self) -> Any:
         """The fault, in a synchronous phase: raise, return garbage, or abort/cancel."""
@@ -123,7 +131,7 @@ class Rig:
             if signal is not None and self.fault == "abort":
                 await signal.wait()
                 return answer
-            await trio.sleep_forever()
+            await self.driver.sleep_forever()
         return self.strike()
 
 
@@ -134,6 +142,7 @@ _NEXT = object()
 def build(rig: Rig) -> tuple[ToolRegistry, Any]:
     """A registry whose ``faulty`` tool misbehaves in ``rig.phase``; and the agent."""
     phase = rig.phase
+    driver = rig.driver
 
     class Approval:
         async def request(self, request: Any, /) -> Any:
@@ -144,18 +153,18 @@ def build(rig: Rig) -> tuple[ToolRegistry, Any]:
     registry = ToolRegistry(approval=Approval())
 
     async def plain(args: Any, ctx: Any) -> str:
-        await trio.sleep(0)
+        await driver.sleep(0)
         return f"ok {ctx.call_id}"
 
     async def sibling(args: Any, ctx: Any) -> str:
         rig.sibling_started.set()
-        await trio.sleep(1)
+        await driver.sleep(1)
         return f"ok {ctx.call_id}"
 
     async def faulty(args: Any, ctx: Any) -> Any:
         if phase == "body":
             return await rig.astrike()
-        await trio.sleep(0)
+        await driver.sleep(0)
         return "ok faulty"
 
     def safe(args: Any) -> Any:
@@ -170,16 +179,18 @@ def build(rig: Rig) -> tuple[ToolRegistry, Any]:
     def present_result(args: Any, result: Any) -> Any:
         return rig.strike() if phase == "presenters" else GenericResultView(title="done!")
 
-    registry.register(ToolDefinition("plain", "p", OBJECT, plain))
+    registry.register(ToolDefinition("plain", "p", OBJECT, driver.tool(plain)))
     registry.register(
-        ToolDefinition("sibling", "s", OBJECT, sibling, is_concurrency_safe=lambda a: True)
+        ToolDefinition(
+            "sibling", "s", OBJECT, driver.tool(sibling), is_concurrency_safe=lambda a: True
+        )
     )
     registry.register(
         ToolDefinition(
             "faulty",
             "f",
             OBJECT,
-            faulty,
+            driver.tool(faulty),
             is_concurrency_safe=None if phase == "key_classifier" else safe,
             concurrency_keys=keys,
             present_call=present_call,
@@ -259,39 +270,47 @@ class Outcome:
 async def run_cell(rig: Rig, log: Path) -> Outcome:
     registry, agent = build(rig)
     outcome = Outcome()
+    driver = rig.driver
+    on_trio = driver.name == "trio"
     tasks = LiveTasks()
 
     async def trigger() -> None:
         await rig.entered.wait()
-        await trio.testing.wait_all_tasks_blocked()  # whatever can start has started
+        await driver.wait_all_tasks_blocked()  # whatever can start has started
         if rig.fault == "abort":
             rig.signal.cancel("aborted while hanging")
         else:
             rig.scope.cancel()
+        await driver.sleep_forever()
 
+    async def idle() -> None:
+        await driver.sleep_forever()
+
+    hangs = rig.phase in ASYNC_PHASES and rig.fault in ("abort", "cancel")
     with JsonlRecorder(log) as jsonl:
         recorder = FaultyRecorder(rig, jsonl)
-        async with trio.open_nursery() as nursery:
-            if rig.phase in ASYNC_PHASES and rig.fault in ("abort", "cancel"):
-                nursery.start_soon(trigger)
-            trio.lowlevel.add_instrument(tasks)
+        async with driver.background(trigger if hangs else idle):
+            if on_trio:
+                trio.lowlevel.add_instrument(tasks)
+            before = driver.tasks()
             try:
-                with trio.fail_after(3600), rig.scope:
-                    if rig.phase == "presenters":
-                        outcome.results = await present_each(
-                            registry, agent, rig, recorder, outcome
-                        )
-                    else:
-                        outcome.results = await run_tool_calls(
-                            registry, CALLS, signal=rig.signal, agent=agent, recorder=recorder
-                        )
+                async with driver.fail_after(3600):
+                    with rig.scope:
+                        if rig.phase == "presenters":
+                            outcome.results = await present_each(
+                                registry, agent, rig, recorder, outcome
+                            )
+                        else:
+                            outcome.results = await driver.run_tool_calls(
+                                registry, CALLS, signal=rig.signal, agent=agent, recorder=recorder
+                            )
             except BaseException as exc:  # the test inspects whatever escaped
                 outcome.raised = exc
             finally:
-                trio.lowlevel.remove_instrument(tasks)
+                if on_trio:
+                    trio.lowlevel.remove_instrument(tasks)
+            outcome.left = len(tasks.live) if on_trio else driver.tasks() - before
             outcome.scope_caught = rig.scope.cancelled_caught
-            nursery.cancel_scope.cancel()
-    outcome.left = len(tasks.live)
     outcome.log = read_log(log)
     return outcome
 
@@ -301,7 +320,7 @@ async def present_each(
 ) -> list[ToolExecutionResult]:
     """Consume the batch as a UI does: present each call and result as it commits."""
     results: list[ToolExecutionResult] = []
-    async with open_tool_batch(
+    async with rig.driver.open_tool_batch(
         registry, signal=rig.signal, agent=agent, recorder=recorder
     ) as batch:
         for call in CALLS:
@@ -312,7 +331,7 @@ async def present_each(
             definition = registry.get(call.name)
             outcome.views.append(call_view(definition, {}, name=call.name))
             outcome.views.append(result_view(definition, {}, result))
-            await trio.lowlevel.checkpoint()
+            await rig.driver.checkpoint()
     return results
 
 
@@ -435,14 +454,17 @@ def cells() -> Iterator[Any]:
 
 
 @pytest.mark.parametrize(("phase", "fault"), list(cells()))
-async def test_fault_matrix(
+def test_fault_matrix(
     phase: str,
     fault: str,
+    driver: Driver,
     tmp_path: Path,
-    autojump_clock: trio.abc.Clock,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    outcome = await run_cell(Rig(phase, fault), tmp_path / "log.jsonl")
+    async def main() -> Outcome:
+        return await run_cell(Rig(phase, fault, driver), tmp_path / "log.jsonl")
+
+    outcome = driver.run(main)
     expected = EXPECTED[phase, fault]
     assert outcome.left == 0, "a task the batch started is still alive"
     check_log(outcome)
@@ -473,26 +495,30 @@ async def test_fault_matrix(
         ("post_execute", ["ok before", "ABORTED", "ABORTED", ABD]),
     ],
 )
-async def test_a_policy_hook_that_ignores_the_abort_is_cancelled_after_the_grace(
-    phase: str, expected: list[str], tmp_path: Path, autojump_clock: trio.abc.Clock
+def test_a_policy_hook_that_ignores_the_abort_is_cancelled_after_the_grace(
+    phase: str, expected: list[str], driver: Driver, tmp_path: Path
 ) -> None:
     """The hook sees ``Cancelled`` where it waits, ``hook_abort_grace`` (1 s by default)
     after the batch's abort; the batch then returns, one result per call."""
-    rig = Rig(phase, "abort")
     cancelled_at: list[float] = []
-
-    async def stubborn(answer: Any = None, signal: CancelSignal | None = None) -> Any:
-        rig.entered.set()
-        try:
-            await trio.sleep_forever()
-        except trio.Cancelled:
-            cancelled_at.append(trio.current_time())
-            raise
-
-    rig.astrike = stubborn  # type: ignore[method-assign]
     aborted_at: list[float] = []
-    link(rig.signal, lambda _: aborted_at.append(trio.current_time()))
-    outcome = await run_cell(rig, tmp_path / "log.jsonl")
+
+    async def main() -> Outcome:
+        rig = Rig(phase, "abort", driver)
+
+        async def stubborn(answer: Any = None, signal: CancelSignal | None = None) -> Any:
+            rig.entered.set()
+            try:
+                await driver.sleep_forever()
+            except driver.Cancelled:
+                cancelled_at.append(driver.now())
+                raise
+
+        rig.astrike = stubborn  # type: ignore[method-assign]
+        link(rig.signal, lambda _: aborted_at.append(driver.now()))
+        return await run_cell(rig, tmp_path / "log.jsonl")
+
+    outcome = driver.run(main)
     assert outcome.raised is None
     assert outcome.results is not None
     assert [summary(r) for r in outcome.results] == expected
@@ -502,38 +528,41 @@ async def test_a_policy_hook_that_ignores_the_abort_is_cancelled_after_the_grace
     assert cancelled_at[0] - aborted_at[0] == pytest.approx(1.0)
 
 
-async def test_a_wrapper_sees_cancelled_out_of_next_on_a_batch_abort(
-    autojump_clock: trio.abc.Clock,
-) -> None:
+def test_a_wrapper_sees_cancelled_out_of_next_on_a_batch_abort(driver: Driver) -> None:
     seen: list[str] = []
     signal = CancelSignal()
 
     async def body(args: Any, ctx: Any) -> str:
-        await trio.sleep_forever()
+        await driver.sleep_forever()
         raise AssertionError  # pragma: no cover
 
     async def wrapper(execution: Any, next_: Callable[[], Awaitable[Any]]) -> Any:
         try:
             return await next_()
-        except trio.Cancelled:
+        except driver.Cancelled:
             seen.append("cancelled")
             raise
         finally:
             seen.append("finally")
 
     registry = ToolRegistry()
-    registry.register(ToolDefinition("t", "t", OBJECT, body, is_concurrency_safe=lambda a: True))
+    registry.register(
+        ToolDefinition("t", "t", OBJECT, driver.tool(body), is_concurrency_safe=lambda a: True)
+    )
     registry.on_execute(wrapper)
 
     async def abort_later() -> None:
-        await trio.sleep(1)
+        await driver.sleep(1)
         signal.cancel()
+        await driver.sleep_forever()
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(abort_later)
-        with trio.fail_after(60):
-            results = await run_tool_calls(
+    async def main() -> list[ToolExecutionResult]:
+        async with driver.background(abort_later), driver.fail_after(60):
+            results: list[ToolExecutionResult] = await driver.run_tool_calls(
                 registry, [ToolCall("a", "t"), ToolCall("b", "t")], signal=signal
             )
+        return results
+
+    results = driver.run(main)
     assert [summary(r) for r in results] == ["ABORTED", "ABORTED"]
     assert seen == ["cancelled", "finally"] * 2

@@ -17,6 +17,7 @@ import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from drivers import Driver, current, neutral, neutral_registry
 from support import registry_with
 from toolnursery import (
     Accept,
@@ -30,7 +31,6 @@ from toolnursery import (
     ToolExecution,
     ToolExecutionResult,
     ToolRunContext,
-    open_tool_batch,
     run_tool_calls,
 )
 from toolnursery._batch import _recorder as _recorder_module
@@ -60,18 +60,18 @@ class ListRecorder:
 
 
 async def sleepy(args: Any, ctx: ToolRunContext) -> str:
-    await trio.sleep(args["s"])
+    await current().sleep(args["s"])
     return f"slept {args['s']}"
 
 
 async def with_context(args: Any, ctx: ToolRunContext) -> str:
     ctx.defer_context(HookContext((TextContent(f"deferred by {ctx.call_id}"),), "tool"))
-    await trio.lowlevel.checkpoint()  # a body that suspends runs as a pool task
+    await current().checkpoint()  # a body that suspends runs as a pool task
     return "ok"
 
 
 def parallel(name: str, body: Any) -> ToolDefinition:
-    return ToolDefinition(name, name, OBJECT, body, is_concurrency_safe=lambda args: True)
+    return ToolDefinition(name, name, OBJECT, neutral(body), is_concurrency_safe=lambda args: True)
 
 
 def kinds(events: list[Any]) -> list[tuple[str, int]]:
@@ -85,187 +85,216 @@ def kinds(events: list[Any]) -> list[tuple[str, int]]:
 # -- durable order --------------------------------------------------------------------
 
 
-async def test_tool_call_is_recorded_before_its_pre_execute_runs() -> None:
-    registry = registry_with(parallel("sleepy", sleepy))
-    recorder = ListRecorder()
+def test_tool_call_is_recorded_before_its_pre_execute_runs(driver: Driver) -> None:
+    async def main() -> None:
+        registry = neutral_registry(parallel("sleepy", sleepy))
+        recorder = ListRecorder()
 
-    async def pre(
-        execution: ToolExecution, next_: Callable[[], Awaitable[PreToolDecision]]
-    ) -> PreToolDecision:
-        recorder.log.append(("pre", execution.call_id))
-        return await next_()
-
-    registry.on_pre_execute(pre)
-    calls = [ToolCall("a", "sleepy", '{"s": 0}'), ToolCall("b", "sleepy", '{"s": 0}')]
-    await run_tool_calls(registry, calls, recorder=recorder)
-
-    for call_id in ("a", "b"):
-        started = next(
-            i
-            for i, e in enumerate(recorder.log)
-            if isinstance(e, ToolCallEvent) and e.call.id == call_id
-        )
-        assert recorder.log.index(("pre", call_id)) > started
-
-
-async def test_results_are_recorded_in_model_order(autojump_clock: trio.abc.Clock) -> None:
-    # The later calls finish first; their results still commit in model order.
-    registry = registry_with(parallel("sleepy", sleepy))
-    recorder = ListRecorder()
-    calls = [ToolCall(f"c{i}", "sleepy", f'{{"s": {3 - i}}}') for i in range(3)]
-    results = await run_tool_calls(registry, calls, recorder=recorder)
-
-    result_events = [e for e in recorder.log if isinstance(e, ToolResultEvent)]
-    assert [e.index for e in result_events] == [0, 1, 2]
-    assert [e.call_id for e in result_events] == ["c0", "c1", "c2"]
-    assert [e.result for e in result_events] == results
-    # Every call was started (recorded) before the first result committed.
-    assert kinds(recorder.log)[:3] == [("ToolCallEvent", i) for i in range(3)]
-
-
-async def test_contexts_are_recorded_after_every_result_of_the_batch() -> None:
-    registry = registry_with(parallel("ctx", with_context), parallel("plain", sleepy))
-
-    async def post(
-        execution: ToolExecution,
-        result: ToolExecutionResult,
-        next_: Callable[[], Awaitable[PostToolDecision]],
-    ) -> PostToolDecision:
-        if execution.name != "ctx":
+        async def pre(
+            execution: ToolExecution, next_: Callable[[], Awaitable[PreToolDecision]]
+        ) -> PreToolDecision:
+            recorder.log.append(("pre", execution.call_id))
             return await next_()
-        return Accept(additional_contexts=(HookContext((TextContent("from post"),), "policy"),))
 
-    registry.on_post_execute(post)
-    recorder = ListRecorder()
-    calls = [
-        ToolCall("a", "ctx", ""),
-        ToolCall("b", "plain", '{"s": 0}'),
-        ToolCall("c", "ctx", ""),
-    ]
-    await run_tool_calls(registry, calls, recorder=recorder)
+        registry.on_pre_execute(pre)
+        calls = [ToolCall("a", "sleepy", '{"s": 0}'), ToolCall("b", "sleepy", '{"s": 0}')]
+        await driver.run_tool_calls(registry, calls, recorder=recorder)
 
-    order = kinds(recorder.log)
-    last_result = max(i for i, (kind, _) in enumerate(order) if kind == "ToolResultEvent")
-    first_context = min(i for i, (kind, _) in enumerate(order) if kind == "ContextEvent")
-    assert first_context > last_result
-    contexts = [e for e in recorder.log if isinstance(e, ContextEvent)]
-    # Model order, and within a call the pipeline's order (deferred, then post-execute).
-    assert [(e.call_id, e.context.source) for e in contexts] == [
-        ("a", "tool"),
-        ("a", "policy"),
-        ("c", "tool"),
-        ("c", "policy"),
-    ]
-    assert contexts[0].context.content == (TextContent("deferred by a"),)
+        for call_id in ("a", "b"):
+            started = next(
+                i
+                for i, e in enumerate(recorder.log)
+                if isinstance(e, ToolCallEvent) and e.call.id == call_id
+            )
+            assert recorder.log.index(("pre", call_id)) > started
+
+    driver.run(main)
 
 
-async def test_a_streamed_batch_records_the_same_durable_order() -> None:
-    registry = registry_with(parallel("ctx", with_context))
-    recorder = ListRecorder()
-    async with open_tool_batch(registry, recorder=recorder) as batch:
-        batch.submit(ToolCall("a", "ctx", ""))
-        await trio.testing.wait_all_tasks_blocked()
-        batch.submit(ToolCall("b", "ctx", ""))
-        batch.close()
-    assert kinds(recorder.log) == [
-        ("ToolCallEvent", 0),
-        ("ToolResultEvent", 0),
-        ("ToolCallEvent", 1),
-        ("ToolResultEvent", 1),
-        ("ContextEvent", 0),
-        ("ContextEvent", 1),
-    ]
+def test_results_are_recorded_in_model_order(driver: Driver) -> None:
+    async def main() -> None:
+        # The later calls finish first; their results still commit in model order.
+        registry = neutral_registry(parallel("sleepy", sleepy))
+        recorder = ListRecorder()
+        calls = [ToolCall(f"c{i}", "sleepy", f'{{"s": {3 - i}}}') for i in range(3)]
+        results = await driver.run_tool_calls(registry, calls, recorder=recorder)
+
+        result_events = [e for e in recorder.log if isinstance(e, ToolResultEvent)]
+        assert [e.index for e in result_events] == [0, 1, 2]
+        assert [e.call_id for e in result_events] == ["c0", "c1", "c2"]
+        assert [e.result for e in result_events] == results
+        # Every call was started (recorded) before the first result committed.
+        assert kinds(recorder.log)[:3] == [("ToolCallEvent", i) for i in range(3)]
+
+    driver.run(main)
 
 
-async def test_a_raising_recorder_fails_the_batch_after_in_flight_calls_settle() -> None:
-    finished: list[str] = []
+def test_contexts_are_recorded_after_every_result_of_the_batch(driver: Driver) -> None:
+    async def main() -> None:
+        registry = neutral_registry(parallel("ctx", with_context), parallel("plain", sleepy))
 
-    async def body(args: Any, ctx: ToolRunContext) -> str:
-        await trio.sleep(0)
-        finished.append(ctx.call_id)
-        return "ok"
+        async def post(
+            execution: ToolExecution,
+            result: ToolExecutionResult,
+            next_: Callable[[], Awaitable[PostToolDecision]],
+        ) -> PostToolDecision:
+            if execution.name != "ctx":
+                return await next_()
+            return Accept(additional_contexts=(HookContext((TextContent("from post"),), "policy"),))
 
-    class Failing:
-        def record(self, event: RecorderEvent, /) -> None:
-            if isinstance(event, ToolCallEvent) and event.index == 1:
-                raise OSError("disk full")
+        registry.on_post_execute(post)
+        recorder = ListRecorder()
+        calls = [
+            ToolCall("a", "ctx", ""),
+            ToolCall("b", "plain", '{"s": 0}'),
+            ToolCall("c", "ctx", ""),
+        ]
+        await driver.run_tool_calls(registry, calls, recorder=recorder)
 
-    registry = registry_with(parallel("t", body))
-    with pytest.raises(OSError, match="disk full"):
-        await run_tool_calls(
-            registry, [ToolCall("a", "t", ""), ToolCall("b", "t", "")], recorder=Failing()
-        )
-    assert finished == ["a"]
+        order = kinds(recorder.log)
+        last_result = max(i for i, (kind, _) in enumerate(order) if kind == "ToolResultEvent")
+        first_context = min(i for i, (kind, _) in enumerate(order) if kind == "ContextEvent")
+        assert first_context > last_result
+        contexts = [e for e in recorder.log if isinstance(e, ContextEvent)]
+        # Model order, and within a call the pipeline's order (deferred, then post-execute).
+        assert [(e.call_id, e.context.source) for e in contexts] == [
+            ("a", "tool"),
+            ("a", "policy"),
+            ("c", "tool"),
+            ("c", "policy"),
+        ]
+        assert contexts[0].context.content == (TextContent("deferred by a"),)
+
+    driver.run(main)
+
+
+def test_a_streamed_batch_records_the_same_durable_order(driver: Driver) -> None:
+    async def main() -> None:
+        registry = neutral_registry(parallel("ctx", with_context))
+        recorder = ListRecorder()
+        async with driver.open_tool_batch(registry, recorder=recorder) as batch:
+            batch.submit(ToolCall("a", "ctx", ""))
+            await driver.wait_all_tasks_blocked()
+            batch.submit(ToolCall("b", "ctx", ""))
+            batch.close()
+        assert kinds(recorder.log) == [
+            ("ToolCallEvent", 0),
+            ("ToolResultEvent", 0),
+            ("ToolCallEvent", 1),
+            ("ToolResultEvent", 1),
+            ("ContextEvent", 0),
+            ("ContextEvent", 1),
+        ]
+
+    driver.run(main)
+
+
+def test_a_raising_recorder_fails_the_batch_after_in_flight_calls_settle(driver: Driver) -> None:
+    async def main() -> None:
+        finished: list[str] = []
+
+        async def body(args: Any, ctx: ToolRunContext) -> str:
+            await driver.sleep(0)
+            finished.append(ctx.call_id)
+            return "ok"
+
+        class Failing:
+            def record(self, event: RecorderEvent, /) -> None:
+                if isinstance(event, ToolCallEvent) and event.index == 1:
+                    raise OSError("disk full")
+
+        registry = neutral_registry(parallel("t", body))
+        with pytest.raises(OSError, match="disk full"):
+            await driver.run_tool_calls(
+                registry, [ToolCall("a", "t", ""), ToolCall("b", "t", "")], recorder=Failing()
+            )
+        assert finished == ["a"]
+
+    driver.run(main)
 
 
 # -- the JSON-lines log -----------------------------------------------------------------
 
 
-async def test_the_log_reads_back_exactly_the_recorded_events(tmp_path: Path) -> None:
-    registry = registry_with(parallel("ctx", with_context), parallel("sleepy", sleepy))
-    seen = ListRecorder()
-    path = tmp_path / "log.jsonl"
+def test_the_log_reads_back_exactly_the_recorded_events(driver: Driver, tmp_path: Path) -> None:
+    async def main() -> None:
+        registry = neutral_registry(parallel("ctx", with_context), parallel("sleepy", sleepy))
+        seen = ListRecorder()
+        path = tmp_path / "log.jsonl"
 
-    class Both:
-        def __init__(self, jsonl: JsonlRecorder) -> None:
-            self.jsonl = jsonl
+        class Both:
+            def __init__(self, jsonl: JsonlRecorder) -> None:
+                self.jsonl = jsonl
 
-        def record(self, event: RecorderEvent, /) -> None:
-            seen.record(event)
-            self.jsonl.record(event)
+            def record(self, event: RecorderEvent, /) -> None:
+                seen.record(event)
+                self.jsonl.record(event)
 
-    calls = [
-        ToolCall("a", "ctx", ""),
-        ToolCall("b", "sleepy", '{"s": 0}'),
-        ToolCall("c", "nope", "not json ✓"),
-    ]
-    with JsonlRecorder(path) as jsonl:
-        await run_tool_calls(registry, calls, recorder=Both(jsonl))
+        calls = [
+            ToolCall("a", "ctx", ""),
+            ToolCall("b", "sleepy", '{"s": 0}'),
+            ToolCall("c", "nope", "not json ✓"),
+        ]
+        with JsonlRecorder(path) as jsonl:
+            await driver.run_tool_calls(registry, calls, recorder=Both(jsonl))
 
-    assert read_log(path) == seen.log
-    lines = path.read_bytes().splitlines()
-    assert len(lines) == len(seen.log)
-    first = msgspec.json.decode(lines[0])
-    assert first["event"] == "tool_call"
-    assert first["call"] == {"id": "a", "name": "ctx", "arguments": ""}
-    decoded = [msgspec.json.decode(line) for line in lines]
-    assert [d["event"] for d in decoded] == [
-        "tool_call",
-        "tool_call",
-        "tool_result",
-        "tool_result",
-        "tool_call",  # "nope" is unknown, so exclusive: it waits for a and b
-        "tool_result",
-        "context",
-    ]
-    assert decoded[2]["callId"] == "a"
-    assert decoded[2]["result"]["isError"] is False
-    assert decoded[5]["result"]["error"] == {"name": "ToolNotFoundError", "code": "UNKNOWN_TOOL"}
-    assert decoded[6]["context"]["source"] == "tool"
+        assert read_log(path) == seen.log
+        lines = path.read_bytes().splitlines()
+        assert len(lines) == len(seen.log)
+        first = msgspec.json.decode(lines[0])
+        assert first["event"] == "tool_call"
+        assert first["call"] == {"id": "a", "name": "ctx", "arguments": ""}
+        decoded = [msgspec.json.decode(line) for line in lines]
+        assert [d["event"] for d in decoded] == [
+            "tool_call",
+            "tool_call",
+            "tool_result",
+            "tool_result",
+            "tool_call",  # "nope" is unknown, so exclusive: it waits for a and b
+            "tool_result",
+            "context",
+        ]
+        assert decoded[2]["callId"] == "a"
+        assert decoded[2]["result"]["isError"] is False
+        assert decoded[5]["result"]["error"] == {
+            "name": "ToolNotFoundError",
+            "code": "UNKNOWN_TOOL",
+        }
+        assert decoded[6]["context"]["source"] == "tool"
+
+    driver.run(main)
 
 
-async def test_each_event_is_on_disk_as_soon_as_it_is_recorded(tmp_path: Path) -> None:
-    # A crash mid-batch loses nothing recorded so far: the log is not buffered.
-    path = tmp_path / "log.jsonl"
-    release = trio.Event()
+def test_each_event_is_on_disk_as_soon_as_it_is_recorded(driver: Driver, tmp_path: Path) -> None:
+    async def main() -> None:
+        # A crash mid-batch loses nothing recorded so far: the log is not buffered.
+        path = tmp_path / "log.jsonl"
+        release = driver.event()
 
-    async def blocked(args: Any, ctx: ToolRunContext) -> str:
-        await release.wait()
-        return "released"
+        async def blocked(args: Any, ctx: ToolRunContext) -> str:
+            await release.wait()
+            return "released"
 
-    registry = registry_with(parallel("blocked", blocked), parallel("sleepy", sleepy))
-    calls = [ToolCall("a", "sleepy", '{"s": 0}'), ToolCall("b", "blocked", "")]
-    with JsonlRecorder(path) as recorder:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(partial(run_tool_calls, registry, calls, recorder=recorder))
-            await trio.testing.wait_all_tasks_blocked()
-            # Mid-batch, as a reader after a crash would see it.
-            assert replay_log(path) == [
-                (calls[0], ToolExecutionResult((TextContent("slept 0"),), False)),
-                (calls[1], None),
-            ]
-            release.set()
-    assert replay_log(path)[1] == (calls[1], ToolExecutionResult((TextContent("released"),), False))
+        registry = neutral_registry(parallel("blocked", blocked), parallel("sleepy", sleepy))
+        calls = [ToolCall("a", "sleepy", '{"s": 0}'), ToolCall("b", "blocked", "")]
+        with JsonlRecorder(path) as recorder:
+            async with driver.open_nursery() as nursery:
+                nursery.start_soon(
+                    partial(driver.run_tool_calls, registry, calls, recorder=recorder)
+                )
+                await driver.wait_all_tasks_blocked()
+                # Mid-batch, as a reader after a crash would see it.
+                assert replay_log(path) == [
+                    (calls[0], ToolExecutionResult((TextContent("slept 0"),), False)),
+                    (calls[1], None),
+                ]
+                release.set()
+        assert replay_log(path)[1] == (
+            calls[1],
+            ToolExecutionResult((TextContent("released"),), False),
+        )
+
+    driver.run(main)
 
 
 def test_a_torn_last_line_is_skipped_and_every_complete_event_is_read(tmp_path: Path) -> None:

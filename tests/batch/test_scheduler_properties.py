@@ -4,7 +4,9 @@ Each example is a whole batch script: calls that are ``parallel`` or ``exclusive
 with random durations, bodies that raise, calls a pre-execute listener denies (some
 after a delay), a random cap, maybe an execute wrapper, and maybe an abort at a random
 moment; run either with ``run_tool_calls`` or streamed into ``open_tool_batch``. Every example runs in its own
-``trio.run`` on a ``MockClock(autojump_threshold=0)``, so time is exact and free.
+run of each driver (``tests/drivers.py``: ``trio.run`` on a ``MockClock(autojump_threshold=0)``,
+or the native asyncio driver on a virtual-clock loop), so time is exact and free; the same
+scripts also run on the batch machine alone, with no loop at all.
 
 Invariants: one result per call, in model order; no exclusive body overlaps any other
 body; never more than ``max_parallel`` bodies at once; pre-execute and post-execute
@@ -19,12 +21,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-import trio
-import trio.testing
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from support import code, live_tasks, text
+from drivers import DRIVERS, Driver, TrioDriver
+from support import code, text
 from toolnursery import (
     Accept,
     CancelSignal,
@@ -39,8 +41,6 @@ from toolnursery import (
     ToolExecutionResult,
     ToolRegistry,
     ToolRunContext,
-    open_tool_batch,
-    run_tool_calls,
 )
 from toolnursery._core._decisions import PostToolDecision, PreToolDecision
 from toolnursery._core._lifecycle import RESOLVED, Slot
@@ -98,25 +98,29 @@ class BoomError(Exception):
     pass
 
 
-def definitions_of(body: Any) -> list[ToolDefinition]:
+def definitions_of(body: Any, driver: Driver | None = None) -> list[ToolDefinition]:
     """The script's two tools, ``p`` (parallel) and ``x`` (exclusive), running ``body``."""
     return [
         ToolDefinition(
             name,
             name,
             {"type": "object"},
-            body,
+            body if driver is None else driver.tool(body),
             is_concurrency_safe=(lambda args: True) if parallel else None,
         )
         for name, parallel in (("p", True), ("x", False))
     ]
 
 
+TRIO = TrioDriver()
+
+
 class World:
     """The registry for one example, and everything its hooks and bodies observed."""
 
-    def __init__(self, script: Script) -> None:
+    def __init__(self, script: Script, driver: Driver = TRIO) -> None:
         self.script = script
+        self.driver = driver
         self.calls = [
             ToolCall(
                 f"c{i}",
@@ -140,7 +144,7 @@ class World:
             self.registry.on_execute(self.wrapper)
 
     def definitions(self) -> list[ToolDefinition]:
-        return definitions_of(self.body)
+        return definitions_of(self.body, self.driver)
 
     async def body(self, args: Any, ctx: ToolRunContext) -> str:
         call_id = ctx.call_id
@@ -148,7 +152,7 @@ class World:
         self.live.add(call_id)
         completed = False
         try:
-            await trio.sleep(args["d"])
+            await self.driver.sleep(args["d"])
             completed = True
         finally:
             self.live.discard(call_id)
@@ -163,7 +167,7 @@ class World:
         spec = self.spec[execution.call_id]
         self.pre.append(execution.call_id)
         if spec.pre_delay:
-            await trio.sleep(spec.pre_delay)
+            await self.driver.sleep(spec.pre_delay)
         if spec.fate == "deny":
             return Deny(f"denied {execution.call_id}")
         return await next_()
@@ -189,25 +193,26 @@ class World:
         self.events.append((event, self.now()))
 
     def now(self) -> float:
-        return trio.current_time()
+        return self.driver.now()
 
 
 async def run_batch(world: World, signal: CancelSignal) -> list[ToolExecutionResult]:
     script = world.script
+    driver = world.driver
     if not script.streaming:
-        return await run_tool_calls(
+        return await driver.run_tool_calls(
             world.registry,
             world.calls,
             signal=signal,
             max_parallel=script.cap,
             recorder=world,
         )
-    async with open_tool_batch(
+    async with driver.open_tool_batch(
         world.registry, signal=signal, max_parallel=script.cap, recorder=world
     ) as batch:
         for tool_call, spec in zip(world.calls, script.specs, strict=True):
             if spec.submit_delay:
-                await trio.sleep(spec.submit_delay)
+                await driver.sleep(spec.submit_delay)
             batch.submit(tool_call)
         batch.close()
         pairs = [(c, r) async for c, r in batch]
@@ -215,27 +220,27 @@ async def run_batch(world: World, signal: CancelSignal) -> list[ToolExecutionRes
     return [r for _, r in pairs]
 
 
-async def cancel_at(signal: CancelSignal, when: float) -> None:
-    await trio.sleep(when)
-    signal.cancel("abort")
+async def cancel_at(driver: Driver, signal: CancelSignal, when: float | None) -> None:
+    if when is None:
+        await driver.sleep_forever()  # alive throughout: the task count stays put
+    else:
+        await driver.sleep(when)
+        signal.cancel("abort")
+        await driver.sleep_forever()
 
 
-async def check(script: Script) -> None:
-    world = World(script)
+async def check(script: Script, driver: Driver) -> None:
+    world = World(script, driver)
     ids = [c.id for c in world.calls]
     signal = CancelSignal()
-    before = live_tasks()
-    async with trio.open_nursery() as nursery:
-        if script.abort_at is not None:
-            nursery.start_soon(cancel_at, signal, script.abort_at)
+    async with driver.background(cancel_at, driver, signal, script.abort_at):
+        before = driver.tasks()
         results = await run_batch(world, signal)
-        finished = trio.current_time()
+        finished = driver.now()
         aborted = signal.cancelled
-        nursery.cancel_scope.cancel()
-
-    # Quiescence: no body and no scheduler task outlives the call.
+        # Quiescence: no body and no scheduler task outlives the call.
+        assert driver.tasks() == before
     assert world.live == set()
-    assert live_tasks() == before
 
     check_outcome(world, ids, results, aborted)
 
@@ -329,11 +334,13 @@ def check_outcome(
         )
 
 
+@pytest.mark.parametrize("driver", DRIVERS, ids=str)
 @settings(max_examples=200, deadline=None)
 @given(script=scripts)
-def test_scheduler_invariants(script: Script) -> None:
-    """Order, barriers, cap, one result per call, abort and quiescence on random batches."""
-    trio.run(check, script, clock=trio.testing.MockClock(autojump_threshold=0))
+def test_scheduler_invariants(driver: Driver, script: Script) -> None:
+    """Order, barriers, cap, one result per call, abort and quiescence on random batches,
+    on each driver."""
+    driver.run(check, script, driver)
 
 
 # -- the same scripts on the batch machine alone ----------------------------------------

@@ -23,7 +23,6 @@ from .._core._errors import AsyncioHostError as AsyncioHostError
 from .._core._execution import ToolExecutionInput
 from .._core._signal import CancelSignal, Fusion, fuse
 from .._core._statistics import ToolStatistics
-from .._machine._intake import check_batch_id
 from .._pipeline._registry import ToolRegistry, ToolScope
 from ._driver import AsyncioDriver
 from ._execute import execute as _execute_native
@@ -133,9 +132,10 @@ async def run_tool_calls(
     agent: ToolScope | None = None,
     max_parallel: int = 10,
     recorder: ToolCallRecorder | None = None,
+    batch_id: str | None = None,
+    hook_abort_grace: float | None = None,
     deps: Any = None,
     driver: Driver = "auto",
-    batch_id: str | None = None,
     resume_from: str | os.PathLike[str] | None = None,
 ) -> list[ToolExecutionResult]:
     """Run one model response's tool calls from asyncio; results in model order.
@@ -151,8 +151,10 @@ async def run_tool_calls(
     :func:`batch_driver` and ``docs/asyncio.md``).
 
     Raises:
-        ValueError: ``max_parallel`` is not a positive integer, or ``driver`` is not
+        ValueError: ``max_parallel`` is not a positive integer, ``batch_id`` not a
+            non-empty string, ``hook_abort_grace`` negative or NaN, or ``driver`` not
             a :data:`Driver` (or ``"asyncio"`` for a batch that needs trio).
+        TypeError: ``hook_abort_grace`` is not a number.
         asyncio.CancelledError: the awaiting task was cancelled (after the drain).
         Exception: the scheduler's first internal failure (e.g. a recorder that
             raised), after the calls in flight have settled.
@@ -171,6 +173,7 @@ async def run_tool_calls(
                 agent=agent,
                 max_parallel=max_parallel,
                 recorder=given,
+                hook_abort_grace=hook_abort_grace,
                 deps=deps,
                 driver=driver,
                 batch_id=batch,
@@ -180,9 +183,7 @@ async def run_tool_calls(
     names = [call.name for call in pending if type(call) is ToolCall or isinstance(call, ToolCall)]
     reason = _choose(driver, registry, agent, names)
     if reason is None:
-        check_batch(registry, signal, agent, max_parallel)
-        if batch_id is not None:
-            check_batch_id(batch_id)
+        check_batch(registry, signal, agent, max_parallel, batch_id, hook_abort_grace)
         own_fusion = fuse(signal) if signal is not None else None
         native = AsyncioDriver(
             registry,
@@ -191,7 +192,8 @@ async def run_tool_calls(
             max_parallel,
             recorder,
             batch_id,
-            deps=deps,
+            hook_abort_grace,
+            deps,
         )
         _log(native.machine.id, None)
         try:
@@ -214,6 +216,7 @@ async def run_tool_calls(
             max_parallel=max_parallel,
             recorder=recorder,
             batch_id=batch_id,
+            hook_abort_grace=hook_abort_grace,
             deps=deps,
         )
 
@@ -418,6 +421,8 @@ async def open_tool_batch(
     agent: ToolScope | None = None,
     max_parallel: int = 10,
     recorder: ToolCallRecorder | None = None,
+    batch_id: str | None = None,
+    hook_abort_grace: float | None = None,
     deps: Any = None,
     driver: Driver = "auto",
 ) -> AsyncIterator[AsyncioToolBatch]:
@@ -441,17 +446,21 @@ async def open_tool_batch(
     tool the view can call (see :func:`batch_driver`); ``batch.driver`` says which.
 
     Raises:
-        ValueError: ``max_parallel`` is not a positive integer, or ``driver`` is not
+        ValueError: ``max_parallel`` is not a positive integer, ``batch_id`` not a
+            non-empty string, ``hook_abort_grace`` negative or NaN, or ``driver`` not
             a :data:`Driver` (or ``"asyncio"`` for a view that needs trio).
+        TypeError: ``hook_abort_grace`` is not a number.
         Exception: the scheduler's first internal failure, at the end of the block.
     """
     loop = asyncio.get_running_loop()
     reason = _choose(driver, registry, agent, None)
     if reason is None:
-        check_batch(registry, signal, agent, max_parallel)
+        check_batch(registry, signal, agent, max_parallel, batch_id, hook_abort_grace)
         own_fusion = fuse(signal) if signal is not None else None
         own = own_fusion.signal if own_fusion is not None else CancelSignal()
-        native = AsyncioDriver(registry, own, agent, max_parallel, recorder, deps=deps)
+        native = AsyncioDriver(
+            registry, own, agent, max_parallel, recorder, batch_id, hook_abort_grace, deps
+        )
         _log(native.machine.id, None)
         task = loop.create_task(native.drive(), name=f"toolnursery:batch {native.machine.id}")
         try:
@@ -483,6 +492,8 @@ async def open_tool_batch(
                 agent=agent,
                 max_parallel=max_parallel,
                 recorder=recorder,
+                batch_id=batch_id,
+                hook_abort_grace=hook_abort_grace,
                 deps=deps,
             ) as batch:
                 view._batch = batch

@@ -40,7 +40,7 @@ from .._machine._events import ToolCallRecorder
 from .._pipeline._call import CallRecord
 from .._pipeline._dispatch import start as start_dispatch
 from .._pipeline._registry import ToolRegistry, ToolScope
-from ._tasks import CANCELLED_REASON, DeadlineGroup, dispatch_here, single
+from ._tasks import CANCELLED_REASON, DeadlineGroup, dispatch_here, prepared, single
 
 __all__ = ["AsyncioDriver"]
 
@@ -68,6 +68,7 @@ class AsyncioDriver:
     __slots__ = (
         "aborted_at",
         "deadlines",
+        "escaped",
         "finished",
         "group",
         "handed_off",
@@ -122,6 +123,7 @@ class AsyncioDriver:
         self.reports: LogSinks | None = None  # the progress sink's, the approvals'
         self.stalled: _Stalled | None = None  # a post-execute that suspended in a task
         self.finished: bool = False
+        self.escaped: bool = False  # a dispatch raised a BaseException (not ours to catch)
 
     def close(self) -> None:
         self.machine.closed = True
@@ -205,7 +207,8 @@ class AsyncioDriver:
             machine.record_contexts()
             ended = True
         except _CancelledError:
-            await self.after_cancel()
+            if not self.escaped:  # else the group cancels the driver for it: unwind (trio's)
+                await self.after_cancel()
             ended = self.machine.drained() and self.machine.failure is None
             raise
         except Exception as exc:
@@ -347,12 +350,7 @@ class AsyncioDriver:
         if not isinstance(step, int):
             # A policy hook suspended: await the rest of the policy, then place the call.
             self.deadlines = None
-            if machine.timings:
-                begun = _now()
-                await step
-                machine.stats.prepare += _now() - begun
-            else:
-                await step
+            await prepared(call, step, machine.stats if machine.timings else None)
             machine.raise_failure()
             step = machine.place(call, keys, inline)
             if step == POOL:
@@ -522,6 +520,9 @@ class AsyncioDriver:
             raise
         except Exception as exc:
             machine.failed(exc)
+        except BaseException:
+            self.escaped = True  # not ours to catch: the batch ends with it, no drain
+            raise
         else:
             call.slot = _SETTLED
         finally:

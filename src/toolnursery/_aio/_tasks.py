@@ -8,19 +8,23 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, Final
 
 from .._core._content import ToolExecutionResult
 from .._core._errors import AbortError, ToolTimeoutError
 from .._core._lifecycle import RESOLVED, Slot, cut_short
-from .._core._outcomes import failure_result
+from .._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, failure_result
 from .._core._scope import check_agent
 from .._core._signal import CancelSignal, link, unlink
+from .._core._statistics import Counters
+from .._core._statistics import now as _now
+from .._machine._intake import check_batch_id
 from .._pipeline._call import CallRecord
 from .._pipeline._dispatch import invoke, resolve_dispatch, settle
 from .._pipeline._dispatch import start as start_dispatch
 from .._pipeline._registry import ToolRegistry, ToolScope
+from .._pipeline._waterfalls import check_hook_abort_grace
 
 __all__ = [
     "CANCELLED_REASON",
@@ -28,6 +32,7 @@ __all__ = [
     "SelfCancel",
     "check_batch",
     "dispatch_here",
+    "prepared",
     "settle_task",
     "single",
 ]
@@ -86,11 +91,13 @@ class DeadlineGroup:
             return
         failed: ToolExecutionResult | None = None
         value: Any = None
+        call.deadline = own  # the body's ctx.signal reads as fired once it passes (B166)
         try:
             value = await invoke(call)
         except Exception as exc:
             failed = failure_result(exc)
         finally:
+            call.deadline = None
             if call.derived is not None:
                 call.end_attempt()
         if call in deadline.hit:
@@ -179,7 +186,12 @@ def single(group: BaseExceptionGroup[BaseException]) -> BaseException:
 
 
 def check_batch(
-    registry: ToolRegistry, signal: object, agent: ToolScope | None, max_parallel: object
+    registry: ToolRegistry,
+    signal: object,
+    agent: ToolScope | None,
+    max_parallel: object,
+    batch_id: object = None,
+    grace: object = None,
 ) -> None:
     """The checks of the trio API's batch arguments (its errors, word for word)."""
     if type(max_parallel) is not int or max_parallel < 1:
@@ -188,6 +200,30 @@ def check_batch(
         raise TypeError(f"signal must be a CancelSignal, not {type(signal).__name__}")
     if agent is not None:
         check_agent(registry, agent)
+    if batch_id is not None:
+        check_batch_id(batch_id)
+    if grace is not None:
+        check_hook_abort_grace(grace)
+
+
+async def prepared(
+    call: CallRecord, rest: Coroutine[Any, Any, None], stats: Counters | None
+) -> None:
+    """Await the rest of ``call``'s policy (a hook suspended), timed into ``stats``.
+
+    Cancelled from outside there, the call never dispatches: it settles as
+    ``ABORTED_BEFORE_DISPATCH``, as when the abort's grace cuts its policy, and the
+    drain that follows the cancellation commits it.
+    """
+    begun = _now() if stats is not None else 0
+    try:
+        await rest
+    except _CancelledError:
+        call.resolve(ABORTED_BEFORE_DISPATCH_RESULT, RESOLVED)  # the policy never ended
+        call.slot = _SETTLED
+        raise
+    if stats is not None:
+        stats.prepare += _now() - begun
 
 
 async def settle_task(task: asyncio.Task[Any], abort: CancelSignal, close: Any) -> None:

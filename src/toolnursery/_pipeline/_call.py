@@ -15,7 +15,9 @@ diagrams and their tables are there.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+import contextlib
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import msgspec
@@ -337,7 +339,7 @@ class _BodySignal(CancelSignal):
         super().__init__()
         self._sources = sources
         self._deadline = deadline
-        self._clock = trio.lowlevel.current_clock() if deadline is not None else None
+        self._clock = _clock() if deadline is not None else None
         for source in sources:
             if source.cancelled:
                 self._fire(source.reason)
@@ -353,7 +355,7 @@ class _BodySignal(CancelSignal):
         if deadline is not None:
             clock = self._clock
             assert clock is not None
-            if clock.current_time() >= deadline:
+            if clock() >= deadline:
                 self._fire(_DeadlineReason(deadline))
                 return True
         return False
@@ -379,9 +381,21 @@ class _BodySignal(CancelSignal):
         if deadline is None:
             await super().wait()
             return
-        with trio.move_on_at(deadline):
-            await super().wait()
+        if trio.lowlevel.in_trio_run():
+            with trio.move_on_at(deadline):
+                await super().wait()
+        else:  # a body of the asyncio driver's deadline group
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout_at(deadline):
+                    await super().wait()
         self.cancelled  # noqa: B018  (latches the deadline when it has passed)
+
+
+def _clock() -> Callable[[], float]:
+    """The running loop's clock: trio's in a trio run, else the asyncio loop's."""
+    if trio.lowlevel.in_trio_run():
+        return trio.lowlevel.current_clock().current_time
+    return asyncio.get_running_loop().time
 
 
 class _DeadlineReason:
