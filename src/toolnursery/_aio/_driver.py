@@ -39,7 +39,9 @@ from .._core._statistics import now as _now
 from .._machine._batch import BARRIER, HAND_OFF_MAX, INLINE, POOL, BatchMachine
 from .._machine._events import ToolCallRecorder
 from .._pipeline._call import CallRecord
+from .._pipeline._dispatch import invoke, resolve_dispatch, settle_dispatch
 from .._pipeline._dispatch import start as start_dispatch
+from .._pipeline._plan import Route
 from .._pipeline._registry import ToolRegistry, ToolScope
 from ._tasks import CANCELLED_REASON, DeadlineGroup, dispatch_here, single
 
@@ -52,6 +54,7 @@ _NEW = Slot.NEW
 _QUEUED = Slot.QUEUED
 _RUNNING = Slot.RUNNING
 _SETTLED = Slot.SETTLED
+_AWAIT: Final = Route.AWAIT
 _CancelledError: Final = asyncio.CancelledError
 _current_task: Final = asyncio.current_task
 
@@ -178,9 +181,12 @@ class AsyncioDriver:
         if self.handed_off:
             ended = False
             try:
-                self.machine.raise_failure()
-                await self.drain()  # every dispatch has settled: nothing to wait for
-                self.machine.record_contexts()
+                machine = self.machine
+                machine.raise_failure()
+                if not machine.drained() or self.stalled is not None:
+                    await self.drain()  # every dispatch has settled: nothing to wait for
+                if machine.recorder is not None:
+                    machine.record_contexts()
                 ended = True
             finally:
                 self.end(ended)
@@ -197,7 +203,8 @@ class AsyncioDriver:
             await self.schedule()
             if self.group is not None and self.hand_off():
                 return
-            await self.drain()
+            if not self.commit_all():
+                await self.drain()
             while True:
                 machine.finish_unstarted()
                 if machine.closed:
@@ -305,13 +312,20 @@ class AsyncioDriver:
             step = machine.start(call, keys, alone, False)
             if step == POOL:
                 self.spawn(call)
+            elif step == INLINE:
+                await self.dispatch_inline(call)
             elif step:
                 await self.proceed(call, keys, step, alone)
             i += 1
             while True:
                 cursor = machine.cursor
-                if cursor < len(calls) and calls[cursor].slot is _SETTLED:
-                    await self.commit_ready()
+                if (
+                    cursor < len(calls)
+                    and calls[cursor].slot is _SETTLED
+                    and not self.commit_all()
+                    and self.stalled is not None
+                ):
+                    await self.commit_ready()  # a post-execute suspended
                 if i >= len(calls):
                     if machine.closed:
                         return
@@ -330,6 +344,8 @@ class AsyncioDriver:
                     self.spawn(call)
                 elif step == BARRIER:
                     break
+                elif step == INLINE:
+                    await self.dispatch_inline(call)
                 elif step:
                     await self.proceed(call, machine.keys, step, alone)
                 i += 1
@@ -376,10 +392,15 @@ class AsyncioDriver:
         plan = call.plan
         assert plan is not None
         budget = plan.budget
-        deadline = None if budget is None else self.join(call, budget)
         group = self.group
         assert group is not None
-        group.create_task(self.dispatch(call, deadline, True))
+        if budget is None:
+            if plan.bare and call.wait is None and stamps is None and not machine.timings:
+                group.create_task(self.dispatch_bare(call))  # the common case
+            else:
+                group.create_task(self.dispatch(call, None, True))
+        else:
+            group.create_task(self.dispatch(call, self.join(call, budget), True))
 
     def join(self, call: CallRecord, budget: float) -> DeadlineGroup:
         """The deadline group of this pass that ``call`` (``budget`` ms) joins."""
@@ -406,7 +427,7 @@ class AsyncioDriver:
         if plan.bare and not plan.route.suspends:
             assert call.slot is _NEW
             call.slot = _RUNNING
-            awaitable, ending = start_dispatch(call)
+            awaitable, ending = start_dispatch(call, True)
             try:
                 outcome = await awaitable  # never yields
             except Exception as exc:
@@ -436,6 +457,67 @@ class AsyncioDriver:
         if stamps is not None:
             stamp[2] = self.loop.time()
 
+    async def dispatch_bare(self, call: CallRecord) -> None:
+        """:meth:`dispatch` of a pooled call that holds its slot, with no deadline, wait,
+        stamps or phase timings: the body awaited here (the common case)."""
+        machine = self.machine
+        if machine.signal.cancelled:
+            # Aborted before this task began: it never runs.
+            call.unwind()
+            machine.settled(call)
+            self.settled(call)
+            return
+        task = _current_task(self.loop)
+        assert task is not None
+        live = self.live
+        live[call] = task
+        call.slot = _RUNNING
+        try:
+            plan = call.plan
+            assert plan is not None
+            if plan.version == plan.versions.value and plan.route is _AWAIT:
+                try:
+                    outcome = await invoke(call, True)
+                except Exception as exc:
+                    resolve_dispatch(call, failure_result(exc))
+                else:
+                    settle_dispatch(call, outcome)
+            else:  # the registry changed meanwhile, or the body cannot suspend
+                awaitable, ending = start_dispatch(call, True)
+                try:
+                    outcome = await awaitable
+                except Exception as exc:
+                    ending.raised(call, exc)
+                else:
+                    ending.returned(call, outcome)
+        except _CancelledError:
+            if task.cancelling() == 0:
+                # The body raised CancelledError itself (a task it awaited was
+                # cancelled by someone else): the call is aborted, as on trio.
+                call.resolve(failure_result(AbortError()), RESOLVED)
+                call.slot = _SETTLED
+                return
+            if not machine.signal.cancelled:
+                self.unwinding = True  # cancelled from outside the batch
+            call.unwind()
+            raise
+        except Exception as exc:
+            machine.failed(exc)
+        else:
+            call.slot = _SETTLED
+        finally:
+            del live[call]
+            # machine.settled(call), inlined: a call without a wait held one slot.
+            admission = machine.admission
+            admission.admitted -= 1
+            admission.running -= 1
+            if admission.ready:
+                admission.grant()
+            if self.handed_off:
+                self.settled(call)
+            else:
+                self.wake_up()
+
     async def dispatch(
         self, call: CallRecord, deadline: DeadlineGroup | None, pooled: bool
     ) -> None:
@@ -450,7 +532,7 @@ class AsyncioDriver:
             machine.settled(call)
             self.settled(call)
             return
-        task = _current_task()
+        task = _current_task(self.loop)
         assert task is not None
         live = self.live
         live[call] = task
@@ -486,7 +568,7 @@ class AsyncioDriver:
                 if timings:
                     begun = _now()
                 if deadline is None:
-                    awaitable, ending = start_dispatch(call)
+                    awaitable, ending = start_dispatch(call, True)
                     try:
                         outcome = await awaitable
                     except Exception as exc:
@@ -567,10 +649,12 @@ class AsyncioDriver:
         ):
             return False
         machine.raise_failure()
-        pending = machine.commit_now(post=True)
-        if pending is not None:
-            self.stalled = pending  # a post-execute suspended: the driver awaits it
-            return False
+        cursor = machine.cursor
+        if cursor < len(machine.calls) and machine.calls[cursor].slot is _SETTLED:
+            pending = machine.commit_now(post=True)
+            if pending is not None:
+                self.stalled = pending  # a post-execute suspended: the driver awaits it
+                return False
         self.handed_off = True
         return True
 
@@ -588,6 +672,18 @@ class AsyncioDriver:
                 return
             call, rest, begun = pending
             machine.finish_commit(call, await rest, begun)
+
+    def commit_all(self) -> bool:
+        """Commit what has settled, as far as nothing awaits; whether the batch has
+        drained (else :meth:`drain` awaits the rest)."""
+        machine = self.machine
+        if self.stalled is not None:
+            return False
+        pending = machine.commit_now(post=True)
+        if pending is not None:
+            self.stalled = pending
+            return False
+        return machine.drained()
 
     async def drain(self) -> None:
         """Wait until nothing is in flight and every started call has committed."""

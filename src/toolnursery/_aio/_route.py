@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from .._pipeline._deadline import DeadlinePolicy
-from .._pipeline._plan import Route, ToolPlan
+from .._pipeline._plan import UNDECIDED, Route, ToolPlan
 from ._tool import is_asyncio_tool
 
 if TYPE_CHECKING:
@@ -64,7 +64,15 @@ def uses_trio(fn: object) -> bool:
 
 
 def plan_reason(plan: ToolPlan) -> str | None:
-    """Why a call of ``plan`` needs trio, or ``None`` when it runs on asyncio."""
+    """Why a call of ``plan`` needs trio, or ``None`` when it runs on asyncio (asked
+    once per plan: a plan is compiled again when the registry changes)."""
+    reason = plan.trio_reason
+    if reason is UNDECIDED:
+        reason = plan.trio_reason = _plan_reason(plan)
+    return reason  # type: ignore[no-any-return]
+
+
+def _plan_reason(plan: ToolPlan) -> str | None:
     definition = plan.definition
     if definition is not None:
         body = plan.body
@@ -96,6 +104,8 @@ def trio_reason(
     if names is None:
         names = [schema.name for schema in registry.schemas(agent)]
     plan_of = registry._plan
+    if type(names) is list and len(names) == 1:
+        return plan_reason(plan_of(names[0], agent))  # a lone call (the hot path)
     seen: set[str] = set()
     for name in names:
         if name in seen:

@@ -87,7 +87,7 @@ class DeadlineGroup:
         failed: ToolExecutionResult | None = None
         value: Any = None
         try:
-            value = await invoke(call)
+            value = await invoke(call, True)
         except Exception as exc:
             failed = failure_result(exc)
         finally:
@@ -144,7 +144,7 @@ async def dispatch_here(call: CallRecord, signal: CancelSignal) -> None:
     cancel = SelfCancel(task)
     link(signal, cancel)
     try:
-        awaitable, ending = start_dispatch(call)
+        awaitable, ending = start_dispatch(call, True)
         try:
             outcome = await awaitable
         except Exception as exc:

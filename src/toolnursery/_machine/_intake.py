@@ -51,7 +51,7 @@ def new_batch_id() -> str:
     From :mod:`random`'s generator, which is seeded from the OS at start-up and
     reseeded in every forked child, so two processes never share a sequence.
     """
-    return f"{_random_bits(128):032x}"
+    return _random_bits(128).to_bytes(16, "big").hex()
 
 
 _SCALARS: Final = frozenset((str, int, bool, type(None)))

@@ -86,14 +86,15 @@ _in_trio_task: Final = trio.lowlevel.in_trio_task
 # -- the seam -------------------------------------------------------------------------
 
 
-def invoke(call: CallRecord) -> Awaitable[Any]:
+def invoke(call: CallRecord, native: bool = False) -> Awaitable[Any]:
     """Call the tool body of ``call``'s plan: the only caller of a tool body.
 
     Marks the call invoked and makes the attempt's run context (a fresh
     :class:`~toolnursery._pipeline._call.AttemptContext` over the record). Returns the body's
     awaitable for the caller to await in its own frame: an async body's coroutine, a
     sync body's thread run, or, for a nonblocking sync body (called here), an awaitable
-    of its value. A sync body's exception raises from here.
+    of its value. A sync body's exception raises from here. ``native``: the caller is
+    an asyncio task of the asyncio driver (an async body is ``plan.native``).
     """
     plan: ToolPlan = call.plan  # type: ignore[assignment]
     context: AttemptContext = _new(AttemptContext)  # attempt_context(call), inlined
@@ -107,7 +108,7 @@ def invoke(call: CallRecord) -> Awaitable[Any]:
         if violations:
             return _raises(ToolArgsError(violations), route)
     if route is _AWAIT or route is _STEP:
-        awaitable: Awaitable[Any] = plan.body(call.args, context)
+        awaitable: Awaitable[Any] = (plan.native if native else plan.body)(call.args, context)
         return awaitable
     if route is _THREAD:
         call.signal  # noqa: B018  (a derived signal is made here, in the trio thread)
@@ -233,14 +234,14 @@ DONE: Final = Ending(_done, _internal)
 """The awaitable was :func:`dispatch`'s, which resolves the call itself."""
 
 
-def start(call: CallRecord) -> tuple[Awaitable[Any], Ending]:
+def start(call: CallRecord, native: bool = False) -> tuple[Awaitable[Any], Ending]:
     """Stage 2 of a pooled call (under a scope that carries the batch's abort), as one
     awaitable that the worker awaits in its own frame, and the :class:`Ending` to hand
     what it returns or raises.
 
     The common case awaits the body itself (``AWAIT`` or ``STEP``, bare), a chain that
     starts with a wrapper the chain itself (one coroutine layer fewer per resume); any
-    other dispatch is :func:`dispatch`'s coroutine.
+    other dispatch is :func:`dispatch`'s coroutine. ``native``: as for :func:`invoke`.
     """
     plan: ToolPlan = call.plan  # type: ignore[assignment]
     if plan.version != plan.versions.value:  # call.current_plan(), inline (the hot path)
@@ -249,7 +250,7 @@ def start(call: CallRecord) -> tuple[Awaitable[Any], Ending]:
         if plan.bare:
             route = plan.route
             if route is _AWAIT or route is _STEP:
-                return invoke(call), BODY
+                return invoke(call, native), BODY
         elif plan.hooks.chained and plan.definition is not None:
             wrappers = plan.hooks.execute
             view = dispatch_view(call)
