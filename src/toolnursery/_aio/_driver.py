@@ -43,7 +43,7 @@ from .._pipeline._dispatch import invoke, resolve_dispatch, settle_dispatch
 from .._pipeline._dispatch import start as start_dispatch
 from .._pipeline._plan import Route
 from .._pipeline._registry import ToolRegistry, ToolScope
-from ._tasks import CANCELLED_REASON, DeadlineGroup, dispatch_here, single
+from ._tasks import CANCELLED_REASON, DeadlineGroup, single
 
 __all__ = ["AsyncioDriver"]
 
@@ -72,9 +72,13 @@ class AsyncioDriver:
     __slots__ = (
         "aborted_at",
         "deadlines",
+        "deferred",
         "finished",
         "group",
         "handed_off",
+        "here",
+        "here_handle",
+        "here_sent",
         "inline",
         "live",
         "loop",
@@ -117,10 +121,14 @@ class AsyncioDriver:
         self.group: asyncio.TaskGroup | None = None
         self.live: dict[CallRecord, asyncio.Task[Any]] = {}  # dispatches begun, running
         self.inline: asyncio.Task[Any] | None = None  # a dispatch the driver awaits
+        self.here: asyncio.Task[Any] | None = None  # the driver's task, dispatching in place
+        self.here_sent: bool = False  # the abort cancelled it
+        self.here_handle: asyncio.Handle | None = None  # the abort's, from inside it
         self.deadlines: dict[float, DeadlineGroup] | None = None  # budget -> group filling
         self.waiter: asyncio.Future[None] | None = None
         self.woken: bool = False
         self.handed_off: bool = False  # the tasks commit (see hand_off)
+        self.deferred: bool = False  # ... or, handed off, the driver after the group
         self.unwinding: bool = False  # a dispatch was cancelled, not by the batch's abort
         self.aborted_at: float | None = None
         self.reports: Token[ReportSink | None] | None = None
@@ -278,11 +286,25 @@ class AsyncioDriver:
         return self.aborted_at
 
     def on_abort(self, _: CancelSignal) -> None:
-        """The batch signal fired: cancel the dispatches in flight (never the driver)."""
+        """The batch signal fired: cancel the dispatches in flight (the driver's own task
+        only while it dispatches a call in place: from inside that task, a body aborting
+        its own batch, at its next suspension, so the cancellation lands in the call)."""
         self.aborted_at = self.loop.time()
         for task in list(self.live.values()):
             task.cancel()
+        here = self.here
+        if here is not None:
+            if _current_task(self.loop) is here:
+                self.here_handle = self.loop.call_soon(self.cancel_here)
+            else:
+                self.cancel_here()
         self.wake_up()
+
+    def cancel_here(self) -> None:
+        self.here_handle = None
+        if not self.here_sent and self.here is not None:
+            self.here_sent = True
+            self.here.cancel()
 
     # -- starting calls -----------------------------------------------------------------------
 
@@ -395,7 +417,7 @@ class AsyncioDriver:
         group = self.group
         assert group is not None
         if budget is None:
-            if plan.bare and call.wait is None and stamps is None and not machine.timings:
+            if call.wait is None and stamps is None and not machine.timings:
                 group.create_task(self.dispatch_bare(call))  # the common case
             else:
                 group.create_task(self.dispatch(call, None, True))
@@ -436,9 +458,42 @@ class AsyncioDriver:
                 ending.returned(call, outcome)
             call.slot = _SETTLED
         elif plan.budget is None:
+            # In the driver's own task, which the abort then cancels (on_abort): counted,
+            # and taken back with uncancel() when it comes back (an outside cancellation
+            # passes as itself). toolnursery._aio._tasks.dispatch_here, inlined.
             assert call.slot is _NEW
             call.slot = _RUNNING
-            await dispatch_here(call, machine.signal)
+            task = self.here = _current_task(self.loop)
+            assert task is not None
+            try:
+                awaitable, ending = start_dispatch(call, True)
+                try:
+                    outcome = await awaitable
+                except Exception as exc:
+                    ending.raised(call, exc)
+                else:
+                    ending.returned(call, outcome)
+            except _CancelledError:
+                ours = self.here_sent
+                self.here_sent = False
+                if not ours and task.cancelling() == 0:
+                    # The body raised CancelledError itself: aborted, as on trio.
+                    call.resolve(failure_result(AbortError()), RESOLVED)
+                elif ours and task.uncancel() == 0:
+                    call.resolve(call.aborted(), RESOLVED)  # the abort's: taken back
+                else:
+                    call.resolve(call.aborted(), RESOLVED)
+                    call.slot = _SETTLED
+                    raise  # from outside: run() drains, commits, re-raises
+            finally:
+                self.here = None
+                handle = self.here_handle
+                if handle is not None:
+                    self.here_handle = None
+                    handle.cancel()
+            if self.here_sent:
+                self.here_sent = False
+                task.uncancel()  # the body caught the abort's cancellation and returned
             call.slot = _SETTLED
         else:
             budget = plan.budget
@@ -459,7 +514,8 @@ class AsyncioDriver:
 
     async def dispatch_bare(self, call: CallRecord) -> None:
         """:meth:`dispatch` of a pooled call that holds its slot, with no deadline, wait,
-        stamps or phase timings: the body awaited here (the common case)."""
+        stamps or phase timings: the body (or the execute wrappers' chain) awaited here
+        (the common case)."""
         machine = self.machine
         if machine.signal.cancelled:
             # Aborted before this task began: it never runs.
@@ -475,14 +531,14 @@ class AsyncioDriver:
         try:
             plan = call.plan
             assert plan is not None
-            if plan.version == plan.versions.value and plan.route is _AWAIT:
+            if plan.bare and plan.version == plan.versions.value and plan.route is _AWAIT:
                 try:
                     outcome = await invoke(call, True)
                 except Exception as exc:
                     resolve_dispatch(call, failure_result(exc))
                 else:
                     settle_dispatch(call, outcome)
-            else:  # the registry changed meanwhile, or the body cannot suspend
+            else:  # a wrapper chain; or the registry changed, or the body cannot suspend
                 awaitable, ending = start_dispatch(call, True)
                 try:
                     outcome = await awaitable
@@ -513,10 +569,10 @@ class AsyncioDriver:
             admission.running -= 1
             if admission.ready:
                 admission.grant()
-            if self.handed_off:
-                self.settled(call)
-            else:
+            if not self.handed_off:
                 self.wake_up()
+            elif not self.deferred:
+                self.settled(call)
 
     async def dispatch(
         self, call: CallRecord, deadline: DeadlineGroup | None, pooled: bool
@@ -623,9 +679,12 @@ class AsyncioDriver:
                 self.settled(call)
 
     def settled(self, call: CallRecord) -> None:
-        """A task settled a call: wake the driver; after the hand-off, commit."""
+        """A task settled a call: wake the driver; after the hand-off, commit (unless
+        the driver commits once the group has ended)."""
         if not self.handed_off:
             self.wake_up()
+            return
+        if self.deferred:
             return
         machine = self.machine
         ok = machine.failure is None and (not self.unwinding or machine.signal.cancelled)
@@ -656,6 +715,16 @@ class AsyncioDriver:
                 self.stalled = pending  # a post-execute suspended: the driver awaits it
                 return False
         self.handed_off = True
+        if machine.recorder is None and machine.reader is None:
+            # Nothing watches the commits as they happen (no log, no reader, no
+            # post-execute hook or observer): the driver commits once the group has
+            # ended (it wakes then anyway), not each task.
+            for call in machine.calls:
+                plan = call.plan
+                if plan is not None and plan.hooks.any_finalize:
+                    break
+            else:
+                self.deferred = True
         return True
 
     async def commit_ready(self) -> None:

@@ -22,7 +22,7 @@ import msgspec
 
 from .._core._content import ToolCall, ToolExecutionResult
 from .._core._decisions import PARALLEL, ResourceKey
-from .._core._lifecycle import PENDING, RESOLVED, Slot
+from .._core._lifecycle import FINAL, PENDING, RESOLVED, Slot
 from .._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT
 from .._core._progress import CallReport
 from .._core._signal import CancelSignal
@@ -45,6 +45,7 @@ from ._events import (
 )
 
 if TYPE_CHECKING:
+    from .._pipeline._plan import ToolPlan
     from .._pipeline._registry import ToolRegistry, ToolScope
 
 __all__ = ["BARRIER", "DONE", "HAND_OFF_MAX", "HOLD", "INLINE", "POOL", "BatchMachine"]
@@ -116,6 +117,7 @@ class BatchMachine:
         "id",
         "ids",
         "keys",
+        "last",
         "reader",
         "recorder",
         "registry",
@@ -159,6 +161,7 @@ class BatchMachine:
         self.closed: bool = False
         self.keys: tuple[ResourceKey, ...] = ()  # the keys of the call step() started last
         self.hold: bool = False  # step() returns HOLD for a call with policy hooks
+        self.last: ToolPlan | None = None  # the plan step() looked up last
         self.admission: Admission = Admission(max_parallel, wake, new_latch)
         self.stats: Counters = Counters()  # phase times and abandoned calls of this batch
         self.started: int = 0  # calls started, a model-order prefix
@@ -297,8 +300,18 @@ class BatchMachine:
             if call.fixed is not None:
                 keys = ()
             else:
-                plan = call.plan = self.registry._plan(call.name, self.agent)
-                definition = plan.definition
+                # The plan of the previous call when it is the same tool's, still current
+                # (a model's calls often repeat one tool): else the registry's.
+                last = self.last
+                if (
+                    last is None
+                    or last.name != call.name
+                    or last.version != last.versions.value
+                    or last.definition is None
+                ):
+                    last = self.last = self.registry._plan(call.name, self.agent)
+                call.plan = last
+                definition = last.definition
                 if definition is None:
                     return BARRIER
                 mode = classify(definition, arguments)
@@ -316,11 +329,14 @@ class BatchMachine:
         # self.start(call, (), alone, False), inlined for the common case (no recorder,
         # no keys, no policy hook), and self.place() with it:
         self.started += 1
-        plan = call.plan  # type: ignore[assignment]
-        begin_call(call, plan, call.args, frozen=call.frozen)
-        if call.state is not PENDING:
-            call.slot = _SETTLED
-            return DONE
+        plan: ToolPlan = call.plan  # type: ignore[assignment]
+        if call.frozen and not call.caller.cancelled:
+            plan.stats.started += 1  # begin_call(call, plan, call.args, frozen=True), inlined
+        else:
+            begin_call(call, plan, call.args, frozen=call.frozen)
+            if call.state is not PENDING:
+                call.slot = _SETTLED
+                return DONE
         if plan.hooks.any_prepare:
             if self.timings:
                 begun = _now()
@@ -360,7 +376,13 @@ class BatchMachine:
             # Runs alone, or cannot suspend (so it could overlap nothing): no task.
             return INLINE
         call.slot = _QUEUED
-        self.admission.admit(call, keys)
+        admission = self.admission
+        if not keys and admission.running < admission.cap:
+            # admission.admit(call, ()), inlined: it runs now.
+            admission.admitted += 1
+            admission.running += 1
+        else:
+            admission.admit(call, keys)
         return POOL
 
     def full(self) -> bool:
@@ -407,6 +429,8 @@ class BatchMachine:
         timings = self.timings
         recorder = self.recorder
         results = self.results
+        if not timings and recorder is None and self.failure is None:
+            return self.commit_plain(post)
         while self.cursor < len(calls):
             call = calls[self.cursor]
             if call.slot is not _SETTLED:
@@ -448,6 +472,55 @@ class BatchMachine:
             results.append(result)
             self.cursor += 1
             reader = self.reader
+            if reader is not None:
+                reader.set()
+        return None
+
+    def commit_plain(
+        self, post: bool
+    ) -> tuple[CallRecord, Coroutine[Any, Any, ToolExecutionResult], int] | None:
+        """:meth:`commit_now` without phase timings, a recorder or a failure (the hot
+        path): the same commits, in fewer steps."""
+        calls = self.calls
+        count = len(calls)
+        cursor = self.cursor
+        results = self.results
+        reader = self.reader
+        while cursor < count:
+            call = calls[cursor]
+            if call.slot is not _SETTLED:
+                return None
+            plan = call.plan
+            if plan is None or call.fixed is not None:
+                result = call.fixed
+                assert result is not None
+            else:
+                if plan.version != plan.versions.value:  # call.current_plan(), inline
+                    plan = call.current_plan()  # a listener added meanwhile runs
+                hooks = plan.hooks
+                result = call.result
+                if call.state is RESOLVED and hooks.post:
+                    if not post:
+                        return None
+                    # Post-execute run by hand up to its first suspension: a coroutine
+                    # of ours only when it does suspend.
+                    done = finalize_now(call, self.grace)
+                    if type(done) is not ToolExecutionResult:
+                        return call, done, 0  # type: ignore[return-value]
+                    result = done
+                elif result is call.clean and not hooks.result and not call.caller.cancelled:
+                    # conclude(call, plan), inlined for a clean success nothing observes.
+                    call.state = FINAL
+                    plan.stats.ok += 1
+                else:
+                    result = conclude(call, plan)  # no post-execute due: no coroutine
+                if self.failure is not None:  # an observer's failure, say: stop here
+                    self.commit(call, result, True)  # type: ignore[arg-type]
+                    continue
+            call.slot = _COMMITTED
+            results.append(result)  # type: ignore[arg-type]
+            cursor += 1
+            self.cursor = cursor
             if reader is not None:
                 reader.set()
         return None

@@ -113,6 +113,15 @@ def arguments(call: CallRecord) -> Any:
             )
             call.args = None
             return None
+        if type(args) is dict and type(raw) is str:
+            # _freeze_decoded(args), inlined for a flat object (the common case).
+            for value in args.values():
+                if type(value) not in _SCALARS:
+                    break
+            else:
+                call.args = FrozenDict(args) if args else _EMPTY
+                call.frozen = True
+                return call.args
         try:
             args = _freeze_decoded(args) if type(raw) is str else snapshot(args)
         except _NotDecoded:

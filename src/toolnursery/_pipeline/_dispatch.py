@@ -275,7 +275,9 @@ async def dispatch(call: CallRecord, *, carried: bool = False) -> None:
             ``trio.Cancelled``, with :attr:`CallRecord.invoked` telling whether the
             body ran.
     """
-    plan = call.current_plan()
+    plan: ToolPlan = call.plan  # type: ignore[assignment]
+    if plan.version != plan.versions.value:
+        plan = call.current_plan()  # (inline: the hot path)
     wrappers = plan.hooks.execute
     caller = call.caller
     if not wrappers:
@@ -437,7 +439,9 @@ class _ExecuteNext:
             awaitable: Awaitable[ToolExecutionResult] = wrappers[index](self.view, inner)
             return awaitable
         call = self.call
-        plan = call.current_plan()
+        plan: ToolPlan = call.plan  # type: ignore[assignment]
+        if plan.version != plan.versions.value:
+            plan = call.current_plan()  # (inline: the hot path)
         if index == last:
             # The innermost wrapper is the timeout policy: its deadline scope around the
             # dispatch, without the policy's own coroutine layer (as dispatch does when
@@ -502,7 +506,9 @@ async def _base_dispatch(
     replaced = signal is not caller
     if caller.cancelled or (replaced and signal.cancelled):
         return _cut_short(call)
-    plan = call.current_plan()
+    plan: ToolPlan = call.plan  # type: ignore[assignment]
+    if plan.version != plan.versions.value:
+        plan = call.current_plan()  # (inline: the hot path)
     if plan.definition is None:
         return failure_result(ToolNotFoundError(call.name))
     limiter = plan.limiter
