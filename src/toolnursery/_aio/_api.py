@@ -21,10 +21,11 @@ from .._core._errors import AsyncioHostError as AsyncioHostError
 from .._core._execution import ToolExecutionInput
 from .._core._signal import CancelSignal, Fusion, fuse
 from .._core._statistics import ToolStatistics
+from .._machine._intake import new_batch_id
 from .._pipeline._registry import ToolRegistry, ToolScope
 from ._driver import AsyncioDriver
 from ._execute import execute as _execute_native
-from ._execute import execute_reason, run_calls
+from ._execute import execute_reason, run_calls, run_lone
 from ._host import Job, drain_job, host_for, wait_job
 from ._host import aclose as aclose
 from ._route import needs_trio as needs_trio
@@ -157,16 +158,17 @@ async def run_tool_calls(
     if reason is None:
         check_batch(registry, signal, agent, max_parallel)
         own_fusion = fuse(signal) if signal is not None else None
-        native = AsyncioDriver(
-            registry,
-            own_fusion.signal if own_fusion is not None else CancelSignal(),
-            agent,
-            max_parallel,
-            recorder,
-            deps=deps,
-        )
-        _log(native.machine.id, None)
+        batch_signal = own_fusion.signal if own_fusion is not None else CancelSignal()
         try:
+            if len(pending) == 1 and recorder is None and not registry.phase_timings:
+                # A lone call runs in this task, with no machine (see run_lone).
+                batch_id = new_batch_id()
+                _log(batch_id, None)
+                results = await run_lone(registry, pending[0], batch_signal, agent, deps, batch_id)
+                if results is not None:
+                    return results
+            native = AsyncioDriver(registry, batch_signal, agent, max_parallel, recorder, deps=deps)
+            _log(native.machine.id, None)
             return await run_calls(native, pending)
         finally:
             if own_fusion is not None:

@@ -214,11 +214,13 @@ class AsyncioDriver:
             if not self.commit_all():
                 await self.drain()
             while True:
-                machine.finish_unstarted()
+                if machine.cursor < len(machine.calls):
+                    machine.finish_unstarted()
                 if machine.closed:
                     break
                 await self.wait()
-            machine.record_contexts()
+            if machine.recorder is not None:
+                machine.record_contexts()
             ended = True
         except _CancelledError:
             await self.after_cancel()
@@ -309,12 +311,22 @@ class AsyncioDriver:
     # -- starting calls -----------------------------------------------------------------------
 
     async def schedule(self) -> None:
+        """Start the calls in model order, as the machine places them (a barrier once
+        what runs has drained), committing the settled prefix as it goes."""
         machine = self.machine
         calls = machine.calls
         signal = machine.signal
         admission = machine.admission
         i = 0
         while True:
+            cursor = machine.cursor
+            if (
+                cursor < len(calls)
+                and calls[cursor].slot is _SETTLED
+                and not self.commit_all()
+                and self.stalled is not None
+            ):
+                await self.commit_ready()  # a post-execute suspended
             if i >= len(calls):
                 if machine.closed:
                     return
@@ -322,56 +334,27 @@ class AsyncioDriver:
                 continue
             if signal.cancelled:
                 return
-            call = calls[i]
-            keys = machine.classify(call)
-            if keys is None:
-                # Exclusive: a barrier. The previous group has drained already.
-                await self.proceed(call, (), machine.start(call, (), True, True), True)
-                i += 1
-                await self.drain()
+            # Waiting calls hold no slot, but at most max_parallel of them wait.
+            if admission.running >= admission.cap or admission.waiting >= admission.cap:
+                await self.wait()
                 continue
-            alone = machine.closed and i == len(calls) - 1
-            step = machine.start(call, keys, alone, False)
+            call = calls[i]
+            alone = machine.closed and i == len(calls) - 1 and not admission.admitted
+            step = machine.step(call, alone)
             if step == POOL:
                 self.spawn(call)
             elif step == INLINE:
                 await self.dispatch_inline(call)
-            elif step:
-                await self.proceed(call, keys, step, alone)
-            i += 1
-            while True:
-                cursor = machine.cursor
-                if (
-                    cursor < len(calls)
-                    and calls[cursor].slot is _SETTLED
-                    and not self.commit_all()
-                    and self.stalled is not None
-                ):
-                    await self.commit_ready()  # a post-execute suspended
-                if i >= len(calls):
-                    if machine.closed:
-                        return
-                    await self.wait()
-                    continue
+            elif step == BARRIER:
+                # Exclusive: once what runs has drained, it runs alone.
+                await self.drain()
                 if signal.cancelled:
                     return
-                # Waiting calls hold no slot, but at most max_parallel of them wait.
-                if admission.running >= admission.cap or admission.waiting >= admission.cap:
-                    await self.wait()
-                    continue
-                call = calls[i]
-                alone = machine.closed and i == len(calls) - 1 and not admission.admitted
-                step = machine.step(call, alone)
-                if step == POOL:
-                    self.spawn(call)
-                elif step == BARRIER:
-                    break
-                elif step == INLINE:
-                    await self.dispatch_inline(call)
-                elif step:
-                    await self.proceed(call, machine.keys, step, alone)
-                i += 1
-            await self.drain()
+                await self.proceed(call, (), machine.start(call, (), True, True), True)
+                await self.drain()
+            elif step:
+                await self.proceed(call, machine.keys, step, alone)
+            i += 1
 
     async def proceed(
         self,

@@ -608,10 +608,11 @@ class BatchMachine:
         """
         stats = self.stats
         into = counters(self.registry)
-        into.prepare += stats.prepare
-        into.wait += stats.wait
-        into.dispatch += stats.dispatch
-        into.finalize += stats.finalize
+        if self.timings:  # (phase times are taken only then)
+            into.prepare += stats.prepare
+            into.wait += stats.wait
+            into.dispatch += stats.dispatch
+            into.finalize += stats.finalize
         cursor, started = self.cursor, self.started
         if cursor >= started:
             return
