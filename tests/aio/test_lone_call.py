@@ -290,3 +290,55 @@ def test_a_lone_call_with_a_deadline_of_its_own_times_out(path: str) -> None:
 
     assert [_code(r) for r in _run(main)] == ["TOOL_TIMEOUT"]
     assert seen == ["TOOL_TIMEOUT"]
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    ("native", "expected"),
+    [
+        # The body runs in the awaiting task: asyncio delivers each cancel() of that task
+        # to whatever it awaits, the body's cleanup included (the documented difference).
+        ("lone", ["cleanup cut", "ABORTED", "raised"]),
+        # On the trio guest run the body is a task of its own: the cleanup finishes.
+        ("trio", ["cleaned up", "ABORTED", "raised"]),
+    ],
+)
+def test_a_second_cancellation_reaches_a_lone_bodys_cleanup_only_in_the_awaiting_task(
+    native: str, expected: list[str]
+) -> None:
+    events: list[str] = []
+
+    async def main() -> None:
+        entered, cleaning, release = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+        async def slow(args: Any, ctx: ToolRunContext[Any]) -> str:
+            entered.set()
+            try:
+                await asyncio.Event().wait()
+            finally:
+                cleaning.set()
+                try:
+                    await release.wait()
+                    events.append("cleaned up")
+                except asyncio.CancelledError:
+                    events.append("cleanup cut")
+                    raise
+            return "never"  # pragma: no cover
+
+        seen: list[str] = []
+        registry = _registry(slow, seen)
+        task = asyncio.ensure_future(_batch(native, registry, ToolCall("c0", "echo", "{}")))
+        await entered.wait()
+        task.cancel()
+        await cleaning.wait()
+        task.cancel()
+        await asyncio.sleep(0)
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        events.extend(s.split(":")[1] for s in seen)
+        events.append("raised")
+        assert asyncio.all_tasks() == {asyncio.current_task()}
+
+    _run(main)
+    assert events == expected

@@ -28,8 +28,8 @@ from ._execute import execute as _execute_native
 from ._execute import execute_reason, run_calls, run_lone
 from ._host import Job, drain_job, host_for, wait_job
 from ._host import aclose as aclose
+from ._route import calls_reason, trio_reason
 from ._route import needs_trio as needs_trio
-from ._route import trio_reason
 from ._tasks import check_batch, settle_task
 from ._tool import asyncio_tool as asyncio_tool
 from ._tool import is_asyncio_tool as is_asyncio_tool
@@ -153,8 +153,13 @@ async def run_tool_calls(
             raised), after the calls in flight have settled.
     """
     pending = list(calls)
-    names = [call.name for call in pending if type(call) is ToolCall or isinstance(call, ToolCall)]
-    reason = _choose(driver, registry, agent, names)
+    if (driver == "auto" or driver == "asyncio") and type(registry) is ToolRegistry:
+        reason = calls_reason(registry, agent, pending)  # _choose(), for a known batch
+        if reason is not None and driver == "asyncio":
+            raise ValueError(f"driver='asyncio' cannot run this batch: {reason}")
+    else:
+        names = [c.name for c in pending if type(c) is ToolCall or isinstance(c, ToolCall)]
+        reason = _choose(driver, registry, agent, names)
     if reason is None:
         check_batch(registry, signal, agent, max_parallel)
         own_fusion = fuse(signal) if signal is not None else None

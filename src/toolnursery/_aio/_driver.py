@@ -191,8 +191,8 @@ class AsyncioDriver:
             try:
                 machine = self.machine
                 machine.raise_failure()
-                if not machine.drained() or self.stalled is not None:
-                    await self.drain()  # every dispatch has settled: nothing to wait for
+                if not self.commit_all():
+                    await self.drain()  # a post-execute suspended (no dispatch runs now)
                 if machine.recorder is not None:
                     machine.record_contexts()
                 ended = True
@@ -698,16 +698,16 @@ class AsyncioDriver:
                 self.stalled = pending  # a post-execute suspended: the driver awaits it
                 return False
         self.handed_off = True
-        if machine.recorder is None and machine.reader is None:
+        last = machine.last  # (every plan of the batch's view has the view's hooks)
+        if (
+            machine.recorder is None
+            and machine.reader is None
+            and (last is None or not last.hooks.any_finalize)
+        ):
             # Nothing watches the commits as they happen (no log, no reader, no
             # post-execute hook or observer): the driver commits once the group has
             # ended (it wakes then anyway), not each task.
-            for call in machine.calls:
-                plan = call.plan
-                if plan is not None and plan.hooks.any_finalize:
-                    break
-            else:
-                self.deferred = True
+            self.deferred = True
         return True
 
     async def commit_ready(self) -> None:

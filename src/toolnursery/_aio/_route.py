@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+from .._core._content import ToolCall
 from .._pipeline._deadline import DeadlinePolicy
 from .._pipeline._plan import UNDECIDED, Route, ToolPlan
 from ._tool import is_asyncio_tool
@@ -33,7 +34,7 @@ from ._tool import is_asyncio_tool
 if TYPE_CHECKING:
     from .._pipeline._registry import ToolRegistry, ToolScope
 
-__all__ = ["needs_trio", "plan_reason", "trio_reason", "uses_trio"]
+__all__ = ["calls_reason", "needs_trio", "plan_reason", "trio_reason", "uses_trio"]
 
 F = TypeVar("F")
 
@@ -104,13 +105,31 @@ def trio_reason(
     if names is None:
         names = [schema.name for schema in registry.schemas(agent)]
     plan_of = registry._plan
-    if type(names) is list and len(names) == 1:
-        return plan_reason(plan_of(names[0], agent))  # a lone call (the hot path)
-    seen: set[str] = set()
+    last = None
     for name in names:
-        if name in seen:
+        if name == last:
+            continue  # (a model's calls often repeat one tool; a plan asks once anyway)
+        last = name
+        reason = plan_reason(plan_of(name, agent))
+        if reason is not None:
+            return reason
+    return None
+
+
+def calls_reason(
+    registry: ToolRegistry, agent: ToolScope | None, calls: Iterable[object]
+) -> str | None:
+    """:func:`trio_reason` of the :class:`ToolCall` values among ``calls`` (anything
+    else the batch refuses itself)."""
+    plan_of = registry._plan
+    last = None
+    for call in calls:
+        if type(call) is not ToolCall and not isinstance(call, ToolCall):
             continue
-        seen.add(name)
+        name = call.name
+        if name == last:
+            continue
+        last = name
         reason = plan_reason(plan_of(name, agent))
         if reason is not None:
             return reason
