@@ -24,25 +24,22 @@ from .._core._content import ToolCall, ToolExecutionResult
 from .._core._decisions import PARALLEL, ResourceKey
 from .._core._lifecycle import FINAL, PENDING, RESOLVED, Slot
 from .._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT
-from .._core._progress import CallReport
 from .._core._signal import CancelSignal
-from .._core._statistics import Counters, ToolStatistics, outcome
+from .._core._statistics import Counters
 from .._core._statistics import now as _now
 from .._pipeline._call import UNPARSED, CallRecord
 from .._pipeline._classify import classify
-from .._pipeline._registry import counters
 from .._pipeline._stages import conclude, finalize_now, policy_now
 from .._pipeline._stages import start as begin_call
 from . import _intake
 from ._admission import Admission, Flag, Latch
 from ._events import (
     CallMode,
-    ContextEvent,
-    ProgressEvent,
     ToolCallEvent,
     ToolCallRecorder,
     ToolResultEvent,
 )
+from ._log import BatchLog
 
 if TYPE_CHECKING:
     from .._pipeline._plan import ToolPlan
@@ -76,15 +73,11 @@ _SETTLED: Final = Slot.SETTLED
 _COMMITTED: Final = Slot.COMMITTED
 
 
-def _us(seconds: float) -> float:
-    return int(seconds * 1_000_000) / 1_000_000  # to the microsecond: a short JSON number
-
-
 def _no_time() -> float:
     return 0.0
 
 
-class BatchMachine:
+class BatchMachine(BatchLog):
     """One batch's state (see the module docstring); its driver runs it.
 
     Args:
@@ -588,87 +581,3 @@ class BatchMachine:
             reader = self.reader
             if reader is not None:
                 reader.set()
-
-    # -- statistics ----------------------------------------------------------------------
-
-    def statistics(self) -> ToolStatistics:
-        """A frozen snapshot of the batch (see :meth:`ToolBatch.statistics`)."""
-        codes: dict[str, int] = {}
-        for result in self.results:
-            key = outcome(result)
-            codes[key] = codes.get(key, 0) + 1
-        return self.stats.snapshot(self.started, self.cursor, codes, self.admission.waiting)
-
-    def fold_statistics(self) -> None:
-        """Add this batch's phase times to the registry's; count calls never committed.
-
-        The phase times reach the registry when the batch ends (one addition per phase,
-        not per call). A started call that did not commit (internal failure,
-        cancellation from an enclosing scope) is abandoned.
-        """
-        stats = self.stats
-        into = counters(self.registry)
-        if self.timings:  # (phase times are taken only then)
-            into.prepare += stats.prepare
-            into.wait += stats.wait
-            into.dispatch += stats.dispatch
-            into.finalize += stats.finalize
-        cursor, started = self.cursor, self.started
-        if cursor >= started:
-            return
-        stats.abandoned = started - cursor
-        # The registry counted a call as committed once it passed finalize.
-        unfinalized = self.calls[cursor + self.finalized : started]
-        into.abandoned += sum(1 for call in unfinalized if call.plan is not None)
-
-    # -- the durable log -------------------------------------------------------------------
-
-    def record_report(self, report: CallReport) -> None:
-        """Record a report of one of this batch's calls as a ``progress`` event."""
-        recorder = self.recorder
-        call_id = report.call_id
-        if recorder is None or call_id is None:
-            return
-        known = self.report_index
-        index = known.get(call_id)
-        if index is None:
-            for call in self.calls[len(known) :]:
-                known.setdefault(call.call_id, call.index)  # a repeated id never runs
-            index = known.get(call_id)
-            if index is None:
-                return  # not this batch's call (a nested batch's, say)
-        recorder.record(ProgressEvent(self.id, index, call_id, report, self.offset()))
-
-    def offset(self) -> float:
-        """Seconds since the batch run started (the driver's clock), to the microsecond."""
-        return _us(self.clock() - self.t0)
-
-    def result_event(self, call: CallRecord, result: ToolExecutionResult) -> ToolResultEvent:
-        """The call's ``tool_result`` event: committed now, with its dispatch's times."""
-        stamps = self.stamps
-        stamp = stamps.pop(call.index, None) if stamps is not None else None
-        if stamp is None:
-            return ToolResultEvent(self.id, call.index, call.call_id, result, self.offset())
-        t0 = self.t0
-        admitted, began, ended = stamp
-        starts = call.attempt_starts
-        return ToolResultEvent(
-            self.id,
-            call.index,
-            call.call_id,
-            result,
-            _us(self.clock() - t0),
-            None if admitted is None else _us(admitted - t0),
-            None if began is None else _us(began - t0),
-            None if ended is None else _us(ended - t0),
-            tuple(_us(s - t0) for s in starts) if starts and len(starts) > 1 else (),
-        )
-
-    def record_contexts(self) -> None:
-        """Record every committed result's contexts (once all results are in)."""
-        recorder = self.recorder
-        if recorder is None:
-            return
-        for call, result in zip(self.calls, self.results, strict=True):
-            for context in result.additional_contexts:
-                recorder.record(ContextEvent(self.id, call.index, call.call_id, context))

@@ -93,9 +93,8 @@ def invoke(call: CallRecord, native: bool = False) -> Awaitable[Any]:
     :class:`~toolnursery._pipeline._call.AttemptContext` over the record). Returns the body's
     awaitable for the caller to await in its own frame: an async body's coroutine, a
     sync body's thread run, or, for a nonblocking sync body (called here), an awaitable
-    of its value. A sync body's exception raises from here. ``native``: the caller is
-    an asyncio task of the asyncio driver (an async body is ``plan.native``).
-    """
+    of its value. A sync body's exception raises from here. ``native``: the asyncio
+    driver's call (an async body is ``plan.native``)."""
     plan: ToolPlan = call.plan  # type: ignore[assignment]
     context: AttemptContext = _new(AttemptContext)  # attempt_context(call), inlined
     context._record = call
@@ -241,8 +240,7 @@ def start(call: CallRecord, native: bool = False) -> tuple[Awaitable[Any], Endin
 
     The common case awaits the body itself (``AWAIT`` or ``STEP``, bare), a chain that
     starts with a wrapper the chain itself (one coroutine layer fewer per resume); any
-    other dispatch is :func:`dispatch`'s coroutine. ``native``: as for :func:`invoke`.
-    """
+    other dispatch is :func:`dispatch`'s coroutine. ``native``: as :func:`invoke`'s."""
     plan: ToolPlan = call.plan  # type: ignore[assignment]
     if plan.version != plan.versions.value:  # call.current_plan(), inline (the hot path)
         plan = call.current_plan()
