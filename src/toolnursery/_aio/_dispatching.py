@@ -49,7 +49,7 @@ class Dispatches:
         "aborted_at",
         "deadlines",
         "deferred",
-        "group",
+        "grouped",
         "handed_off",
         "here",
         "here_handle",
@@ -58,13 +58,15 @@ class Dispatches:
         "live",
         "loop",
         "machine",
+        "pending",
         "stalled",
         "unwinding",
     )
 
     machine: BatchMachine
     loop: asyncio.AbstractEventLoop
-    group: asyncio.TaskGroup | None
+    grouped: bool
+    pending: int
     live: dict[CallRecord, asyncio.Task[Any]]
     inline: asyncio.Task[Any] | None
     here: asyncio.Task[Any] | None
@@ -97,15 +99,17 @@ class Dispatches:
         plan = call.plan
         assert plan is not None
         budget = plan.budget
-        group = self.group
-        assert group is not None
+        # The task is referenced by self.live once it runs (and by the loop until then);
+        # it counts itself out of self.pending when it ends.
+        create_task = self.loop.create_task
+        self.pending += 1
         if budget is None:
             if call.wait is None and stamps is None and not machine.timings:
-                group.create_task(self.dispatch_bare(call))  # the common case
+                create_task(self.dispatch_bare(call))  # the common case
             else:
-                group.create_task(self.dispatch(call, None, True))
+                create_task(self.dispatch(call, None, True))
         else:
-            group.create_task(self.dispatch(call, self.join(call, budget), True))
+            create_task(self.dispatch(call, self.join(call, budget), True))
 
     def join(self, call: CallRecord, budget: float) -> DeadlineGroup:
         """The deadline group of this pass that ``call`` (``budget`` ms) joins."""
@@ -205,6 +209,7 @@ class Dispatches:
             call.unwind()
             machine.settled(call)
             self.settled(call)
+            self.ended()
             return
         task = _current_task(self.loop)
         assert task is not None
@@ -256,6 +261,9 @@ class Dispatches:
                 self.wake_up()
             elif not self.deferred:
                 self.settled(call)
+            self.pending -= 1  # self.ended(), inlined
+            if not self.pending:
+                self.wake_up()
 
     async def dispatch(
         self, call: CallRecord, deadline: DeadlineGroup | None, pooled: bool
@@ -270,6 +278,7 @@ class Dispatches:
             call.unwind()
             machine.settled(call)
             self.settled(call)
+            self.ended()
             return
         task = _current_task(self.loop)
         assert task is not None
@@ -360,6 +369,13 @@ class Dispatches:
                     stamps[call.index][2] = self.loop.time()
                 machine.settled(call)
                 self.settled(call)
+                self.ended()
+
+    def ended(self) -> None:
+        """A pooled dispatch's task ends: the last one wakes the driver."""
+        self.pending -= 1
+        if not self.pending:
+            self.wake_up()
 
     def settled(self, call: CallRecord) -> None:
         """A task settled a call: wake the driver; after the hand-off, commit (unless

@@ -3,10 +3,13 @@
 The batch's state and decisions are the machine's
 (:class:`~toolnursery._machine._batch.BatchMachine`), as under the trio driver
 (:mod:`toolnursery._batch._driver`); this module awaits what the machine hands out with
-asyncio's own primitives: one :class:`asyncio.TaskGroup` per batch (none for a lone
-call), one task per dispatch (asyncio starts tasks in the order they were made, so
-bodies start in model order), :meth:`asyncio.Task.cancel` for the abort and one timer
-per deadline group (:class:`~toolnursery._aio._tasks.DeadlineGroup`).
+asyncio's own primitives: one task per dispatch (asyncio starts tasks in the order they
+were made, so bodies start in model order) in a group of the driver's own (the tasks
+count themselves out and the last one wakes the driver: what a ``TaskGroup`` does, for
+less; the driver cancels and awaits them itself), :meth:`asyncio.Task.cancel` for the
+abort and one timer per deadline group (:class:`~toolnursery._aio._tasks.DeadlineGroup`).
+A lone call without a recorder runs in the awaiting task with no machine at all
+(:func:`~toolnursery._aio._execute.run_lone`).
 
 Abort: the batch signal cancels the dispatches' tasks (a call the driver runs in place:
 its own task, the cancellation counted and taken back with ``uncancel()``); the driver
@@ -39,7 +42,7 @@ from .._pipeline._call import CallRecord
 from .._pipeline._plan import Route
 from .._pipeline._registry import ToolRegistry, ToolScope
 from ._dispatching import Dispatches, Stalled
-from ._tasks import CANCELLED_REASON, DeadlineGroup, single
+from ._tasks import CANCELLED_REASON, DeadlineGroup
 
 __all__ = ["AsyncioDriver"]
 
@@ -89,7 +92,8 @@ class AsyncioDriver(Dispatches):
             new_latch=asyncio.Event,
             wall=round(time.time(), 6) if recorded else 0.0,
         )
-        self.group: asyncio.TaskGroup | None = None
+        self.grouped: bool = False  # the calls run in tasks (drive), not inline (run)
+        self.pending: int = 0  # the dispatch tasks not yet ended
         self.live: dict[CallRecord, asyncio.Task[Any]] = {}  # dispatches begun, running
         self.inline: asyncio.Task[Any] | None = None  # a dispatch the driver awaits
         self.here: asyncio.Task[Any] | None = None  # the driver's task, dispatching in place
@@ -139,23 +143,25 @@ class AsyncioDriver(Dispatches):
     # -- the run ----------------------------------------------------------------------------
 
     async def drive(self) -> None:
-        """Open the batch's task group and drive the batch in it."""
+        """Drive the batch with a task per dispatch: a group of the driver's own (each
+        task counts itself out; the last one wakes the driver), not a TaskGroup."""
+        self.grouped = True
         try:
-            async with asyncio.TaskGroup() as group:
-                self.group = group
-                await self.run()
+            await self.run()
+            while self.pending:
+                await self.sleep()  # the tasks commit (hand_off); the last one wakes us
         except _CancelledError:
             if self.handed_off:
-                # Cancelled from outside while the tasks committed: the group has
-                # cancelled them; abort, commit the rest, then let it go on.
+                # Cancelled from outside while the tasks committed: abort (which cancels
+                # them), wait for them, commit the rest (the driver: once they have all
+                # unwound, as a task group's exit would), then let it go on.
+                self.deferred = True
                 await self.after_cancel()
                 self.end(self.machine.drained() and self.machine.failure is None)
             raise
-        except BaseException as exc:
+        except BaseException:
             if self.handed_off:
                 self.end(False)
-            if isinstance(exc, BaseExceptionGroup):
-                raise single(exc) from None
             raise
         if self.handed_off:
             ended = False
@@ -180,7 +186,7 @@ class AsyncioDriver(Dispatches):
         ended = False
         try:
             await self.schedule()
-            if self.group is not None and self.hand_off():
+            if self.grouped and self.hand_off():
                 return
             if not self.commit_all():
                 await self.drain()
