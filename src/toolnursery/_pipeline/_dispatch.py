@@ -253,7 +253,7 @@ def start(call: CallRecord, native: bool = False) -> tuple[Awaitable[Any], Endin
             wrappers = plan.hooks.execute
             view = dispatch_view(call)
             awaitable: Awaitable[ToolExecutionResult] = wrappers[0](
-                view, _ExecuteNext(wrappers, view, call, 1, True)
+                view, _ExecuteNext(wrappers, view, call, 1, True, native)
             )
             return awaitable, CHAIN
     return dispatch(call, carried=True), DONE
@@ -411,7 +411,7 @@ class _ExecuteNext:
     of every wrapper outside it.
     """
 
-    __slots__ = ("call", "carried", "index", "view", "wrappers")
+    __slots__ = ("call", "carried", "index", "native", "view", "wrappers")
 
     def __init__(
         self,
@@ -420,12 +420,14 @@ class _ExecuteNext:
         call: CallRecord,
         index: int,
         carried: bool,
+        native: bool = False,
     ) -> None:
         self.wrappers = wrappers
         self.view = view
         self.call = call
         self.index = index
         self.carried = carried
+        self.native = native  # the asyncio driver's (see invoke)
 
     def __call__(self) -> Awaitable[ToolExecutionResult]:
         # Returns the next coroutine itself (no coroutine layer of its own per wrapper).
@@ -433,7 +435,9 @@ class _ExecuteNext:
         wrappers = self.wrappers
         last = len(wrappers) - 1
         if index < last or (index == last and type(wrappers[index]) is not DeadlinePolicy):
-            inner = _ExecuteNext(wrappers, self.view, self.call, index + 1, self.carried)
+            inner = _ExecuteNext(
+                wrappers, self.view, self.call, index + 1, self.carried, self.native
+            )
             awaitable: Awaitable[ToolExecutionResult] = wrappers[index](self.view, inner)
             return awaitable
         call = self.call
@@ -451,15 +455,15 @@ class _ExecuteNext:
                     return _timed_dispatch(call, self.view._signal, self.carried, budget)
         signal = self.view._signal
         if signal is call.caller and _direct_now(plan, call, self.carried):
-            return _direct(call)  # the common case: a plain body, no limit
+            return _direct(call, self.native)  # the common case: a plain body, no limit
         return _base_dispatch(call, signal, self.carried)
 
 
-async def _direct(call: CallRecord) -> ToolExecutionResult:
+async def _direct(call: CallRecord, native: bool = False) -> ToolExecutionResult:
     """The base dispatch of an async body without a limit, awaited with no scope of its
     own, under the caller's own signal (what :func:`_base_dispatch` does then)."""
     try:
-        value = await invoke(call)
+        value = await invoke(call, native)
     except Exception as exc:
         return failure_result(exc)
     finally:
@@ -491,11 +495,6 @@ async def _timed_dispatch(
 _CANCELLED: Final = object()
 
 
-def _cut_short(call: CallRecord) -> ToolExecutionResult:
-    """An attempt that ends before its body runs: ABORTED if an earlier attempt ran it."""
-    return cut_short(call.invoked)
-
-
 async def _base_dispatch(
     call: CallRecord, signal: CancelSignal, carried: bool
 ) -> ToolExecutionResult:
@@ -503,7 +502,7 @@ async def _base_dispatch(
     caller = call.caller
     replaced = signal is not caller
     if caller.cancelled or (replaced and signal.cancelled):
-        return _cut_short(call)
+        return cut_short(call.invoked)
     plan: ToolPlan = call.plan  # type: ignore[assignment]
     if plan.version != plan.versions.value:
         plan = call.current_plan()  # (inline: the hot path)
@@ -511,7 +510,7 @@ async def _base_dispatch(
         return failure_result(ToolNotFoundError(call.name))
     limiter = plan.limiter
     if limiter is not None and not await _acquire(call, limiter, signal, carried):
-        return _cut_short(call)
+        return cut_short(call.invoked)
     call.view_signal = signal
     route = plan.route
     try:
