@@ -295,32 +295,40 @@ class AsyncioDriver(Dispatches):
         signal = machine.signal
         admission = machine.admission
         i = 0
+        fresh = True  # a call may have settled since the last commit (the driver waited)
         while True:
-            cursor = machine.cursor
-            if (
-                cursor < len(calls)
-                and calls[cursor].slot is _SETTLED
-                and not self.commit_all()
-                and self.stalled is not None
-            ):
-                await self.commit_ready()  # a post-execute suspended
+            if fresh:
+                fresh = False
+                cursor = machine.cursor
+                if (
+                    cursor < len(calls)
+                    and calls[cursor].slot is _SETTLED
+                    and not self.commit_all()
+                    and self.stalled is not None
+                ):
+                    await self.commit_ready()  # a post-execute suspended
             if i >= len(calls):
                 if machine.closed:
                     return
                 await self.wait()
+                fresh = True
                 continue
             if signal.cancelled:
                 return
             # Waiting calls hold no slot, but at most max_parallel of them wait.
             if admission.running >= admission.cap or admission.waiting >= admission.cap:
                 await self.wait()
+                fresh = True
                 continue
             call = calls[i]
-            alone = machine.closed and i == len(calls) - 1 and not admission.admitted
+            alone = not admission.admitted and machine.closed and i == len(calls) - 1
             step = machine.step(call, alone)
+            i += 1
             if step == POOL:
-                self.spawn(call)
-            elif step == INLINE:
+                self.spawn(call)  # (nothing has run meanwhile: no commit to try)
+                continue
+            fresh = True
+            if step == INLINE:
                 await self.dispatch_inline(call)
             elif step == BARRIER:
                 # Exclusive: once what runs has drained, it runs alone.
@@ -331,7 +339,6 @@ class AsyncioDriver(Dispatches):
                 await self.drain()
             elif step:
                 await self.proceed(call, machine.keys, step, alone)
-            i += 1
 
     async def proceed(
         self,
