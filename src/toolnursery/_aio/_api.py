@@ -23,14 +23,15 @@ from .._core._errors import AsyncioHostError as AsyncioHostError
 from .._core._execution import ToolExecutionInput
 from .._core._signal import CancelSignal, Fusion, fuse
 from .._core._statistics import ToolStatistics
+from .._machine._intake import new_batch_id
 from .._pipeline._registry import ToolRegistry, ToolScope
 from ._driver import AsyncioDriver
 from ._execute import execute as _execute_native
-from ._execute import execute_reason, run_calls
+from ._execute import execute_reason, run_calls, run_lone
 from ._host import Job, drain_job, host_for, wait_job
 from ._host import aclose as aclose
+from ._route import calls_reason, trio_reason
 from ._route import needs_trio as needs_trio
-from ._route import trio_reason
 from ._tasks import check_batch, settle_task
 from ._tool import asyncio_tool as asyncio_tool
 from ._tool import is_asyncio_tool as is_asyncio_tool
@@ -180,23 +181,41 @@ async def run_tool_calls(
             )
 
         return await carry_out(PlannedRun(plan), recorder, again)
-    names = [call.name for call in pending if type(call) is ToolCall or isinstance(call, ToolCall)]
-    reason = _choose(driver, registry, agent, names)
+    if (driver == "auto" or driver == "asyncio") and type(registry) is ToolRegistry:
+        reason = calls_reason(registry, agent, pending)  # _choose(), for a known batch
+        if reason is not None and driver == "asyncio":
+            raise ValueError(f"driver='asyncio' cannot run this batch: {reason}")
+    else:
+        names = [c.name for c in pending if type(c) is ToolCall or isinstance(c, ToolCall)]
+        reason = _choose(driver, registry, agent, names)
     if reason is None:
         check_batch(registry, signal, agent, max_parallel, batch_id, hook_abort_grace)
         own_fusion = fuse(signal) if signal is not None else None
-        native = AsyncioDriver(
-            registry,
-            own_fusion.signal if own_fusion is not None else CancelSignal(),
-            agent,
-            max_parallel,
-            recorder,
-            batch_id,
-            hook_abort_grace,
-            deps,
-        )
-        _log(native.machine.id, None)
+        batch_signal = own_fusion.signal if own_fusion is not None else CancelSignal()
         try:
+            if (
+                len(pending) == 1
+                and recorder is None
+                and hook_abort_grace is None
+                and not registry.phase_timings
+            ):
+                # A lone call runs in this task, with no machine (see run_lone).
+                lone_id = new_batch_id() if batch_id is None else batch_id
+                _log(lone_id, None)
+                results = await run_lone(registry, pending[0], batch_signal, agent, deps, lone_id)
+                if results is not None:
+                    return results
+            native = AsyncioDriver(
+                registry,
+                batch_signal,
+                agent,
+                max_parallel,
+                recorder,
+                batch_id,
+                hook_abort_grace,
+                deps,
+            )
+            _log(native.machine.id, None)
             return await run_calls(native, pending)
         finally:
             if own_fusion is not None:

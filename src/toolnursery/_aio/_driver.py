@@ -3,10 +3,13 @@
 The batch's state and decisions are the machine's
 (:class:`~toolnursery._machine._batch.BatchMachine`), as under the trio driver
 (:mod:`toolnursery._batch._driver`); this module awaits what the machine hands out with
-asyncio's own primitives: one :class:`asyncio.TaskGroup` per batch (none for a lone
-call), one task per dispatch (asyncio starts tasks in the order they were made, so
-bodies start in model order), :meth:`asyncio.Task.cancel` for the abort and one timer
-per deadline group (:class:`~toolnursery._aio._tasks.DeadlineGroup`).
+asyncio's own primitives: one task per dispatch (asyncio starts tasks in the order they
+were made, so bodies start in model order) in a group of the driver's own (the tasks
+count themselves out and the last one wakes the driver: what a ``TaskGroup`` does, for
+less; the driver cancels and awaits them itself), :meth:`asyncio.Task.cancel` for the
+abort and one timer per deadline group (:class:`~toolnursery._aio._tasks.DeadlineGroup`).
+A lone call without a recorder runs in the awaiting task with no machine at all
+(:func:`~toolnursery._aio._execute.run_lone`).
 
 Abort: the batch signal cancels the dispatches' tasks (a call the driver runs in place:
 its own task, the cancellation counted and taken back with ``uncancel()``); the driver
@@ -28,60 +31,36 @@ from collections.abc import Coroutine
 from typing import Any, Final
 
 from .._batch._approvals import LogSinks, close_log, open_log
-from .._core._content import ToolExecutionResult
 from .._core._decisions import ResourceKey
-from .._core._errors import AbortError
-from .._core._lifecycle import RESOLVED, Slot
-from .._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT, failure_result
+from .._core._lifecycle import Slot
 from .._core._signal import CancelSignal, link
-from .._core._statistics import now as _now
 from .._machine._batch import BARRIER, HAND_OFF_MAX, INLINE, POOL, BatchMachine
 from .._machine._events import ToolCallRecorder
 from .._pipeline._call import CallRecord
-from .._pipeline._dispatch import start as start_dispatch
+from .._pipeline._plan import Route
 from .._pipeline._registry import ToolRegistry, ToolScope
-from ._tasks import CANCELLED_REASON, DeadlineGroup, dispatch_here, prepared, single
+from ._dispatching import Dispatches, Stalled
+from ._tasks import CANCELLED_REASON, DeadlineGroup, prepared
 
 __all__ = ["AsyncioDriver"]
-
-GROUP_SIZE: Final = 64
-"""At most this many calls share one deadline timer."""
 
 _NEW = Slot.NEW
 _QUEUED = Slot.QUEUED
 _RUNNING = Slot.RUNNING
 _SETTLED = Slot.SETTLED
+_AWAIT: Final = Route.AWAIT
 _CancelledError: Final = asyncio.CancelledError
 _current_task: Final = asyncio.current_task
-
-
-_Stalled = tuple[CallRecord, Coroutine[Any, Any, ToolExecutionResult], int]
 
 
 def _no_time() -> float:
     return 0.0
 
 
-class AsyncioDriver:
+class AsyncioDriver(Dispatches):
     """The asyncio side of one batch (arguments: :class:`BatchMachine`'s)."""
 
-    __slots__ = (
-        "aborted_at",
-        "deadlines",
-        "escaped",
-        "finished",
-        "group",
-        "handed_off",
-        "inline",
-        "live",
-        "loop",
-        "machine",
-        "reports",
-        "stalled",
-        "unwinding",
-        "waiter",
-        "woken",
-    )
+    __slots__ = ("finished", "reports", "waiter", "woken")
 
     def __init__(
         self,
@@ -111,19 +90,24 @@ class AsyncioDriver:
             new_latch=asyncio.Event,
             wall=round(time.time(), 6) if recorded else 0.0,
         )
-        self.group: asyncio.TaskGroup | None = None
+        self.grouped: bool = False  # the calls run in tasks (drive), not inline (run)
+        self.pending: int = 0  # the dispatch tasks not yet ended
         self.live: dict[CallRecord, asyncio.Task[Any]] = {}  # dispatches begun, running
         self.inline: asyncio.Task[Any] | None = None  # a dispatch the driver awaits
+        self.here: asyncio.Task[Any] | None = None  # the driver's task, dispatching in place
+        self.here_sent: bool = False  # the abort cancelled it
+        self.here_handle: asyncio.Handle | None = None  # the abort's, from inside it
         self.deadlines: dict[float, DeadlineGroup] | None = None  # budget -> group filling
         self.waiter: asyncio.Future[None] | None = None
         self.woken: bool = False
         self.handed_off: bool = False  # the tasks commit (see hand_off)
+        self.deferred: bool = False  # ... or, handed off, the driver after the group
         self.unwinding: bool = False  # a dispatch was cancelled, not by the batch's abort
         self.aborted_at: float | None = None
         self.reports: LogSinks | None = None  # the progress sink's, the approvals'
-        self.stalled: _Stalled | None = None  # a post-execute that suspended in a task
+        self.stalled: Stalled | None = None  # a post-execute that suspended in a task
         self.finished: bool = False
-        self.escaped: bool = False  # a dispatch raised a BaseException (not ours to catch)
+        self.escaped: BaseException | None = None  # a task's (see escape)
 
     def close(self) -> None:
         self.machine.closed = True
@@ -153,35 +137,47 @@ class AsyncioDriver:
 
     async def wait(self) -> None:
         await self.sleep()
+        self.raise_escaped()
         self.machine.raise_failure()
+
+    def raise_escaped(self) -> None:
+        if self.escaped is not None:
+            raise self.escaped  # a task's BaseException (see escape)
 
     # -- the run ----------------------------------------------------------------------------
 
     async def drive(self) -> None:
-        """Open the batch's task group and drive the batch in it."""
+        """Drive the batch with a task per dispatch: a group of the driver's own (each
+        task counts itself out; the last one wakes the driver), not a TaskGroup."""
+        self.grouped = True
         try:
-            async with asyncio.TaskGroup() as group:
-                self.group = group
-                await self.run()
+            await self.run()
+            while self.pending:
+                await self.sleep()  # the tasks commit (hand_off); the last one wakes us
+            self.raise_escaped()
         except _CancelledError:
             if self.handed_off:
-                # Cancelled from outside while the tasks committed: the group has
-                # cancelled them; abort, commit the rest, then let it go on.
+                # Cancelled from outside while the tasks committed: abort (which cancels
+                # them), wait for them, commit the rest (the driver: once they have all
+                # unwound, as a task group's exit would), then let it go on.
+                self.deferred = True
                 await self.after_cancel()
                 self.end(self.machine.drained() and self.machine.failure is None)
             raise
-        except BaseException as exc:
+        except BaseException:
+            await self.unwind_tasks()
             if self.handed_off:
                 self.end(False)
-            if isinstance(exc, BaseExceptionGroup):
-                raise single(exc) from None
             raise
         if self.handed_off:
             ended = False
             try:
-                self.machine.raise_failure()
-                await self.drain()  # every dispatch has settled: nothing to wait for
-                self.machine.record_contexts()
+                machine = self.machine
+                machine.raise_failure()
+                if not self.commit_all():
+                    await self.drain()  # a post-execute suspended (no dispatch runs now)
+                if machine.recorder is not None:
+                    machine.record_contexts()
                 ended = True
             finally:
                 self.end(ended)
@@ -196,19 +192,21 @@ class AsyncioDriver:
         ended = False
         try:
             await self.schedule()
-            if self.group is not None and self.hand_off():
+            if self.grouped and self.hand_off():
                 return
-            await self.drain()
+            if not self.commit_all():
+                await self.drain()
             while True:
-                machine.finish_unstarted()
+                if machine.cursor < len(machine.calls):
+                    machine.finish_unstarted()
                 if machine.closed:
                     break
                 await self.wait()
-            machine.record_contexts()
+            if machine.recorder is not None:
+                machine.record_contexts()
             ended = True
         except _CancelledError:
-            if not self.escaped:  # else the group cancels the driver for it: unwind (trio's)
-                await self.after_cancel()
+            await self.after_cancel()
             ended = self.machine.drained() and self.machine.failure is None
             raise
         except Exception as exc:
@@ -225,6 +223,19 @@ class AsyncioDriver:
         finally:
             if not self.handed_off:
                 self.end(ended)
+
+    async def unwind_tasks(self) -> None:
+        """A ``BaseException`` ends the batch: abort, and wait until every task has ended
+        (a task group's exit; a cancellation meanwhile cannot cut it short, and the
+        exception goes on either way)."""
+        machine = self.machine
+        machine.closed = True
+        self.deferred = True
+        if not machine.signal.cancelled:
+            machine.signal.cancel(CANCELLED_REASON)
+        while self.pending:
+            with contextlib.suppress(_CancelledError):
+                await self.sleep()
 
     async def after_cancel(self) -> None:
         """A cancellation from outside came: abort, then finish the batch in a task that
@@ -273,69 +284,80 @@ class AsyncioDriver:
         return self.aborted_at
 
     def on_abort(self, _: CancelSignal) -> None:
-        """The batch signal fired: cancel the dispatches in flight (never the driver)."""
+        """The batch signal fired: cancel the dispatches in flight (the driver's own task
+        only while it dispatches a call in place: from inside that task, a body aborting
+        its own batch, at its next suspension, so the cancellation lands in the call)."""
         self.aborted_at = self.loop.time()
         for task in list(self.live.values()):
             task.cancel()
+        here = self.here
+        if here is not None:
+            if _current_task(self.loop) is here:
+                self.here_handle = self.loop.call_soon(self.cancel_here)
+            else:
+                self.cancel_here()
         self.wake_up()
+
+    def cancel_here(self) -> None:
+        self.here_handle = None
+        if not self.here_sent and self.here is not None:
+            self.here_sent = True
+            self.here.cancel()
 
     # -- starting calls -----------------------------------------------------------------------
 
     async def schedule(self) -> None:
+        """Start the calls in model order, as the machine places them (a barrier once
+        what runs has drained), committing the settled prefix as it goes."""
         machine = self.machine
         calls = machine.calls
         signal = machine.signal
         admission = machine.admission
         i = 0
+        fresh = True  # a call may have settled since the last commit (the driver waited)
         while True:
+            if fresh:
+                fresh = False
+                cursor = machine.cursor
+                if (
+                    cursor < len(calls)
+                    and calls[cursor].slot is _SETTLED
+                    and not self.commit_all()
+                    and self.stalled is not None
+                ):
+                    await self.commit_ready()  # a post-execute suspended
             if i >= len(calls):
                 if machine.closed:
                     return
                 await self.wait()
+                fresh = True
                 continue
             if signal.cancelled:
                 return
-            call = calls[i]
-            keys = machine.classify(call)
-            if keys is None:
-                # Exclusive: a barrier. The previous group has drained already.
-                await self.proceed(call, (), machine.start(call, (), True, True), True)
-                i += 1
-                await self.drain()
+            # Waiting calls hold no slot, but at most max_parallel of them wait.
+            if admission.running >= admission.cap or admission.waiting >= admission.cap:
+                await self.wait()
+                fresh = True
                 continue
-            alone = machine.closed and i == len(calls) - 1
-            step = machine.start(call, keys, alone, False)
-            if step == POOL:
-                self.spawn(call)
-            elif step:
-                await self.proceed(call, keys, step, alone)
+            call = calls[i]
+            alone = not admission.admitted and machine.closed and i == len(calls) - 1
+            step = machine.step(call, alone)
             i += 1
-            while True:
-                cursor = machine.cursor
-                if cursor < len(calls) and calls[cursor].slot is _SETTLED:
-                    await self.commit_ready()
-                if i >= len(calls):
-                    if machine.closed:
-                        return
-                    await self.wait()
-                    continue
+            if step == POOL:
+                self.spawn(call)  # (nothing has run meanwhile: no commit to try)
+                continue
+            fresh = True
+            if step == INLINE:
+                await self.dispatch_inline(call)
+            elif step == BARRIER:
+                # Exclusive: once what runs has drained, it runs alone.
+                await self.drain()
                 if signal.cancelled:
                     return
-                # Waiting calls hold no slot, but at most max_parallel of them wait.
-                if admission.running >= admission.cap or admission.waiting >= admission.cap:
-                    await self.wait()
-                    continue
-                call = calls[i]
-                alone = machine.closed and i == len(calls) - 1 and not admission.admitted
-                step = machine.step(call, alone)
-                if step == POOL:
-                    self.spawn(call)
-                elif step == BARRIER:
-                    break
-                elif step:
-                    await self.proceed(call, machine.keys, step, alone)
-                i += 1
-            await self.drain()
+                await self.proceed(call, (), machine.start(call, (), True, True), True)
+                await self.drain()
+            elif step:
+                await self.proceed(call, machine.keys, step, alone)
 
     async def proceed(
         self,
@@ -359,202 +381,6 @@ class AsyncioDriver:
         if step == INLINE:
             await self.dispatch_inline(call)
 
-    def spawn(self, call: CallRecord) -> None:
-        """Start an admitted call's task in the batch's group."""
-        machine = self.machine
-        stamps = machine.stamps
-        if stamps is not None:
-            stamps[call.index] = [self.loop.time(), None, None]
-        if machine.signal.cancelled:
-            # Aborted while the call was being prepared: it never runs.
-            call.unwind()
-            machine.settled(call)
-            return
-        plan = call.plan
-        assert plan is not None
-        budget = plan.budget
-        deadline = None if budget is None else self.join(call, budget)
-        group = self.group
-        assert group is not None
-        group.create_task(self.dispatch(call, deadline, True))
-
-    def join(self, call: CallRecord, budget: float) -> DeadlineGroup:
-        """The deadline group of this pass that ``call`` (``budget`` ms) joins."""
-        deadlines = self.deadlines
-        if deadlines is None:
-            deadlines = self.deadlines = {}
-        group = deadlines.get(budget)
-        if group is None or group.unstarted + len(group.members) >= GROUP_SIZE:
-            group = deadlines[budget] = DeadlineGroup(budget)
-        group.unstarted += 1
-        return group
-
-    async def dispatch_inline(self, call: CallRecord) -> None:
-        """Dispatch in the driver: in place when it cannot suspend, else in a task of its
-        own (so the abort cancels that task, never the driver's)."""
-        machine = self.machine
-        timings = machine.timings
-        begun = _now() if timings else 0
-        plan = call.plan
-        assert plan is not None
-        stamps = machine.stamps
-        if stamps is not None:
-            stamps[call.index] = stamp = [None, self.loop.time(), None]
-        if plan.bare and not plan.route.suspends:
-            assert call.slot is _NEW
-            call.slot = _RUNNING
-            awaitable, ending = start_dispatch(call)
-            try:
-                outcome = await awaitable  # never yields
-            except Exception as exc:
-                ending.raised(call, exc)
-            else:
-                ending.returned(call, outcome)
-            call.slot = _SETTLED
-        elif plan.budget is None:
-            assert call.slot is _NEW
-            call.slot = _RUNNING
-            await dispatch_here(call, machine.signal)
-            call.slot = _SETTLED
-        else:
-            budget = plan.budget
-            deadline = None
-            if budget is not None:
-                deadline = DeadlineGroup(budget)
-                deadline.unstarted = 1
-            task = self.inline = self.loop.create_task(self.dispatch(call, deadline, False))
-            try:
-                await task
-            finally:
-                if task.done():
-                    self.inline = None
-        if timings:
-            machine.stats.dispatch += _now() - begun
-        if stamps is not None:
-            stamp[2] = self.loop.time()
-
-    async def dispatch(
-        self, call: CallRecord, deadline: DeadlineGroup | None, pooled: bool
-    ) -> None:
-        """One call's dispatch task: wait for its turn, dispatch, settle (and commit)."""
-        machine = self.machine
-        signal = machine.signal
-        if signal.cancelled and call.slot is _QUEUED:
-            # Aborted before this task began: it never runs.
-            if deadline is not None:
-                deadline.unstarted -= 1
-            call.unwind()
-            machine.settled(call)
-            self.settled(call)
-            return
-        task = _current_task()
-        assert task is not None
-        live = self.live
-        live[call] = task
-        timings = machine.timings
-        begun = 0
-        try:
-            wait = call.wait
-            aborted = False
-            if pooled and wait is not None and not wait.running:
-                # A keyed call behind a conflicting one, or one the pool had no slot
-                # for: wait for the turn without holding a slot.
-                assert wait.granted is not None
-                if timings:
-                    begun = _now()
-                    await wait.granted.wait()
-                    machine.stats.wait += _now() - begun
-                else:
-                    await wait.granted.wait()
-                if signal.cancelled:
-                    assert call.slot is _QUEUED  # it never ran
-                    call.resolve(ABORTED_BEFORE_DISPATCH_RESULT, RESOLVED)
-                    aborted = True
-            if not aborted:
-                if pooled:
-                    assert call.slot is _QUEUED
-                    call.slot = _RUNNING
-                    stamps = machine.stamps
-                    if stamps is not None:
-                        stamps[call.index][1] = self.loop.time()
-                else:
-                    assert call.slot is _NEW
-                    call.slot = _RUNNING
-                if timings:
-                    begun = _now()
-                if deadline is None:
-                    awaitable, ending = start_dispatch(call)
-                    try:
-                        outcome = await awaitable
-                    except Exception as exc:
-                        ending.raised(call, exc)
-                    else:
-                        ending.returned(call, outcome)
-                else:
-                    await deadline.run(call, task, self.aborted)
-                if timings and pooled:
-                    machine.stats.dispatch += _now() - begun
-        except _CancelledError:
-            if deadline is not None and call in deadline.hit:
-                # The group's timer cancelled it: TOOL_TIMEOUT unless the abort came first.
-                aborted_at = self.aborted_at
-                own = deadline.deadline
-                if aborted_at is None or aborted_at >= own:
-                    call.timed_out = deadline.budget
-                call.unwind()
-                if task.uncancel() == 0:
-                    call.slot = _SETTLED
-                    return
-                raise
-            if task.cancelling() == 0:
-                # The body raised CancelledError itself (a task it awaited was
-                # cancelled by someone else): the call is aborted, as on trio.
-                call.resolve(failure_result(AbortError()), RESOLVED)
-                call.slot = _SETTLED
-                return
-            if not signal.cancelled:
-                self.unwinding = True  # cancelled from outside the batch
-            call.unwind()
-            if not pooled and signal.cancelled and task.cancelling() == 1:
-                return  # the abort's own cancellation of this task: ours to end
-            raise
-        except Exception as exc:
-            machine.failed(exc)
-        except BaseException:
-            self.escaped = True  # not ours to catch: the batch ends with it, no drain
-            raise
-        else:
-            call.slot = _SETTLED
-        finally:
-            live.pop(call, None)
-            if deadline is not None:
-                deadline.members.pop(call, None)
-                if not deadline.members and not deadline.unstarted:
-                    handle = deadline.handle
-                    if handle is not None:
-                        handle.cancel()
-            if pooled:
-                stamps = machine.stamps
-                if stamps is not None and call.slot is _SETTLED:
-                    stamps[call.index][2] = self.loop.time()
-                machine.settled(call)
-                self.settled(call)
-
-    def settled(self, call: CallRecord) -> None:
-        """A task settled a call: wake the driver; after the hand-off, commit."""
-        if not self.handed_off:
-            self.wake_up()
-            return
-        machine = self.machine
-        ok = machine.failure is None and (not self.unwinding or machine.signal.cancelled)
-        if ok and self.stalled is None:
-            # Post-execute and observers run here, in model order; one that suspends
-            # is left to the driver (which awaits it once the group has ended).
-            try:
-                self.stalled = machine.commit_now(post=True)
-            except Exception as exc:
-                machine.failed(exc)  # the driver re-raises it once the group has ended
-
     # -- committing ----------------------------------------------------------------------------
 
     def hand_off(self) -> bool:
@@ -567,11 +393,23 @@ class AsyncioDriver:
         ):
             return False
         machine.raise_failure()
-        pending = machine.commit_now(post=True)
-        if pending is not None:
-            self.stalled = pending  # a post-execute suspended: the driver awaits it
-            return False
+        cursor = machine.cursor
+        if cursor < len(machine.calls) and machine.calls[cursor].slot is _SETTLED:
+            pending = machine.commit_now(post=True)
+            if pending is not None:
+                self.stalled = pending  # a post-execute suspended: the driver awaits it
+                return False
         self.handed_off = True
+        last = machine.last  # (every plan of the batch's view has the view's hooks)
+        if (
+            machine.recorder is None
+            and machine.reader is None
+            and (last is None or not last.hooks.any_finalize)
+        ):
+            # Nothing watches the commits as they happen (no log, no reader, no
+            # post-execute hook or observer): the driver commits once the group has
+            # ended (it wakes then anyway), not each task.
+            self.deferred = True
         return True
 
     async def commit_ready(self) -> None:
@@ -588,6 +426,18 @@ class AsyncioDriver:
                 return
             call, rest, begun = pending
             machine.finish_commit(call, await rest, begun)
+
+    def commit_all(self) -> bool:
+        """Commit what has settled, as far as nothing awaits; whether the batch has
+        drained (else :meth:`drain` awaits the rest)."""
+        machine = self.machine
+        if self.stalled is not None:
+            return False
+        pending = machine.commit_now(post=True)
+        if pending is not None:
+            self.stalled = pending
+            return False
+        return machine.drained()
 
     async def drain(self) -> None:
         """Wait until nothing is in flight and every started call has committed."""

@@ -26,14 +26,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+from .._core._content import ToolCall
 from .._pipeline._deadline import DeadlinePolicy
-from .._pipeline._plan import Route, ToolPlan
+from .._pipeline._plan import UNDECIDED, Route, ToolPlan
 from ._tool import is_asyncio_tool
 
 if TYPE_CHECKING:
     from .._pipeline._registry import ToolRegistry, ToolScope
 
-__all__ = ["needs_trio", "plan_reason", "trio_reason", "uses_trio"]
+__all__ = ["calls_reason", "needs_trio", "plan_reason", "trio_reason", "uses_trio"]
 
 F = TypeVar("F")
 
@@ -64,7 +65,15 @@ def uses_trio(fn: object) -> bool:
 
 
 def plan_reason(plan: ToolPlan) -> str | None:
-    """Why a call of ``plan`` needs trio, or ``None`` when it runs on asyncio."""
+    """Why a call of ``plan`` needs trio, or ``None`` when it runs on asyncio (asked
+    once per plan: a plan is compiled again when the registry changes)."""
+    reason = plan.trio_reason
+    if reason is UNDECIDED:
+        reason = plan.trio_reason = _plan_reason(plan)
+    return reason  # type: ignore[no-any-return]
+
+
+def _plan_reason(plan: ToolPlan) -> str | None:
     definition = plan.definition
     if definition is not None:
         body = plan.body
@@ -96,11 +105,31 @@ def trio_reason(
     if names is None:
         names = [schema.name for schema in registry.schemas(agent)]
     plan_of = registry._plan
-    seen: set[str] = set()
+    last = None
     for name in names:
-        if name in seen:
+        if name == last:
+            continue  # (a model's calls often repeat one tool; a plan asks once anyway)
+        last = name
+        reason = plan_reason(plan_of(name, agent))
+        if reason is not None:
+            return reason
+    return None
+
+
+def calls_reason(
+    registry: ToolRegistry, agent: ToolScope | None, calls: Iterable[object]
+) -> str | None:
+    """:func:`trio_reason` of the :class:`ToolCall` values among ``calls`` (anything
+    else the batch refuses itself)."""
+    plan_of = registry._plan
+    last = None
+    for call in calls:
+        if type(call) is not ToolCall and not isinstance(call, ToolCall):
             continue
-        seen.add(name)
+        name = call.name
+        if name == last:
+            continue
+        last = name
         reason = plan_reason(plan_of(name, agent))
         if reason is not None:
             return reason

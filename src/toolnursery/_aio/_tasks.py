@@ -93,7 +93,7 @@ class DeadlineGroup:
         value: Any = None
         call.deadline = own  # the body's ctx.signal reads as fired once it passes (B166)
         try:
-            value = await invoke(call)
+            value = await invoke(call, True)
         except Exception as exc:
             failed = failure_result(exc)
         finally:
@@ -151,7 +151,7 @@ async def dispatch_here(call: CallRecord, signal: CancelSignal) -> None:
     cancel = SelfCancel(task)
     link(signal, cancel)
     try:
-        awaitable, ending = start_dispatch(call)
+        awaitable, ending = start_dispatch(call, True)
         try:
             outcome = await awaitable
         except Exception as exc:

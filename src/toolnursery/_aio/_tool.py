@@ -24,6 +24,7 @@ import trio
 from .._core._bodies import is_async
 from .._core._errors import AbortError, AsyncioHostError, RegistrationError
 from .._core._execution import ToolRunContext
+from .._pipeline._plan import NATIVE_ATTR
 from .._tools._definition import ToolDefinition
 from ._host import HOST, Host
 
@@ -133,6 +134,8 @@ def _bridge(fn: Callable[..., Any], tool_name: str | None) -> Any:
         return await run_on_host(host, fn(*args, **kwargs), _name(tool_name, fn, args, kwargs))
 
     setattr(run_on_asyncio, _MARK, True)
+    # The asyncio driver calls ``fn`` itself (it runs in an asyncio task: no check).
+    setattr(run_on_asyncio, NATIVE_ATTR, fn)
     return run_on_asyncio
 
 

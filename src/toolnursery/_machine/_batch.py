@@ -22,29 +22,27 @@ import msgspec
 
 from .._core._content import ToolCall, ToolExecutionResult
 from .._core._decisions import PARALLEL, ResourceKey
-from .._core._lifecycle import PENDING, RESOLVED, Slot
+from .._core._lifecycle import FINAL, PENDING, RESOLVED, Slot
 from .._core._outcomes import ABORTED_BEFORE_DISPATCH_RESULT
-from .._core._progress import CallReport
 from .._core._signal import CancelSignal
-from .._core._statistics import Counters, ToolStatistics, outcome
+from .._core._statistics import Counters
 from .._core._statistics import now as _now
 from .._pipeline._call import UNPARSED, CallRecord
 from .._pipeline._classify import classify
-from .._pipeline._registry import counters
 from .._pipeline._stages import conclude, finalize_now, policy_now
 from .._pipeline._stages import start as begin_call
 from . import _intake
 from ._admission import Admission, Flag, Latch
 from ._events import (
     CallMode,
-    ContextEvent,
-    ProgressEvent,
     ToolCallEvent,
     ToolCallRecorder,
     ToolResultEvent,
 )
+from ._log import BatchLog
 
 if TYPE_CHECKING:
+    from .._pipeline._plan import ToolPlan
     from .._pipeline._registry import ToolRegistry, ToolScope
 
 __all__ = ["BARRIER", "DONE", "HAND_OFF_MAX", "HOLD", "INLINE", "POOL", "BatchMachine"]
@@ -75,15 +73,11 @@ _SETTLED: Final = Slot.SETTLED
 _COMMITTED: Final = Slot.COMMITTED
 
 
-def _us(seconds: float) -> float:
-    return int(seconds * 1_000_000) / 1_000_000  # to the microsecond: a short JSON number
-
-
 def _no_time() -> float:
     return 0.0
 
 
-class BatchMachine:
+class BatchMachine(BatchLog):
     """One batch's state (see the module docstring); its driver runs it.
 
     Args:
@@ -116,6 +110,7 @@ class BatchMachine:
         "id",
         "ids",
         "keys",
+        "last",
         "reader",
         "recorder",
         "registry",
@@ -159,6 +154,7 @@ class BatchMachine:
         self.closed: bool = False
         self.keys: tuple[ResourceKey, ...] = ()  # the keys of the call step() started last
         self.hold: bool = False  # step() returns HOLD for a call with policy hooks
+        self.last: ToolPlan | None = None  # the plan step() looked up last
         self.admission: Admission = Admission(max_parallel, wake, new_latch)
         self.stats: Counters = Counters()  # phase times and abandoned calls of this batch
         self.started: int = 0  # calls started, a model-order prefix
@@ -297,8 +293,18 @@ class BatchMachine:
             if call.fixed is not None:
                 keys = ()
             else:
-                plan = call.plan = self.registry._plan(call.name, self.agent)
-                definition = plan.definition
+                # The plan of the previous call when it is the same tool's, still current
+                # (a model's calls often repeat one tool): else the registry's.
+                last = self.last
+                if (
+                    last is None
+                    or last.name != call.name
+                    or last.version != last.versions.value
+                    or last.definition is None
+                ):
+                    last = self.last = self.registry._plan(call.name, self.agent)
+                call.plan = last
+                definition = last.definition
                 if definition is None:
                     return BARRIER
                 mode = classify(definition, arguments)
@@ -316,11 +322,14 @@ class BatchMachine:
         # self.start(call, (), alone, False), inlined for the common case (no recorder,
         # no keys, no policy hook), and self.place() with it:
         self.started += 1
-        plan = call.plan  # type: ignore[assignment]
-        begin_call(call, plan, call.args, frozen=call.frozen)
-        if call.state is not PENDING:
-            call.slot = _SETTLED
-            return DONE
+        plan: ToolPlan = call.plan  # type: ignore[assignment]
+        if call.frozen and not call.caller.cancelled:
+            plan.stats.started += 1  # begin_call(call, plan, call.args, frozen=True), inlined
+        else:
+            begin_call(call, plan, call.args, frozen=call.frozen)
+            if call.state is not PENDING:
+                call.slot = _SETTLED
+                return DONE
         if plan.hooks.any_prepare:
             if self.timings:
                 begun = _now()
@@ -360,7 +369,13 @@ class BatchMachine:
             # Runs alone, or cannot suspend (so it could overlap nothing): no task.
             return INLINE
         call.slot = _QUEUED
-        self.admission.admit(call, keys)
+        admission = self.admission
+        if not keys and admission.running < admission.cap:
+            # admission.admit(call, ()), inlined: it runs now.
+            admission.admitted += 1
+            admission.running += 1
+        else:
+            admission.admit(call, keys)
         return POOL
 
     def full(self) -> bool:
@@ -407,6 +422,8 @@ class BatchMachine:
         timings = self.timings
         recorder = self.recorder
         results = self.results
+        if not timings and recorder is None and self.failure is None:
+            return self.commit_plain(post)
         while self.cursor < len(calls):
             call = calls[self.cursor]
             if call.slot is not _SETTLED:
@@ -448,6 +465,55 @@ class BatchMachine:
             results.append(result)
             self.cursor += 1
             reader = self.reader
+            if reader is not None:
+                reader.set()
+        return None
+
+    def commit_plain(
+        self, post: bool
+    ) -> tuple[CallRecord, Coroutine[Any, Any, ToolExecutionResult], int] | None:
+        """:meth:`commit_now` without phase timings, a recorder or a failure (the hot
+        path): the same commits, in fewer steps."""
+        calls = self.calls
+        count = len(calls)
+        cursor = self.cursor
+        results = self.results
+        reader = self.reader
+        while cursor < count:
+            call = calls[cursor]
+            if call.slot is not _SETTLED:
+                return None
+            plan = call.plan
+            if plan is None or call.fixed is not None:
+                result = call.fixed
+                assert result is not None
+            else:
+                if plan.version != plan.versions.value:  # call.current_plan(), inline
+                    plan = call.current_plan()  # a listener added meanwhile runs
+                hooks = plan.hooks
+                result = call.result
+                if call.state is RESOLVED and hooks.post:
+                    if not post:
+                        return None
+                    # Post-execute run by hand up to its first suspension: a coroutine
+                    # of ours only when it does suspend.
+                    done = finalize_now(call, self.grace)
+                    if type(done) is not ToolExecutionResult:
+                        return call, done, 0  # type: ignore[return-value]
+                    result = done
+                elif result is call.clean and not hooks.result and not call.caller.cancelled:
+                    # conclude(call, plan), inlined for a clean success nothing observes.
+                    call.state = FINAL
+                    plan.stats.ok += 1
+                else:
+                    result = conclude(call, plan)  # no post-execute due: no coroutine
+                if self.failure is not None:  # an observer's failure, say: stop here
+                    self.commit(call, result, True)  # type: ignore[arg-type]
+                    continue
+            call.slot = _COMMITTED
+            results.append(result)  # type: ignore[arg-type]
+            cursor += 1
+            self.cursor = cursor
             if reader is not None:
                 reader.set()
         return None
@@ -515,86 +581,3 @@ class BatchMachine:
             reader = self.reader
             if reader is not None:
                 reader.set()
-
-    # -- statistics ----------------------------------------------------------------------
-
-    def statistics(self) -> ToolStatistics:
-        """A frozen snapshot of the batch (see :meth:`ToolBatch.statistics`)."""
-        codes: dict[str, int] = {}
-        for result in self.results:
-            key = outcome(result)
-            codes[key] = codes.get(key, 0) + 1
-        return self.stats.snapshot(self.started, self.cursor, codes, self.admission.waiting)
-
-    def fold_statistics(self) -> None:
-        """Add this batch's phase times to the registry's; count calls never committed.
-
-        The phase times reach the registry when the batch ends (one addition per phase,
-        not per call). A started call that did not commit (internal failure,
-        cancellation from an enclosing scope) is abandoned.
-        """
-        stats = self.stats
-        into = counters(self.registry)
-        into.prepare += stats.prepare
-        into.wait += stats.wait
-        into.dispatch += stats.dispatch
-        into.finalize += stats.finalize
-        cursor, started = self.cursor, self.started
-        if cursor >= started:
-            return
-        stats.abandoned = started - cursor
-        # The registry counted a call as committed once it passed finalize.
-        unfinalized = self.calls[cursor + self.finalized : started]
-        into.abandoned += sum(1 for call in unfinalized if call.plan is not None)
-
-    # -- the durable log -------------------------------------------------------------------
-
-    def record_report(self, report: CallReport) -> None:
-        """Record a report of one of this batch's calls as a ``progress`` event."""
-        recorder = self.recorder
-        call_id = report.call_id
-        if recorder is None or call_id is None:
-            return
-        known = self.report_index
-        index = known.get(call_id)
-        if index is None:
-            for call in self.calls[len(known) :]:
-                known.setdefault(call.call_id, call.index)  # a repeated id never runs
-            index = known.get(call_id)
-            if index is None:
-                return  # not this batch's call (a nested batch's, say)
-        recorder.record(ProgressEvent(self.id, index, call_id, report, self.offset()))
-
-    def offset(self) -> float:
-        """Seconds since the batch run started (the driver's clock), to the microsecond."""
-        return _us(self.clock() - self.t0)
-
-    def result_event(self, call: CallRecord, result: ToolExecutionResult) -> ToolResultEvent:
-        """The call's ``tool_result`` event: committed now, with its dispatch's times."""
-        stamps = self.stamps
-        stamp = stamps.pop(call.index, None) if stamps is not None else None
-        if stamp is None:
-            return ToolResultEvent(self.id, call.index, call.call_id, result, self.offset())
-        t0 = self.t0
-        admitted, began, ended = stamp
-        starts = call.attempt_starts
-        return ToolResultEvent(
-            self.id,
-            call.index,
-            call.call_id,
-            result,
-            _us(self.clock() - t0),
-            None if admitted is None else _us(admitted - t0),
-            None if began is None else _us(began - t0),
-            None if ended is None else _us(ended - t0),
-            tuple(_us(s - t0) for s in starts) if starts and len(starts) > 1 else (),
-        )
-
-    def record_contexts(self) -> None:
-        """Record every committed result's contexts (once all results are in)."""
-        recorder = self.recorder
-        if recorder is None:
-            return
-        for call, result in zip(self.calls, self.results, strict=True):
-            for context in result.additional_contexts:
-                recorder.record(ContextEvent(self.id, call.index, call.call_id, context))

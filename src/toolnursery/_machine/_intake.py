@@ -51,7 +51,7 @@ def new_batch_id() -> str:
     From :mod:`random`'s generator, which is seeded from the OS at start-up and
     reseeded in every forked child, so two processes never share a sequence.
     """
-    return f"{_random_bits(128):032x}"
+    return _random_bits(128).to_bytes(16, "big").hex()
 
 
 _SCALARS: Final = frozenset((str, int, bool, type(None)))
@@ -113,6 +113,15 @@ def arguments(call: CallRecord) -> Any:
             )
             call.args = None
             return None
+        if type(args) is dict and type(raw) is str:
+            # _freeze_decoded(args), inlined for a flat object (the common case).
+            for value in args.values():
+                if type(value) not in _SCALARS:
+                    break
+            else:
+                call.args = FrozenDict(args) if args else _EMPTY
+                call.frozen = True
+                return call.args
         try:
             args = _freeze_decoded(args) if type(raw) is str else snapshot(args)
         except _NotDecoded:

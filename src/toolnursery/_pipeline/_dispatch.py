@@ -86,15 +86,15 @@ _in_trio_task: Final = trio.lowlevel.in_trio_task
 # -- the seam -------------------------------------------------------------------------
 
 
-def invoke(call: CallRecord) -> Awaitable[Any]:
+def invoke(call: CallRecord, native: bool = False) -> Awaitable[Any]:
     """Call the tool body of ``call``'s plan: the only caller of a tool body.
 
     Marks the call invoked and makes the attempt's run context (a fresh
     :class:`~toolnursery._pipeline._call.AttemptContext` over the record). Returns the body's
     awaitable for the caller to await in its own frame: an async body's coroutine, a
     sync body's thread run, or, for a nonblocking sync body (called here), an awaitable
-    of its value. A sync body's exception raises from here.
-    """
+    of its value. A sync body's exception raises from here. ``native``: the asyncio
+    driver's call (an async body is ``plan.native``)."""
     plan: ToolPlan = call.plan  # type: ignore[assignment]
     context: AttemptContext = _new(AttemptContext)  # attempt_context(call), inlined
     context._record = call
@@ -107,7 +107,7 @@ def invoke(call: CallRecord) -> Awaitable[Any]:
         if violations:
             return _raises(ToolArgsError(violations), route)
     if route is _AWAIT or route is _STEP:
-        awaitable: Awaitable[Any] = plan.body(call.args, context)
+        awaitable: Awaitable[Any] = (plan.native if native else plan.body)(call.args, context)
         return awaitable
     if route is _THREAD:
         call.signal  # noqa: B018  (a derived signal is made here, in the trio thread)
@@ -233,15 +233,14 @@ DONE: Final = Ending(_done, _internal)
 """The awaitable was :func:`dispatch`'s, which resolves the call itself."""
 
 
-def start(call: CallRecord) -> tuple[Awaitable[Any], Ending]:
+def start(call: CallRecord, native: bool = False) -> tuple[Awaitable[Any], Ending]:
     """Stage 2 of a pooled call (under a scope that carries the batch's abort), as one
     awaitable that the worker awaits in its own frame, and the :class:`Ending` to hand
     what it returns or raises.
 
     The common case awaits the body itself (``AWAIT`` or ``STEP``, bare), a chain that
     starts with a wrapper the chain itself (one coroutine layer fewer per resume); any
-    other dispatch is :func:`dispatch`'s coroutine.
-    """
+    other dispatch is :func:`dispatch`'s coroutine. ``native``: as :func:`invoke`'s."""
     plan: ToolPlan = call.plan  # type: ignore[assignment]
     if plan.version != plan.versions.value:  # call.current_plan(), inline (the hot path)
         plan = call.current_plan()
@@ -249,12 +248,12 @@ def start(call: CallRecord) -> tuple[Awaitable[Any], Ending]:
         if plan.bare:
             route = plan.route
             if route is _AWAIT or route is _STEP:
-                return invoke(call), BODY
+                return invoke(call, native), BODY
         elif plan.hooks.chained and plan.definition is not None:
             wrappers = plan.hooks.execute
             view = dispatch_view(call)
             awaitable: Awaitable[ToolExecutionResult] = wrappers[0](
-                view, _ExecuteNext(wrappers, view, call, 1, True)
+                view, _ExecuteNext(wrappers, view, call, 1, True, native)
             )
             return awaitable, CHAIN
     return dispatch(call, carried=True), DONE
@@ -274,7 +273,9 @@ async def dispatch(call: CallRecord, *, carried: bool = False) -> None:
             ``trio.Cancelled``, with :attr:`CallRecord.invoked` telling whether the
             body ran.
     """
-    plan = call.current_plan()
+    plan: ToolPlan = call.plan  # type: ignore[assignment]
+    if plan.version != plan.versions.value:
+        plan = call.current_plan()  # (inline: the hot path)
     wrappers = plan.hooks.execute
     caller = call.caller
     if not wrappers:
@@ -410,7 +411,7 @@ class _ExecuteNext:
     of every wrapper outside it.
     """
 
-    __slots__ = ("call", "carried", "index", "view", "wrappers")
+    __slots__ = ("call", "carried", "index", "native", "view", "wrappers")
 
     def __init__(
         self,
@@ -419,12 +420,14 @@ class _ExecuteNext:
         call: CallRecord,
         index: int,
         carried: bool,
+        native: bool = False,
     ) -> None:
         self.wrappers = wrappers
         self.view = view
         self.call = call
         self.index = index
         self.carried = carried
+        self.native = native  # the asyncio driver's (see invoke)
 
     def __call__(self) -> Awaitable[ToolExecutionResult]:
         # Returns the next coroutine itself (no coroutine layer of its own per wrapper).
@@ -432,11 +435,15 @@ class _ExecuteNext:
         wrappers = self.wrappers
         last = len(wrappers) - 1
         if index < last or (index == last and type(wrappers[index]) is not DeadlinePolicy):
-            inner = _ExecuteNext(wrappers, self.view, self.call, index + 1, self.carried)
+            inner = _ExecuteNext(
+                wrappers, self.view, self.call, index + 1, self.carried, self.native
+            )
             awaitable: Awaitable[ToolExecutionResult] = wrappers[index](self.view, inner)
             return awaitable
         call = self.call
-        plan = call.current_plan()
+        plan: ToolPlan = call.plan  # type: ignore[assignment]
+        if plan.version != plan.versions.value:
+            plan = call.current_plan()  # (inline: the hot path)
         if index == last:
             # The innermost wrapper is the timeout policy: its deadline scope around the
             # dispatch, without the policy's own coroutine layer (as dispatch does when
@@ -448,15 +455,15 @@ class _ExecuteNext:
                     return _timed_dispatch(call, self.view._signal, self.carried, budget)
         signal = self.view._signal
         if signal is call.caller and _direct_now(plan, call, self.carried):
-            return _direct(call)  # the common case: a plain body, no limit
+            return _direct(call, self.native)  # the common case: a plain body, no limit
         return _base_dispatch(call, signal, self.carried)
 
 
-async def _direct(call: CallRecord) -> ToolExecutionResult:
+async def _direct(call: CallRecord, native: bool = False) -> ToolExecutionResult:
     """The base dispatch of an async body without a limit, awaited with no scope of its
     own, under the caller's own signal (what :func:`_base_dispatch` does then)."""
     try:
-        value = await invoke(call)
+        value = await invoke(call, native)
     except Exception as exc:
         return failure_result(exc)
     finally:
@@ -488,11 +495,6 @@ async def _timed_dispatch(
 _CANCELLED: Final = object()
 
 
-def _cut_short(call: CallRecord) -> ToolExecutionResult:
-    """An attempt that ends before its body runs: ABORTED if an earlier attempt ran it."""
-    return cut_short(call.invoked)
-
-
 async def _base_dispatch(
     call: CallRecord, signal: CancelSignal, carried: bool
 ) -> ToolExecutionResult:
@@ -500,13 +502,15 @@ async def _base_dispatch(
     caller = call.caller
     replaced = signal is not caller
     if caller.cancelled or (replaced and signal.cancelled):
-        return _cut_short(call)
-    plan = call.current_plan()
+        return cut_short(call.invoked)
+    plan: ToolPlan = call.plan  # type: ignore[assignment]
+    if plan.version != plan.versions.value:
+        plan = call.current_plan()  # (inline: the hot path)
     if plan.definition is None:
         return failure_result(ToolNotFoundError(call.name))
     limiter = plan.limiter
     if limiter is not None and not await _acquire(call, limiter, signal, carried):
-        return _cut_short(call)
+        return cut_short(call.invoked)
     call.view_signal = signal
     route = plan.route
     try:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
@@ -28,7 +28,14 @@ if TYPE_CHECKING:
     from .._core._statistics import Counters
     from .._tools._definition import ToolDefinition
 
-__all__ = ["Hooks", "PlanVersion", "Route", "ToolPlan"]
+__all__ = ["NATIVE_ATTR", "UNDECIDED", "Hooks", "PlanVersion", "Route", "ToolPlan"]
+
+NATIVE_ATTR: Final = "__toolnursery_native__"
+"""The attribute an asyncio body's loop-checking wrapper carries its own coroutine
+function in (``toolnursery.aio.asyncio_tool``): the asyncio driver calls that directly."""
+
+UNDECIDED: Final = object()
+"""``ToolPlan.trio_reason`` before the asyncio router has asked."""
 
 
 class Route(enum.Enum):
@@ -147,10 +154,12 @@ class ToolPlan:
         "hooks",
         "limiter",
         "name",
+        "native",
         "outer_budget",
         "rebuild",
         "route",
         "stats",
+        "trio_reason",
         "version",
         "versions",
     )
@@ -189,6 +198,12 @@ class ToolPlan:
                 body, check = split
         # The body to call (None only when the route is MISSING: never called then).
         self.body: Any = body
+        # What the asyncio driver calls instead (toolnursery._aio): an asyncio_tool's own
+        # coroutine function behind its loop check, else the body itself.
+        self.native: Any = getattr(body, NATIVE_ATTR, body)
+        # Why a call of this plan needs trio under asyncio, or None: the asyncio router's
+        # answer (toolnursery._aio._route.plan_reason), kept here once it has asked.
+        self.trio_reason: Any = UNDECIDED
         self.check: Callable[[Any], Any] | None = check
         if definition is None:
             self.route: Route = Route.MISSING

@@ -157,7 +157,9 @@ def policy_now(
     """:func:`policy` run by hand up to its first suspension: ``None`` when it is done
     (most policy hooks never suspend: no coroutine layer of ours), else the rest of it,
     a coroutine to await."""
-    plan = call.current_plan()
+    plan: ToolPlan = call.plan  # type: ignore[assignment]
+    if plan.version != plan.versions.value:
+        plan = call.current_plan()  # (inline: the hot path)
     hooks = plan.hooks
     if hooks.pre:
         execution = call._execution or call.execution
@@ -183,7 +185,10 @@ def policy_now(
         except Exception as exc:
             call.resolve(failure_result(exc), FINAL)
             return None
-        hooks = call.current_plan().hooks
+        plan = call.plan  # type: ignore[assignment]
+        if plan.version != plan.versions.value:
+            plan = call.current_plan()  # (inline: the hot path)
+        hooks = plan.hooks
     _guards(call, hooks.guards)
     return None
 
@@ -287,7 +292,9 @@ def finalize_now(
     coroutine to await for the result."""
     result = call.result
     assert result is not None
-    plan = call.current_plan()
+    plan: ToolPlan = call.plan  # type: ignore[assignment]
+    if plan.version != plan.versions.value:
+        plan = call.current_plan()  # (inline: the hot path)
     if call.state is RESOLVED:
         post = plan.hooks.post
         if post:
@@ -344,7 +351,10 @@ def conclude(call: CallRecord, plan: ToolPlan | None = None) -> ToolExecutionRes
     assert result is not None
     assert call.state is not PENDING
     if plan is None:
-        plan = call.current_plan()
+        plan = call.plan
+        assert plan is not None
+        if plan.version != plan.versions.value:
+            plan = call.current_plan()  # (inline: the hot path)
     if call.state is RESOLVED and call.caller.cancelled and not result.is_error:
         result = abort_result(call, result)
     if result is not call.clean:
