@@ -16,6 +16,7 @@ context (``context`` is our ``deps``).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -96,6 +97,10 @@ def _invoker(registry: ToolRegistry, scope: ToolScope | None, deps: Any) -> Any:
         )
         return result_text(result)
 
+    # The SDK reads the wrapper's signature and type hints on every call (to pick the
+    # context it passes): hand it both resolved once, not strings to evaluate per call.
+    on_invoke_tool.__annotations__ = {"ctx": ToolContext[Any], "arguments": str, "return": str}
+    on_invoke_tool.__signature__ = inspect.signature(on_invoke_tool)  # type: ignore[attr-defined]
     return on_invoke_tool
 
 
