@@ -129,7 +129,9 @@ def test_the_tools_carry_the_registrys_schemas_and_policies() -> None:
 def test_the_invoker_hands_the_sdk_a_resolved_signature_it_need_not_evaluate() -> None:
     # The SDK reads on_invoke_tool's signature and type hints on every call to pick the
     # context it passes; string annotations would be compiled and evaluated each time.
-    invoke = function_tools(_registry())[0].on_invoke_tool
+    first = function_tools(_registry())[0]
+    assert isinstance(first, FunctionTool)
+    invoke = first.on_invoke_tool
     assert not any(isinstance(hint, str) for hint in invoke.__annotations__.values())
     signature = inspect.signature(invoke)
     assert signature is getattr(invoke, "__signature__", None)
