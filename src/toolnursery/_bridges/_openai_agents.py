@@ -2,7 +2,8 @@
 
 Out: :func:`function_tools` lists a registry's (or scope's) tools as SDK
 ``FunctionTool``s whose ``on_invoke_tool`` runs the call through the registry's
-pipeline on ``toolnursery.aio``'s trio host. The SDK dispatches each function call
+pipeline through ``toolnursery.aio`` (natively on the run's loop when the tool and the
+hooks allow, else in its trio guest run). The SDK dispatches each function call
 of a model response itself, and none of its hooks encloses that dispatch
 (``RunHooks.on_llm_end`` sees the response but returns before the tools start;
 ``tool_use_behavior`` decides after they ran), so the calls do not form one of our

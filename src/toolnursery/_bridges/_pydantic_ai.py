@@ -89,7 +89,7 @@ class ToolnurseryToolset(AbstractToolset[Any]):
     """A registry's (or scope's) tools as a pydantic-ai toolset.
 
     Each call runs through the registry's pipeline (policies, validation, timeouts,
-    observers) on ``toolnursery.aio``'s trio host; wrapped by
+    observers) through ``toolnursery.aio`` (natively on the loop when it can); wrapped by
     :class:`ToolnurseryCapability`, a model response's calls run as one batch. A
     failure (bad arguments, a denial, a raising body) is the call's return value,
     ``Error: …`` on one line; pydantic-ai never sees an exception from it.
