@@ -1,32 +1,40 @@
 """pydantic-ai, openai-agents and smolagents: their own tool execution against our bridge.
 
 Per framework, one turn of ten calls of ``lookup(query: str, limit: int = 10)`` (odd
-calls omit ``limit``), run twice in the same process, samples interleaved:
+calls omit ``limit``), each side sampled in turn in the same process:
 
-* **theirs**: the framework executes its own tool — a pydantic-ai ``Tool`` in an
-  ``Agent`` driven by ``FunctionModel``; an openai-agents ``@function_tool`` in an
-  ``Agent`` run by ``Runner`` with the SDK's ``ScriptedModel``; a smolagents ``@tool``
-  run by ``ToolCallingAgent.process_tool_calls`` (the agent's tool step, its thread
-  pool included) on a scripted ``ChatMessage``;
+* **theirs**: the framework executes its own tool, driven by its own test model — a
+  pydantic-ai ``Tool`` in an ``Agent`` driven by ``FunctionModel``; an openai-agents
+  ``@function_tool`` in an ``Agent`` run by ``Runner`` with the SDK's ``ScriptedModel``;
+  a smolagents ``@tool`` run by ``ToolCallingAgent.process_tool_calls`` (the agent's
+  tool step, its thread pool included) on a scripted ``ChatMessage`` (smolagents has no
+  test model);
 * **ours**: the same framework with toolnursery's bridge, and a registry with one
   pass-through listener in each of the five phases (pre-execute, guard, execute
   wrapper, post-execute, result observer) — ``ToolnurseryCapability`` (one batch per
-  response), ``function_tools`` (one pipeline run per call), and the smolagents tool
-  imported with ``from_smolagents`` run as one batch by ``toolnursery.aio.run_tool_calls``
-  (every side runs on one asyncio loop, which hosts toolnursery's trio run).
+  response), ``function_tools`` (one pipeline run per call); for smolagents, the
+  smolagents tool imported with ``from_smolagents`` and the step's calls run as one
+  batch by ``toolnursery.aio.run_tool_calls`` (our batch in place of smolagents' step);
+* **to_smolagents** (smolagents): the drop-in — ``ToolCallingAgent``'s own tool step
+  over a registry's tools exported by ``to_smolagents`` (same five hooks, a ``def``
+  body), each call through our pipeline in smolagents' worker thread;
+* **floor** (pydantic-ai, openai-agents): the framework's turn with a tool that returns
+  at once, unchecked (a toolset, a ``FunctionTool``): what the framework's own run loop
+  costs per call whatever runs the tool. theirs/floor is the best ratio any bridge
+  inside that framework could reach.
 
 The pydantic-ai and openai-agents figures are whole agent turns (two model requests of
 the scripted model, the framework's run loop, ten tool calls), divided by ten: the
-framework's own per-turn costs are in both columns, so the ratio says what swapping
-the executor changes for a user. The smolagents figures are the tool step alone.
-Bodies: ``async`` awaiting one checkpoint on asyncio (pydantic-ai, openai-agents; ours
-a toolnursery ``@tool`` declared ``asyncio_tool``, which the asyncio driver runs —
-``--body trio``: a trio ``@tool``, run in the trio guest run), a plain ``def`` on a worker thread
-(smolagents, both sides).
+framework's own per-turn costs are in every row, so the ratio says what swapping the
+executor changes for a user. The smolagents figures are the tool step alone.
+Bodies: ``async`` awaiting one ``asyncio.sleep(0)`` (pydantic-ai, openai-agents; ours a
+toolnursery ``@tool`` declared ``asyncio_tool``, run by the asyncio driver on the same
+loop — ``--body trio``: a trio ``@tool``, run in the trio guest run); a plain ``def``
+(smolagents, every side).
 
-A repetition is the median of interleaved one-turn samples of both sides (CPU time of
-the process, so the worker threads count); the figures are the median and the
-min–max over the repetitions of µs per call, and the ratio ours / theirs per repetition.
+A repetition is the median of interleaved one-turn samples of every side (CPU time of
+the process, so worker threads count); printed: µs per call, median (min–max) over the
+repetitions, and theirs ÷ this side per repetition (above 1×: this side is cheaper).
 
 Run: ``python benchmarks/bench_bridges_others.py`` (``--quick``: fewer samples;
 ``--only pydantic-ai|openai-agents|smolagents``).
@@ -106,19 +114,19 @@ Sample = Callable[[], float]
 """Run one turn, return its CPU seconds."""
 
 
-def interleave(ours: Sample, theirs: Sample, samples: int) -> tuple[list[float], list[float]]:
-    ours(), theirs()  # warm up
-    ours_us: list[float] = []
-    theirs_us: list[float] = []
+def interleave(samples_of: dict[str, Sample], samples: int) -> dict[str, list[float]]:
+    """Per repetition, the median µs per call of each side, sampled in turn."""
+    for sample in samples_of.values():
+        sample()  # warm up
+    out: dict[str, list[float]] = {name: [] for name in samples_of}
     for _ in range(REPS):
-        a: list[float] = []
-        b: list[float] = []
+        taken: dict[str, list[float]] = {name: [] for name in samples_of}
         for _ in range(samples):
-            a.append(ours() / CALLS * 1e6)
-            b.append(theirs() / CALLS * 1e6)
-        ours_us.append(statistics.median(a))
-        theirs_us.append(statistics.median(b))
-    return ours_us, theirs_us
+            for name, sample in samples_of.items():
+                taken[name].append(sample() / CALLS * 1e6)
+        for name in out:
+            out[name].append(statistics.median(taken[name]))
+    return out
 
 
 def cpu(fn: Callable[[], object]) -> float:
@@ -171,16 +179,49 @@ def pydantic_ai_pair(loop: asyncio.AbstractEventLoop) -> tuple[Sample, Sample]:
 
     loop.run_until_complete(check(theirs))
     loop.run_until_complete(check(ours))
-    return async_sampler(loop, lambda: ours.run("go")), async_sampler(
-        loop, lambda: theirs.run("go")
-    )
+    floor = Agent(FunctionModel(respond), toolsets=[answering_at_once(theirs)])
+    return {
+        "ours": async_sampler(loop, lambda: ours.run("go")),
+        "theirs": async_sampler(loop, lambda: theirs.run("go")),
+        "floor": async_sampler(loop, lambda: floor.run("go")),
+    }
+
+
+def answering_at_once(agent: Any) -> Any:
+    """A pydantic-ai toolset listing ``lookup`` whose calls return at once, unchecked:
+    what pydantic-ai's own run loop costs per call with any tool behind it."""
+    from pydantic_ai.tools import ToolDefinition as PaiToolDefinition
+    from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
+    from pydantic_core import SchemaValidator, core_schema
+
+    any_args = SchemaValidator(core_schema.any_schema())
+
+    class AtOnce(AbstractToolset[Any]):
+        @property
+        def id(self) -> str:
+            return "at-once"
+
+        async def get_tools(self, ctx: Any) -> dict[str, ToolsetTool[Any]]:
+            definition = PaiToolDefinition(
+                name="lookup", description="Look a query up.", parameters_json_schema={}
+            )
+            return {
+                "lookup": ToolsetTool(
+                    toolset=self, tool_def=definition, max_retries=0, args_validator=any_args
+                )
+            }
+
+        async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: Any, tool: Any) -> Any:
+            return "ok"
+
+    return AtOnce()
 
 
 # -- openai-agents -----------------------------------------------------------------------
 
 
 def openai_agents_pair(loop: asyncio.AbstractEventLoop) -> tuple[Sample, Sample]:
-    from agents import Agent, RunConfig, Runner, function_tool
+    from agents import Agent, FunctionTool, RunConfig, Runner, function_tool
     from agents.testing import ScriptedModel, assistant_message, function_call
 
     from toolnursery.openai_agents import function_tools
@@ -207,7 +248,24 @@ def openai_agents_pair(loop: asyncio.AbstractEventLoop) -> tuple[Sample, Sample]
         result = loop.run_until_complete(run(tools))
         outputs = [i.output for i in result.new_items if i.type == "tool_call_output_item"]
         assert outputs[:2] == ["5 results for q0", "10 results for q1"], outputs
-    return async_sampler(loop, lambda: run(ours_tools)), async_sampler(loop, lambda: run([lookup]))
+
+    async def at_once(ctx: Any, arguments: str) -> str:
+        return "ok"
+
+    floor = [
+        FunctionTool(
+            name="lookup",
+            description="Look a query up.",
+            params_json_schema={"type": "object", "properties": {}},
+            on_invoke_tool=at_once,
+            strict_json_schema=False,
+        )
+    ]
+    return {
+        "ours": async_sampler(loop, lambda: run(ours_tools)),
+        "theirs": async_sampler(loop, lambda: run([lookup])),
+        "floor": async_sampler(loop, lambda: run(floor)),
+    }
 
 
 # -- smolagents --------------------------------------------------------------------------
@@ -225,7 +283,7 @@ def smolagents_pair(loop: asyncio.AbstractEventLoop) -> tuple[Sample, Sample]:
     )
     from smolagents.monitoring import LogLevel, Timing
 
-    from toolnursery.smolagents import from_smolagents
+    from toolnursery.smolagents import from_smolagents, to_smolagents
 
     @tool
     def lookup(query: str, limit: int | None = None) -> str:
@@ -266,14 +324,60 @@ def smolagents_pair(loop: asyncio.AbstractEventLoop) -> tuple[Sample, Sample]:
     results = loop.run_until_complete(toolnursery.aio.run_tool_calls(registry, calls))
     assert [r.text for r in results[:2]] == ["5 results for q0", "10 results for q1"]
     ours = async_sampler(loop, lambda: toolnursery.aio.run_tool_calls(registry, calls))
-    return ours, lambda: cpu(theirs)
+
+    # The drop-in: smolagents' own tool step, over the registry's tools as smolagents
+    # tools (each call through the pipeline in smolagents' worker thread).
+    exported = ToolRegistry()
+    exported.register(registry_lookup)
+    with_hooks(exported)
+    drop_in = ToolCallingAgent(
+        tools=to_smolagents(exported), model=Unused(), verbosity_level=LogLevel.OFF
+    )
+
+    def drop_in_step() -> list[Any]:
+        step = ActionStep(step_number=1, timing=Timing(start_time=0.0))
+        return list(drop_in.process_tool_calls(message, step))
+
+    outputs = {o.id: o.observation for o in drop_in_step() if hasattr(o, "observation")}
+    assert [outputs["c0"], outputs["c1"]] == ["5 results for q0", "10 results for q1"], outputs
+    return {
+        "ours": ours,
+        "theirs": lambda: cpu(theirs),
+        "to_smolagents": lambda: cpu(drop_in_step),
+    }
+
+
+@tool(name="lookup", is_concurrency_safe=lambda args: True)
+def registry_lookup(query: str, limit: int = 10) -> str:
+    """Look a query up."""
+    return f"{limit} results for {query}"
 
 
 # -- report ------------------------------------------------------------------------------
 
 
-def spread(values: Sequence[float], unit: str = "") -> str:
-    return f"{statistics.median(values):>8.1f}{unit} ({min(values):.1f}–{max(values):.1f}{unit})"
+def spread(values: Sequence[float], unit: str = "", digits: int = 1) -> str:
+    median, low, high = statistics.median(values), min(values), max(values)
+    return f"{median:.{digits}f}{unit} ({low:.{digits}f}–{high:.{digits}f}{unit})"
+
+
+LABELS: dict[str, dict[str, str]] = {
+    "pydantic-ai": {
+        "ours": "agent turn, ToolnurseryCapability (1 batch)",
+        "theirs": "agent turn, a native Tool",
+        "floor": "agent turn, a toolset answering at once",
+    },
+    "openai-agents": {
+        "ours": "Runner turn, function_tools",
+        "theirs": "Runner turn, a native @function_tool",
+        "floor": "Runner turn, a FunctionTool answering at once",
+    },
+    "smolagents": {
+        "ours": "tool step as our batch (from_smolagents)",
+        "theirs": "tool step, ToolCallingAgent's own",
+        "to_smolagents": "ToolCallingAgent's tool step, to_smolagents tools",
+    },
+}
 
 
 def main() -> None:
@@ -297,25 +401,27 @@ def main() -> None:
         f"{CALLS} calls per turn, five pass-through hooks on ours; CPU µs per call, median "
         f"(min–max) of {REPS} repetitions, each the median of {samples} interleaved samples"
     )
-    header = f"{'framework':<44} {'ours µs':>22} {'theirs µs':>22} {'ours/theirs':>24}"
+    header = f"{'framework':<62} {'µs per call':>24} {'theirs/this':>22}"
     print(header)
     print("-" * len(header))
     loop = asyncio.new_event_loop()
     try:
-        pairs: list[tuple[str, Callable[[], tuple[Sample, Sample]]]] = [
-            ("pydantic-ai: agent turn (capability, 1 batch)", lambda: pydantic_ai_pair(loop)),
-            ("openai-agents: Runner turn (function_tools)", lambda: openai_agents_pair(loop)),
-            ("smolagents: tool step (from_smolagents batch)", lambda: smolagents_pair(loop)),
+        pairs: list[tuple[str, Callable[[], dict[str, Sample]]]] = [
+            ("pydantic-ai", lambda: pydantic_ai_pair(loop)),
+            ("openai-agents", lambda: openai_agents_pair(loop)),
+            ("smolagents", lambda: smolagents_pair(loop)),
         ]
-        for label, make in pairs:
-            if args.only and not label.startswith(args.only):
+        for framework, make in pairs:
+            if args.only and framework != args.only:
                 continue
-            ours, theirs = make()
-            ours_us, theirs_us = interleave(ours, theirs, samples)
-            ratios = [a / b for a, b in zip(ours_us, theirs_us, strict=True)]
-            print(
-                f"{label:<44} {spread(ours_us):>22} {spread(theirs_us):>22} {spread(ratios, 'x'):>24}"
-            )
+            measured = interleave(make(), samples)
+            theirs_us = measured["theirs"]
+            for name, us in measured.items():
+                ratios = [t / o for t, o in zip(theirs_us, us, strict=True)]
+                ratio = "" if name == "theirs" else spread(ratios, "x", 2)
+                print(
+                    f"{framework + ': ' + LABELS[framework][name]:<62} {spread(us):>24} {ratio:>22}"
+                )
     finally:
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import sys
+import typing
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -122,6 +124,19 @@ def test_the_tools_carry_the_registrys_schemas_and_policies() -> None:
         "c1": "Error: adding is off today",
         "c2": "bob in batch False",
     }
+
+
+def test_the_invoker_hands_the_sdk_a_resolved_signature_it_need_not_evaluate() -> None:
+    # The SDK reads on_invoke_tool's signature and type hints on every call to pick the
+    # context it passes; string annotations would be compiled and evaluated each time.
+    first = function_tools(_registry())[0]
+    assert isinstance(first, FunctionTool)
+    invoke = first.on_invoke_tool
+    assert not any(isinstance(hint, str) for hint in invoke.__annotations__.values())
+    signature = inspect.signature(invoke)
+    assert signature is getattr(invoke, "__signature__", None)
+    assert signature.parameters["ctx"].annotation == ToolContext[Any]
+    assert typing.get_type_hints(invoke)["ctx"] == ToolContext[Any]
 
 
 def test_cancelling_the_run_aborts_the_call_in_flight() -> None:

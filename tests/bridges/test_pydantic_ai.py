@@ -148,6 +148,40 @@ def test_the_toolset_lists_the_registrys_schemas() -> None:
     assert sorted(_run(main())) == ["add:['a', 'b']", "whoami:[]"]
 
 
+def test_the_listed_tools_follow_the_registry_between_and_within_runs() -> None:
+    # get_tools lists what it made at the last registry change, not a fresh copy
+    # per run step: a change made mid-run (by a tool here) shows at the next step.
+    registry = ToolRegistry()
+    registry.register(add)
+    scope = registry.scope()
+    toolset = ToolnurseryToolset(scope)
+    assert toolset.names() == {"add"}
+
+    @tool
+    async def grow(ctx: ToolRunContext[Any]) -> str:
+        """Give the agent one more tool."""
+        scope.register(whoami)
+        return "grown"
+
+    registry.register(grow)
+    assert toolset.names() == {"add", "grow"}
+    listed: list[list[str]] = []
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        listed.append(sorted(t.name for t in info.function_tools))
+        if len(listed) == 1:
+            return ModelResponse(parts=[ToolCallPart("grow", {}, tool_call_id="c1")])
+        return ModelResponse(parts=[TextPart("done")])
+
+    async def main() -> None:
+        await Agent(FunctionModel(respond), toolsets=[toolset]).run("go")
+
+    _run(main())
+    assert listed == [["add", "grow"], ["add", "grow", "whoami"]]
+    scope.restrict(allow=["add"])  # the scope's own whoami stays in its view
+    assert toolset.names() == {"add", "whoami"}
+
+
 def test_a_scope_limits_the_tools_the_agent_sees() -> None:
     async def main() -> str:
         registry = _registry()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import threading
 from typing import Any
 
@@ -279,6 +281,7 @@ from smolagents import ToolCallingAgent  # noqa: E402
 
 from toolnursery import Deny, Depends, ToolExecution, ToolRunContext  # noqa: E402
 from toolnursery import tool as tn_tool  # noqa: E402
+from toolnursery.aio import asyncio_tool  # noqa: E402
 from toolnursery.smolagents import to_smolagents  # noqa: E402
 
 
@@ -394,3 +397,87 @@ def test_exported_inputs_follow_the_schema() -> None:
     assert exported.forward(city=3) == 'Error: invalid arguments: "city" must be a string'
     with pytest.raises(KeyError, match='no tool "nope"'):
         to_smolagents(registry, names=["nope"])
+
+
+def _in_a_thread(fn: Any) -> Any:
+    """``fn()`` in a thread of its own, as smolagents' tool step calls a tool; its value."""
+    out: list[Any] = []
+    worker = threading.Thread(target=lambda: out.append(fn()))
+    worker.start()
+    worker.join()
+    return out[0]
+
+
+def test_an_exported_def_tool_runs_in_the_calling_thread_and_its_hooks_on_its_loop() -> None:
+    seen: list[tuple[str, Any]] = []
+
+    @tn_tool
+    def where(city: str) -> str:
+        """Say which thread runs the body.
+
+        Args:
+            city: the city.
+        """
+        seen.append(("body", threading.get_ident()))
+        return city
+
+    async def pre(execution: ToolExecution, next_: Any) -> Any:
+        seen.append(("pre", asyncio.get_running_loop() is not None))
+        return await next_()
+
+    registry = ToolRegistry()
+    registry.register(where)
+    registry.on_pre_execute(pre)
+    [exported] = to_smolagents(registry)
+
+    def call() -> tuple[int, list[str]]:
+        return threading.get_ident(), [exported.forward(city=c) for c in ("Oslo", "Rome")]
+
+    ident, texts = _in_a_thread(call)
+    assert texts == ["Oslo", "Rome"]
+    # the body ran in smolagents' thread itself (no hop to a worker of ours), the
+    # listener on that thread's asyncio loop
+    assert seen == [("pre", True), ("body", ident), ("pre", True), ("body", ident)]
+    gc.collect()  # the thread's loop was closed with it: no unclosed-loop warning
+
+
+def test_an_exported_asyncio_or_trio_tool_runs_from_smolagents_thread() -> None:
+    @asyncio_tool
+    @tn_tool
+    async def on_asyncio(word: str) -> str:
+        """Echo on asyncio.
+
+        Args:
+            word: the word.
+        """
+        await asyncio.sleep(0)
+        return f"asyncio {word}"
+
+    @tn_tool
+    async def on_trio(word: str) -> str:
+        """Echo on trio.
+
+        Args:
+            word: the word.
+        """
+        await trio.sleep(0)
+        return f"trio {word}"
+
+    registry = ToolRegistry()
+    registry.register(on_asyncio)
+    registry.register(on_trio)
+    first, second = to_smolagents(registry)
+    assert _in_a_thread(lambda: first.forward(word="a")) == "asyncio a"
+    assert _in_a_thread(lambda: second.forward(word="b")) == "trio b"
+    assert first.forward(word="c") == "asyncio c"  # from this thread too
+
+
+def test_an_exported_tool_called_where_an_asyncio_loop_runs_still_answers() -> None:
+    registry = ToolRegistry()
+    registry.register(forecast)
+    [exported] = to_smolagents(registry)
+
+    async def main() -> str:
+        return str(exported.forward(city="Oslo"))  # a loop runs here: trio.run instead
+
+    assert asyncio.run(main()) == "sun in Oslo for 1 day(s)"

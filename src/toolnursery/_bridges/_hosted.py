@@ -1,10 +1,11 @@
-"""Calls and batches a bridge runs from asyncio, on ``toolnursery.aio``'s trio host.
+"""Calls and batches a bridge runs from asyncio, through ``toolnursery.aio``.
 
 The frameworks bridged here are asyncio programs; these two helpers run a call
-through the registry's pipeline, or a model response's calls as one batch, in the
-trio guest run hosted by the running loop (the host ``toolnursery.aio`` uses), with
-cancellation carried both ways: cancelling the awaiting asyncio task aborts the call
-or batch and waits until everything it started has settled.
+through the registry's pipeline, or a model response's calls as one batch, through
+``toolnursery.aio``: natively on the running loop when the tools and hooks allow it,
+else in the trio guest run that loop hosts, with cancellation carried both ways:
+cancelling the awaiting asyncio task aborts the call or batch and waits until
+everything it started has settled.
 """
 
 from __future__ import annotations

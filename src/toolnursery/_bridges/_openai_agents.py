@@ -2,7 +2,8 @@
 
 Out: :func:`function_tools` lists a registry's (or scope's) tools as SDK
 ``FunctionTool``s whose ``on_invoke_tool`` runs the call through the registry's
-pipeline on ``toolnursery.aio``'s trio host. The SDK dispatches each function call
+pipeline through ``toolnursery.aio`` (natively on the run's loop when the tool and the
+hooks allow, else in its trio guest run). The SDK dispatches each function call
 of a model response itself, and none of its hooks encloses that dispatch
 (``RunHooks.on_llm_end`` sees the response but returns before the tools start;
 ``tool_use_behavior`` decides after they ran), so the calls do not form one of our
@@ -16,6 +17,7 @@ context (``context`` is our ``deps``).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -103,6 +105,10 @@ def _invoker(registry: ToolRegistry, scope: ToolScope | None, deps: Any, trust: 
         )
         return result_text(result)
 
+    # The SDK reads the wrapper's signature and type hints on every call (to pick the
+    # context it passes): hand it both resolved once, not strings to evaluate per call.
+    on_invoke_tool.__annotations__ = {"ctx": ToolContext[Any], "arguments": str, "return": str}
+    on_invoke_tool.__signature__ = inspect.signature(on_invoke_tool)  # type: ignore[attr-defined]
     return on_invoke_tool
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import dataclasses
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
@@ -89,7 +90,7 @@ class ToolnurseryToolset(AbstractToolset[Any]):
     """A registry's (or scope's) tools as a pydantic-ai toolset.
 
     Each call runs through the registry's pipeline (policies, validation, timeouts,
-    observers) on ``toolnursery.aio``'s trio host; wrapped by
+    observers) through ``toolnursery.aio`` (natively on the loop when it can); wrapped by
     :class:`ToolnurseryCapability`, a model response's calls run as one batch. A
     failure (bad arguments, a denial, a raising body) is the call's return value,
     ``Error: …`` on one line; pydantic-ai never sees an exception from it.
@@ -123,6 +124,17 @@ class ToolnurseryToolset(AbstractToolset[Any]):
         self.recorder = recorder
         self.max_parallel = max_parallel
         self._id = id
+        # What get_tools lists, made once per registry change (not per run step).
+        self._listed: dict[str, ToolsetTool[Any]] | None = None
+        self._names: frozenset[str] = frozenset()
+        mine = weakref.ref(self)
+
+        def stale() -> None:
+            toolset = mine()
+            if toolset is not None:
+                toolset._listed = None
+
+        self.registry.on_change(stale)
 
     @property
     def id(self) -> str | None:
@@ -131,23 +143,31 @@ class ToolnurseryToolset(AbstractToolset[Any]):
 
     def names(self) -> frozenset[str]:
         """The names of the tools the agent sees now."""
-        return frozenset(schema.name for schema in self.registry.schemas(self.scope))
+        self._tools()
+        return self._names
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
         """The registry's tools, as listed to the model (their own schemas)."""
-        return {
-            schema.name: ToolsetTool(
-                toolset=self,
-                tool_def=PaiToolDefinition(
-                    name=schema.name,
-                    description=schema.description,
-                    parameters_json_schema=dict(schema.parameters),
-                ),
-                max_retries=0,
-                args_validator=_ANY_ARGS,
-            )
-            for schema in self.registry.schemas(self.scope)
-        }
+        return dict(self._tools())
+
+    def _tools(self) -> dict[str, ToolsetTool[Any]]:
+        listed = self._listed
+        if listed is None:
+            listed = {
+                schema.name: ToolsetTool(
+                    toolset=self,
+                    tool_def=PaiToolDefinition(
+                        name=schema.name,
+                        description=schema.description,
+                        parameters_json_schema=dict(schema.parameters),
+                    ),
+                    max_retries=0,
+                    args_validator=_ANY_ARGS,
+                )
+                for schema in self.registry.schemas(self.scope)
+            }
+            self._listed, self._names = listed, frozenset(listed)
+        return listed
 
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
@@ -162,7 +182,9 @@ class ToolnurseryToolset(AbstractToolset[Any]):
         call_id = ctx.tool_call_id or ""
         pending = _BATCH.get()
         if pending is not None and pending.toolset is self and call_id in pending.results:
-            return _returned(await asyncio.shield(pending.results[call_id]))
+            # The future is this call's slot only: cancelling it (pydantic-ai cancelling
+            # this task) drops the delivery, never the batch, which the node's block owns.
+            return _returned(await pending.results[call_id])
         token = _RUN_CONTEXT.set(ctx)
         try:
             result = await execute_hosted(

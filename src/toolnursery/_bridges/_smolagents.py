@@ -11,14 +11,20 @@ or URL as a tool-calling model writes them), and registers ``forward`` as a plai
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextlib
 import itertools
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 import msgspec
 import trio
 from smolagents import Tool  # type: ignore[import-untyped,unused-ignore]
 
+from .._aio._api import execute as aio_execute
+from .._aio._execute import execute_reason
 from .._core._errors import RegistrationError
 from .._core._execution import ToolExecutionInput, ToolRunContext
 from .._core._signal import CancelSignal
@@ -172,13 +178,68 @@ def _input_of(name: str, schema: Any, required: bool) -> dict[str, Any]:
     return entry
 
 
+class _InPlace(concurrent.futures.ThreadPoolExecutor):
+    """A thread's loop's default executor that runs what it is given at once, in that
+    thread: a sync body runs in smolagents' worker thread, as smolagents runs it (the
+    loop serves that one call; nothing else waits on it)."""
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=1)  # never starts a thread: submit() runs in place
+
+    def submit(
+        self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
+    ) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # handed to the awaiting call, as a thread's would be
+            future.set_exception(exc)
+        return future
+
+
+class _ThreadLoop:
+    """The asyncio loop a thread runs its calls on, closed when the thread ends."""
+
+    __slots__ = ("loop",)
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.loop.set_default_executor(_InPlace())
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.loop.close()
+
+
+_LOOPS = threading.local()
+
+
+def _thread_loop() -> asyncio.AbstractEventLoop:
+    owned: _ThreadLoop | None = getattr(_LOOPS, "owned", None)
+    if owned is None or owned.loop.is_closed():
+        owned = _LOOPS.owned = _ThreadLoop()
+    return owned.loop
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 class RegistrySmolTool(Tool):  # type: ignore[misc]
     """A registry tool as a smolagents ``Tool``; made by :func:`to_smolagents`.
 
-    ``forward`` runs the call through the registry's pipeline in a ``trio.run`` of
-    the calling thread (smolagents calls tools from its worker threads) and returns
-    the result's text; a failure is toolnursery's one-line ``Error: ...`` text, what
-    the model reads as the observation.
+    ``forward`` runs the call through the registry's pipeline in the calling thread
+    (smolagents calls tools from its worker threads) and returns the result's text; a
+    failure is toolnursery's one-line ``Error: ...`` text, what the model reads as the
+    observation. A call whose tool and hooks run on asyncio (a ``def`` or
+    ``asyncio_tool`` body, loop-neutral hooks) runs on the thread's own asyncio loop,
+    kept for the thread's next calls (a ``def`` body runs in place, in smolagents'
+    thread); any other call, or one made from a thread whose
+    asyncio loop is running, in a ``trio.run`` of its own.
     """
 
     skip_forward_signature_validation = True
@@ -229,6 +290,10 @@ class RegistrySmolTool(Tool):  # type: ignore[misc]
             agent=self.agent,
         )
 
+        if not _loop_running() and execute_reason(self.registry, call) is None:
+            native = aio_execute(self.registry, call, deps=self.deps, driver="asyncio")
+            return result_text(_thread_loop().run_until_complete(native))
+
         async def run() -> str:
             return result_text(await self.registry.execute(call, deps=self.deps))
 
@@ -251,8 +316,9 @@ def to_smolagents(
     ``deps``). smolagents runs each call alone, so the batch scheduler (keys,
     barriers) does not apply. Inputs: each schema property with smolagents' type
     (``any`` for what it has no name for), ``nullable`` when optional; an optional
-    input the model sets to ``null`` is left out. The bodies run under ``trio.run``
-    in smolagents' thread: trio and thread bodies, not asyncio ones.
+    input the model sets to ``null`` is left out. The calls run in smolagents' thread:
+    on an asyncio loop of that thread when their tool and hooks allow it (``def``
+    and ``asyncio_tool`` bodies), else under a ``trio.run`` (trio bodies).
 
     Args:
         registry: the registry.
