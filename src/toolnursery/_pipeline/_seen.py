@@ -10,7 +10,6 @@ from typing import Any, Final
 import msgspec
 
 from .._core._content import ToolExecutionResult
-from .._core._provenance import record_steps
 from ._matching import Date, Haystack, dates_in, fold, same_date
 
 __all__ = ["Seen", "Walk", "leaves"]
@@ -28,7 +27,7 @@ class Seen:
         "batch",
         "call_id",
         "index",
-        "record_paths",
+        "record_steps",
         "result",
         "tool",
     )
@@ -39,14 +38,14 @@ class Seen:
         call_id: str,
         batch: object,
         result: ToolExecutionResult,
-        record_paths: tuple[str, ...],
+        record_steps: tuple[tuple[str | None, ...], ...],
         index: int,
     ) -> None:
         self.tool = tool
         self.call_id = call_id
         self.batch = batch
         self.result = result
-        self.record_paths = record_paths
+        self.record_steps = record_steps  # the declared record paths, parsed
         self.index = index  # its place in the ledger: a later result has a larger one
         self._haystack: Haystack | None = None
         self._paths: list[str] = []
@@ -78,22 +77,21 @@ class Seen:
         operations); :meth:`path_of` names the place of one."""
         exact: dict[str, None] = {}
         walks = self._walks = []
-        folded = self._folded_walks = []
-        if self.record_paths and (whole := self.result.value) is not None:
-            for path in self.record_paths:
-                steps = record_steps(path)
-                if steps is not None:
-                    walk = Walk(whole, steps)
-                    walks.append(walk)
-                    texts = list(map(str.casefold, walk.texts))
-                    folded.append(texts)
-                    exact.update(dict.fromkeys(texts))
+        if self.record_steps and (whole := self.result.value) is not None:
+            for steps in self.record_steps:
+                walk = Walk(whole, steps)
+                walks.append(walk)
+                # one pass: each text case-folded once, straight into the index
+                exact.update(dict.fromkeys(map(str.casefold, walk.texts)))
         return exact
 
     def path_of(self, text: str) -> str:
         """The JSON path of the first record field whose case-folded text is ``text``
         (one :meth:`records` gave)."""
-        for declared, texts in enumerate(self._folded_walks):
+        folded = self._folded_walks
+        if len(folded) < len(self._walks):  # made when a finding first names a field
+            folded += [list(map(str.casefold, walk.texts)) for walk in self._walks[len(folded) :]]
+        for declared, texts in enumerate(folded):
             if text in texts:
                 return self._walks[declared].path(texts.index(text))
         raise KeyError(text)
