@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterator
+from itertools import repeat
 from typing import Any, Final
 
-import msgspec
-
 from .._core._content import ToolExecutionResult
-from ._matching import Date, Haystack, dates_in, fold, same_date
+from ._matching import Date, Haystack, dates_in, same_date
 
 __all__ = ["Seen", "Walk", "leaves"]
 
@@ -19,7 +18,6 @@ class Seen:
     """One committed result as the ledger keeps it; its text is indexed on first use."""
 
     __slots__ = (
-        "_folded",
         "_folded_walks",
         "_haystack",
         "_paths",
@@ -49,21 +47,8 @@ class Seen:
         self.index = index  # its place in the ledger: a later result has a larger one
         self._haystack: Haystack | None = None
         self._paths: list[str] = []
-        self._folded: str | None = None
         self._walks: list[Walk] = []
         self._folded_walks: list[list[str]] = []
-
-    def written(self) -> str:
-        """The result's text as its values are written in it, folded: what tells, without
-        reading its records, that a value is not one of them."""
-        written = self._folded
-        if written is None:
-            structured = self.result.structured_content
-            text = self.result.text
-            if structured is not None:
-                text = msgspec.json.encode(structured).decode()
-            written = self._folded = fold(text)
-        return written
 
     def _fields(self) -> Haystack:
         value = self.result.value
@@ -81,7 +66,6 @@ class Seen:
             for steps in self.record_steps:
                 walk = Walk(whole, steps)
                 walks.append(walk)
-                # one pass: each text case-folded once, straight into the index
                 exact.update(dict.fromkeys(map(str.casefold, walk.texts)))
         return exact
 
@@ -138,9 +122,17 @@ class Walk:
         self._value = value
         self._parents: list[list[int]] | None = None  # made when a path is asked for
         frontier: list[Any] = [value]
+        # The usual shape (a list of objects, each with the field, each field a text)
+        # is walked with C-level map()s; any other falls back to the loops, same result.
         for step in steps:
             if step is None:
-                frontier = [item for node in frontier if type(node) in _LISTS for item in node]
+                if len(frontier) == 1 and type(frontier[0]) in _LISTS:
+                    frontier = list(frontier[0])
+                else:
+                    frontier = [item for node in frontier if type(node) in _LISTS for item in node]
+            elif set(map(type, frontier)) == _DICT:
+                found = list(map(dict.get, frontier, repeat(step), repeat(_ABSENT)))
+                frontier = found if _ABSENT not in found else [v for v in found if v is not _ABSENT]
             else:
                 frontier = [
                     node[step]
@@ -148,8 +140,9 @@ class Walk:
                     if (type(node) is dict or isinstance(node, dict)) and step in node
                 ]
         self.frontier = frontier
-        texts: list[str] = [node for node in frontier if type(node) is str]
-        flat = len(texts) == len(frontier)  # one text per place (the usual case)
+        kinds = set(map(type, frontier))
+        flat = not kinds or kinds == _STR  # one text per place (the usual case)
+        texts: list[str] = frontier if flat else [node for node in frontier if type(node) is str]
         if not flat:
             texts = []
             flat = True
@@ -227,6 +220,9 @@ class Walk:
 
 
 _LISTS: Final = (list, tuple)
+_DICT: Final = {dict}
+_STR: Final = {str}
+_ABSENT: Final = object()
 
 
 def _scalar(item: object) -> bool:
