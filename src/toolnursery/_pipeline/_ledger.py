@@ -30,6 +30,7 @@ from ._matching import (
     Date,
     Haystack,
     dates_in,
+    fold,
     identifiers_in,
     needles,
     plain_address,
@@ -43,6 +44,7 @@ from ._seen import Seen, leaves
 __all__ = ["ProvenanceLedger"]
 
 _UNREAD: Any = object()
+_APART: Final = "\x00"
 _NONE: tuple[Any, ...] = ()
 
 
@@ -81,11 +83,16 @@ class ProvenanceLedger:
         """How many of the oldest results were dropped to keep :attr:`max_results`."""
         # answers no result can change (the request, the user's own): across batches
         self._stable: dict[tuple[str, Sink], ProvenanceFinding] = {}
-        # The declared record fields of the results, across results (dict lookups, not a
-        # scan per result): by the field's text, case-folded, as each result commits
-        # (its value is fresh then: one walk, no text read back later), then by each
-        # field's skeletons (when a value first is not a verbatim copy). Entries name
-        # the result (and the folded text), one per result and key.
+        # The declared record fields of the results, indexed when first needed, across
+        # results (dict lookups, not a scan per result): by the field's text, case-folded
+        # (a result's records are read once a value asked about is written in its text),
+        # then by each field's skeletons (once a value is not a verbatim copy). Entries
+        # are (result, JSON path[, text]), one per result and key.
+        self._unread: list[Seen] = []
+        # the texts (written, folded, joined) of the unread results a call of one batch
+        # may see: a result of that batch does not change it
+        self._unread_text: str | None = None
+        self._unread_for: object = _UNREAD
         self._unsplit: list[tuple[Seen, dict[str, None]]] = []
         self._exact: dict[str, Seen] = {}  # the first result indexed with the text
         self._exact_more: dict[str, list[Seen]] = {}  # the others
@@ -166,7 +173,9 @@ class ProvenanceLedger:
         if len(kept) > self._max:
             self._drop(len(kept) - (self._max - self._max // 10))
         if steps and not result.is_error:
-            self._index(seen)
+            self._unread.append(seen)
+            if batch is not self._unread_for:
+                self._unread_text = None
 
     def _steps_of(
         self, definition: ToolDefinition | None, name: str
@@ -184,21 +193,41 @@ class ProvenanceLedger:
             self._records_of[id(definition)] = (definition, steps)
         return steps
 
-    def _index(self, seen: Seen) -> None:
-        """Index one result's declared record fields by their case-folded texts."""
-        exact = seen.records()
+    def _read(self, batch: object, written: str | None) -> None:
+        """Index the records of the unread results a call of ``batch`` may see (with
+        ``written``: only those whose text holds it)."""
+        waiting: list[Seen] = []
         index = self._exact
-        clash = exact.keys() & index.keys() if index else None
-        if clash:
-            for text in clash:
-                self._exact_more.setdefault(text, []).append(seen)
-            index.update(dict.fromkeys(exact.keys() - clash, seen))
-        else:
-            index.update(dict.fromkeys(exact, seen))
-        self._unsplit.append((seen, exact))
+        for seen in self._unread:
+            if seen.batch is batch or (written is not None and written not in seen.written()):
+                waiting.append(seen)
+                continue
+            exact = seen.records()
+            clash = exact.keys() & index.keys()
+            if clash:
+                for text in clash:
+                    self._exact_more.setdefault(text, []).append(seen)
+                index.update(dict.fromkeys(exact.keys() - clash, seen))
+            else:
+                index.update(dict.fromkeys(exact, seen))
+            self._unsplit.append((seen, exact))
+        if len(waiting) != len(self._unread):
+            self._unread_text = None
+        self._unread = waiting
+
+    def _unread_written(self, batch: object) -> str:
+        """The texts of the unread results a call of ``batch`` may see, joined."""
+        text = self._unread_text
+        if text is None or batch is not self._unread_for:
+            text = self._unread_text = _APART.join(
+                seen.written() for seen in self._unread if seen.batch is not batch
+            )
+            self._unread_for = batch
+        return text
 
     def _split(self, batch: object) -> None:
-        """Index by skeleton the records a call of ``batch`` may see."""
+        """Index by skeleton the read records a call of ``batch`` may see."""
+        self._read(batch, None)
         waiting: list[tuple[Seen, dict[str, None]]] = []
         index = self._skeletons
         for seen, exact in self._unsplit:
@@ -244,6 +273,8 @@ class ProvenanceLedger:
         self.dropped += count
         self._seen = self._seen[count:]
         floor = self._seen[0].index if self._seen else self._count
+        self._unread = [seen for seen in self._unread if seen.index >= floor]
+        self._unread_text = None
         self._unsplit = [entry for entry in self._unsplit if entry[0].index >= floor]
         exact: dict[str, Seen] = {}
         more: dict[str, list[Seen]] = {}
@@ -301,7 +332,7 @@ class ProvenanceLedger:
 
     def _origin(self, given: str, kind: Sink, batch: object, argument: str) -> ProvenanceFinding:
         value = plain_address(given)  # "Alice <alice@x.io>" is looked up as alice@x.io
-        wanted, _, key, address = prepared(value, kind)
+        wanted, folded, key, address = prepared(value, kind)
         if not wanted:
             return ProvenanceFinding(argument, given, kind, Origin.UNSEEN)
         own = next((self._own[n] for n in wanted if n in self._own), None)
@@ -316,6 +347,8 @@ class ProvenanceLedger:
             same_identifier(value, span) for n in wanted for span in trusted.spans(n, whole=whole)
         ) or (dates and same_date(dates, self._trusted_dates)):
             return ProvenanceFinding(argument, given, kind, Origin.REQUEST)
+        if self._unread and folded in self._unread_written(batch):  # in a result not read?
+            self._read(batch, folded)
         verbatim: Seen | None = None
         first = self._exact.get(key)
         for seen in () if first is None else (first, *self._exact_more.get(key, ())):
@@ -331,7 +364,7 @@ class ProvenanceLedger:
                 verbatim.call_id,
                 verbatim.path_of(key),
             )
-        if self._unsplit:
+        if self._unread or self._unsplit:
             self._split(batch)
         best: tuple[Seen, str] | None = None
         for needle in wanted:  # the latest result; at one result, the first needle
@@ -422,16 +455,23 @@ class ProvenanceLedger:
     def is_record(self, value: str, batch: object = None) -> bool:
         """Whether ``value`` is, verbatim (case aside), a declared record field of a
         result a call of ``batch`` (its :attr:`ToolExecution.signal`) could see: a
-        result of another batch. One dictionary lookup (records are indexed as they commit)."""
+        result of another batch. One dictionary lookup once the records are indexed."""
         if "<" in value:
             value = plain_address(value)
-        first = self._exact.get(value.casefold())
+        key = value.casefold()
+        if self._unread:
+            folded = key if value.isascii() else fold(value)
+            unread = self._unread_text
+            if unread is None or batch is not self._unread_for:
+                unread = self._unread_written(batch)
+            if folded in unread:  # is it in a result not read yet?
+                self._read(batch, folded)
+        first = self._exact.get(key)
         if first is None:
             return False
         if first.batch is not batch:
             return True
-        more = self._exact_more.get(value.casefold(), ())
-        return any(seen.batch is not batch for seen in more)
+        return any(seen.batch is not batch for seen in self._exact_more.get(key, ()))
 
 
 def _named(finding: ProvenanceFinding, argument: str) -> ProvenanceFinding:
