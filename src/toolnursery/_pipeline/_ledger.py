@@ -173,6 +173,9 @@ class ProvenanceLedger:
         if len(kept) > self._max:
             self._drop(len(kept) - (self._max - self._max // 10))
         if steps and not result.is_error:
+            # its text folded now, while it is fresh: a check later reads the fold, and
+            # indexes the records only of a result whose text holds the value asked about
+            seen.written()
             self._unread.append(seen)
             if batch is not self._unread_for:
                 self._unread_text = None
