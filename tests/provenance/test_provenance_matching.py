@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import re
 import string
 
 from hypothesis import assume, given
@@ -187,6 +188,10 @@ def _reference(value: object, steps: tuple[str | None, ...], path: str) -> list[
 
 @given(_json, st.sampled_from(["[].x", "x[].y", "[].x[]", "x", "[].x.y", "[][].x"]))
 def test_a_record_walk_names_each_text_by_its_json_path(value: object, path: str) -> None:
+    _check_walk(value, path)
+
+
+def _check_walk(value: object, path: str) -> None:
     from toolnursery._core._provenance import record_steps
     from toolnursery._pipeline._seen import Walk as _Walk
 
@@ -270,3 +275,96 @@ def test_a_phone_number_is_one_number_under_one_country_code(
     assert same_identifier(coded, f"00{code} {digits}")
     if other != code:
         assert not same_identifier(coded, f"+{other}{gap}{digits}")
+
+
+_rows = st.lists(
+    st.dictionaries(
+        st.sampled_from(["x", "y"]),
+        st.one_of(st.text(max_size=5), st.integers(), st.none(), st.lists(st.text(max_size=3))),
+    ),
+    max_size=6,
+)
+
+
+@given(st.one_of(_rows, st.dictionaries(st.just("x"), _rows)), st.sampled_from(["[].x", "x[].x"]))
+def test_a_record_walk_of_rows_names_each_text_by_its_json_path(value: object, path: str) -> None:
+    """The shape records usually have (a list of objects) takes the walk's fast path:
+    every row with the field, some without, a null or a list in the field."""
+    _check_walk(value, path)
+
+
+def _identifiers_scanning_every_word(text: str) -> list[tuple[str, Sink]]:
+    """identifiers_in as plainly written: every pattern run over the whole text."""
+    from toolnursery._pipeline import _matching as m
+
+    text = m._refanged(text)
+    found: list[tuple[int, str, Sink]] = []
+    taken: list[tuple[int, int]] = []
+    for candidate in re.finditer(r"[^\s@.]*[@.]\S*", text):
+        word, start = candidate.group(), candidate.start()
+        kind = Sink.PARTY if "@" in word else Sink.URL
+        match = (
+            m._EMAIL.search(word) if "@" in word else m._LINK.match(word) or m._DOMAIN.search(word)
+        )
+        if match is not None:
+            value = match.group().rstrip(".,;:!?")
+            taken.append((start + match.start(), start + match.start() + len(value)))
+            found.append((start + match.start(), value, kind))
+    if m._SEVEN_DIGITS.match(text):
+        for pattern in (m._IBAN, m._PHONE) if m._DIGIT_RUN.search(text) else (m._IBAN,):
+            for number in pattern.finditer(text):
+                span = number.span()
+                if any(a < span[1] and span[0] < b for a, b in taken):
+                    continue
+                digits = sum(c.isdigit() for c in number.group())
+                if pattern is m._PHONE and (digits < 7 or m._is_date(number.group())):
+                    continue
+                taken.append(span)
+                found.append((span[0], number.group(), Sink.PARTY))
+    found.sort()
+    return [(value, kind) for _, value, kind in found]
+
+
+_pieces = st.sampled_from(
+    [
+        "a",
+        "B",
+        "@",
+        ".",
+        " ",
+        "\n",
+        "\t",
+        "\u00a0",
+        "\u2003",
+        "\x1c",
+        "\x85",
+        "(",
+        ")",
+        ",",
+        "-",
+        "x.com",
+        "evil@x.io",
+        "https://w.io/a",
+        "www.",
+        "+44 20 7946 0012",
+        "GB29NWBK60161331926819",
+        "GB29 NWBK 6016",
+        "[at]",
+        "[dot]",
+        " at ",
+        " dot ",
+        "1",
+        "23",
+        "4567",
+        "\uff45",
+        "é",
+        "IBAN:",
+    ]
+)
+
+
+@given(st.lists(_pieces, max_size=14).map("".join))
+def test_identifiers_in_finds_what_scanning_every_word_finds(text: str) -> None:
+    """The candidate words found with str.split and the account-number scan skipped
+    without two capitals and two digits give what every pattern over the text gives."""
+    assert identifiers_in(text) == _identifiers_scanning_every_word(text)

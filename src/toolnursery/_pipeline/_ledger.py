@@ -97,7 +97,7 @@ class ProvenanceLedger:
         self._exact: dict[str, Seen] = {}  # the first result indexed with the text
         self._exact_more: dict[str, list[Seen]] = {}  # the others
         self._skeletons: dict[str, list[tuple[Seen, str]]] = {}  # (result, folded text)
-        self._records_of: dict[int, tuple[object, tuple[str, ...]]] = {}
+        self._records_of: dict[int, tuple[object, tuple[tuple[str | None, ...], ...]]] = {}
         self._declared: dict[str, tuple[str, ...]] = {}
         # origin()'s answers for the calls of one batch, by (value, kind): results of
         # that batch do not change them (its calls do not see them); anything else does
@@ -160,27 +160,41 @@ class ProvenanceLedger:
         definition = self._definition(execution)
         known = self._records_of.get(id(definition))
         if known is not None and known[0] is definition:
-            paths = known[1]
-        else:
-            paths = () if definition is None else definition.records
-            extra = self._declared.get(execution.name)
-            if extra:
-                paths = (*paths, *extra)
-            if definition is not None:
-                if len(self._records_of) > 256:
-                    self._records_of.clear()
-                self._records_of[id(definition)] = (definition, paths)
-        if execution.signal is not self._answers_for:
+            steps = known[1]
+        else:  # once per definition (a new one when a tool is registered again)
+            steps = self._steps_of(definition, execution.name)
+        batch = execution.signal
+        if batch is not self._answers_for:
             self._answers.clear()
-        seen = Seen(execution.name, execution.call_id, execution.signal, result, paths, self._count)
+        seen = Seen(execution.name, execution.call_id, batch, result, steps, self._count)
         self._count += 1
-        self._seen.append(seen)
-        if len(self._seen) > self._max:
-            self._drop(len(self._seen) - (self._max - self._max // 10))
-        if paths and not result.is_error:
+        kept = self._seen
+        kept.append(seen)
+        if len(kept) > self._max:
+            self._drop(len(kept) - (self._max - self._max // 10))
+        if steps and not result.is_error:
+            # its text folded now, while it is fresh: a check later reads the fold, and
+            # indexes the records only of a result whose text holds the value asked about
+            seen.written()
             self._unread.append(seen)
-            if execution.signal is not self._unread_for:
+            if batch is not self._unread_for:
                 self._unread_text = None
+
+    def _steps_of(
+        self, definition: ToolDefinition | None, name: str
+    ) -> tuple[tuple[str | None, ...], ...]:
+        """The parsed record paths of a tool's results: its definition's and those
+        declared here."""
+        paths = () if definition is None else definition.records
+        extra = self._declared.get(name)
+        if extra:
+            paths = (*paths, *extra)
+        steps = tuple(step for step in map(record_steps, paths) if step is not None)
+        if definition is not None:
+            if len(self._records_of) > 256:
+                self._records_of.clear()
+            self._records_of[id(definition)] = (definition, steps)
+        return steps
 
     def _read(self, batch: object, written: str | None) -> None:
         """Index the records of the unread results a call of ``batch`` may see (with

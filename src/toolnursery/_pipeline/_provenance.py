@@ -30,6 +30,7 @@ import msgspec
 from .._core._decisions import Ask, Deny, PreToolDecision
 from .._core._execution import ApprovalOutcome, ApprovalRequest, ApprovalService, ToolExecution
 from .._core._provenance import Origin, ProvenanceFinding, Sink, sink_kind
+from .._tools._definition import ToolDefinition
 from .._tools._sinks import sinks_of
 from ._registry import Disposer, ToolScope
 
@@ -73,6 +74,26 @@ def _objection(finding: ProvenanceFinding) -> str | None:
     if origin is Origin.FRAGMENT:
         return f"lifted out of the text of {finding.source_tool} ({finding.source_call})"
     return "seen nowhere in the user's request or in a record the model read"
+
+
+_Sinks = tuple[tuple[tuple[str, tuple[Sink, ...]], ...], bool]
+# A definition's sink arguments and whether one is an intent, by definition (identity
+# kept: an id is reused only once its definition is gone): worked out once per
+# definition, for every guard (definitions outlive agent runs).
+_SINKS: dict[int, tuple[object, _Sinks]] = {}
+
+
+def _sinks_of(definition: ToolDefinition | None) -> _Sinks:
+    known = _SINKS.get(id(definition))
+    if known is not None and known[0] is definition:
+        return known[1]
+    items = tuple(sinks_of(definition).items())
+    facts = (items, any(Sink.INTENT in kinds for _, kinds in items))
+    if definition is not None:
+        if len(_SINKS) > 1024:
+            _SINKS.clear()
+        _SINKS[id(definition)] = (definition, facts)
+    return facts
 
 
 def install_provenance_guard(
@@ -139,10 +160,7 @@ def install_provenance_guard(
     words = {tool: tuple(w.casefold() for w in given) for tool, given in (intents or {}).items()}
     registry = scope.registry
 
-    # per definition: its sink arguments (with the guard's own), and whether it has an
-    # intent sink; worked out once per definition
-    cache: dict[int, tuple[object, tuple[tuple[str, tuple[Sink, ...]], ...], bool]] = {}
-    # ... and per tool name and scope, until the registry changes (a tool registered,
+    # per tool name and scope, until the registry changes (a tool registered,
     # unregistered, restricted): what a name resolves to changes only then
     by_name: dict[tuple[str, object], tuple[tuple[tuple[str, tuple[Sink, ...]], ...], bool]] = {}
     stop_watching = registry.on_change(by_name.clear)
@@ -150,18 +168,14 @@ def install_provenance_guard(
     def sinks_for(
         execution: ToolExecution,
     ) -> tuple[tuple[tuple[str, tuple[Sink, ...]], ...], bool]:
-        definition = registry.get(execution.name, execution.agent)
-        known = cache.get(id(definition))
-        if known is not None and known[0] is definition:
-            return known[1], known[2]
-        merged = dict(sinks_of(definition))
-        for argument, kinds in extra.get(execution.name, {}).items():
-            merged[argument] = (*merged.get(argument, ()), *kinds)
-        items = tuple(merged.items())
-        intent = any(Sink.INTENT in kinds for _, kinds in items)
-        if len(cache) > 256:
-            cache.clear()
-        cache[id(definition)] = (definition, items, intent)
+        items, intent = _sinks_of(registry.get(execution.name, execution.agent))
+        more = extra.get(execution.name)
+        if more:  # the guard's own sinks for this tool, after the definition's
+            merged = dict(items)
+            for argument, kinds in more.items():
+                merged[argument] = (*merged.get(argument, ()), *kinds)
+            items = tuple(merged.items())
+            intent = any(Sink.INTENT in kinds for _, kinds in items)
         return items, intent
 
     suspect = ledger.suspect

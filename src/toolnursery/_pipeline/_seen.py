@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterator
+from itertools import repeat
 from typing import Any, Final
 
 import msgspec
 
 from .._core._content import ToolExecutionResult
-from .._core._provenance import record_steps
 from ._matching import Date, Haystack, dates_in, fold, same_date
 
 __all__ = ["Seen", "Walk", "leaves"]
@@ -28,7 +28,7 @@ class Seen:
         "batch",
         "call_id",
         "index",
-        "record_paths",
+        "record_steps",
         "result",
         "tool",
     )
@@ -39,14 +39,14 @@ class Seen:
         call_id: str,
         batch: object,
         result: ToolExecutionResult,
-        record_paths: tuple[str, ...],
+        record_steps: tuple[tuple[str | None, ...], ...],
         index: int,
     ) -> None:
         self.tool = tool
         self.call_id = call_id
         self.batch = batch
         self.result = result
-        self.record_paths = record_paths
+        self.record_steps = record_steps  # the declared record paths, parsed
         self.index = index  # its place in the ledger: a later result has a larger one
         self._haystack: Haystack | None = None
         self._paths: list[str] = []
@@ -78,22 +78,20 @@ class Seen:
         operations); :meth:`path_of` names the place of one."""
         exact: dict[str, None] = {}
         walks = self._walks = []
-        folded = self._folded_walks = []
-        if self.record_paths and (whole := self.result.value) is not None:
-            for path in self.record_paths:
-                steps = record_steps(path)
-                if steps is not None:
-                    walk = Walk(whole, steps)
-                    walks.append(walk)
-                    texts = list(map(str.casefold, walk.texts))
-                    folded.append(texts)
-                    exact.update(dict.fromkeys(texts))
+        if self.record_steps and (whole := self.result.value) is not None:
+            for steps in self.record_steps:
+                walk = Walk(whole, steps)
+                walks.append(walk)
+                exact.update(dict.fromkeys(map(str.casefold, walk.texts)))
         return exact
 
     def path_of(self, text: str) -> str:
         """The JSON path of the first record field whose case-folded text is ``text``
         (one :meth:`records` gave)."""
-        for declared, texts in enumerate(self._folded_walks):
+        folded = self._folded_walks
+        if len(folded) < len(self._walks):  # made when a finding first names a field
+            folded += [list(map(str.casefold, walk.texts)) for walk in self._walks[len(folded) :]]
+        for declared, texts in enumerate(folded):
             if text in texts:
                 return self._walks[declared].path(texts.index(text))
         raise KeyError(text)
@@ -140,9 +138,17 @@ class Walk:
         self._value = value
         self._parents: list[list[int]] | None = None  # made when a path is asked for
         frontier: list[Any] = [value]
+        # The usual shape (a list of objects, each with the field, each field a text)
+        # is walked with C-level map()s; any other falls back to the loops, same result.
         for step in steps:
             if step is None:
-                frontier = [item for node in frontier if type(node) in _LISTS for item in node]
+                if len(frontier) == 1 and type(frontier[0]) in _LISTS:
+                    frontier = list(frontier[0])
+                else:
+                    frontier = [item for node in frontier if type(node) in _LISTS for item in node]
+            elif set(map(type, frontier)) == _DICT:
+                found = list(map(dict.get, frontier, repeat(step), repeat(_ABSENT)))
+                frontier = found if _ABSENT not in found else [v for v in found if v is not _ABSENT]
             else:
                 frontier = [
                     node[step]
@@ -150,8 +156,9 @@ class Walk:
                     if (type(node) is dict or isinstance(node, dict)) and step in node
                 ]
         self.frontier = frontier
-        texts: list[str] = [node for node in frontier if type(node) is str]
-        flat = len(texts) == len(frontier)  # one text per place (the usual case)
+        kinds = set(map(type, frontier))
+        flat = not kinds or kinds == _STR  # one text per place (the usual case)
+        texts: list[str] = frontier if flat else [node for node in frontier if type(node) is str]
         if not flat:
             texts = []
             flat = True
@@ -229,6 +236,9 @@ class Walk:
 
 
 _LISTS: Final = (list, tuple)
+_DICT: Final = {dict}
+_STR: Final = {str}
+_ABSENT: Final = object()
 
 
 def _scalar(item: object) -> bool:
