@@ -81,7 +81,7 @@ def _run(tmp_path: Path, root: Path, capsys: pytest.CaptureFixture[str], *calls:
     return [json.loads(line) for line in captured.out.splitlines()], captured.err
 
 
-@pytest.mark.spec("B086")
+@pytest.mark.spec("B086", "B104")
 def test_run_says_did_you_mean_on_stderr_and_keeps_the_result(
     tmp_path: Path, root: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
