@@ -11,7 +11,7 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drivers import ASYNCIO, TRIO, Driver, current, neutral
+from drivers import Driver, current, neutral
 from support import always, live_tasks
 from toolnursery import (
     CancelSignal,
@@ -394,17 +394,6 @@ def test_a_grouped_call_that_ignores_its_deadline_still_times_out(driver: Driver
     driver.run(main)
 
 
-BUDGET_AT_PLACEMENT = (
-    "the asyncio driver's deadline group keeps the budget a call had when it was placed; "
-    "the trio driver re-reads it when the call's dispatch starts"
-)
-
-
-@pytest.mark.parametrize(
-    "driver",
-    [TRIO, pytest.param(ASYNCIO, marks=pytest.mark.xfail(strict=True, reason=BUDGET_AT_PLACEMENT))],
-    ids=str,
-)
 def test_a_call_whose_budget_changed_before_it_started_leaves_its_group(driver: Driver) -> None:
     """The registry changes between placing c1 and c1's start (c2's pre-execute hook
     re-registers the tool with a longer budget): c1 runs under the budget current when
