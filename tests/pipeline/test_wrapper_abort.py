@@ -128,6 +128,34 @@ def test_an_abort_during_the_body_reaches_the_wrapper_as_aborted(driver: Driver)
     driver.run(main)
 
 
+def test_a_body_that_fires_its_own_signal_is_cancelled_its_wrapper_not(driver: Driver) -> None:
+    """A body that fires the call's signal itself and awaits on is cancelled there (on
+    asyncio at its next suspension); the wrapper gets ABORTED and awaits on."""
+
+    async def main() -> None:
+        signal = CancelSignal()
+
+        async def body(args: Any, ctx: ToolRunContext) -> str:
+            signal.cancel("the body's own")
+            await driver.sleep_forever()
+            return "never"
+
+        registry = registry_of(body)
+        seen: list[str] = []
+
+        async def wrap(view: Any, next_: Any) -> Any:
+            result = await next_()
+            await driver.sleep(1)  # not cancelled
+            seen.append(str(code(result)))
+            return result
+
+        registry.on_execute(wrap)
+        result = await driver.execute(registry, ToolExecutionInput("c1", "echo", {}, signal))
+        assert (seen, code(result)) == (["ABORTED"], "ABORTED")
+
+    driver.run(main, deadlock=50)
+
+
 @pytest.mark.parametrize("size", [1, 2])
 @pytest.mark.parametrize("after_next", [False, True], ids=["before-next", "after-next"])
 def test_a_batch_abort_cancels_a_wrapper_outside_next(
