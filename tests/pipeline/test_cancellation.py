@@ -251,18 +251,7 @@ def test_abort_while_wrapper_waits_before_next_skips_the_body(driver: Driver) ->
     driver.run(main)
 
 
-WRAPPER_CANCELLED = (
-    "aio.execute's abort cancels the whole dispatch task, so an execute wrapper suspended "
-    "outside next() is cancelled too; trio cancels only the body's scope (B121, B124)"
-)
-
-
 @pytest.mark.spec("B121")
-@pytest.mark.parametrize(
-    "driver",
-    [TRIO, pytest.param(ASYNCIO, marks=pytest.mark.xfail(strict=True, reason=WRAPPER_CANCELLED))],
-    ids=str,
-)
 def test_wrapper_short_circuit_overtaken_by_abort_keeps_its_contexts(driver: Driver) -> None:
     """B121: a short-circuit success after the abort → ABORTED_BEFORE_DISPATCH + its contexts."""
 
@@ -370,13 +359,7 @@ def test_abort_while_post_execute_awaits_is_aborted_with_all_contexts(driver: Dr
 @pytest.mark.spec("B124")
 @pytest.mark.parametrize(
     ("driver", "where"),
-    [
-        (TRIO, "wrapper"),
-        pytest.param(
-            ASYNCIO, "wrapper", marks=pytest.mark.xfail(strict=True, reason=WRAPPER_CANCELLED)
-        ),
-        *((d, w) for w in ("body", "post") for d in (TRIO, ASYNCIO)),
-    ],
+    [(d, w) for w in ("wrapper", "body", "post") for d in (TRIO, ASYNCIO)],
     ids=str,
 )
 def test_failures_settling_after_the_abort_are_kept(driver: Driver, where: str) -> None:

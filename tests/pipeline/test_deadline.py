@@ -11,7 +11,7 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drivers import ASYNCIO, TRIO, Driver, current, neutral
+from drivers import Driver, current, neutral
 from support import always, live_tasks
 from toolnursery import (
     CancelSignal,
@@ -394,17 +394,6 @@ def test_a_grouped_call_that_ignores_its_deadline_still_times_out(driver: Driver
     driver.run(main)
 
 
-BUDGET_AT_PLACEMENT = (
-    "the asyncio driver's deadline group keeps the budget a call had when it was placed; "
-    "the trio driver re-reads it when the call's dispatch starts"
-)
-
-
-@pytest.mark.parametrize(
-    "driver",
-    [TRIO, pytest.param(ASYNCIO, marks=pytest.mark.xfail(strict=True, reason=BUDGET_AT_PLACEMENT))],
-    ids=str,
-)
 def test_a_call_whose_budget_changed_before_it_started_leaves_its_group(driver: Driver) -> None:
     """The registry changes between placing c1 and c1's start (c2's pre-execute hook
     re-registers the tool with a longer budget): c1 runs under the budget current when
@@ -431,6 +420,51 @@ def test_a_call_whose_budget_changed_before_it_started_leaves_its_group(driver: 
         assert {k: round(v - start, 9) for k, v in ends.items()} == {"c1": 3.0, "c2": 3.0}
 
     driver.run(main)
+
+
+def test_the_last_member_leaving_its_group_still_sets_the_group_timer(driver: Driver) -> None:
+    """Two tools of one budget share a group; the registry changes the second one's
+    budget before its call starts, and that call (the group's last to start) leaves:
+    the member that did start still times out at its own deadline."""
+
+    async def main() -> None:
+        ends: dict[str, float] = {}
+        registry = ToolRegistry()
+        body = _ends(ends)
+
+        def definition(name: str, timeout_ms: float) -> ToolDefinition:
+            return ToolDefinition(
+                name,
+                name,
+                {"type": "object"},
+                neutral(body),
+                timeout_ms=timeout_ms,
+                is_concurrency_safe=always,
+            )
+
+        registry.register(definition("a", 1000))
+        dispose = [registry.register(definition("b", 1000))]
+
+        async def pre(execution: ToolExecution, next_: Any) -> Any:
+            if execution.call_id == "c3":
+                dispose[0]()
+                dispose[0] = registry.register(definition("b", 3000))
+                await driver.checkpoint()  # the group of c1 and c2 starts now
+            return await next_()
+
+        registry.on_pre_execute(pre)
+        install_timeout_policy(registry)
+        start = driver.now()
+        batch = [ToolCall("c1", "a", '{"d": 100}'), ToolCall("c2", "b", '{"d": 100}')]
+        results = await driver.run_tool_calls(registry, [*batch, ToolCall("c3", "b", '{"d": 100}')])
+        assert [r.error for r in results] == [TIMEOUT, TIMEOUT, TIMEOUT]
+        assert {k: round(v - start, 9) for k, v in ends.items()} == {
+            "c1": 1.0,
+            "c2": 3.0,
+            "c3": 3.0,
+        }
+
+    driver.run(main, deadlock=50)
 
 
 async def test_a_capped_batch_times_out_waiting_calls_from_their_own_start(

@@ -331,6 +331,15 @@ class Dispatches:
                     call.slot = _RUNNING
                 if timings:
                     begun = _now()
+                if deadline is not None:
+                    budget = call.current_plan().budget
+                    if budget != deadline.budget:
+                        # The registry changed since the call was placed, its budget with
+                        # it: it leaves its group (for a deadline of its own, if any).
+                        deadline.leave(self.loop)
+                        deadline = None if budget is None else DeadlineGroup(budget)
+                        if deadline is not None:
+                            deadline.unstarted = 1
                 if deadline is None:
                     awaitable, ending = start_dispatch(call, True)
                     try:

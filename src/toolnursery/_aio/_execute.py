@@ -2,7 +2,7 @@
 and a whole known batch on the asyncio driver (``aio.run_tool_calls``).
 
 The asyncio form of :func:`toolnursery._pipeline._stages.execute`: prepare, dispatch (in
-this task, which the call's signal cancels: see
+this task, whose body the call's signal cancels: see
 :func:`~toolnursery._aio._tasks.dispatch_here`) and finalize. Cancelling the awaiting
 task aborts the call: its result (``ABORTED``, or ``ABORTED_BEFORE_DISPATCH`` when no
 body ran) still passes post-execute and the observers, in a task of its own that later
@@ -62,19 +62,20 @@ async def execute(
         call = begin(registry, input, deps=deps)
         plan = call.plan
         assert plan is not None
-        return await settle_here(call, plan, registry.hook_abort_grace, own)
+        return await settle_here(call, plan, registry.hook_abort_grace, own, True)
     finally:
         if fusion is not None:
             fusion.close()
 
 
 async def settle_here(
-    call: CallRecord, plan: ToolPlan, grace: float, abort: CancelSignal
+    call: CallRecord, plan: ToolPlan, grace: float, abort: CancelSignal, chain: bool = False
 ) -> ToolExecutionResult:
     """Policy, dispatch (in this task: :func:`~toolnursery._aio._tasks.dispatch_here`)
     and finalize of a begun call; a cancellation of this task fires ``abort`` (which
     the call's signal follows), finalizes the call in a task later cancellations cannot
-    reach, then propagates."""
+    reach, then propagates. ``chain``: the call's abort cancels only the body of an
+    execute wrapper chain, as ``registry.execute()`` on trio (a batch's cancels it all)."""
     committed = False
     try:
         try:
@@ -84,7 +85,7 @@ async def settle_here(
                     if rest is not None:
                         await rest
                 if call.state is PENDING:
-                    await dispatch_here(call, call.caller)
+                    await dispatch_here(call, call.caller, chain)
         except asyncio.CancelledError:
             abort.cancel(CANCELLED_REASON)
             if call.state is PENDING:

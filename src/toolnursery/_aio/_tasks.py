@@ -21,13 +21,14 @@ from .._core._statistics import Counters
 from .._core._statistics import now as _now
 from .._machine._intake import check_batch_id
 from .._pipeline._call import CallRecord
-from .._pipeline._dispatch import invoke, resolve_dispatch, settle
+from .._pipeline._dispatch import BodyAwait, invoke, resolve_dispatch, settle
 from .._pipeline._dispatch import start as start_dispatch
 from .._pipeline._registry import ToolRegistry, ToolScope
 from .._pipeline._waterfalls import check_hook_abort_grace
 
 __all__ = [
     "CANCELLED_REASON",
+    "BodyCancel",
     "DeadlineGroup",
     "SelfCancel",
     "check_batch",
@@ -63,6 +64,13 @@ class DeadlineGroup:
         self.handle: asyncio.TimerHandle | None = None
         self.fired: bool = False
         self.hit: set[CallRecord] = set()  # members the timer cancelled
+
+    def leave(self, loop: asyncio.AbstractEventLoop) -> None:
+        """A member placed in the group leaves it before it starts (its budget changed
+        since): the last one to start, if it was that, sets the timer."""
+        self.unstarted -= 1
+        if not self.unstarted and self.members:
+            self.handle = loop.call_at(self.deadline, self.expire)
 
     def expire(self) -> None:
         self.fired = True
@@ -142,16 +150,70 @@ class SelfCancel:
             handle.cancel()
 
 
-async def dispatch_here(call: CallRecord, signal: CancelSignal) -> None:
+class BodyCancel(SelfCancel):
+    """:class:`SelfCancel` for a call whose execute wrappers run in the task: the abort
+    cancels the task only while it awaits the body that a ``next()`` reached (:meth:`body`),
+    as trio cancels only the body's scope. A wrapper awaiting outside ``next()`` goes
+    on; a ``next()`` it calls after the abort returns the abort's result at once."""
+
+    __slots__ = ("inside",)
+
+    def __init__(self, task: asyncio.Task[Any]) -> None:
+        super().__init__(task)
+        self.inside: bool = False
+
+    def fire(self) -> None:
+        self.handle = None
+        if self.inside and not self.sent:
+            self.sent = True
+            self.task.cancel()
+
+    async def body(self, call: CallRecord) -> ToolExecutionResult:
+        """A plain body awaited at the end of the chain (as the trio dispatch's own,
+        whose scope absorbs only its own cancellation: ``ABORTED`` to the wrapper)."""
+        task = self.task
+        self.inside = True
+        try:
+            try:
+                value = await invoke(call, True)
+            finally:
+                self.inside = False
+                if call.derived is not None:
+                    call.end_attempt()  # the body read its deadline signal
+        except _CancelledError:
+            if not self.sent:
+                if task.cancelling() == 0:
+                    return failure_result(AbortError())  # the body raised it itself
+                raise
+            self.sent = False
+            if task.uncancel() == 0:
+                return cut_short(True)  # the abort's own cancellation: taken back
+            raise  # from outside as well
+        except Exception as exc:
+            return failure_result(exc)
+        if self.sent:
+            self.sent = False
+            task.uncancel()  # the body caught the abort's cancellation and returned
+        return settle(call, value)
+
+
+async def dispatch_here(call: CallRecord, signal: CancelSignal, chain: bool = False) -> None:
     """Dispatch in the driver's own task, which the abort then cancels: counted, and
     taken back with ``uncancel()`` when it comes back (an outside cancellation
-    passes as itself)."""
+    passes as itself). ``chain`` (one ``aio.execute``): the abort cancels only the
+    body of an execute wrapper chain (:class:`BodyCancel`), not the wrappers."""
     task = _current_task()
     assert task is not None
-    cancel = SelfCancel(task)
+    native: bool | BodyAwait = True
+    if chain and call.current_plan().hooks.chained:
+        inner = BodyCancel(task)
+        cancel: SelfCancel = inner
+        native = inner.body
+    else:
+        cancel = SelfCancel(task)
     link(signal, cancel)
     try:
-        awaitable, ending = start_dispatch(call, True)
+        awaitable, ending = start_dispatch(call, native)
         try:
             outcome = await awaitable
         except Exception as exc:

@@ -44,12 +44,7 @@ from .._core._content import TextContent, ToolExecutionResult
 from .._core._errors import ToolArgsError, ToolNotFoundError, ToolTimeoutError
 from .._core._execution import ToolDispatchExecution, dispatch_view
 from .._core._lifecycle import aborted_as, cut_short
-from .._core._outcomes import (
-    JSON_STARTS,
-    failure_result,
-    normalize,
-    unreachable,
-)
+from .._core._outcomes import JSON_STARTS, failure_result, normalize, unreachable
 from .._core._signal import CancelSignal, ScopeLink, fired_before, link, unlink
 from . import _deadline
 from ._call import FINAL, PENDING, RESOLVED, AttemptContext, CallRecord
@@ -61,6 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BODY",
+    "BodyAwait",
     "CHAIN",
     "DONE",
     "Ending",
@@ -81,12 +77,14 @@ _AWAIT: Final = Route.AWAIT
 _THREAD: Final = Route.THREAD
 _INLINE: Final = Route.INLINE
 _in_trio_task: Final = trio.lowlevel.in_trio_task
+BodyAwait = Callable[[CallRecord], Awaitable[ToolExecutionResult]]
+"""The asyncio driver's own await of a body that a wrapper chain's ``next()`` reaches."""
 
 
 # -- the seam -------------------------------------------------------------------------
 
 
-def invoke(call: CallRecord, native: bool = False) -> Awaitable[Any]:
+def invoke(call: CallRecord, native: bool | BodyAwait = False) -> Awaitable[Any]:
     """Call the tool body of ``call``'s plan: the only caller of a tool body.
 
     Marks the call invoked and makes the attempt's run context (a fresh
@@ -233,14 +231,15 @@ DONE: Final = Ending(_done, _internal)
 """The awaitable was :func:`dispatch`'s, which resolves the call itself."""
 
 
-def start(call: CallRecord, native: bool = False) -> tuple[Awaitable[Any], Ending]:
+def start(call: CallRecord, native: bool | BodyAwait = False) -> tuple[Awaitable[Any], Ending]:
     """Stage 2 of a pooled call (under a scope that carries the batch's abort), as one
     awaitable that the worker awaits in its own frame, and the :class:`Ending` to hand
     what it returns or raises.
 
     The common case awaits the body itself (``AWAIT`` or ``STEP``, bare), a chain that
     starts with a wrapper the chain itself (one coroutine layer fewer per resume); any
-    other dispatch is :func:`dispatch`'s coroutine. ``native``: as :func:`invoke`'s."""
+    other dispatch is :func:`dispatch`'s coroutine. ``native``: as :func:`invoke`'s, or
+    a :data:`BodyAwait` that the chain's ``next()`` awaits a plain body with."""
     plan: ToolPlan = call.plan  # type: ignore[assignment]
     if plan.version != plan.versions.value:  # call.current_plan(), inline (the hot path)
         plan = call.current_plan()
@@ -420,7 +419,7 @@ class _ExecuteNext:
         call: CallRecord,
         index: int,
         carried: bool,
-        native: bool = False,
+        native: bool | BodyAwait = False,
     ) -> None:
         self.wrappers = wrappers
         self.view = view
@@ -455,7 +454,8 @@ class _ExecuteNext:
                     return _timed_dispatch(call, self.view._signal, self.carried, budget)
         signal = self.view._signal
         if signal is call.caller and _direct_now(plan, call, self.carried):
-            return _direct(call, self.native)  # the common case: a plain body, no limit
+            native = self.native  # the common case: a plain body, no limit
+            return _direct(call, native) if type(native) is bool else native(call)
         return _base_dispatch(call, signal, self.carried)
 
 
