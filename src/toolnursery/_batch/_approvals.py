@@ -104,8 +104,8 @@ class LogSinks:
     def __init__(
         self, reports: Token[ReportSink | None], journal: Token[ApprovalJournal | None]
     ) -> None:
-        self.reports = reports
-        self.journal = journal
+        self.reports: Token[ReportSink | None] = reports
+        self.journal: Token[ApprovalJournal | None] = journal
 
 
 def open_log(machine: BatchMachine) -> LogSinks:

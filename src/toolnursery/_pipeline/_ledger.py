@@ -79,7 +79,7 @@ class ProvenanceLedger:
         self._seen: list[Seen] = []
         self._count = 0  # results observed, dropped ones included
         self._max = self.DEFAULT_MAX_RESULTS
-        self.dropped = 0
+        self.dropped: int = 0
         """How many of the oldest results were dropped to keep :attr:`max_results`."""
         # answers no result can change (the request, the user's own): across batches
         self._stable: dict[tuple[str, Sink], ProvenanceFinding] = {}
