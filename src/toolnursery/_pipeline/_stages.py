@@ -173,10 +173,7 @@ def policy_now(
             # run_pre() and first_step(), inlined: a single listener is called with the
             # waterfall's end as its next(); a waterfall that does not suspend needs no
             # scope.
-            if len(pre) == 1:
-                step = pre[0](execution, allow_next)
-            else:
-                step = PreQueue(pre, execution)()
+            step = pre[0](execution, allow_next) if len(pre) == 1 else PreQueue(pre, execution)()
             if type(step) is not CoroutineType:
                 step = steps(step)
             try:
