@@ -34,6 +34,7 @@ from .._core._json import NotJSONError, snapshot
 from .._core._outcomes import (
     ABORTED_BEFORE_DISPATCH_RESULT,
     ARGS_NOT_JSON_RESULT,
+    error_message,
     failure_result,
     materialize,
     text_result,
@@ -45,15 +46,19 @@ from .._core._statistics import now as _now
 from ._call import FINAL, PENDING, RESOLVED, CallRecord
 from ._dispatch import abort_result, dispatch
 from ._waterfalls import (
+    ACCEPT,
     CUT,
     DEFAULT_HOOK_ABORT_GRACE,
+    PostQueue,
+    PreQueue,
     Suspended,
+    accept_next,
+    allow_next,
     apply_post,
     first_step,
-    notify,
+    observer_failed,
+    observer_returned,
     resolve_decision,
-    run_post,
-    run_pre,
     steps,
 )
 
@@ -161,11 +166,14 @@ def policy_now(
     if plan.version != plan.versions.value:
         plan = call.current_plan()  # (inline: the hot path)
     hooks = plan.hooks
-    if hooks.pre:
+    pre = hooks.pre
+    if pre:
         execution = call._execution or call.execution
         try:
-            # first_step(), inlined: a waterfall that does not suspend needs no scope.
-            step = run_pre(hooks.pre, execution)
+            # run_pre() and first_step(), inlined: a single listener is called with the
+            # waterfall's end as its next(); a waterfall that does not suspend needs no
+            # scope.
+            step = pre[0](execution, allow_next) if len(pre) == 1 else PreQueue(pre, execution)()
             if type(step) is not CoroutineType:
                 step = steps(step)
             try:
@@ -189,7 +197,20 @@ def policy_now(
         if plan.version != plan.versions.value:
             plan = call.current_plan()  # (inline: the hot path)
         hooks = plan.hooks
-    _guards(call, hooks.guards)
+    guards = hooks.guards
+    if guards:  # _guards(), inlined
+        execution = call._execution or call.execution
+        for guard in guards:
+            try:
+                reason = guard(execution)
+            except Exception as exc:
+                call.resolve(failure_result(exc), FINAL)
+                return None
+            if reason is not None:
+                _guard_denied(call, reason)
+                return None
+    if call.caller.cancelled:
+        call.resolve(ABORTED_BEFORE_DISPATCH_RESULT, RESOLVED)
     return None
 
 
@@ -249,13 +270,18 @@ def _guards(call: CallRecord, guards: tuple[Any, ...]) -> None:
                 call.resolve(failure_result(exc), FINAL)
                 return
             if reason is not None:
-                if isinstance(reason, str):
-                    call.resolve(text_result("Error: " + reason), RESOLVED)
-                else:
-                    call.resolve(unreachable("ToolGuard result", reason), FINAL)
+                _guard_denied(call, reason)
                 return
     if call.caller.cancelled:
         call.resolve(ABORTED_BEFORE_DISPATCH_RESULT, RESOLVED)
+
+
+def _guard_denied(call: CallRecord, reason: object) -> None:
+    """Resolve a call a guard denied (a reason that is not a string fails the call)."""
+    if isinstance(reason, str):
+        call.resolve(text_result("Error: " + reason), RESOLVED)
+    else:
+        call.resolve(unreachable("ToolGuard result", reason), FINAL)
 
 
 async def prepare(registry: ToolRegistry, input: ToolExecutionInput) -> CallRecord:
@@ -300,7 +326,11 @@ def finalize_now(
         if post:
             execution = call._execution or call.execution
             try:
-                step = run_post(post, execution, result)  # first_step(), inlined
+                # run_post() and first_step(), inlined (as in policy_now).
+                if len(post) == 1:
+                    step = post[0](execution, result, accept_next)
+                else:
+                    step = PostQueue(post, execution, result)()
                 if type(step) is not CoroutineType:
                     step = steps(step)
                 try:
@@ -309,11 +339,19 @@ def finalize_now(
                     decision = done.value
                 else:
                     return _finalize_rest(call, result, Suspended(step, trap), grace)
-                _post_decided(call, result, decision)
+                if decision is ACCEPT:  # the waterfall's own end: the result as it is
+                    if call.caller.cancelled and not result.is_error:
+                        result = abort_result(call, result)
+                    call.result = result
+                    call.state = FINAL
+                else:
+                    _post_decided(call, result, decision)
             except Exception as exc:
                 call.result = failure_result(exc)
                 call.state = FINAL
-    return conclude(call)
+            # A listener may have registered an observer: conclude() re-reads the plan.
+            return conclude(call)
+    return conclude(call, plan)
 
 
 async def _finalize_rest(
@@ -366,8 +404,16 @@ def conclude(call: CallRecord, plan: ToolPlan | None = None) -> ToolExecutionRes
     else:
         plan.stats.ok += 1
     observers = plan.hooks.result
-    if observers:
-        notify(observers, call._execution or call.execution, result)
+    if observers:  # notify(), inlined
+        execution = call._execution or call.execution
+        for observer in observers:
+            try:
+                returned = observer(execution, result)
+            except Exception as exc:
+                observer_failed(execution, error_message(exc))
+                continue
+            if returned is not None:
+                observer_returned(execution, returned)
     return result
 
 

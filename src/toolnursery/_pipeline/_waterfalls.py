@@ -41,13 +41,21 @@ if TYPE_CHECKING:
     from ._call import CallRecord
 
 __all__ = [
+    "ACCEPT",
+    "ALLOW",
     "CUT",
     "DEFAULT_HOOK_ABORT_GRACE",
+    "PostQueue",
+    "PreQueue",
     "Suspended",
+    "accept_next",
+    "allow_next",
     "apply_post",
     "check_hook_abort_grace",
     "first_step",
     "notify",
+    "observer_failed",
+    "observer_returned",
     "resolve_decision",
     "run_post",
     "run_pre",
@@ -56,21 +64,24 @@ __all__ = [
 
 logger = logging.getLogger("toolnursery")
 
-_ALLOW: Final = Allow()
-_ACCEPT: Final = Accept()
+ALLOW: Final = Allow()
+"""The one ``Allow`` the waterfall's end gives (a pass-through waterfall's decision)."""
+ACCEPT: Final = Accept()
+"""The one ``Accept`` the post-execute waterfall's end gives: the result as it is."""
 
 
-async def _allow() -> PreToolDecision:
-    return _ALLOW
+async def allow_next() -> PreToolDecision:
+    """``next()`` of the last pre-execute listener: the waterfall's end allows."""
+    return ALLOW
 
 
 def run_pre(listeners: tuple[Any, ...], execution: ToolExecution) -> Awaitable[PreToolDecision]:
     """The pre-execute waterfall's awaitable: a single listener's own coroutine (no
     coroutine layer of ours), else the first step of a queue."""
     if len(listeners) == 1:
-        awaitable: Awaitable[PreToolDecision] = listeners[0](execution, _allow)
+        awaitable: Awaitable[PreToolDecision] = listeners[0](execution, allow_next)
         return awaitable
-    return _PreQueue(listeners, execution)()
+    return PreQueue(listeners, execution)()
 
 
 # The waterfall queues are small objects rather than recursive closures: a closure that
@@ -78,7 +89,7 @@ def run_pre(listeners: tuple[Any, ...], execution: ToolExecution) -> Awaitable[P
 # per call of collector time on the hot path).
 
 
-class _PreQueue:
+class PreQueue:
     """``next()`` of a pre-execute waterfall: each call runs the next listener."""
 
     __slots__ = ("execution", "index", "listeners")
@@ -95,7 +106,7 @@ class _PreQueue:
             self.index = index + 1
             decision: PreToolDecision = await listeners[index](self.execution, self)
             return decision
-        return _ALLOW
+        return ALLOW
 
 
 async def resolve_decision(
@@ -156,8 +167,9 @@ async def resolve_decision(
     raise UnreachableError("ApprovalOutcome", outcome)
 
 
-async def _accept(*_: object) -> PostToolDecision:
-    return _ACCEPT
+async def accept_next() -> PostToolDecision:
+    """``next()`` of the last post-execute listener: the waterfall's end accepts."""
+    return ACCEPT
 
 
 def run_post(
@@ -165,12 +177,12 @@ def run_post(
 ) -> Awaitable[PostToolDecision]:
     """The post-execute waterfall's awaitable (as :func:`run_pre`)."""
     if len(listeners) == 1:
-        awaitable: Awaitable[PostToolDecision] = listeners[0](execution, result, _accept)
+        awaitable: Awaitable[PostToolDecision] = listeners[0](execution, result, accept_next)
         return awaitable
-    return _PostQueue(listeners, execution, result)()
+    return PostQueue(listeners, execution, result)()
 
 
-class _PostQueue:
+class PostQueue:
     """``next()`` of a post-execute waterfall: each call runs the next listener."""
 
     __slots__ = ("execution", "index", "listeners", "result")
@@ -190,7 +202,7 @@ class _PostQueue:
             self.index = index + 1
             decision: PostToolDecision = await listeners[index](self.execution, self.result, self)
             return decision
-        return _ACCEPT
+        return ACCEPT
 
 
 def apply_post(decision: object, result: ToolExecutionResult) -> ToolExecutionResult:
@@ -221,17 +233,23 @@ def notify(
         try:
             returned = observer(execution, result)
         except Exception as exc:
-            _observer_failed(execution, error_message(exc))
+            observer_failed(execution, error_message(exc))
             continue
-        if returned is not None and inspect.isawaitable(returned):
-            if inspect.iscoroutine(returned):
-                returned.close()
-            _observer_failed(
-                execution, "observer returned an awaitable; observers must be synchronous"
-            )
+        if returned is not None:
+            observer_returned(execution, returned)
 
 
-def _observer_failed(execution: ToolExecution, message: str) -> None:
+def observer_returned(execution: ToolExecution, returned: object) -> None:
+    """An observer returned something other than ``None``: an awaitable is closed and
+    logged (observers are synchronous), anything else is ignored."""
+    if inspect.isawaitable(returned):
+        if inspect.iscoroutine(returned):
+            returned.close()
+        observer_failed(execution, "observer returned an awaitable; observers must be synchronous")
+
+
+def observer_failed(execution: ToolExecution, message: str) -> None:
+    """Log an observer's failure (observers never change or fail the call)."""
     logger.warning(
         'tool "%s" (%s): tools/result observer failed: %s',
         execution.name,
