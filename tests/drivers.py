@@ -96,12 +96,12 @@ class VirtualClockLoop(asyncio.SelectorEventLoop):
     def _thread_done(self, _: object) -> None:
         self.threads -= 1
 
-    async def shutdown_default_executor(self, timeout: float | None = None) -> None:
+    async def shutdown_default_executor(self, *args: Any) -> None:
         # The executor joins its threads in a thread of its own: time stands still until
         # it is done (Python 3.12+ bounds the join with a timer, which would jump at once).
         self.threads += 1
         try:
-            await super().shutdown_default_executor(timeout)
+            await super().shutdown_default_executor(*args)  # 3.12+: a timeout
         finally:
             self.threads -= 1
 
