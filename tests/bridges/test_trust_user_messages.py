@@ -59,7 +59,11 @@ def guarded() -> tuple[ToolScope, ScriptedApproval]:
     return scope, approval
 
 
-def check(case: Case, approval: ScriptedApproval, send_text: str) -> None:
+def check(
+    case: Case, approval: ScriptedApproval, send_text: str, sibling_seen: bool = False
+) -> None:
+    """``sibling_seen``: a sibling call of the model's step may have committed first (a
+    framework that runs one step's calls as separate batches, in threads)."""
     if case == "user":
         assert send_text == "sent to " + VALUE
         assert sent == [VALUE]
@@ -73,6 +77,8 @@ def check(case: Case, approval: ScriptedApproval, send_text: str) -> None:
     if case == "tool":
         assert finding.origin == Origin.FRAGMENT
         assert finding.source_tool == "read_page"
+    elif sibling_seen and finding.origin == Origin.FRAGMENT:
+        assert finding.source_tool == "read_page"  # asked all the same
     else:
         assert finding.origin == Origin.UNSEEN
 
@@ -274,5 +280,13 @@ def test_smolagents_trusts_the_task(case: Case, parallel: bool) -> None:
     agent = ToolCallingAgent(tools=tools, model=model, max_steps=4)
     assert agent.run(user_text(case)) == "done"
     observations = str(model.seen[-1][-1].content)
-    check(case, approval, "sent to " + VALUE if "sent to " + VALUE in observations else REJECTED)
+    # smolagents runs one step's calls as separate batches in threads: with two, the page
+    # read beside the send may commit before the send is checked (then the value is seen
+    # in it, and asked about all the same).
+    check(
+        case,
+        approval,
+        "sent to " + VALUE if "sent to " + VALUE in observations else REJECTED,
+        sibling_seen=parallel,
+    )
     assert (REJECTED in observations) == (case != "user")
