@@ -40,6 +40,7 @@ import mcp.types as types
 import uvicorn
 from mcp import Client
 
+from mcp_sessions import call_and_drop, open_session
 from toolnursery import Ask, ToolDefinition, ToolRegistry, aio, elicit, report_log, report_progress
 from toolnursery._aio._tool import runs_on_either_loop
 from toolnursery.mcp import close_sse_stream, mcp_asgi_app, mcp_server, serve_mcp_http
@@ -57,7 +58,6 @@ MODERN = "2026-07-28"
 BOTH = pytest.mark.parametrize("mode", [LEGACY, MODERN])
 ASYNCIO_HOSTS = ["uvicorn", "hypercorn-asyncio"]
 HOSTS = pytest.mark.parametrize("host", [*ASYNCIO_HOSTS, "hypercorn-trio"])
-ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 
 def where() -> str:
@@ -398,56 +398,6 @@ def test_the_client_hears_when_the_registry_changes(host: str) -> None:
 
 async def tools_noop(args: Any, ctx: Any) -> str:
     return "ok"
-
-
-async def open_session(http: httpx2.AsyncClient, url: str, name: str) -> dict[str, str]:
-    opened = await http.post(
-        url,
-        headers=ACCEPT,
-        json={
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": name, "version": "1"},
-            },
-        },
-    )
-    session = {
-        **ACCEPT,
-        "Mcp-Session-Id": opened.headers["mcp-session-id"],
-        "MCP-Protocol-Version": "2025-11-25",
-    }
-    await http.post(
-        url, headers=session, json={"jsonrpc": "2.0", "method": "notifications/initialized"}
-    )
-    return session
-
-
-async def call_and_drop(
-    http: httpx2.AsyncClient, url: str, session: dict[str, str], word: str
-) -> str:
-    """POST ``whisper`` as request id 2, read the priming event, drop the stream;
-    the priming event's id."""
-    call = {
-        "jsonrpc": "2.0",
-        "id": 2,
-        "method": "tools/call",
-        "params": {"name": "whisper", "arguments": {"word": word}, "_meta": {"progressToken": 7}},
-    }
-    first = b""
-    async with http.stream("POST", url, headers=session, json=call) as stream:
-        async for chunk in stream.aiter_bytes():
-            first += chunk
-            if b"\n\n" in first.replace(b"\r\n", b"\n"):
-                break  # the priming event: then the stream drops
-    return next(
-        line.removeprefix("id:").strip()
-        for line in first.decode().splitlines()
-        if line.startswith("id:")
-    )
 
 
 @HOSTS
