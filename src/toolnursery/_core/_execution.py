@@ -90,7 +90,8 @@ class ToolExecution(msgspec.Struct, frozen=True):
 
         One finding per text inside the argument (per identifier inside a ``content``
         argument): its origin — the user's request, their own identifier, a declared
-        record field of a result, a fragment of a result's text, or unseen — with the
+        record field of a result, the only value of its kind in a source the request
+        names, a fragment of a result's text, or unseen — with the
         source call and the JSON path. Read from the call's scope's ledger
         (:attr:`ToolScope.provenance`); only results of earlier batches count.
 

@@ -70,6 +70,10 @@ class Origin(enum.StrEnum):
         OWN: one of the user's own identifiers (their email, account, phone).
         RECORD: the whole value of a record field a tool declares trusted
             (``contacts[].email``), in a result the model could read.
+        NAMED: the one value of its kind in a source the user's request names: the
+            sender of the email it describes, the account in the bill it points to.
+            Where the source holds two (an injected one beside the real one), neither
+            is named.
         FRAGMENT: inside other result text (an email body, a web page, a note): what an
             injected instruction would make the model copy.
         UNSEEN: nowhere: computed, paraphrased, or made up. Never trusted.
@@ -78,6 +82,7 @@ class Origin(enum.StrEnum):
     REQUEST = "request"
     OWN = "own"
     RECORD = "record"
+    NAMED = "named"
     FRAGMENT = "fragment"
     UNSEEN = "unseen"
 
@@ -91,7 +96,7 @@ class ProvenanceFinding(msgspec.Struct, frozen=True, omit_defaults=True):
             found inside the text).
         kind: the parameter's sink kind.
         origin: where the value was seen (:class:`Origin`).
-        source_tool: the tool whose result held it (record and fragment origins).
+        source_tool: the tool whose result held it (record, named and fragment origins).
         source_call: that result's call id.
         source_path: where in that result, as a JSON path (``$.contacts[2].email``;
             ``$`` for a result's whole text).
@@ -115,8 +120,11 @@ class ProvenanceFinding(msgspec.Struct, frozen=True, omit_defaults=True):
             Origin.UNSEEN: "seen nowhere in the request or in any result",
         }.get(self.origin)
         if where is None:
-            what = "a record field" if self.origin is Origin.RECORD else "text inside"
-            where = f"{what} of {self.source_tool} ({self.source_call}) at {self.source_path}"
+            what = {
+                Origin.RECORD: "a record field of",
+                Origin.NAMED: "the only one of its kind in a source the request names,",
+            }.get(self.origin, "text inside of")
+            where = f"{what} {self.source_tool} ({self.source_call}) at {self.source_path}"
         return f"{self.argument}={self.value!r}: {where}"
 
 

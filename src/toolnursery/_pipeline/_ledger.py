@@ -39,6 +39,7 @@ from ._matching import (
     same_identifier,
     skeletons,
 )
+from ._named import action_words, asks_for_action, pointed_at, request_words
 from ._seen import Seen, leaves
 
 __all__ = ["ProvenanceLedger"]
@@ -75,6 +76,9 @@ class ProvenanceLedger:
         self._trusted: list[str] = []
         self._trusted_haystack: Haystack | None = None
         self._trusted_dates: set[Date] = set()
+        self._request: tuple[str, frozenset[str]] | None = None  # folded, and its words
+        self._actions: dict[str, tuple[str, ...]] = {}  # declare_actions()
+        self._by_tool = False  # the last _origin()'s answer depends on the asking tool
         self._own: dict[str, str] = {}
         self._seen: list[Seen] = []
         self._count = 0  # results observed, dropped ones included
@@ -121,6 +125,7 @@ class ProvenanceLedger:
             self._stable.clear()
             self._trusted.append(text)
             self._trusted_haystack = None
+            self._request = None
             self._trusted_dates |= dates_in(text)
 
     def own(self, *values: str) -> None:
@@ -152,6 +157,14 @@ class ProvenanceLedger:
         self._records_of.clear()
         self._declared[tool] = (*self._declared.get(tool, ()), *paths)
 
+    def declare_actions(self, tool: str, *words: str) -> None:
+        """Set the words a request uses for ``tool``'s action (default: from the verb
+        its name starts with: ``send_money`` → send, pay, transfer, …). A value inside
+        the text of a source the request names counts as named for this tool only when
+        the request uses one of them."""
+        self._answers.clear()
+        self._actions[tool] = tuple(w.casefold() for w in words if w.strip())
+
     # -- what the pipeline tells it -----------------------------------------------------
 
     def observe(self, execution: ToolExecution, result: ToolExecutionResult) -> None:
@@ -166,7 +179,15 @@ class ProvenanceLedger:
         batch = execution.signal
         if batch is not self._answers_for:
             self._answers.clear()
-        seen = Seen(execution.name, execution.call_id, batch, result, steps, self._count)
+        seen = Seen(
+            execution.name,
+            execution.call_id,
+            batch,
+            result,
+            steps,
+            self._count,
+            execution.arguments,
+        )
         self._count += 1
         kept = self._seen
         kept.append(seen)
@@ -305,6 +326,7 @@ class ProvenanceLedger:
         *,
         execution: ToolExecution | None = None,
         argument: str = "",
+        inside: bool = False,
     ) -> ProvenanceFinding:
         """Where ``value`` was seen, as a finding (its ``reason`` is ``None``).
 
@@ -314,6 +336,8 @@ class ProvenanceLedger:
             execution: the call asking: only results of earlier batches count (the
                 model had not read its own batch's); ``None``: every result counts.
             argument: the argument's name, for the finding.
+            inside: ``value`` is an identifier inside a body of text (a ``content``
+                argument): one inside a source's text is then never ``named``.
         """
         if type(kind) is not Sink:
             kind = sink_kind(kind)
@@ -325,7 +349,11 @@ class ProvenanceLedger:
         known = answers.get((value, kind)) or self._stable.get((value, kind))
         if known is not None:
             return known if known.argument == argument else _named(known, argument)
-        finding = self._origin(value, kind, batch, argument)
+        self._by_tool = False
+        tool = None if execution is None else execution.name
+        finding = self._origin(value, kind, batch, argument, None if inside else tool)
+        if self._by_tool:
+            return finding  # another tool's call may get another answer: not kept
         if finding.origin is Origin.REQUEST or finding.origin is Origin.OWN:
             answers = self._stable  # no result changes it: kept across batches
         if len(answers) > 4096:
@@ -333,7 +361,9 @@ class ProvenanceLedger:
         answers[value, kind] = finding
         return finding
 
-    def _origin(self, given: str, kind: Sink, batch: object, argument: str) -> ProvenanceFinding:
+    def _origin(
+        self, given: str, kind: Sink, batch: object, argument: str, tool: str | None = None
+    ) -> ProvenanceFinding:
         value = plain_address(given)  # "Alice <alice@x.io>" is looked up as alice@x.io
         wanted, folded, key, address = prepared(value, kind)
         if not wanted:
@@ -382,13 +412,48 @@ class ProvenanceLedger:
                 argument, given, kind, Origin.RECORD, seen.tool, seen.call_id, seen.path_of(text)
             )
         visible = [seen for seen in reversed(self._seen) if seen.batch is not batch]
+        lifted: ProvenanceFinding | None = None
         for seen in visible:
             path = seen.fragment(wanted, dates)
             if path is not None:
-                return ProvenanceFinding(
-                    argument, given, kind, Origin.FRAGMENT, seen.tool, seen.call_id, path
-                )
-        return ProvenanceFinding(argument, given, kind, Origin.UNSEEN)
+                if kind is Sink.PARTY or kind is Sink.URL:
+                    named = self._pointed(seen, value, kind, tool, trusted)
+                    self._by_tool = True  # depends on the asking tool and argument
+                    if named is not None:
+                        return ProvenanceFinding(
+                            argument, given, kind, Origin.NAMED, seen.tool, seen.call_id, named
+                        )
+                if lifted is None:
+                    lifted = ProvenanceFinding(
+                        argument, given, kind, Origin.FRAGMENT, seen.tool, seen.call_id, path
+                    )
+        return lifted or ProvenanceFinding(argument, given, kind, Origin.UNSEEN)
+
+    def _pointed(
+        self, seen: Seen, value: str, kind: Sink, tool: str | None, trusted: Haystack
+    ) -> str | None:
+        """:func:`pointed_at` with the request. A value inside text may count for a
+        direct argument (``tool`` given) of a tool other than the source's, whose action
+        the request asks for."""
+        request = self._request
+        if request is None:
+            folded = _APART.join(fold(text) for text in self._trusted)
+            request = self._request = (folded, request_words(folded))
+        prose = (
+            tool is not None
+            and tool != seen.tool
+            and asks_for_action(action_words(tool, self._actions), request[0])
+        )
+        return pointed_at(
+            seen,
+            value,
+            kind,
+            request=request[0],
+            words=request[1],
+            trusted=trusted,
+            own=self._own,
+            prose=prose,
+        )
 
     def explain(
         self, execution: ToolExecution, argument: str, kind: Sink | None = None
@@ -418,7 +483,9 @@ class ProvenanceLedger:
             for place, text in texts:
                 if each is Sink.CONTENT:
                     for identifier, like in identifiers_in(text):
-                        one = self.origin(identifier, like, execution=execution, argument=place)
+                        one = self.origin(
+                            identifier, like, execution=execution, argument=place, inside=True
+                        )
                         found.append(_as(one, Sink.CONTENT))
                 elif each is not Sink.INTENT or text:
                     found.append(self.origin(text, each, execution=execution, argument=place))
@@ -447,7 +514,9 @@ class ProvenanceLedger:
             if kind is Sink.CONTENT:
                 for identifier, like in identifiers_in(text):
                     if not record(identifier, batch):
-                        one = self.origin(identifier, like, execution=execution, argument=place)
+                        one = self.origin(
+                            identifier, like, execution=execution, argument=place, inside=True
+                        )
                         found.append(_as(one, Sink.CONTENT))
             elif kind is Sink.SECRET or not (
                 record(text, batch) or (kind is Sink.INTENT and not text)

@@ -36,7 +36,7 @@ from ._registry import Disposer, ToolScope
 
 __all__ = ["RecordedApprovals", "install_provenance_guard"]
 
-_TRUSTED: Final = frozenset({Origin.REQUEST, Origin.OWN, Origin.RECORD})
+_TRUSTED: Final = frozenset({Origin.REQUEST, Origin.OWN, Origin.RECORD, Origin.NAMED})
 _DATE_TRUSTED: Final = _TRUSTED | {Origin.UNSEEN}
 
 # The words a request uses for a destructive action, by the verb a tool's name starts with.

@@ -25,6 +25,7 @@ class Seen:
         "_haystack",
         "_paths",
         "_walks",
+        "arguments",
         "batch",
         "call_id",
         "index",
@@ -41,6 +42,7 @@ class Seen:
         result: ToolExecutionResult,
         record_steps: tuple[tuple[str | None, ...], ...],
         index: int,
+        arguments: object = None,
     ) -> None:
         self.tool = tool
         self.call_id = call_id
@@ -48,6 +50,7 @@ class Seen:
         self.result = result
         self.record_steps = record_steps  # the declared record paths, parsed
         self.index = index  # its place in the ledger: a later result has a larger one
+        self.arguments = arguments  # the call's arguments: what named the source
         self._haystack: Haystack | None = None
         self._paths: list[str] = []
         self._folded: str | None = None

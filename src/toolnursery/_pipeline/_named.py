@@ -1,0 +1,365 @@
+"""A value the user pointed at: the one value of its kind in a source their request names.
+
+"Reply to the sender of the tech newsletter", "pay my bill, it's in bill-may.txt", "thank
+whoever posted the offsite notes": the value the model copies is in a tool result, not in
+the request, yet the user chose it. The ledger calls :func:`pointed_at` for a value it
+found in a result's text (before calling it a fragment); it answers with the value's
+JSON path when
+
+* the request names the source: the call that read it took only arguments the request
+  gives (the file, the channel, the search words), or the request's words single out
+  one item of a list result (the email, the transaction, the message) from its
+  siblings, matching more of them than any other item;
+* in that source the value is the only one of its kind (parties, links): an injected
+  value next to the real one makes two, and both are asked about;
+* the value is a whole field of it (the sender, the author), or, for a value inside its
+  text, the request asks for the action of the tool it goes to (``pay`` for
+  ``send_money``) and that tool does not change an existing thing (``update_*``: who a
+  standing payment goes to is never taken from text).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Container, Iterator, Mapping
+from typing import Any, Final
+
+from .._core._provenance import Sink
+from ._matching import Haystack, fold, identifiers_in, needles, plain_address
+from ._seen import Seen
+
+__all__ = ["action_words", "asks_for_action", "pointed_at", "request_words"]
+
+# The words a request uses for a tool's action, by the verb its name starts with.
+_ACTIONS: Final[dict[str, tuple[str, ...]]] = {
+    "send": (
+        "send",
+        "pay",
+        "transfer",
+        "wire",
+        "refund",
+        "forward",
+        "reply",
+        "email",
+        "mail",
+        "text",
+        "message",
+        "dm",
+        "write",
+        "share",
+    ),
+    "pay": ("pay", "send", "transfer", "wire", "refund"),
+    "transfer": ("transfer", "send", "pay", "wire", "move"),
+    "forward": ("forward", "send", "share"),
+    "reply": ("reply", "respond", "answer", "write back"),
+    "email": ("email", "mail", "send", "write", "reply", "forward"),
+    "post": ("post", "share", "send", "publish", "announce", "write"),
+    "share": ("share", "send", "post", "forward"),
+    "invite": ("invite", "add"),
+    "read": ("read", "open", "visit", "summarize", "summarise", "check", "look", "browse"),
+    "open": ("open", "read", "visit", "check", "look", "browse"),
+    "visit": ("visit", "open", "read", "check", "browse"),
+    "fetch": ("fetch", "read", "open", "visit", "check", "get", "download"),
+    "get": ("get", "fetch", "read", "open", "check", "download"),
+    "browse": ("browse", "open", "visit", "read"),
+    "download": ("download", "fetch", "get", "save"),
+    "create": ("create", "schedule", "book", "set up", "add", "invite", "plan", "arrange"),
+    "schedule": ("schedule", "create", "book", "set up", "plan", "arrange"),
+    "book": ("book", "reserve", "schedule"),
+    "call": ("call", "phone", "ring", "dial"),
+}
+# Tools that change what exists (who a standing payment goes to, an account's email):
+# a value inside text never names their party.
+_CHANGES: Final = frozenset(
+    {"update", "change", "set", "modify", "edit", "reset", "move", "replace", "rename"}
+)
+_VERBS: Final = frozenset(
+    {w for words in _ACTIONS.values() for w in words} | set(_ACTIONS) | _CHANGES
+)
+# The words a request uses for a value of a kind: a value inside the text of an item
+# (a message, a transaction) counts only when the request asks for one ("the link
+# in Bob's message"), not for any item that copies its words.
+_KIND_WORDS: Final[dict[Sink, tuple[str, ...]]] = {
+    Sink.URL: ("link", "url", "page", "site", "website", "article", "address"),
+    Sink.PARTY: ("address", "account", "iban", "number", "phone", "contact", "recipient"),
+}
+_CAMEL: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_SPLIT: Final = re.compile(r"[_\-\s.]+")
+_WORD: Final = re.compile(r"[^\W_]+")
+# Words too common to single out one item: they say how, not which.
+_COMMON: Final = frozenset(
+    [
+        "about",
+        "above",
+        "after",
+        "again",
+        "also",
+        "another",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "could",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "every",
+        "from",
+        "further",
+        "have",
+        "having",
+        "here",
+        "into",
+        "just",
+        "more",
+        "most",
+        "much",
+        "only",
+        "other",
+        "over",
+        "please",
+        "same",
+        "should",
+        "some",
+        "such",
+        "than",
+        "that",
+        "their",
+        "theirs",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "under",
+        "until",
+        "very",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "whoever",
+        "whom",
+        "whose",
+        "will",
+        "with",
+        "would",
+        "your",
+        "yours",
+        "want",
+        "need",
+        "make",
+        "sure",
+        "tell",
+        "thanks",
+        "thank",
+    ]
+)
+
+
+def verb_of(tool: str) -> str:
+    """The verb a tool's name starts with (``sendMoney``, ``send_money``: ``send``)."""
+    words = [w for w in _SPLIT.split(_CAMEL.sub("_", tool).lower()) if w]
+    return words[0] if words else ""
+
+
+def action_words(tool: str, given: Mapping[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """The words a request uses for ``tool``'s action (``given`` per tool, else from its
+    verb); ``()`` for a tool that changes an existing thing."""
+    words = given.get(tool)
+    if words:
+        return words
+    verb = verb_of(tool)
+    if not verb or verb in _CHANGES:
+        return ()
+    return _ACTIONS.get(verb, (verb,))
+
+
+def asks_for_action(words: tuple[str, ...], request: str) -> bool:
+    """Whether ``request`` (folded) uses one of ``words`` as a word (``pay``, ``pays``,
+    ``paying``; not ``payment``)."""
+    for word in words:
+        body = r"\s+".join(map(re.escape, word.casefold().split()))
+        if re.search(r"(?<![^\W_])" + body + r"(?:s|es|ed|d|ing)?(?![^\W_])", request):
+            return True
+    return False
+
+
+def request_words(request: str) -> frozenset[str]:
+    """The words of ``request`` (folded) that can single out an item: four letters or
+    more, not a common word, not a word for an action (they say what to do, not to
+    what), not a part of an identifier the request gives."""
+    spelled = {
+        w for identifier, _ in identifiers_in(request) for w in _WORD.findall(fold(identifier))
+    }
+    return frozenset(
+        w
+        for w in _WORD.findall(request)
+        if len(w) >= 4
+        and w not in _COMMON
+        and w not in _VERBS
+        and w not in spelled
+        and not w.isdigit()
+    )
+
+
+def _in_request(text: str, request: str) -> bool:
+    folded = fold(text).strip()
+    if len(folded) < 2:
+        return False
+    pattern = r"(?<![^\W_])" + re.escape(folded) + r"(?![^\W_])"
+    return re.search(pattern, request) is not None
+
+
+def _named_by_arguments(arguments: object, request: str) -> bool:
+    """Whether the call took text arguments and the request gives every one of them."""
+    texts = [text for _, text, _ in _walk(arguments, "$", "") if text.strip()]
+    return bool(texts) and all(_in_request(text, request) for text in texts)
+
+
+_Leaf = tuple[str, str, str]  # (JSON path, text, the path of the list item it is in)
+
+
+def _walk(value: Any, path: str, item: str) -> Iterator[_Leaf]:
+    if isinstance(value, str):
+        yield path, value, item
+    elif isinstance(value, dict):
+        for key, each in value.items():
+            yield from _walk(each, f"{path}.{key}", item)
+    elif isinstance(value, list | tuple):
+        for i, each in enumerate(value):
+            place = f"{path}[{i}]"
+            yield from _walk(each, place, place if isinstance(each, dict) else item)
+
+
+def _shape(path: str) -> str:
+    return re.sub(r"\[\d+\]", "[]", path)
+
+
+def _key(text: str, kind: Sink) -> str | None:
+    found = needles(plain_address(text), kind)
+    return found[0] if found else None
+
+
+def pointed_at(
+    seen: Seen,
+    value: str,
+    kind: Sink,
+    *,
+    request: str,
+    words: frozenset[str],
+    trusted: Haystack,
+    own: Container[str],
+    prose: bool,
+) -> str | None:
+    """The JSON path of ``value`` in ``seen`` when it is the one value of its kind in a
+    source the request names (see the module's text); ``None`` otherwise.
+
+    Args:
+        seen: a result holding the value.
+        value: the sink value.
+        kind: ``party`` or ``url``.
+        request: the trusted text, folded and joined.
+        words: :func:`request_words` of it.
+        trusted: the trusted text, for leaving out values it gives.
+        own: the needles of the user's own identifiers.
+        prose: whether a value inside text may count (the request asks for the action).
+    """
+    if seen.result.is_error:
+        return None
+    wanted = _key(value, kind)
+    if wanted is None:
+        return None
+    whole = seen.result.value
+    leaves = [("$", seen.result.text, "")] if whole is None else list(_walk(whole, "$", ""))
+    at = next((leaf for leaf in leaves if _key(leaf[1], kind) == wanted), None)
+    field = at is not None
+    if at is None:
+        # inside text, only an identifier its text can be searched for (an address,
+        # a link, an account or phone number) is known to be the only one there
+        if not prose or [_key(i, kind) for i, like in identifiers_in(value) if like is kind] != [
+            wanted
+        ]:
+            return None
+        haystack = Haystack([text for _, text, _ in leaves])
+        index = haystack.find(wanted)
+        if index < 0:
+            return None
+        at = leaves[index]
+    # where it must be the only one: the item the request's words single out; the
+    # whole source the call's arguments named (for a value inside text: a document's)
+    scopes: list[list[_Leaf]] = []
+    item = at[2]
+    if item and words:
+        # the words that name the source (the channel read) do not describe an item
+        named = {
+            w for _, text, _ in _walk(seen.arguments, "$", "") for w in _WORD.findall(fold(text))
+        }
+        mine = _described(leaves, item, words - named, field)
+        if mine is not None:
+            scopes.append(mine)
+    if not field and whole is not None and not asks_for_action(_KIND_WORDS[kind], request):
+        scopes.clear()  # inside an item's text: only a value of a kind the request asks for
+    if (field or whole is None) and _named_by_arguments(seen.arguments, request):
+        scopes.append(leaves)
+    shape = _shape(at[0]) if field else None
+    for scope in scopes:
+        others = _candidates(scope, kind, shape) - {wanted}
+        others = {k for k in others if k not in own and trusted.find(k) < 0}
+        if not others:
+            return at[0]
+    return None
+
+
+def _described(
+    leaves: list[_Leaf], item: str, words: frozenset[str], alone: bool
+) -> list[_Leaf] | None:
+    """The leaves of the items of ``item``'s list the request describes, when ``item``
+    is one: every item matching two of its words or more (an injected item that copies
+    the request's words is one more, not the only one); else (when ``alone``) the one
+    item matching one, if it is alone in that."""
+    parent = item[: item.rindex("[")]
+    items = re.compile(re.escape(parent) + r"\[\d+\](?=[.\[]|\Z)")
+    texts: dict[str, list[str]] = {}
+    for path, text, _ in leaves:
+        owner = items.match(path)
+        if owner is not None:
+            texts.setdefault(owner.group(), []).append(text)
+    scores = {
+        owner: len(words.intersection(_WORD.findall(fold(" ".join(parts)))))
+        for owner, parts in texts.items()
+    }
+    chosen = {owner for owner, score in scores.items() if score >= 2}
+    if not chosen and alone:
+        chosen = {owner for owner, score in scores.items() if score == 1}
+        if len(chosen) != 1:
+            return None
+    if item not in chosen:
+        return None
+    return [leaf for leaf in leaves if (m := items.match(leaf[0])) and m.group() in chosen]
+
+
+def _candidates(scope: list[_Leaf], kind: Sink, shape: str | None) -> set[str]:
+    """The values of ``kind`` a scope holds: identifiers in its texts, and the texts of
+    the fields shaped like ``shape`` (the value's own field, in every item)."""
+    found: set[str] = set()
+    for path, text, _ in scope:
+        if shape is not None and _shape(path) == shape:
+            key = _key(text, kind)
+            if key is not None:
+                found.add(key)
+        for identifier, like in identifiers_in(text):
+            if like is kind:
+                key = _key(identifier, kind)
+                if key is not None:
+                    found.add(key)
+    return found
