@@ -77,7 +77,7 @@ class ProvenanceLedger:
         self._trusted_haystack: Haystack | None = None
         self._trusted_dates: set[Date] = set()
         self._request: tuple[str, frozenset[str]] | None = None  # folded, and its words
-        self._actions: dict[str, tuple[str, ...]] = {}  # declare_actions()
+        self._action_words: dict[str, tuple[str, ...]] = {}  # declare_actions()
         self._by_tool = False  # the last _origin()'s answer depends on the asking tool
         self._own: dict[str, str] = {}
         self._seen: list[Seen] = []
@@ -163,7 +163,7 @@ class ProvenanceLedger:
         the text of a source the request names counts as named for this tool only when
         the request uses one of them."""
         self._answers.clear()
-        self._actions[tool] = tuple(w.casefold() for w in words if w.strip())
+        self._action_words[tool] = tuple(w.casefold() for w in words if w.strip())
 
     # -- what the pipeline tells it -----------------------------------------------------
 
@@ -442,7 +442,7 @@ class ProvenanceLedger:
         prose = (
             tool is not None
             and tool != seen.tool
-            and asks_for_action(action_words(tool, self._actions), request[0])
+            and asks_for_action(action_words(tool, self._action_words), request[0])
         )
         return pointed_at(
             seen,

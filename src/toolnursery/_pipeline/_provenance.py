@@ -5,7 +5,8 @@ of a tool with sink parameters it asks the scope's ledger where every sink value
 from (:meth:`ProvenanceLedger.explain`) and objects to
 
 * a party, link, content identifier or destructive target lifted out of result text, or
-  seen nowhere (it may be paraphrased, computed or made up: never trusted);
+  seen nowhere (it may be paraphrased, computed or made up: never trusted), unless it
+  is the one value of its kind in a source the request names (``named``);
 * a date lifted out of result text (a date seen nowhere is one the model computed);
 * a secret from anywhere but the user's request (always denied, never asked);
 * a destructive tool (an ``intent`` sink) the request never asked for by name.
@@ -126,9 +127,11 @@ def install_provenance_guard(
             ``{"send_email": {"to": Sink.PARTY}}``; they add to a definition's own.
         records: record fields for tools whose definitions declare none:
             ``{"search_contacts": ["[].email"]}``.
-        intents: the words a request must use before a destructive tool (one with an
-            ``intent`` sink) runs, per tool (default: from the verb its name starts with,
-            ``delete_file`` → delete, remove, erase, …).
+        intents: the words a request uses for a tool's action, per tool: a destructive
+            tool (one with an ``intent`` sink) runs only when the request uses one, and
+            any tool takes a value out of the text of a source the request names only
+            then (default: from the verb its name starts with, ``delete_file`` →
+            delete, remove, erase, …; ``send_money`` → send, pay, transfer, …).
         max_results: the most results the run's ledger keeps (default
             :attr:`ProvenanceLedger.DEFAULT_MAX_RESULTS`, 5000); past it the oldest are
             dropped (:attr:`ProvenanceLedger.dropped`), and a value seen only in them
@@ -158,6 +161,8 @@ def install_provenance_guard(
             for argument, kinds in by_argument.items()
         }
     words = {tool: tuple(w.casefold() for w in given) for tool, given in (intents or {}).items()}
+    for tool, given in words.items():
+        ledger.declare_actions(tool, *given)
     registry = scope.registry
 
     # per tool name and scope, until the registry changes (a tool registered,
