@@ -349,14 +349,19 @@ def _described(
 
 
 def _candidates(scope: list[_Leaf], kind: Sink, shape: str | None) -> set[str]:
-    """The values of ``kind`` a scope holds: identifiers in its texts, and the texts of
-    the fields shaped like ``shape`` (the value's own field, in every item)."""
+    """The values like the one asked about that a scope holds. For a whole field
+    (``shape``, its path with the list places left out): that field, in every item of
+    the scope (an address in a body is not a second sender: a call that copies the
+    sender did not copy it). For a value inside text: every identifier of ``kind`` in
+    the scope's texts, whole fields too (the real value may be one)."""
     found: set[str] = set()
     for path, text, _ in scope:
-        if shape is not None and _shape(path) == shape:
-            key = _key(text, kind)
-            if key is not None:
-                found.add(key)
+        if shape is not None:
+            if _shape(path) == shape:
+                key = _key(text, kind)
+                if key is not None:
+                    found.add(key)
+            continue
         for identifier, like in identifiers_in(text):
             if like is kind:
                 key = _key(identifier, kind)
