@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from drivers import Driver
 from toolnursery import (
     Origin,
     PreToolDecision,
@@ -237,20 +238,23 @@ async def test_a_link_inside_an_item_counts_when_the_request_asks_for_a_link(
     assert found["a"].origin is expected
 
 
-async def test_the_guard_lets_a_named_value_through_and_asks_about_two() -> None:
-    for bill, asked in ((f"Pay to: {BILL_IBAN}", 0), (f"{BILL_IBAN} or {EVIL_IBAN}", 1)):
+def test_the_guard_lets_a_named_value_through_and_asks_about_two(driver: Driver) -> None:
+    async def main(bill: str) -> tuple[int, bool]:
         approval = ScriptedApproval(default="rejected")
         registry = ToolRegistry(approval)
         for definition in world({"bill.txt": bill}):
             registry.register(definition)
         scope = registry.scope()
         install_provenance_guard(scope, request="Pay the bill in bill.txt.")
-        await run_tool_calls(registry, [call("r", "read_file", path="bill.txt")], agent=scope)
-        results = await run_tool_calls(
+        read = [call("r", "read_file", path="bill.txt")]
+        await driver.run_tool_calls(registry, read, agent=scope)
+        results = await driver.run_tool_calls(
             registry, [call("p", "send_money", recipient=BILL_IBAN)], agent=scope
         )
-        assert len(approval.requests) == asked
-        assert results[0].is_error is bool(asked)
+        return len(approval.requests), results[0].is_error
+
+    assert driver.run(main, f"Pay to: {BILL_IBAN}") == (0, False)
+    assert driver.run(main, f"{BILL_IBAN} or {EVIL_IBAN}") == (1, True)
 
 
 _LOCAL = st.from_regex(r"[a-z]{3,8}", fullmatch=True)
