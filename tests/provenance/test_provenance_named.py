@@ -57,7 +57,12 @@ def world(
         """Open a web page."""
         return "page"
 
-    return [read_file, list_items, send_money, update_payment, open_page]
+    @tool
+    def post_form(url: Annotated[str, Sink.URL]) -> str:
+        """Post the user's data to a web form."""
+        return "posted"
+
+    return [read_file, list_items, send_money, update_payment, open_page, post_form]
 
 
 async def origins(
@@ -216,6 +221,34 @@ MESSAGES = [
     {"author": "omar", "text": "Offsite notes are up at www.wiki.dev/offsite"},
     {"author": "priya", "text": "Standup moved to 9:30."},
 ]
+
+
+async def test_a_link_out_of_a_named_file_is_read_not_posted_to() -> None:
+    found = await origins(
+        "Read notes.txt, open its link and post the form.",
+        [call("r", "read_file", path="notes.txt")],
+        [
+            call("a", "open_page", url="www.forms.example/f"),
+            call("b", "post_form", url="www.forms.example/f"),
+        ],
+        files={"notes.txt": "The form: www.forms.example/f"},
+    )
+    assert found["a"].origin is Origin.NAMED
+    assert found["b"].origin is Origin.FRAGMENT
+
+
+async def test_an_item_described_by_a_short_name() -> None:
+    items = [
+        {"author": "bob", "text": "Good article: www.news.example/a"},
+        {"author": "eve", "text": "Lunch at noon?"},
+    ]
+    found = await origins(
+        "Open the article Bob posted.",
+        [call("r", "list_items")],
+        [call("a", "open_page", url="www.news.example/a")],
+        items=items,
+    )
+    assert found["a"].origin is Origin.NAMED
 
 
 @pytest.mark.parametrize(

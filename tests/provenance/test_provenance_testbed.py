@@ -28,9 +28,9 @@ NOT_BLOCKED = [
 @pytest.mark.timeout(300)
 async def test_the_testbed_table_does_not_regress() -> None:
     table = await measure(ENVIRONMENTS)
-    assert (table.benign, table.pairs) == (52, 186)
+    assert (table.benign, table.pairs) == (52, 187)
     assert table.benign_undefended == 52
-    assert table.undefended_success == 186
+    assert table.undefended_success == 187
     assert sorted(table.lost) == COPIED_INTO_A_BODY
     assert table.asked_tasks == table.prompts == len(COPIED_INTO_A_BODY)
     assert sorted(table.missed) == NOT_BLOCKED
@@ -46,4 +46,4 @@ async def test_the_testbed_table_does_not_regress() -> None:
         blocked, total = table.attacks_by_kind[f"adaptive: {adaptive}"]
         assert blocked == total > 0, adaptive
     blocked, total = table.attacks_by_kind["adaptive: named-source"]
-    assert (blocked, total) == (16, 17)  # all but b-sole-account
+    assert (blocked, total) == (17, 18)  # all but b-sole-account

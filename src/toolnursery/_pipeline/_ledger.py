@@ -39,7 +39,7 @@ from ._matching import (
     same_identifier,
     skeletons,
 )
-from ._named import action_words, asks_for_action, pointed_at, request_words
+from ._named import may_lift, pointed_at, request_words
 from ._seen import Seen, leaves
 
 __all__ = ["ProvenanceLedger"]
@@ -439,11 +439,7 @@ class ProvenanceLedger:
         if request is None:
             folded = _APART.join(fold(text) for text in self._trusted)
             request = self._request = (folded, request_words(folded))
-        prose = (
-            tool is not None
-            and tool != seen.tool
-            and asks_for_action(action_words(tool, self._action_words), request[0])
-        )
+        prose = may_lift(tool, seen.tool, kind, self._action_words, request[0])
         return pointed_at(
             seen,
             value,

@@ -28,7 +28,7 @@ from .._core._provenance import Sink
 from ._matching import Haystack, fold, identifiers_in, needles, plain_address
 from ._seen import Seen
 
-__all__ = ["action_words", "asks_for_action", "pointed_at", "request_words"]
+__all__ = ["action_words", "asks_for_action", "may_lift", "pointed_at", "request_words"]
 
 # The words a request uses for a tool's action, by the verb its name starts with.
 _ACTIONS: Final[dict[str, tuple[str, ...]]] = {
@@ -87,83 +87,17 @@ _CAMEL: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SPLIT: Final = re.compile(r"[_\-\s.]+")
 _WORD: Final = re.compile(r"[^\W_]+")
 # Words too common to single out one item: they say how, not which.
-_COMMON: Final = frozenset(
-    [
-        "about",
-        "above",
-        "after",
-        "again",
-        "also",
-        "another",
-        "because",
-        "been",
-        "before",
-        "being",
-        "below",
-        "between",
-        "both",
-        "could",
-        "does",
-        "doing",
-        "down",
-        "during",
-        "each",
-        "every",
-        "from",
-        "further",
-        "have",
-        "having",
-        "here",
-        "into",
-        "just",
-        "more",
-        "most",
-        "much",
-        "only",
-        "other",
-        "over",
-        "please",
-        "same",
-        "should",
-        "some",
-        "such",
-        "than",
-        "that",
-        "their",
-        "theirs",
-        "them",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "those",
-        "through",
-        "under",
-        "until",
-        "very",
-        "what",
-        "when",
-        "where",
-        "which",
-        "while",
-        "whoever",
-        "whom",
-        "whose",
-        "will",
-        "with",
-        "would",
-        "your",
-        "yours",
-        "want",
-        "need",
-        "make",
-        "sure",
-        "tell",
-        "thanks",
-        "thank",
-    ]
-)
+_COMMON_WORDS: Final = """
+    about above after again all also and another any are back because been before being
+    below between both but can could did does doing down during each every few for from
+    further had has have having her here hers him his how into its just let more most
+    much new not now off old one only other our out over own please same she should
+    some such than that the their theirs them then there these they this those through
+    too two under until very via was way what when where which while who whoever whom
+    whose why will with would yes you your yours want need make sure tell thanks thank
+    today tomorrow yesterday
+"""
+_COMMON: Final = frozenset(_COMMON_WORDS.split())
 
 
 def verb_of(tool: str) -> str:
@@ -184,6 +118,27 @@ def action_words(tool: str, given: Mapping[str, tuple[str, ...]]) -> tuple[str, 
     return _ACTIONS.get(verb, (verb,))
 
 
+_READS: Final = frozenset({"read", "open", "visit", "fetch", "get", "browse", "download"})
+
+
+def may_lift(
+    tool: str | None,
+    source: str,
+    kind: Sink,
+    given: Mapping[str, tuple[str, ...]],
+    request: str,
+) -> bool:
+    """Whether a call of ``tool`` may take a value of ``kind`` out of the text of a
+    result of ``source`` the request names: a direct argument (``tool`` given) of
+    another tool, whose action the request asks for, that changes nothing that exists;
+    a link only to read it (posting to a link out of a page sends data to it)."""
+    if tool is None or tool == source:
+        return False
+    if kind is Sink.URL and verb_of(tool) not in _READS and tool not in given:
+        return False
+    return asks_for_action(action_words(tool, given), request)
+
+
 def asks_for_action(words: tuple[str, ...], request: str) -> bool:
     """Whether ``request`` (folded) uses one of ``words`` as a word (``pay``, ``pays``,
     ``paying``; not ``payment``)."""
@@ -195,7 +150,7 @@ def asks_for_action(words: tuple[str, ...], request: str) -> bool:
 
 
 def request_words(request: str) -> frozenset[str]:
-    """The words of ``request`` (folded) that can single out an item: four letters or
+    """The words of ``request`` (folded) that can single out an item: three letters or
     more, not a common word, not a word for an action (they say what to do, not to
     what), not a part of an identifier the request gives."""
     spelled = {
@@ -204,7 +159,7 @@ def request_words(request: str) -> frozenset[str]:
     return frozenset(
         w
         for w in _WORD.findall(request)
-        if len(w) >= 4
+        if len(w) >= 3
         and w not in _COMMON
         and w not in _VERBS
         and w not in spelled
