@@ -417,7 +417,7 @@ class ProvenanceLedger:
             path = seen.fragment(wanted, dates)
             if path is not None:
                 if kind is Sink.PARTY or kind is Sink.URL:
-                    named = self._pointed(seen, value, kind, tool, trusted)
+                    named = self._pointed(seen, value, kind, tool, trusted, visible)
                     self._by_tool = True  # depends on the asking tool and argument
                     if named is not None:
                         return ProvenanceFinding(
@@ -430,7 +430,13 @@ class ProvenanceLedger:
         return lifted or ProvenanceFinding(argument, given, kind, Origin.UNSEEN)
 
     def _pointed(
-        self, seen: Seen, value: str, kind: Sink, tool: str | None, trusted: Haystack
+        self,
+        seen: Seen,
+        value: str,
+        kind: Sink,
+        tool: str | None,
+        trusted: Haystack,
+        visible: list[Seen],
     ) -> str | None:
         """:func:`pointed_at` with the request. A value inside text may count for a
         direct argument (``tool`` given) of a tool other than the source's, whose action
@@ -449,6 +455,7 @@ class ProvenanceLedger:
             trusted=trusted,
             own=self._own,
             prose=prose,
+            records=visible,
         )
 
     def explain(

@@ -21,7 +21,7 @@ JSON path when
 from __future__ import annotations
 
 import re
-from collections.abc import Container, Iterator, Mapping
+from collections.abc import Container, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from .._core._provenance import Sink
@@ -215,6 +215,7 @@ def pointed_at(
     trusted: Haystack,
     own: Container[str],
     prose: bool,
+    records: Sequence[Seen] = (),
 ) -> str | None:
     """The JSON path of ``value`` in ``seen`` when it is the one value of its kind in a
     source the request names (see the module's text); ``None`` otherwise.
@@ -228,6 +229,10 @@ def pointed_at(
         trusted: the trusted text, for leaving out values it gives.
         own: the needles of the user's own identifiers.
         prose: whether a value inside text may count (the request asks for the action).
+        records: the results the call could see: a value inside text does not count
+            when the request describes a record holding a value of its kind (``pay the
+            rent to my landlord``: the payee the user keeps, not an account a notice
+            names).
     """
     if seen.result.is_error:
         return None
@@ -244,6 +249,8 @@ def pointed_at(
         if not prose or [_key(i, kind) for i, like in identifiers_in(value) if like is kind] != [
             wanted
         ]:
+            return None
+        if words and any(_describes_a_record(each, kind, words) for each in records):
             return None
         haystack = Haystack([text for _, text, _ in leaves])
         index = haystack.find(wanted)
@@ -301,6 +308,26 @@ def _described(
     if item not in chosen:
         return None
     return [leaf for leaf in leaves if (m := items.match(leaf[0])) and m.group() in chosen]
+
+
+def _describes_a_record(seen: Seen, kind: Sink, words: frozenset[str]) -> bool:
+    """Whether the request's words match an item of a result holding records (a payee,
+    a contact, a transaction) that has a value of ``kind`` in a field of its own."""
+    whole = seen.result.value
+    if not seen.record_steps or whole is None or seen.result.is_error:
+        return False
+    items: dict[str, list[str]] = {}
+    holds: set[str] = set()
+    for _, text, item in _walk(whole, "$", ""):
+        items.setdefault(item, []).append(text)
+        found = identifiers_in(text)
+        if len(found) == 1 and found[0][1] is kind and _key(found[0][0], kind) == _key(text, kind):
+            holds.add(item)  # a field that is one identifier of the kind, whole
+    for item in holds:
+        spoken = {w for text in items[item] for w in _WORD.findall(fold(text))}
+        if words & spoken:
+            return True
+    return False
 
 
 def _candidates(scope: list[_Leaf], kind: Sink, shape: str | None) -> set[str]:
