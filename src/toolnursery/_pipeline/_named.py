@@ -118,6 +118,10 @@ def action_words(tool: str, given: Mapping[str, tuple[str, ...]]) -> tuple[str, 
     return _ACTIONS.get(verb, (verb,))
 
 
+MAX_TEXTS: Final = 2000
+"""The most texts a source may hold for a value in it to be ``named`` (its cost is a
+walk of them; a larger source's values are asked about)."""
+
 _READS: Final = frozenset({"read", "open", "visit", "fetch", "get", "browse", "download"})
 
 
@@ -241,6 +245,8 @@ def pointed_at(
         return None
     whole = seen.result.value
     leaves = [("$", seen.result.text, "")] if whole is None else list(_walk(whole, "$", ""))
+    if len(leaves) > MAX_TEXTS:
+        return None  # too large a source to be sure of: asked about
     at = next((leaf for leaf in leaves if _key(leaf[1], kind) == wanted), None)
     field = at is not None
     if at is None:
