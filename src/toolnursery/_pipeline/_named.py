@@ -13,9 +13,13 @@ JSON path when
 * in that source the value is the only one of its kind (parties, links): an injected
   value next to the real one makes two, and both are asked about;
 * the value is a whole field of it (the sender, the author), or, for a value inside its
-  text, the request asks for the action of the tool it goes to (``pay`` for
-  ``send_money``) and that tool does not change an existing thing (``update_*``: who a
-  standing payment goes to is never taken from text).
+  text: it is an identifier (an address, account, phone number or link); the request
+  asks for the action of the tool it goes to (``pay`` for ``send_money``), a tool other
+  than the source's that does not change an existing thing (``update_*``: who a
+  standing payment goes to is never taken from text), and a link only to be read; the
+  request does not name the party by what a record the model read knows ("to my
+  landlord"); inside an item's text, the request asks for that kind of value ("the
+  link in …").
 """
 
 from __future__ import annotations
