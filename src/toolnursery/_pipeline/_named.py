@@ -7,9 +7,9 @@ found in a result's text (before calling it a fragment); it answers with the val
 JSON path when
 
 * the request names the source: the call that read it took only arguments the request
-  gives (the file, the channel, the search words), or the request's words single out
-  one item of a list result (the email, the transaction, the message) from its
-  siblings, matching more of them than any other item;
+  gives (the file, the channel, the search words), or the request's words describe
+  items of a list result (the email, the transaction, the message): every item
+  matching two of them or more, else the one item matching one;
 * in that source the value is the only one of its kind (parties, links): an injected
   value next to the real one makes two, and both are asked about;
 * the value is a whole field of it (the sender, the author), or, for a value inside its
