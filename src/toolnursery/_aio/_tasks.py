@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable, Coroutine
 from typing import Any, Final
 
+from .._core._aiocancel import SelfCancel
 from .._core._content import ToolExecutionResult
 from .._core._errors import AbortError, ToolTimeoutError
 from .._core._lifecycle import RESOLVED, Slot, cut_short
@@ -117,37 +118,6 @@ class DeadlineGroup:
                 resolve_dispatch(call, result)
                 return
         resolve_dispatch(call, failed if failed is not None else settle(call, value))
-
-
-class SelfCancel:
-    """Cancels the driver's own task when the batch signal fires (a dispatch it runs
-    in place); from inside that task (a body aborting its own batch), at its next
-    suspension instead, so the cancellation always lands inside the dispatch."""
-
-    __slots__ = ("handle", "sent", "task")
-
-    def __init__(self, task: asyncio.Task[Any]) -> None:
-        self.task: asyncio.Task[Any] = task
-        self.sent: bool = False
-        self.handle: asyncio.Handle | None = None
-
-    def __call__(self, _: CancelSignal) -> None:
-        if _current_task() is self.task:
-            self.handle = self.task.get_loop().call_soon(self.fire)
-        else:
-            self.fire()
-
-    def fire(self) -> None:
-        self.handle = None
-        if not self.sent:
-            self.sent = True
-            self.task.cancel()
-
-    def close(self) -> None:
-        handle = self.handle
-        if handle is not None:
-            self.handle = None
-            handle.cancel()
 
 
 class BodyCancel(SelfCancel):

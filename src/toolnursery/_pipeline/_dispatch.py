@@ -35,6 +35,7 @@ signal is linked (O(1)) to a scope around the body.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
@@ -45,11 +46,12 @@ from .._core._errors import ToolArgsError, ToolNotFoundError, ToolTimeoutError
 from .._core._execution import ToolDispatchExecution, dispatch_view
 from .._core._lifecycle import aborted_as, cut_short
 from .._core._outcomes import JSON_STARTS, failure_result, normalize, unreachable
-from .._core._signal import CancelSignal, ScopeLink, fired_before, link, unlink
+from .._core._signal import CancelSignal, fired_before
 from . import _deadline
 from ._call import FINAL, PENDING, RESOLVED, AttemptContext, CallRecord
 from ._deadline import DeadlinePolicy
 from ._plan import Route
+from ._replaced import CANCELLED, dispatch_replaced, in_scope
 
 if TYPE_CHECKING:
     from ._plan import ToolPlan
@@ -453,9 +455,16 @@ class _ExecuteNext:
                 if budget is not None:
                     return _timed_dispatch(call, self.view._signal, self.carried, budget)
         signal = self.view._signal
+        native = self.native
+        if native is not False:  # the asyncio driver's: its task carries the abort
+            if plan.definition is None:
+                return _returned(failure_result(ToolNotFoundError(call.name)))
+            if signal is call.caller and not signal.cancelled:
+                return _direct(call, True) if native is True else native(call)
+            body = partial(_direct, call, True) if native is True else partial(native, call)
+            return dispatch_replaced(call, signal, body)
         if signal is call.caller and _direct_now(plan, call, self.carried):
-            native = self.native  # the common case: a plain body, no limit
-            return _direct(call, native) if type(native) is bool else native(call)
+            return _direct(call)  # the common case: a plain body, no limit
         return _base_dispatch(call, signal, self.carried)
 
 
@@ -492,9 +501,6 @@ async def _timed_dispatch(
     return _deadline.timed_out(call, scope, budget) or result
 
 
-_CANCELLED: Final = object()
-
-
 async def _base_dispatch(
     call: CallRecord, signal: CancelSignal, carried: bool
 ) -> ToolExecutionResult:
@@ -519,7 +525,7 @@ async def _base_dispatch(
             # which a scope cannot interrupt), or an enclosing scope carries the abort.
             value = await invoke(call)
         else:
-            value = await _in_scope(invoke(call), call, signal, carried)
+            value = await in_scope(invoke(call), call, signal, carried)
     except Exception as exc:
         return failure_result(exc)
     finally:
@@ -528,34 +534,12 @@ async def _base_dispatch(
         call.view_signal = caller
         if call.derived is not None:
             call.end_attempt()
-    if value is _CANCELLED:
+    if value is CANCELLED:
         return cut_short(True)
     if signal.cancelled:
         result = normalize(value, call.name)
         return result if result.is_error else cut_short(True)
     return settle(call, value)
-
-
-async def _in_scope(awaitable: Any, call: CallRecord, signal: CancelSignal, carried: bool) -> Any:
-    """Await in a cancel scope that the caller's signal (unless an enclosing scope
-    carries it) and a replacement ``signal`` cancel; ``_CANCELLED`` if one did.
-
-    The scope absorbs only its own ``Cancelled``; one from an enclosing scope passes.
-    """
-    scope = trio.CancelScope()
-    scope_link = ScopeLink(scope)
-    caller = call.caller
-    if not carried:
-        link(caller, scope_link)
-    if signal is not caller:
-        link(signal, scope_link)
-    try:
-        with scope:
-            return await awaitable
-    finally:
-        unlink(caller, scope_link)
-        unlink(signal, scope_link)
-    return _CANCELLED
 
 
 async def _acquire(
@@ -581,9 +565,7 @@ async def _acquire(
     try:
         if carried and signal is call.caller:
             await limiter.acquire_on_behalf_of(call)
-        elif (
-            await _in_scope(limiter.acquire_on_behalf_of(call), call, signal, carried) is _CANCELLED
-        ):
+        elif await in_scope(limiter.acquire_on_behalf_of(call), call, signal, carried) is CANCELLED:
             return False
     finally:
         stats.waiting -= 1
