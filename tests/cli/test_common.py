@@ -184,5 +184,5 @@ def test_say_writes_one_prefixed_line_to_stderr(capsys: pytest.CaptureFixture[st
     assert capsys.readouterr() == ("", "toolnursery: hello\n")
 
 
-def test_version_is_the_installed_distributions() -> None:
+def test_version_is_the_packages_own_from_a_wheel_or_a_bare_tree() -> None:
     assert version() == toolnursery.__version__

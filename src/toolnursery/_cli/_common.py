@@ -82,14 +82,11 @@ def say(message: str) -> None:
 
 
 def version() -> str:
-    """toolnursery's installed version, or ``"unknown"`` from a bare source tree."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as installed
+    """toolnursery's version: ``__version__``, which the package's metadata is built from
+    (the same from an installed wheel and from a bare source tree)."""
+    from .. import __version__
 
-    try:
-        return installed("toolnursery")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        return "unknown"
+    return __version__
 
 
 def bounded_int(limit: int) -> Callable[[str], int]:
