@@ -337,7 +337,8 @@ class ProvenanceLedger:
                 model had not read its own batch's); ``None``: every result counts.
             argument: the argument's name, for the finding.
             inside: ``value`` is an identifier inside a body of text (a ``content``
-                argument): one inside a source's text is then never ``named``.
+                argument): one inside a document's text (a file, a page) is then
+                never ``named``; one inside an item's text (a message) may be.
         """
         if type(kind) is not Sink:
             kind = sink_kind(kind)
@@ -351,7 +352,7 @@ class ProvenanceLedger:
             return known if known.argument == argument else _named(known, argument)
         self._by_tool = False
         tool = None if execution is None else execution.name
-        finding = self._origin(value, kind, batch, argument, None if inside else tool)
+        finding = self._origin(value, kind, batch, argument, tool, inside)
         if self._by_tool:
             return finding  # another tool's call may get another answer: not kept
         if finding.origin is Origin.REQUEST or finding.origin is Origin.OWN:
@@ -362,7 +363,13 @@ class ProvenanceLedger:
         return finding
 
     def _origin(
-        self, given: str, kind: Sink, batch: object, argument: str, tool: str | None = None
+        self,
+        given: str,
+        kind: Sink,
+        batch: object,
+        argument: str,
+        tool: str | None = None,
+        inside: bool = False,
     ) -> ProvenanceFinding:
         value = plain_address(given)  # "Alice <alice@x.io>" is looked up as alice@x.io
         wanted, folded, key, address = prepared(value, kind)
@@ -417,7 +424,7 @@ class ProvenanceLedger:
             path = seen.fragment(wanted, dates)
             if path is not None:
                 if kind is Sink.PARTY or kind is Sink.URL:
-                    named = self._pointed(seen, value, kind, tool, trusted, visible)
+                    named = self._pointed(seen, value, kind, tool, trusted, visible, inside)
                     self._by_tool = True  # depends on the asking tool and argument
                     if named is not None:
                         return ProvenanceFinding(
@@ -437,6 +444,7 @@ class ProvenanceLedger:
         tool: str | None,
         trusted: Haystack,
         visible: list[Seen],
+        inside: bool,
     ) -> str | None:
         """:func:`pointed_at` with the request. A value inside text may count for a
         direct argument (``tool`` given) of a tool other than the source's, whose action
@@ -445,7 +453,7 @@ class ProvenanceLedger:
         if request is None:
             folded = _APART.join(fold(text) for text in self._trusted)
             request = self._request = (folded, request_words(folded))
-        prose = may_lift(tool, seen.tool, kind, self._action_words, request[0])
+        prose = may_lift(tool, seen.tool, kind, self._action_words, request[0], inside)
         return pointed_at(
             seen,
             value,
@@ -456,6 +464,7 @@ class ProvenanceLedger:
             own=self._own,
             prose=prose,
             records=visible,
+            documents=not inside,
         )
 
     def explain(

@@ -29,7 +29,15 @@ from collections.abc import Container, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from .._core._provenance import Sink
-from ._matching import Haystack, fold, identifiers_in, needles, plain_address
+from ._matching import (
+    Haystack,
+    fold,
+    identifiers_in,
+    needles,
+    plain_address,
+    same_identifier,
+    strict,
+)
 from ._seen import Seen
 
 __all__ = ["action_words", "asks_for_action", "may_lift", "pointed_at", "request_words"]
@@ -135,14 +143,16 @@ def may_lift(
     kind: Sink,
     given: Mapping[str, tuple[str, ...]],
     request: str,
+    inside: bool = False,
 ) -> bool:
     """Whether a call of ``tool`` may take a value of ``kind`` out of the text of a
-    result of ``source`` the request names: a direct argument (``tool`` given) of
-    another tool, whose action the request asks for, that changes nothing that exists;
-    a link only to read it (posting to a link out of a page sends data to it)."""
+    result of ``source`` the request names: a call of another tool, whose action the
+    request asks for, that changes nothing that exists; a link as the argument itself
+    only to be read (posting to a link out of a page sends data to it); ``inside``: the
+    value is an identifier inside a body the call sends."""
     if tool is None or tool == source:
         return False
-    if kind is Sink.URL and verb_of(tool) not in _READS and tool not in given:
+    if kind is Sink.URL and not inside and verb_of(tool) not in _READS and tool not in given:
         return False
     return asks_for_action(action_words(tool, given), request)
 
@@ -209,8 +219,10 @@ def _shape(path: str) -> str:
 
 
 def _key(text: str, kind: Sink) -> str | None:
-    found = needles(plain_address(text), kind)
-    return found[0] if found else None
+    """The form two spellings of one identifier share, and two lookalikes do not
+    (``alice@blue-bird.io`` is not ``alice@bluebird.io``): :func:`strict`."""
+    key = strict(plain_address(text))
+    return key or None
 
 
 def pointed_at(
@@ -224,6 +236,7 @@ def pointed_at(
     own: Container[str],
     prose: bool,
     records: Sequence[Seen] = (),
+    documents: bool = True,
 ) -> str | None:
     """The JSON path of ``value`` in ``seen`` when it is the one value of its kind in a
     source the request names (see the module's text); ``None`` otherwise.
@@ -235,12 +248,15 @@ def pointed_at(
         request: the trusted text, folded and joined.
         words: :func:`request_words` of it.
         trusted: the trusted text, for leaving out values it gives.
-        own: the needles of the user's own identifiers.
+        own: the needles of the user's own identifiers (:func:`needles` forms).
         prose: whether a value inside text may count (the request asks for the action).
         records: the results the call could see: a value inside text does not count
             when the request describes a record holding a value of its kind (``pay the
             rent to my landlord``: the payee the user keeps, not an account a notice
             names).
+        documents: whether a value inside a document's text (a result that is text,
+            not JSON: a file, a page) may count; ``False`` for an identifier inside a
+            body the call sends (a link copied from a page into a post never does).
     """
     if seen.result.is_error:
         return None
@@ -251,7 +267,8 @@ def pointed_at(
     leaves = [("$", seen.result.text, "")] if whole is None else list(_walk(whole, "$", ""))
     if len(leaves) > MAX_TEXTS:
         return None  # too large a source to be sure of: asked about
-    at = next((leaf for leaf in leaves if _key(leaf[1], kind) == wanted), None)
+    plain = plain_address(value)
+    at = next((leaf for leaf in leaves if same_identifier(plain, plain_address(leaf[1]))), None)
     field = at is not None
     if at is None:
         # inside text, only an identifier its text can be searched for (an address,
@@ -260,13 +277,23 @@ def pointed_at(
             wanted
         ]:
             return None
+        if whole is None and not documents:
+            return None
         if words and any(_describes_a_record(each, kind, words) for each in records):
             return None
-        haystack = Haystack([text for _, text, _ in leaves])
-        index = haystack.find(wanted)
-        if index < 0:
+        at = next(
+            (
+                leaf
+                for leaf in leaves
+                if any(
+                    like is kind and same_identifier(plain, i)
+                    for i, like in identifiers_in(leaf[1])
+                )
+            ),
+            None,
+        )
+        if at is None:
             return None
-        at = leaves[index]
     # where it must be the only one: the item the request's words single out; the
     # whole source the call's arguments named (for a value inside text: a document's)
     scopes: list[list[_Leaf]] = []
@@ -286,10 +313,18 @@ def pointed_at(
     shape = _shape(at[0]) if field else None
     for scope in scopes:
         others = _candidates(scope, kind, shape) - {wanted}
-        others = {k for k in others if k not in own and trusted.find(k) < 0}
+        others = {k for k in others if not _given(k, kind, trusted, own)}
         if not others:
             return at[0]
     return None
+
+
+def _given(key: str, kind: Sink, trusted: Haystack, own: Container[str]) -> bool:
+    """Whether the identifier ``key`` is one of the user's own or in the trusted text."""
+    found = needles(key, kind)
+    if any(n in own for n in found):
+        return True
+    return any(same_identifier(key, span) for n in found for span in trusted.spans(n, whole=True))
 
 
 def _described(
