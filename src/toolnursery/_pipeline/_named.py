@@ -75,9 +75,22 @@ _ACTIONS: Final[dict[str, tuple[str, ...]]] = {
     "get": ("get", "fetch", "read", "open", "check", "download"),
     "browse": ("browse", "open", "visit", "read"),
     "download": ("download", "fetch", "get", "save"),
-    "create": ("create", "schedule", "book", "set up", "add", "invite", "plan", "arrange"),
+    "create": (
+        "create",
+        "schedule",
+        "book",
+        "set up",
+        "add",
+        "invite",
+        "plan",
+        "arrange",
+        "organize",
+        "organise",
+        "put",
+    ),
     "schedule": ("schedule", "create", "book", "set up", "plan", "arrange"),
     "book": ("book", "reserve", "schedule"),
+    "reserve": ("reserve", "book"),
     "call": ("call", "phone", "ring", "dial"),
 }
 # Tools that change what exists (who a standing payment goes to, an account's email):
