@@ -121,6 +121,36 @@ async def test_sibling_calls_of_a_batch_do_not_see_each_others_results() -> None
     assert [(c, f[0].origin) for c, f in seen] == [("s1", Origin.UNSEEN), ("s2", Origin.RECORD)]
 
 
+async def test_calls_of_one_turn_are_siblings_though_they_run_as_separate_batches() -> None:
+    # A bridge whose framework runs one model turn's calls apart (smolagents' threads)
+    # lists them in ledger.turns while they run; the record read in that turn is then
+    # no more visible to its sibling than within one batch, and visible to a later turn.
+    registry, scope, seen = setup()
+    ledger = scope.provenance
+    suspected: list[tuple[ProvenanceFinding, ...]] = []
+
+    async def suspect(execution: ToolExecution, next: Any) -> PreToolDecision:
+        if execution.name == "send":
+            suspected.append(ledger.suspect(execution, "to", Sink.PARTY))
+        return await next()
+
+    scope.on_pre_execute(suspect)
+    turn = object()
+    ledger.turns.update({"r1": turn, "s1": turn, "s2": object()})
+    await run_tool_calls(registry, [call("r1", "contacts")], agent=scope)
+    await run_tool_calls(registry, [call("s1", "send", to="alice@corp.com")], agent=scope)
+    await run_tool_calls(registry, [call("s2", "send", to="alice@corp.com")], agent=scope)
+    ledger.turns.clear()
+    await run_tool_calls(registry, [call("s3", "send", to="alice@corp.com")], agent=scope)
+    assert [(c, f[0].origin) for c, f in seen] == [
+        ("s1", Origin.UNSEEN),
+        ("s2", Origin.RECORD),
+        ("s3", Origin.RECORD),
+    ]
+    # the guard's check (suspect: records left out) reads the same turns
+    assert [[f.origin for f in found] for found in suspected] == [[Origin.UNSEEN], [], []]
+
+
 async def test_calls_of_one_batch_share_the_batch_signal_and_batches_do_not() -> None:
     # What the ledger's visibility rule rests on.
     registry = ToolRegistry()
