@@ -543,3 +543,28 @@ def test_an_asked_call_shows_the_question_its_wait_and_the_answer() -> None:
     cards = dict(re.findall(r'<template id="card-(\d+)">(.*?)</template>', page, re.S))
     assert "(check the recipient): rejected at" in cards["1"]  # the row's card says it too
     assert "asked, no answer recorded" in cards["2"]
+
+
+def test_a_resumed_call_keeps_the_answer_its_first_run_recorded() -> None:
+    call = ToolCall("c0", "send", {"to": "a"})
+    question = ApprovalEvent(batch="b", index=0, call_id="c0", tool="send", reason="r", t=0.1)
+    events: list[RecorderEvent] = [
+        ToolCallEvent(batch="b", index=0, call=call, wall=1000.0, t=0.0),
+        question,
+        msgspec.structs.replace(question, outcome="allowed-once", t=0.5),
+        # the process died; the resumed run dispatches it without asking again
+        ToolCallEvent(batch="b", index=0, call=call, wall=2000.0, t=0.0),
+        ToolResultEvent(
+            batch="b", index=0, call_id="c0", result=ok_result(), began=0.1, ended=0.2, t=0.3
+        ),
+    ]
+    (c,) = read_timeline(events).calls
+    assert (c.asked, c.answer, c.code) == (True, "allowed-once", "ok")
+    assert (c.asked_at, c.answered_at) == (None, None)  # the first run's times, not this one's
+    (row,) = rows(draw_timeline(events))
+    assert not shapes(row, "asking")
+    assert "".join(e.text or "" for e in shapes(row, "note")) == "asked: allowed-once"
+
+
+def ok_result() -> ToolExecutionResult:
+    return ToolExecutionResult((TextContent("sent"),), False)
