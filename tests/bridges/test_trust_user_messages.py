@@ -10,13 +10,18 @@ Each framework runs with its own test model.
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
 import pytest
 
 from toolnursery import (
     Origin,
+    PreToolDecision,
     Sink,
+    ToolExecution,
+    ToolExecutionResult,
     ToolRegistry,
     ToolScope,
     install_provenance_guard,
@@ -59,11 +64,7 @@ def guarded() -> tuple[ToolScope, ScriptedApproval]:
     return scope, approval
 
 
-def check(
-    case: Case, approval: ScriptedApproval, send_text: str, sibling_seen: bool = False
-) -> None:
-    """``sibling_seen``: a sibling call of the model's step may have committed first (a
-    framework that runs one step's calls as separate batches, in threads)."""
+def check(case: Case, approval: ScriptedApproval, send_text: str) -> None:
     if case == "user":
         assert send_text == "sent to " + VALUE
         assert sent == [VALUE]
@@ -77,8 +78,6 @@ def check(
     if case == "tool":
         assert finding.origin == Origin.FRAGMENT
         assert finding.source_tool == "read_page"
-    elif sibling_seen and finding.origin == Origin.FRAGMENT:
-        assert finding.source_tool == "read_page"  # asked all the same
     else:
         assert finding.origin == Origin.UNSEEN
 
@@ -240,6 +239,33 @@ def test_openai_agents_reads_only_user_items() -> None:
 def test_smolagents_trusts_the_task(case: Case, parallel: bool) -> None:
     pytest.importorskip("smolagents")
     from smolagents import ToolCallingAgent
+
+    from toolnursery.smolagents import to_smolagents
+
+    scope, approval = guarded()
+    turns: list[list[tuple[str, dict[str, Any]]]] = [[("send", {"to": VALUE})]]
+    if case == "tool":
+        turns.insert(0, [("read_page", {})])
+    if parallel:  # smolagents runs the calls of one step in worker threads
+        turns[-1].append(("read_page", {}))
+        page_read = page_read_first(scope, case)
+    turns.append([("final_answer", {"answer": "done"})])
+    model = smol_model(*turns)
+    tools = to_smolagents(scope.registry, agent=scope, trust_user_messages=case != "off")
+    agent = ToolCallingAgent(tools=tools, model=model, max_steps=4)
+    assert agent.run(user_text(case)) == "done"
+    observations = str(model.seen[-1][-1].content)
+    # the page read beside the send committed before the send was checked, and was not
+    # seen by it: the model wrote both calls before it read either result
+    check(case, approval, "sent to " + VALUE if "sent to " + VALUE in observations else REJECTED)
+    assert (REJECTED in observations) == (case != "user")
+    if parallel:
+        assert page_read.is_set()
+    assert scope.provenance.turns == {}  # nothing kept once the calls ended
+
+
+def smol_model(*turns: list[tuple[str, dict[str, Any]]]) -> Any:
+    """smolagents' ``Model`` answering each step with the next turn's tool calls."""
     from smolagents.models import (
         ChatMessage,
         ChatMessageToolCall,
@@ -248,10 +274,8 @@ def test_smolagents_trusts_the_task(case: Case, parallel: bool) -> None:
         Model,
     )
 
-    from toolnursery.smolagents import to_smolagents
-
     class ScriptedModel(Model):  # type: ignore[misc]
-        def __init__(self, *turns: list[tuple[str, dict[str, Any]]]) -> None:
+        def __init__(self) -> None:
             super().__init__(model_id="scripted")
             self.turns = list(turns)
             self.seen: list[Any] = []
@@ -268,25 +292,54 @@ def test_smolagents_trusts_the_task(case: Case, parallel: bool) -> None:
             ]
             return ChatMessage(role=MessageRole.ASSISTANT, content="", tool_calls=calls)
 
+    return ScriptedModel()
+
+
+def test_smolagents_a_new_run_is_a_new_turn() -> None:
+    """The first step of a second run of the same agent (step number 1 again) is not a
+    sibling of the first run's first step: the page read then is seen, a fragment."""
+    pytest.importorskip("smolagents")
+    from smolagents import ToolCallingAgent
+
+    from toolnursery.smolagents import to_smolagents
+
     scope, approval = guarded()
-    turns: list[list[tuple[str, dict[str, Any]]]] = [[("send", {"to": VALUE})]]
-    if case == "tool":
-        turns.insert(0, [("read_page", {})])
-    if parallel:  # smolagents runs the calls of one step in worker threads
-        turns[-1].append(("read_page", {}))
-    turns.append([("final_answer", {"answer": "done"})])
-    model = ScriptedModel(*turns)
-    tools = to_smolagents(scope.registry, agent=scope, trust_user_messages=case != "off")
-    agent = ToolCallingAgent(tools=tools, model=model, max_steps=4)
-    assert agent.run(user_text(case)) == "done"
-    observations = str(model.seen[-1][-1].content)
-    # smolagents runs one step's calls as separate batches in threads: with two, the page
-    # read beside the send may commit before the send is checked (then the value is seen
-    # in it, and asked about all the same).
-    check(
-        case,
-        approval,
-        "sent to " + VALUE if "sent to " + VALUE in observations else REJECTED,
-        sibling_seen=parallel,
+    model = smol_model(
+        [("read_page", {}), ("read_page", {})],  # two calls: smolagents' threads
+        [("final_answer", {"answer": "read"})],
+        [("send", {"to": VALUE})],
+        [("final_answer", {"answer": "done"})],
     )
-    assert (REJECTED in observations) == (case != "user")
+    agent = ToolCallingAgent(tools=to_smolagents(scope.registry, agent=scope), model=model)
+    assert agent.run(ASKS_PAGE) == "read"
+    assert agent.run(ASKS_PAGE) == "done"
+    (request,) = approval.requests
+    (finding,) = request.provenance
+    assert (finding.origin, finding.source_tool) == (Origin.FRAGMENT, "read_page")
+    assert sent == []
+
+
+def page_read_first(scope: ToolScope, case: Case) -> threading.Event:
+    """Hold the send of the last step (in its own thread) until the page read beside it
+    has reached the ledger: the order that made the page's copy visible to the send
+    while smolagents' sibling calls were separate batches."""
+    page_read = threading.Event()
+    reads = 0
+
+    def observe(execution: ToolExecution, result: ToolExecutionResult) -> None:
+        nonlocal reads
+        if execution.name == "read_page":
+            reads += 1
+            if reads == (2 if case == "tool" else 1):
+                page_read.set()
+
+    async def wait_for_the_page(
+        execution: ToolExecution, next: Callable[[], Awaitable[PreToolDecision]]
+    ) -> PreToolDecision:
+        if execution.name == "send":
+            assert page_read.wait(30), "the sibling page read never committed"
+        return await next()
+
+    scope.on_result(observe)  # after the ledger's own observer
+    scope.on_pre_execute(wait_for_the_page, prepend=True)  # before the guard
+    return page_read

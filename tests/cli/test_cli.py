@@ -213,6 +213,70 @@ def test_log_records_a_replayable_batch(tmp_path: Path, root: Path, capsys: Capt
     assert [result for _, result in replayed] == [result_of(line) for line in lines]
 
 
+SEND_TOOLS = """
+    from toolnursery import ToolRegistry, tool
+
+    @tool
+    def send(to: str) -> str:
+        \"\"\"Send (not idempotent).\"\"\"
+        return "sent to " + to
+
+    registry = ToolRegistry()
+    registry.register(send)
+"""
+
+
+def test_resume_counts_the_approvals_the_log_answers(tmp_path: Path, capsys: Capture) -> None:
+    # c0 allowed and committed, c1 rejected (the answer recorded, then the process died),
+    # c2 started with no result, c3 never started
+    module = tools_module(tmp_path, SEND_TOOLS)
+    calls = write_calls(
+        tmp_path,
+        *({"id": f"c{i}", "name": "send", "arguments": {"to": t}} for i, t in enumerate("abcd")),
+    )
+
+    def event(kind: str, index: int, **fields: Any) -> str:
+        return json.dumps({"event": kind, "batch": "b", "index": index, **fields}) + "\n"
+
+    def started(index: int) -> str:
+        arguments = json.dumps({"to": "abcd"[index]}, separators=(",", ":"))  # as run logs it
+        call = {"id": f"c{index}", "name": "send", "arguments": arguments}
+        return event("tool_call", index, call=call)
+
+    def asked(index: int, outcome: str | None = None) -> str:
+        answer = {} if outcome is None else {"outcome": outcome}
+        return event("approval", index, callId=f"c{index}", tool="send", reason="check", **answer)
+
+    sent = {"content": [{"type": "text", "text": "sent to a"}], "isError": False}
+    log = tmp_path / "log.jsonl"
+    log.write_text(
+        started(0)
+        + asked(0)
+        + asked(0, "allowed-once")
+        + event("tool_result", 0, callId="c0", result=sent)
+        + started(1)
+        + asked(1)
+        + asked(1, "rejected")
+        + started(2),
+        encoding="utf-8",
+    )
+    argv = ["run", str(calls), "--tools", f"{module}:registry", "--log", str(log), "--resume"]
+    assert main(argv) == 0
+    lines, err = output(capsys)
+    assert [result_of(line).text for line in lines] == [
+        "sent to a",
+        'Error: the user rejected tool "send"',
+        'Error: tool call "send" was interrupted: it started before the process stopped and '
+        "did not finish, so its effect may or may not have happened; it was not run again "
+        "because the tool is not idempotent",
+        "sent to d",
+    ]
+    assert err == (
+        "toolnursery: --resume: batch b: 1 recorded, 1 to run, 1 interrupted, 1 rejected; "
+        "the log answers 2 approvals (1 allowed-once, 1 rejected): not asked again\n"
+    )
+
+
 def test_progress_goes_to_stderr_and_leaves_stdout_clean(
     tmp_path: Path, root: Path, capsys: Capture
 ) -> None:

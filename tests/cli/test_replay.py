@@ -29,6 +29,7 @@ from toolnursery._cli._cards import NO_RESULT, read_batches
 from toolnursery._cli._demo import DEMO_CALLS, run_demo
 from toolnursery.examples import fill_sandbox
 from toolnursery.log import (
+    ApprovalEvent,
     ContextEvent,
     JsonlRecorder,
     RecorderEvent,
@@ -614,3 +615,56 @@ def test_replay_timeline_of_a_log_with_hostile_times_draws_it(
     assert f"wrote {picture}: {len(walls)} call" in capsys.readouterr().err
     drawn = _timeline_rows(picture.read_text())
     assert [row.get("data-call-id") for row in drawn] == [f"c{n}" for n in range(len(walls))]
+
+
+def failed(text: str) -> ToolExecutionResult:
+    return ToolExecutionResult((TextContent(text),), True)
+
+
+ASKED = [
+    ToolCallEvent(batch="b", index=0, call=ToolCall("c0", "send", '{"to":"a"}')),
+    ApprovalEvent(batch="b", index=0, call_id="c0", tool="send", reason="check a"),
+    ApprovalEvent(
+        batch="b", index=0, call_id="c0", tool="send", outcome="allowed-once", reason="check a"
+    ),
+    ToolResultEvent(batch="b", index=0, call_id="c0", result=ok("sent to a")),
+    ToolCallEvent(batch="b", index=1, call=ToolCall("c1", "send", '{"to":"b"}')),
+    ApprovalEvent(batch="b", index=1, call_id="c1", tool="send", reason="check b"),
+    ApprovalEvent(
+        batch="b", index=1, call_id="c1", tool="send", outcome="rejected", reason="check b"
+    ),
+    ToolResultEvent(
+        batch="b", index=1, call_id="c1", result=failed('Error: the user rejected tool "send"')
+    ),
+    ToolCallEvent(batch="b", index=2, call=ToolCall("c2", "send", '{"to":"c"}')),
+    ApprovalEvent(batch="b", index=2, call_id="c2", tool="send", reason="check c"),
+    ToolCallEvent(batch="b", index=3, call=ToolCall("c3", "send", '{"to":"d"}')),
+]
+"""c0 allowed and sent, c1 rejected, c2 asked when the process died, c3 never asked."""
+
+
+@pytest.mark.parametrize("markdown", [False, True], ids=["terminal", "markdown"])
+def test_an_asked_call_says_it_was_asked_and_the_answer(
+    tmp_path: Path, capsys: Capture, markdown: bool
+) -> None:
+    log = write_log(tmp_path / "log.jsonl", ASKED)
+    assert main(["replay", str(log), *(["--markdown"] if markdown else ["--width", "60"])]) == 0
+    out = capsys.readouterr().out
+    quote = "> " if markdown else ""
+    said = [line.removeprefix(quote) for line in out.splitlines() if ": approval " in line]
+    assert said == [
+        "c0 send: approval asked: allowed-once (check a)",
+        "c1 send: approval asked: rejected (check b)",
+        "c2 send: approval asked, no answer recorded (check c)",
+    ]
+    # each under its own card: after its result (or its pending note), before the next
+    assert out.index("sent to a") < out.index("c0 send: approval") < out.index('"b"')
+    assert out.index("the user rejected") < out.index("c1 send: approval") < out.index('"c"')
+    assert out.index("c2 send: approval") < out.index('"d"')
+    (batch,) = read_batches(log)[0]
+    assert [(c.asked, c.answer) for c in batch.calls] == [
+        (True, "allowed-once"),
+        (True, "rejected"),
+        (True, None),
+        (False, None),
+    ]

@@ -355,6 +355,42 @@ def test_an_ask_is_put_to_the_client(host: str, mode: str, action: bool, expecte
     assert asked == ["May ask_me run?"]
 
 
+@pytest.mark.parametrize("host", ASYNCIO_HOSTS)
+@BOTH
+def test_a_served_ask_checks_the_arguments_before_asking_the_client(host: str, mode: str) -> None:
+    tools = Tools()
+    asked: list[str] = []
+    schema = {"type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]}
+
+    async def send(args: Any, ctx: Any) -> str:
+        return "sent to " + args["to"]
+
+    async def ask_for_send(execution: Any, next: Any) -> Any:
+        return Ask("May send run?") if execution.name == "send" else await next()
+
+    tools.registry.register(ToolDefinition("send", "Send.", schema, send))  # a raw schema
+    tools.registry.on_pre_execute(ask_for_send)
+
+    async def on_elicit(context: Any, params: Any) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    async def test() -> None:
+        async with (
+            served(host, tools.registry) as url,
+            Client(url, mode=mode, elicitation_callback=on_elicit) as client,
+        ):
+            refused = await client.call_tool("send", {"to": 3})
+            assert refused.is_error
+            assert first_text(refused) == 'Error: invalid arguments: "to" must be a string'
+            assert asked == []  # nobody was asked about arguments the tool refuses
+            granted = await client.call_tool("send", {"to": "alice"})
+            assert first_text(granted) == "sent to alice"
+
+    run(host, test)
+    assert asked == ["May send run?"]
+
+
 @HOSTS
 @BOTH
 def test_a_body_elicits_its_clients_user(host: str, mode: str) -> None:

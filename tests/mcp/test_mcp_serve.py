@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import json
 import os
 import subprocess
 import sys
@@ -32,7 +33,7 @@ from mcp.server.connection import Connection
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 import mcp_serve_tools
-from toolnursery import Depends, ToolExecutionInput, ToolRegistry, define_tool, tool
+from toolnursery import Allow, Ask, Depends, ToolExecutionInput, ToolRegistry, define_tool, tool
 from toolnursery._mcp._asking import APPROVAL_KEY
 from toolnursery.mcp import ERROR_META_KEY, RemoteServeError, mcp_server, serve_mcp_http
 
@@ -703,6 +704,73 @@ async def test_an_ask_without_an_approval_service_asks_the_client(
     assert on_elicit.asked == ["May ask_me run?"]
     assert first_text(result) == expected
     assert result.is_error is (expected != "ran")
+
+
+def asking_send() -> tuple[ToolRegistry, list[str], list[tuple[str, str]]]:
+    """A registry whose ``send`` (``to``: a string) is asked about, with no approval
+    service (so a served call asks its client); what it sent and what observers saw."""
+    sent: list[str] = []
+
+    @tool
+    def send(to: str) -> str:
+        """Send."""
+        sent.append(to)
+        return "sent to " + to
+
+    registry = ToolRegistry()
+    registry.register(send)
+
+    async def ask(execution: Any, next: Any) -> Any:
+        return Ask("May send run?")
+
+    registry.on_pre_execute(ask)
+    seen: list[tuple[str, str]] = []
+    registry.on_result(
+        lambda execution, result: seen.append(
+            (result.text, result.error.code if result.error is not None else "")
+        )
+    )
+    return registry, sent, seen
+
+
+INVALID_SEND = {  # the tool's own INVALID_ARGS texts (registry.execute with no Ask)
+    "{}": 'Error: invalid arguments: missing required property "to"',
+    '{"to": 3}': 'Error: invalid arguments: "to" must be a string',
+    '{"to": "a", "cc": "b"}': 'Error: invalid arguments: unknown argument "cc" (the tool takes: to)',
+}
+
+
+@BOTH
+@pytest.mark.parametrize("arguments", [{}, {"to": 3}, {"to": "a", "cc": "b"}])
+async def test_a_served_ask_checks_the_arguments_before_asking_the_client(
+    mode: str, arguments: dict[str, Any]
+) -> None:
+    registry, sent, seen = asking_send()
+    on_elicit = answering("accept", {"approve": True})
+    with trio.fail_after(LIMIT):
+        async with Client(mcp_server(registry), mode=mode, elicitation_callback=on_elicit) as c:
+            refused = await c.call_tool("send", arguments)
+            granted = await c.call_tool("send", {"to": "alice"})
+    # the refused call: denied with the text of the tool's INVALID_ARGS result (what a
+    # grant would have led to; a denial carries no code), and nobody was asked
+    assert refused.is_error
+    assert first_text(refused) == INVALID_SEND[json.dumps(arguments)]
+    assert seen[0] == (first_text(refused), "")
+    # the valid call: asked once, granted, run
+    assert on_elicit.asked == ["May send run?"]
+    assert first_text(granted) == "sent to alice"
+    assert sent == ["alice"]
+    unasked, _, _ = asking_send()
+    unasked.on_pre_execute(lambda execution, next: _allow(), prepend=True)
+    own = await unasked.execute(ToolExecutionInput("c", "send", arguments))
+    assert (own.text, own.error.code if own.error else "") == (
+        first_text(refused),
+        "INVALID_ARGS",
+    )
+
+
+async def _allow() -> Any:
+    return Allow()
 
 
 async def test_an_ask_stays_a_denial_when_the_client_cannot_answer() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+import enum
 from typing import Annotated, Any
 
 import msgspec
@@ -9,16 +11,20 @@ import pytest
 import trio
 
 from toolnursery import (
+    Accept,
     Allow,
+    HookContext,
     Origin,
     PreToolDecision,
     ProvenanceFinding,
     Sink,
+    TextContent,
     ToolCall,
     ToolExecution,
     ToolExecutionInput,
     ToolRegistry,
     ToolScope,
+    define_tool,
     run_tool_calls,
     tool,
 )
@@ -121,6 +127,36 @@ async def test_sibling_calls_of_a_batch_do_not_see_each_others_results() -> None
     assert [(c, f[0].origin) for c, f in seen] == [("s1", Origin.UNSEEN), ("s2", Origin.RECORD)]
 
 
+async def test_calls_of_one_turn_are_siblings_though_they_run_as_separate_batches() -> None:
+    # A bridge whose framework runs one model turn's calls apart (smolagents' threads)
+    # lists them in ledger.turns while they run; the record read in that turn is then
+    # no more visible to its sibling than within one batch, and visible to a later turn.
+    registry, scope, seen = setup()
+    ledger = scope.provenance
+    suspected: list[tuple[ProvenanceFinding, ...]] = []
+
+    async def suspect(execution: ToolExecution, next: Any) -> PreToolDecision:
+        if execution.name == "send":
+            suspected.append(ledger.suspect(execution, "to", Sink.PARTY))
+        return await next()
+
+    scope.on_pre_execute(suspect)
+    turn = object()
+    ledger.turns.update({"r1": turn, "s1": turn, "s2": object()})
+    await run_tool_calls(registry, [call("r1", "contacts")], agent=scope)
+    await run_tool_calls(registry, [call("s1", "send", to="alice@corp.com")], agent=scope)
+    await run_tool_calls(registry, [call("s2", "send", to="alice@corp.com")], agent=scope)
+    ledger.turns.clear()
+    await run_tool_calls(registry, [call("s3", "send", to="alice@corp.com")], agent=scope)
+    assert [(c, f[0].origin) for c, f in seen] == [
+        ("s1", Origin.UNSEEN),
+        ("s2", Origin.RECORD),
+        ("s3", Origin.RECORD),
+    ]
+    # the guard's check (suspect: records left out) reads the same turns
+    assert [[f.origin for f in found] for found in suspected] == [[Origin.UNSEEN], [], []]
+
+
 async def test_calls_of_one_batch_share_the_batch_signal_and_batches_do_not() -> None:
     # What the ledger's visibility rule rests on.
     registry = ToolRegistry()
@@ -187,6 +223,78 @@ def test_every_json_result_has_its_value() -> None:
         "prose": None,
         "missing": None,
     }
+
+
+class Colour(enum.Enum):
+    RED = "red"
+
+
+def test_a_json_scalar_a_body_returned_is_a_value_and_text_it_returned_is_not() -> None:
+    returns: dict[str, Any] = {
+        "count": 42,
+        "ratio": 0.5,
+        "flag": True,
+        "colour": Colour.RED,
+        "day": datetime.date(2026, 12, 2),
+        "nothing": None,
+        "text_42": "42",  # a str: text, though it reads as JSON
+        "text_true": "true",
+        "blocks": [TextContent("42")],  # content blocks: text
+    }
+    registry = ToolRegistry()
+    for name, returned in returns.items():
+        registry.register(
+            define_tool(
+                name=name,
+                description=name,
+                parameters={},
+                execute=lambda args, ctx, returned=returned: returned,
+            )
+        )
+
+    async def replaced(execution: ToolExecution, result: Any, next: Any) -> Any:
+        if execution.call_id == "replaced":  # a post-execute replacement: its own text
+            return Accept(content=[TextContent("7")])
+        if execution.call_id == "noted":  # contexts only: the same content, the same value
+            return Accept(additional_contexts=[HookContext([TextContent("note")], "hook")])
+        return await next()
+
+    async def deferred(args: Any, ctx: Any) -> int:
+        # the result is rebuilt with it
+        ctx.defer_context(HookContext([TextContent("later")], "body"))
+        return 7
+
+    registry.register(
+        define_tool(name="deferred", description="d", parameters={}, execute=deferred)
+    )
+    registry.on_post_execute(replaced)
+    values: dict[str, Any] = {}
+    registry.on_result(
+        lambda execution, result: values.__setitem__(execution.call_id, result.value)
+    )
+
+    async def run() -> None:
+        for name in (*returns, "deferred"):
+            await registry.execute(ToolExecutionInput(name, name, {}))
+        await registry.execute(ToolExecutionInput("replaced", "count", {}))
+        await registry.execute(ToolExecutionInput("noted", "count", {}))
+
+    trio.run(run)
+    assert values == {
+        "count": 42,
+        "ratio": 0.5,
+        "flag": True,
+        "colour": "red",
+        "day": "2026-12-02",
+        "nothing": None,
+        "text_42": None,
+        "text_true": None,
+        "blocks": None,
+        "deferred": 7,
+        "replaced": None,
+        "noted": 42,
+    }
+    assert type(values["flag"]) is bool
 
 
 def test_a_nested_scope_reads_the_ledger_of_its_run_and_a_call_without_scope_has_none() -> None:

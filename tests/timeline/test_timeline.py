@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -15,17 +16,25 @@ from hypothesis import strategies as st
 from timeline_batches import ListRecorder, many_calls, registry, run_rich
 
 from toolnursery import (
+    ApprovalOutcome,
+    ApprovalRequest,
+    Ask,
+    PreToolDecision,
     ProgressReport,
     ResourceKey,
     TextContent,
     ToolCall,
     ToolErrorInfo,
+    ToolExecution,
     ToolExecutionResult,
+    ToolRegistry,
     run_tool_calls,
+    tool,
 )
 from toolnursery._timeline._draw import CODE_COLORS, code_colors
 from toolnursery._timeline._model import read_timeline
 from toolnursery.log import (
+    ApprovalEvent,
     JsonlRecorder,
     ProgressEvent,
     RecorderEvent,
@@ -452,3 +461,110 @@ def test_any_times_and_any_text_draw_a_well_formed_picture(events: list[Recorder
     for number in re.findall(r'\s(?:x|y|width|height|x1|x2|y1|y2)="([^"]*)"', svg):
         assert re.fullmatch(r"-?\d+(\.\d+)?%?", number), number
     draw_timeline(events, format="html").encode("utf-8")
+
+
+class SlowApproval:
+    """An approval service a person answers after a second (trio's clock): c0 allowed,
+    the others rejected."""
+
+    async def request(self, request: ApprovalRequest, /) -> ApprovalOutcome:
+        await trio.sleep(1)
+        return "allowed-once" if request.call_id == "c0" else "rejected"
+
+
+@tool(is_concurrency_safe=lambda args: True)
+def send(to: str) -> str:
+    """Send."""
+    return "sent to " + to
+
+
+def asked_events() -> list[RecorderEvent]:
+    """Three asked calls: c0 allowed, c1 rejected, c2 asked in a process that died
+    before the answer (its question is the log's last line)."""
+    approvals = ToolRegistry(SlowApproval())
+    approvals.register(send)
+
+    async def ask(execution: ToolExecution, next_: Any) -> PreToolDecision:
+        return Ask("check the recipient")
+
+    approvals.on_pre_execute(ask)
+    recorder = ListRecorder()
+    calls = [ToolCall("c0", "send", {"to": "a"}), ToolCall("c1", "send", {"to": "b"})]
+
+    async def main() -> None:
+        await run_tool_calls(approvals, calls, recorder=recorder, agent=approvals.scope())
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    events = recorder.events
+    asked = next(e for e in events if isinstance(e, ApprovalEvent) and e.call_id == "c1")
+    died = [
+        ToolCallEvent(batch=asked.batch, index=2, call=ToolCall("c2", "send", {"to": "c"}), t=0.0),
+        msgspec.structs.replace(asked, index=2, call_id="c2"),
+    ]
+    wall = next(e.wall for e in events if isinstance(e, ToolCallEvent))
+    died[0] = msgspec.structs.replace(died[0], wall=wall)
+    return events + died
+
+
+def test_an_asked_call_shows_the_question_its_wait_and_the_answer() -> None:
+    events = asked_events()
+    data = {c.call.id: c for c in read_timeline(events).calls}
+    assert [(c.asked, c.answer, c.ask_reason) for c in data.values()] == [
+        (True, "allowed-once", "check the recipient"),
+        (True, "rejected", "check the recipient"),
+        (True, None, "check the recipient"),
+    ]
+    for c in (data["c0"], data["c1"]):  # the person took a second to answer
+        assert c.asked_at is not None
+        assert c.answered_at is not None
+        assert c.answered_at - c.asked_at == pytest.approx(1.0)
+    assert data["c0"].code == "ok"
+    assert data["c0"].began is not None
+    assert data["c0"].began >= data["c0"].answered_at  # dispatched once allowed
+    assert data["c1"].code == "DENIED"
+    assert data["c2"].answered_at is None
+    svg = draw_timeline(events)
+    drawn = by_id(svg)
+    notes = {k: "".join(e.text or "" for e in shapes(row, "note")) for k, row in drawn.items()}
+    assert notes == {
+        "c0": "asked: allowed-once",
+        "c1": "DENIED; asked: rejected",
+        "c2": "no result recorded (the batch did not finish); asked, no answer recorded",
+    }
+    for call_id in ("c0", "c1"):  # the wait for the answer, over the call's wait
+        (bar,) = shapes(drawn[call_id], "asking")
+        assert float(bar.get("width", 0)) > 10
+    assert shapes(drawn["c2"], "asking")  # open: never answered
+    tooltip = drawn["c1"].findtext(f"{SVG}title") or ""
+    assert re.search(r"approval asked at [\d.]+ ms \(check the recipient\): rejected at", tooltip)
+    assert "asking (approval)" in svg  # the legend names the mark
+    assert "asking (approval)" not in draw_timeline(events[:1])
+    page = draw_timeline(events, format="html")
+    cards = dict(re.findall(r'<template id="card-(\d+)">(.*?)</template>', page, re.S))
+    assert "(check the recipient): rejected at" in cards["1"]  # the row's card says it too
+    assert "asked, no answer recorded" in cards["2"]
+
+
+def test_a_resumed_call_keeps_the_answer_its_first_run_recorded() -> None:
+    call = ToolCall("c0", "send", {"to": "a"})
+    question = ApprovalEvent(batch="b", index=0, call_id="c0", tool="send", reason="r", t=0.1)
+    events: list[RecorderEvent] = [
+        ToolCallEvent(batch="b", index=0, call=call, wall=1000.0, t=0.0),
+        question,
+        msgspec.structs.replace(question, outcome="allowed-once", t=0.5),
+        # the process died; the resumed run dispatches it without asking again
+        ToolCallEvent(batch="b", index=0, call=call, wall=2000.0, t=0.0),
+        ToolResultEvent(
+            batch="b", index=0, call_id="c0", result=ok_result(), began=0.1, ended=0.2, t=0.3
+        ),
+    ]
+    (c,) = read_timeline(events).calls
+    assert (c.asked, c.answer, c.code) == (True, "allowed-once", "ok")
+    assert (c.asked_at, c.answered_at) == (None, None)  # the first run's times, not this one's
+    (row,) = rows(draw_timeline(events))
+    assert not shapes(row, "asking")
+    assert "".join(e.text or "" for e in shapes(row, "note")) == "asked: allowed-once"
+
+
+def ok_result() -> ToolExecutionResult:
+    return ToolExecutionResult((TextContent("sent"),), False)

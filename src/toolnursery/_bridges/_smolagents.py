@@ -31,7 +31,7 @@ from .._core._signal import CancelSignal
 from .._pipeline._registry import ToolRegistry, ToolScope
 from .._tools._definition import ToolDefinition
 from ._hosted import exported_schemas, one_line_error, result_text, thaw
-from ._trust import smolagents_user_texts, trust_user_texts
+from ._trust import smolagents_agents, smolagents_turn, smolagents_user_texts, trust_user_texts
 
 __all__ = ["RegistrySmolTool", "from_smolagents", "inputs_schema", "to_smolagents"]
 
@@ -271,8 +271,10 @@ class RegistrySmolTool(Tool):  # type: ignore[misc]
 
     def forward(self, *args: Any, **kwargs: Any) -> str:
         """Run the call through the registry; its text (an error on one line)."""
+        ledger = None if self.agent is None else self.agent.existing_provenance()
+        inner, outer = smolagents_agents() if ledger is not None else (None, None)
         if self.trust_user_messages:  # the calling agent's task: text the user wrote
-            trust_user_texts(self.agent, smolagents_user_texts())
+            trust_user_texts(self.agent, smolagents_user_texts(outer))
         if args:
             if len(args) != 1 or len(self.inputs) != 1 or kwargs:
                 return f'Error: tool "{self.name}" takes its arguments by name'
@@ -290,6 +292,16 @@ class RegistrySmolTool(Tool):  # type: ignore[misc]
             agent=self.agent,
         )
 
+        turn = smolagents_turn(inner)
+        if turn is None or ledger is None:
+            return self._run(call)
+        ledger.turns[call.call_id] = turn  # the step's calls are siblings in the ledger
+        try:
+            return self._run(call)
+        finally:
+            ledger.turns.pop(call.call_id, None)
+
+    def _run(self, call: ToolExecutionInput) -> str:
         if not _loop_running() and execute_reason(self.registry, call) is None:
             native = aio_execute(self.registry, call, deps=self.deps, driver="asyncio")
             return result_text(_thread_loop().run_until_complete(native))

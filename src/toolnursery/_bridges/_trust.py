@@ -28,6 +28,8 @@ __all__ = [
     "trust_node_input",
     "openai_agents_user_texts",
     "pydantic_ai_user_texts",
+    "smolagents_agents",
+    "smolagents_turn",
     "smolagents_user_texts",
     "trust_user_texts",
 ]
@@ -118,22 +120,30 @@ def openai_agents_user_texts(items: Iterable[Any]) -> Iterator[str]:
             yield from _texts(content, _OPENAI_TEXT)
 
 
-def smolagents_user_texts() -> Iterator[str]:
-    """The tasks of the smolagents agent whose run is calling the current tool: the
-    outermost agent on this thread's stack (smolagents runs parallel calls in worker
-    threads, each from the agent's ``execute_tool_call``; a managed agent's task is
-    written by its manager's model, so only the outermost agent's count); none when no
-    agent called."""
+def smolagents_agents() -> tuple[Any, Any]:
+    """The smolagents agents on this thread's stack: the innermost (whose step is calling
+    the current tool) and the outermost (whose run it is); ``(None, None)`` when no agent
+    called. smolagents runs a step's parallel calls in worker threads, each from the
+    agent's ``execute_tool_call``, so the agent is on the worker's stack too."""
     from smolagents.agents import MultiStepAgent  # type: ignore[import-untyped,unused-ignore]
 
-    agent = None
+    inner = outer = None
     frame = sys._getframe(1)
     while frame is not None:
         if "self" in frame.f_code.co_varnames:
             owner = frame.f_locals.get("self")
             if isinstance(owner, MultiStepAgent):
-                agent = owner
+                outer = owner
+                if inner is None:
+                    inner = owner
         frame = frame.f_back  # type: ignore[assignment]
+    return inner, outer
+
+
+def smolagents_user_texts(agent: Any) -> Iterator[str]:
+    """The tasks of the smolagents agent ``agent`` (the outermost agent calling the
+    current tool: a managed agent's task is written by its manager's model, so only the
+    outermost agent's count); none for ``None``."""
     if agent is None:
         return
     for step in getattr(agent.memory, "steps", ()):
@@ -141,3 +151,29 @@ def smolagents_user_texts() -> Iterator[str]:
             yield step.task
     if isinstance(agent.task, str):  # the run's task (in its memory once the run began)
         yield agent.task
+
+
+_steps: weakref.WeakKeyDictionary[Any, tuple[object, object, object]] = weakref.WeakKeyDictionary()
+
+
+def smolagents_turn(agent: Any) -> object | None:
+    """A key shared by the calls of ``agent``'s current step, and only by them (``None``
+    for no agent): smolagents runs a step's parallel calls in separate threads, and the
+    ledger counts them as one batch by it (:attr:`ProvenanceLedger.turns`).
+
+    A step is told apart by the agent's ``step_number`` and the last entry of its
+    memory (by identity): neither changes while a step's calls run, and the entry
+    changes when the step ends (smolagents appends it to the memory) or a run begins
+    (its task is appended, or the memory reset)."""
+    if agent is None:
+        return None
+    memory = getattr(agent, "memory", None)
+    steps = getattr(memory, "steps", None) or (None,)
+    now = (getattr(agent, "step_number", None), steps[-1])
+    with _lock:
+        known = _steps.get(agent)
+        if known is not None and known[0] == now[0] and known[1] is now[1]:
+            return known[2]
+        turn = object()
+        _steps[agent] = (now[0], now[1], turn)
+        return turn

@@ -5,7 +5,8 @@ views through :func:`call_view` / :func:`result_view`, with their fallbacks — 
 by :func:`render_terminal` (rich) or :func:`render_markdown`. ``replay`` reads a
 :class:`JsonlRecorder` log as :func:`read_log` does (a torn line, left by a writer that
 died mid-write, is skipped; any other line that is not an event is an error naming
-it) and prints each batch's calls in log order, a call without a result as pending.
+it) and prints each batch's calls in log order, a call without a result as pending, a
+call whose approval was asked with the answer the log records (``asked: rejected``).
 """
 
 from __future__ import annotations
@@ -17,13 +18,21 @@ import tempfile
 from collections.abc import Iterator
 from typing import NamedTuple, TextIO
 
-from .._batch._recorder import ContextEvent, ToolCallEvent, ToolResultEvent, iter_log
+from .._batch._recorder import (
+    ApprovalEvent,
+    ContextEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    iter_log,
+)
 from .._core._arguments import parse_arguments, safe_arguments
 from .._core._content import HookContext, TextContent, ToolCall, ToolExecutionResult
 from .._core._controls import shown
 from .._core._errors import ToolArgsError
+from .._core._execution import ApprovalOutcome
 from .._examples._toolset import example_tools
 from .._pipeline._registry import ToolRegistry
+from .._timeline._model import approval_note
 from .._tools._present import call_view, result_view
 from .._tools._render import render_markdown, render_terminal
 
@@ -45,12 +54,16 @@ NO_RESULT = "no result recorded (the batch did not finish)"
 
 
 class ReplayedCall(NamedTuple):
-    """One recorded call: its place in the batch, the call, its result if recorded."""
+    """One recorded call: its place in the batch, the call, its result if recorded, its
+    contexts, whether its approval was asked, the last answer recorded and the reason."""
 
     position: int
     call: ToolCall
     result: ToolExecutionResult | None
     contexts: list[HookContext]
+    asked: bool = False
+    answer: ApprovalOutcome | None = None
+    reason: str | None = None
 
 
 class ReplayedBatch(NamedTuple):
@@ -163,6 +176,8 @@ def read_batches(path: str | os.PathLike[str]) -> tuple[list[ReplayedBatch], lis
         elif isinstance(event, ContextEvent):
             calls[key] = entry
             entry.contexts.append(event.context)
+        elif isinstance(event, ApprovalEvent):  # the question, then its answer
+            calls[key] = entry._replace(asked=True, answer=event.outcome, reason=event.reason)
     out = [
         ReplayedBatch(batch, [calls[key] for key in sorted(calls)])
         for batch, calls in batches.items()
@@ -192,9 +207,19 @@ def render_replay(
         yield f"## Batch {name} ({count})\n\n" if markdown else f"batch {name}: {count}\n"
         for entry in batch.calls:
             card = render_card(
-                registry, entry.call, entry.result, markdown=markdown, width=width, color=color
+                registry,
+                entry.call,
+                entry.result,
+                markdown=markdown,
+                width=width,
+                color=color,
             )
             yield shown(card) + "\n" if markdown else card
+            if entry.asked:  # under its card: what the person was asked, and the answer
+                why = f" ({entry.reason})" if entry.reason else ""
+                line = f"{entry.call.id} {entry.call.name}: approval {approval_note(entry.answer)}"
+                line = shown(line + why, newlines=False)
+                yield f"> {line}\n\n" if markdown else f"{line}\n"
         for entry in batch.calls:
             for context in entry.contexts:
                 text = " ".join(b.text for b in context.content if isinstance(b, TextContent))

@@ -21,7 +21,7 @@ import msgspec
 import trio
 
 from .._batch._recorder import ToolCallRecorder
-from .._batch._resume import PlannedRun, read_plan
+from .._batch._resume import PlannedRun, ResumePlan, read_plan
 from .._batch._scheduler import open_tool_batch
 from .._core._content import ToolCall, ToolExecutionResult
 from .._core._errors import (
@@ -182,11 +182,28 @@ def _resume_plan(registry: ToolRegistry, calls: list[ToolCall], log: str) -> Pla
     if plan.batch_id is None:
         say(f"--resume: no batch in {log} has these calls; running all {len(calls)}")
     else:
-        say(
-            f"--resume: batch {plan.batch_id}: {plan.count('replay')} recorded, "
-            f"{plan.count('run')} to run, {plan.count('interrupted')} interrupted"
-        )
+        say(f"--resume: batch {plan.batch_id}: {_resume_counts(plan)}")
     return PlannedRun(plan)
+
+
+def _resume_counts(plan: ResumePlan) -> str:
+    """What resuming does, counted: the calls by action (rejected: a rejection the log
+    records, with no result, kept), then the approval answers the log records."""
+    counts = (
+        f"{plan.count('replay')} recorded, {plan.count('run')} to run, "
+        f"{plan.count('interrupted')} interrupted, {plan.count('rejected')} rejected"
+    )
+    duplicate = plan.count("duplicate")
+    if duplicate:
+        counts += f", {duplicate} duplicate"
+    answers = [entry.approval for entry in plan.calls if entry.approval is not None]
+    if answers:
+        allowed = answers.count("allowed-once")
+        counts += (
+            f"; the log answers {len(answers)} approval{'s' if len(answers) > 1 else ''} "
+            f"({allowed} allowed-once, {len(answers) - allowed} rejected): not asked again"
+        )
+    return counts
 
 
 def _status(

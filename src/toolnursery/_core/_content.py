@@ -8,7 +8,7 @@ names (``isError``, ``additionalContexts``, ``mimeType``) and omits absent field
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 import msgspec
 from msgspec.structs import force_setattr
@@ -29,6 +29,9 @@ __all__ = [
     "ToolResult",
     "ToolReturn",
     "ToolSchema",
+    "as_returned_value",
+    "kept_marks",
+    "with_contexts",
 ]
 
 
@@ -237,9 +240,16 @@ class ToolExecutionResult(
         returned data (a dict, a list, a record: what toolnursery renders as JSON text)
         gives that data, read back from its text (the rendering is lossless JSON, so
         this is the returned value's JSON form); so does any other result whose whole
-        text is one JSON object or array (a mounted MCP tool's). A failure, plain
-        prose and non-text content give ``None``. Decoded once, on first read (a
-        mutable value read here is the same object on every read: do not change it).
+        text is one JSON object or array (a mounted MCP tool's). A body that returned a
+        JSON scalar as data — a number, a boolean, or a value rendered as a JSON string
+        (an enum, a date) — gives that scalar (``42``, ``True``, ``"2026-12-02"``), but
+        only on the result the pipeline made from the return: text a body returned
+        (``"42"`` as a ``str``), a result rebuilt with other content (a post-execute
+        replacement), and one read back from a log or sent from another process are
+        text, and their scalar-looking text gives ``None``. A failure, plain prose and
+        non-text content give ``None`` (as does a returned ``None``). Decoded once, on
+        first read (a mutable value read here is the same object on every read: do not
+        change it).
         """
         memo = self.__dict__
         if "_value" in memo:
@@ -258,7 +268,7 @@ class ToolExecutionResult(
         if len(content) != 1 or type(content[0]) is not TextContent:
             return None
         text = content[0].text
-        if not text or text[0] not in "{[":
+        if not text or (text[0] not in "{[" and _RETURNED_VALUE not in self.__dict__):
             return None
         try:
             return _json_value.decode(text)
@@ -267,6 +277,33 @@ class ToolExecutionResult(
 
 
 _json_value = msgspec.json.Decoder()
+_RETURNED_VALUE: Final = "_returned_value"
+
+
+def as_returned_value(result: ToolExecutionResult) -> ToolExecutionResult:
+    """``result``, marked as the JSON rendering of a value a body returned (so a scalar's
+    text reads back as its :attr:`~ToolExecutionResult.value`)."""
+    force_setattr(result, _RETURNED_VALUE, True)
+    return result
+
+
+def with_contexts(
+    result: ToolExecutionResult, contexts: tuple[HookContext, ...]
+) -> ToolExecutionResult:
+    """``result`` with ``contexts`` as its additional contexts: the same content, so what
+    is known of it (how its text came to be, its decoded value) is kept."""
+    return kept_marks(result, msgspec.structs.replace(result, additional_contexts=contexts))
+
+
+def kept_marks(source: ToolExecutionResult, result: ToolExecutionResult) -> ToolExecutionResult:
+    """``result`` (made from ``source``, with the same content) marked as ``source`` is:
+    how its text came to be (a returned ``str``, a returned value's rendering)."""
+    marks = source.__dict__
+    if marks:
+        for mark, value in marks.items():
+            if mark != "_value":  # the decoded value is read anew (it may be frozen now)
+                force_setattr(result, mark, value)
+    return result
 
 
 class ToolResult(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True):

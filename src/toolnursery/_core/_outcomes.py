@@ -28,6 +28,8 @@ from ._content import (
     ToolErrorInfo,
     ToolExecutionResult,
     ToolReturn,
+    as_returned_value,
+    kept_marks,
 )
 from ._errors import AbortError, NotJSONError, ToolError
 from ._json import snapshot
@@ -125,7 +127,8 @@ def normalize(value: Any, name: str) -> ToolExecutionResult:
     except Exception as exc:  # a hostile __hash__, __lt__ or property: still a result
         why = f"rendering it raised {type(exc).__name__}: {error_message(exc)}"
         return text_result(not_json_message(name, value, why))
-    return ToolExecutionResult((TextContent(text),), False)
+    result = ToolExecutionResult((TextContent(text),), False)
+    return result if text[0] in "{[" else as_returned_value(result)  # a scalar: marked
 
 
 JSON_STARTS: Final = frozenset("-0123456789tfn[{")
@@ -223,7 +226,7 @@ def materialize(result: ToolExecutionResult) -> ToolExecutionResult:
         if not escape and utf8_safe(
             (frozen_contexts, frozen_meta, frozen_structured, content if others else ())
         ):
-            return final  # what json_safe returns when it has nothing to escape
+            return kept_marks(result, final)  # what json_safe returns with nothing to escape
         return json_safe(final)
     except Exception:
         return _RESULT_NOT_JSON

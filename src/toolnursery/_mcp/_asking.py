@@ -36,6 +36,8 @@ from .._core._asking import Elicitation, Sample
 from .._core._decisions import Allow, Ask, Deny, PreToolDecision
 from .._core._errors import ElicitationUnavailableError, ToolError
 from .._core._execution import ToolExecution
+from .._core._outcomes import error_message
+from .._pipeline._argcheck import refused_arguments
 from .._pipeline._registry import Disposer, ToolRegistry
 
 __all__ = [
@@ -334,7 +336,10 @@ def new_secret() -> bytes:
 
 def ask_the_client(registry: ToolRegistry) -> Disposer:
     """Route a served call's ``Ask`` to its client when the registry has no approval
-    service: the outermost pre-execute listener, so it sees the final decision."""
+    service: the outermost pre-execute listener, so it sees the final decision. A call
+    whose arguments the tool's own check refuses is not put to the client, as none is
+    put to an approval service: it is denied with the check's message, the text of the
+    ``INVALID_ARGS`` result a grant would have led to (a denial: it carries no code)."""
 
     async def listener(
         execution: ToolExecution, next: Callable[[], Awaitable[PreToolDecision]]
@@ -345,6 +350,11 @@ def ask_the_client(registry: ToolRegistry) -> Disposer:
         questions = _questions.get()
         if questions is None:  # not a served call
             return decision
+        refused = refused_arguments(
+            registry.get(execution.name, execution.agent), execution.arguments
+        )
+        if refused is not None:  # nobody is asked about arguments the tool would refuse
+            return Deny(error_message(refused))
         answered = await questions.approve(execution.name, decision.reason)
         return decision if answered is None else answered
 

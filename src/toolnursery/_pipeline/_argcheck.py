@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ._call import CallRecord
     from ._plan import ToolPlan
 
-__all__ = ["check_before_asking"]
+__all__ = ["check_before_asking", "refused_arguments"]
 
 
 def check_before_asking(call: CallRecord) -> ToolExecutionResult | None:
@@ -54,6 +54,22 @@ def check_before_asking(call: CallRecord) -> ToolExecutionResult | None:
     except Exception:
         return None
     call.plan = _checked(plan, definition, _Checked(run, parsed))
+    return None
+
+
+def refused_arguments(definition: ToolDefinition | None, arguments: Any) -> ToolArgsError | None:
+    """Why ``definition``'s own argument check refuses ``arguments``, else ``None`` (also
+    for a tool that checks nothing, or a check that raised something else): for an asker
+    that is no approval service (a served MCP call's client), which must not ask either."""
+    split = None if definition is None else argument_check(definition.execute)
+    if split is None:
+        return None
+    try:
+        split[0](arguments)
+    except ToolArgsError as exc:
+        return exc
+    except Exception:
+        return None
     return None
 
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import msgspec
 import trio
 
-from .._core._content import HookContext, ToolCall, ToolExecutionResult
+from .._core._content import HookContext, ToolCall, ToolExecutionResult, with_contexts
 from .._core._decisions import ResourceKey
 from .._core._execution import ToolExecution, ToolExecutionToken, ToolRunContext
 from .._core._lifecycle import (
@@ -254,9 +254,7 @@ class CallRecord(CallMachine):
         deferred = self.deferrals
         if not deferred:
             return result
-        return msgspec.structs.replace(
-            result, additional_contexts=(*deferred, *result.additional_contexts)
-        )
+        return with_contexts(result, (*deferred, *result.additional_contexts))
 
 
 class AttemptContext(ToolRunContext[Any]):

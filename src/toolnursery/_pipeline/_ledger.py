@@ -107,6 +107,11 @@ class ProvenanceLedger:
         # that batch do not change them (its calls do not see them); anything else does
         self._answers: dict[tuple[str, Sink], ProvenanceFinding] = {}
         self._answers_for: object = _UNREAD
+        self.turns: dict[str, object] = {}
+        """Calls of one model turn run as separate batches (smolagents' parallel calls):
+        call id → the turn's key, set by a bridge while the call runs. A listed call's
+        batch is its turn's key instead of its signal, so its siblings' results are not
+        visible to it (nor its to them)."""
         on_result(self.observe)
 
     # -- what the host tells it ---------------------------------------------------------
@@ -176,7 +181,9 @@ class ProvenanceLedger:
             steps = known[1]
         else:  # once per definition (a new one when a tool is registered again)
             steps = self._steps_of(definition, execution.name)
-        batch = execution.signal
+        batch: object = execution.signal
+        if self.turns:
+            batch = self.turns.get(execution.call_id, batch)
         if batch is not self._answers_for:
             self._answers.clear()
         seen = Seen(
@@ -342,7 +349,9 @@ class ProvenanceLedger:
         """
         if type(kind) is not Sink:
             kind = sink_kind(kind)
-        batch = None if execution is None else execution.signal
+        batch: object = None if execution is None else execution.signal
+        if self.turns and execution is not None:
+            batch = self.turns.get(execution.call_id, batch)
         answers = self._answers
         if batch is not self._answers_for:
             answers.clear()
@@ -518,7 +527,9 @@ class ProvenanceLedger:
         if not isinstance(arguments, dict) or argument not in arguments:
             raise KeyError(f'the call of "{execution.name}" has no argument "{argument}"')
         value = arguments[argument]
-        batch = execution.signal
+        batch: object = execution.signal
+        if self.turns:
+            batch = self.turns.get(execution.call_id, batch)
         record = self.is_record
         found: list[ProvenanceFinding] = []
         texts = ((argument, value),) if type(value) is str else leaves(value, argument)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 import trio
 
-from .._core._content import ToolExecutionResult
+from .._core._content import ToolExecutionResult, with_contexts
 from .._core._decisions import Accept, Allow, Ask, Block, Deny, PostToolDecision, PreToolDecision
 from .._core._execution import ApprovalRequest, ApprovalService, ToolExecution
 from .._core._journal import journaled
@@ -212,6 +212,8 @@ def apply_post(decision: object, result: ToolExecutionResult) -> ToolExecutionRe
         contexts = decision.additional_contexts  # type: ignore[attr-defined]
         if content is None and not contexts:
             return result
+        if content is None:  # the same content: what is known of it is kept
+            return with_contexts(result, (*result.additional_contexts, *contexts))
         return msgspec.structs.replace(
             result,
             content=result.content if content is None else tuple(content),

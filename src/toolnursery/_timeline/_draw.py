@@ -23,7 +23,7 @@ from .._core._errors import ToolArgsError
 from .._pipeline._registry import ToolRegistry
 from .._tools._present import call_view, result_view
 from .._tools._render import render_markdown
-from ._model import PENDING, TimelineCall, TimelineData, read_timeline
+from ._model import PENDING, TimelineCall, TimelineData, approval_note, read_timeline
 
 __all__ = ["CODE_COLORS", "TimelineFormat", "code_colors", "draw_timeline"]
 
@@ -45,6 +45,7 @@ CODE_COLORS: Final = {
 _OTHER_COLORS: Final = ("#c2407a", "#3b6fd6", "#b0852a", "#1f9aa6", "#a33b2a", "#6b7a1f")
 QUEUED: Final = "#dfe3ea"  # before the call started: its turn (earlier calls, a barrier)
 WAITING: Final = "#f3d27a"  # started, not yet dispatched: policy, keys, a slot
+ASKING: Final = "#9b7fd1"  # its approval asked, until the answer came back
 TICK: Final = "#1b3a6b"
 
 _TIMEOUT_MARK: Final = (
@@ -194,6 +195,17 @@ def _describe(c: TimelineCall) -> str:
         lines.append(f"retried: {c.attempts} attempts" + (f", began {began}" if began else ""))
     if c.progress:
         lines.append(f"progress reports: {len(c.progress)}")
+    if c.asked:
+        asked = "approval asked" + (f" at {_ms(c.asked_at)}" if c.asked_at is not None else "")
+        if c.ask_reason:
+            asked += f" ({c.ask_reason})"
+        if c.answer is None:
+            asked += ": no answer recorded"
+        else:
+            asked += f": {c.answer}" + (
+                f" at {_ms(c.answered_at)}" if c.answered_at is not None else ""
+            )
+        lines.append(asked)
     return "\n".join(lines)
 
 
@@ -207,7 +219,7 @@ def _svg(data: TimelineData, title: str) -> str:
     end = max(data.end, 1e-6) if data.end > 0 else 1.0
     scale = _PLOT_W / end
     colors = code_colors(c.code for c in calls)
-    legend, legend_w = _legend(colors)
+    legend, legend_w = _legend(colors, any(c.asked for c in calls))
     summary = _summary(data, n)
     # Wide enough for every text it holds: the notes, the axis's last label, the legend,
     # the title and the summary (measured with the widest common sans-serif metrics).
@@ -269,10 +281,13 @@ def _summary(data: TimelineData, n: int) -> str:
 
 
 def _note(c: TimelineCall) -> str:
-    """What the notes column says of a call (its code unless ok, attempts, waits)."""
+    """What the notes column says of a call (its code unless ok, its approval, attempts,
+    waits)."""
     note = c.code if c.code != "ok" else ""
     if c.result is None:
         note = "no result recorded (the batch did not finish)"
+    if c.asked:
+        note = (note + "; " if note else "") + approval_note(c.answer)
     if c.attempts > 1:
         note = (note + "; " if note else "") + f"{c.attempts} attempts"
     if c.waited_for:
@@ -282,7 +297,7 @@ def _note(c: TimelineCall) -> str:
     return note
 
 
-def _legend(colors: dict[str, str]) -> tuple[str, float]:
+def _legend(colors: dict[str, str], asked: bool = False) -> tuple[str, float]:
     # A call's running and committing bars take its result's colour: the swatches show
     # the first one the picture uses (ok's green when any call succeeded).
     first = colors.get("ok") or next(iter(colors.values()), CODE_COLORS["ok"])
@@ -299,6 +314,8 @@ def _legend(colors: dict[str, str]) -> tuple[str, float]:
         ),
         (_TIMEOUT_MARK.format(h=10, half=5), "timed out"),
     ]
+    if asked:
+        items.insert(2, (f'<rect width="14" height="10" fill="{ASKING}"/>', "asking (approval)"))
     out = ['<g id="legend" transform="translate(10,52)">']
     x = 0.0
     y = 0.0
@@ -396,6 +413,11 @@ def _row(
             out.append(_bar(x(c.started), x(first), y, bar_h, WAITING, "waiting"))
         if c.admitted is not None and c.began is not None and c.began > c.admitted:
             out.append(_bar(x(c.admitted), x(c.began), y, bar_h, WAITING, "waiting"))
+        if c.asked_at is not None:  # over the wait: from the question to its answer
+            answered = c.answered_at if c.answered_at is not None else end
+            out.append(
+                _bar(x(c.asked_at), max(x(answered), x(c.asked_at) + 2), y, bar_h, ASKING, "asking")
+            )
         if c.began is not None:
             stop = c.ended if c.ended is not None else c.committed
             stop = stop if stop is not None else c.began
@@ -467,7 +489,10 @@ def _card(registry: ToolRegistry | None, c: TimelineCall) -> str:
         args = safe_arguments(c.call.arguments)
     pending = call_view(definition, args, name=c.call.name)
     done = result_view(definition, args, c.result) if c.result is not None else None
-    note = "no result recorded (the batch did not finish)" if c.result is None else None
+    notes = ["no result recorded (the batch did not finish)"] if c.result is None else []
+    if c.asked:
+        notes.append(approval_note(c.answer))
+    note = "; ".join(notes) or None
     return _describe(c) + "\n\n" + render_markdown(pending, done, raw=c.result, note=note)
 
 

@@ -2,8 +2,8 @@
 
 Each call's times come from its events (see :mod:`toolnursery._batch._recorder`): its
 ``tool_call`` (the run's wall-clock start, when the call started, how it was
-scheduled), its ``tool_result`` (admitted, dispatch began and ended, committed) and its
-``progress`` reports. The axis is the wall clock, so the calls of a batch resumed by a
+scheduled), its ``tool_result`` (admitted, dispatch began and ended, committed), its
+``progress`` reports and its ``approval`` lines (asked, answered). The axis is the wall clock, so the calls of a batch resumed by a
 later run share it with the first run's; a call whose events carry no times (a log
 written before they did) has a row and no bars.
 """
@@ -18,6 +18,7 @@ from typing import Final
 import msgspec
 
 from .._batch._recorder import (
+    ApprovalEvent,
     CallMode,
     ProgressEvent,
     RecorderEvent,
@@ -28,10 +29,19 @@ from .._batch._recorder import (
 from .._core._content import ToolCall, ToolExecutionResult
 from .._core._decisions import ResourceKey
 from .._core._errors import TOOL_TIMEOUT
+from .._core._execution import ApprovalOutcome
 from .._core._progress import ProgressReport
 from .._machine._conflicts import conflicting_resources
 
-__all__ = ["DENIED", "PENDING", "TimelineCall", "TimelineData", "outcome_code", "read_timeline"]
+__all__ = [
+    "DENIED",
+    "PENDING",
+    "TimelineCall",
+    "TimelineData",
+    "approval_note",
+    "outcome_code",
+    "read_timeline",
+]
 
 PENDING = "PENDING"
 """The code of a call whose result was never recorded."""
@@ -62,6 +72,11 @@ class TimelineCall(msgspec.Struct, frozen=True, kw_only=True):
     attempts: int = 1
     attempt_starts: tuple[float, ...] = ()  # when each attempt began (a retried call)
     timed_out: bool = False
+    asked: bool = False  # the log records an approval question for the call
+    answer: ApprovalOutcome | None = None  # its last recorded answer (None: unanswered)
+    asked_at: float | None = None  # when the (last) question went out
+    answered_at: float | None = None  # when its answer came back
+    ask_reason: str | None = None  # the Ask's reason
 
     @property
     def label(self) -> str:
@@ -83,6 +98,12 @@ DENIED: Final = "DENIED"
 deny, a guard, an approval that did not grant it): what ``toolnursery demo`` prints."""
 
 
+def approval_note(answer: ApprovalOutcome | None) -> str:
+    """What a call's approval lines say, in short, for a call that was asked:
+    ``asked: rejected`` (the last answer), ``asked, no answer recorded``."""
+    return "asked, no answer recorded" if answer is None else f"asked: {answer}"
+
+
 def outcome_code(result: ToolExecutionResult | None) -> str:
     """``ok``, the error's code (``ERROR`` without one), or :data:`PENDING`."""
     if result is None:
@@ -94,7 +115,18 @@ def outcome_code(result: ToolExecutionResult | None) -> str:
 
 
 class _Row:
-    __slots__ = ("attempts", "call", "keys", "mode", "progress", "result", "t", "times", "wall")
+    __slots__ = (
+        "approval",
+        "attempts",
+        "call",
+        "keys",
+        "mode",
+        "progress",
+        "result",
+        "t",
+        "times",
+        "wall",
+    )
 
     def __init__(self, call: ToolCall) -> None:
         self.call = call
@@ -106,6 +138,7 @@ class _Row:
         self.times: tuple[float | None, ...] = (None, None, None, None)
         self.progress: list[tuple[float | None, float | None]] = []
         self.attempts: tuple[float, ...] = ()
+        self.approval: tuple[ApprovalEvent, ApprovalEvent | None] | None = None  # (asked, answer)
 
 
 def read_timeline(source: str | os.PathLike[str] | Iterable[RecorderEvent]) -> TimelineData:
@@ -120,8 +153,13 @@ def read_timeline(source: str | os.PathLike[str] | Iterable[RecorderEvent]) -> T
     for event in events:
         rows = batches.setdefault(event.batch, {})
         if isinstance(event, ToolCallEvent):
+            before = rows.get(event.index)
             row = rows[event.index] = _Row(event.call)  # a resumed run starts it anew
             row.mode, row.keys, row.wall, row.t = event.mode, event.keys, event.wall, event.t
+            if before is not None and before.call.id == event.call.id and before.approval:
+                # a resume keeps the answer (not asked again); its times are the first run's
+                question, answer = before.approval
+                row.approval = (msgspec.structs.replace(question, t=None), _untimed(answer))
             continue
         row = rows.get(event.index) or rows.setdefault(
             event.index, _Row(ToolCall(event.call_id, "unknown tool"))
@@ -130,6 +168,11 @@ def read_timeline(source: str | os.PathLike[str] | Iterable[RecorderEvent]) -> T
             row.result = event.result
             row.times = (event.admitted, event.began, event.ended, event.t)
             row.attempts = event.attempts
+        elif isinstance(event, ApprovalEvent):
+            if event.outcome is None or row.approval is None:  # a question (or a lone answer)
+                row.approval = (event, None if event.outcome is None else event)
+            else:
+                row.approval = (row.approval[0], event)
         elif isinstance(event, ProgressEvent):
             report = event.report
             if isinstance(report, ProgressReport):
@@ -158,6 +201,10 @@ def read_timeline(source: str | os.PathLike[str] | Iterable[RecorderEvent]) -> T
         default=0.0,
     )
     return TimelineData(calls=tuple(calls), timed=zero is not None, end=end, wall=zero)
+
+
+def _untimed(event: ApprovalEvent | None) -> ApprovalEvent | None:
+    return None if event is None else msgspec.structs.replace(event, t=None)
 
 
 def _batch_calls(
@@ -196,6 +243,7 @@ def _batch_calls(
         attempts = meta.get("attempts", 1) if isinstance(meta, Mapping) else 1
         if not isinstance(attempts, int) or attempts < 1:
             attempts = 1
+        question, answer = row.approval or (None, None)
         yield TimelineCall(
             batch=batch,
             index=index,
@@ -217,6 +265,11 @@ def _batch_calls(
             attempts=max(attempts, len(row.attempts)),
             attempt_starts=tuple(t for s in row.attempts if (t := at(s)) is not None),
             timed_out=code == TOOL_TIMEOUT,
+            asked=question is not None,
+            answer=None if answer is None else answer.outcome,
+            asked_at=None if question is None or question is answer else at(question.t),
+            answered_at=None if answer is None else at(answer.t),
+            ask_reason=None if question is None else question.reason,
         )
         if row.mode == "exclusive":
             barrier, group = row, []
