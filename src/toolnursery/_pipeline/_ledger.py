@@ -45,7 +45,7 @@ __all__ = ["ProvenanceLedger"]
 
 _UNREAD: Any = object()
 _APART: Final = "\x00"
-_NONE: tuple[Any, ...] = ()
+_NO_TEXTS: Final[dict[str, tuple[Any, Any]]] = {}
 
 
 class ProvenanceLedger:
@@ -86,17 +86,21 @@ class ProvenanceLedger:
         # The declared record fields of the results, indexed when first needed, across
         # results (dict lookups, not a scan per result): by the field's text, case-folded
         # (a result's records are read once a value asked about is written in its text),
-        # then by each field's skeletons (once a value is not a verbatim copy). Entries
-        # are (result, JSON path[, text]), one per result and key.
+        # then by each field's skeletons (once a value is not a verbatim copy). A key
+        # keeps two results (what every question needs): the latest that holds it, and
+        # the latest of a batch other than that one's. Reading the same records again
+        # (a contact list read every turn) replaces them: it adds nothing.
         self._unread: list[Seen] = []
         # the texts (written, folded, joined) of the unread results a call of one batch
         # may see: a result of that batch does not change it
         self._unread_text: str | None = None
         self._unread_for: object = _UNREAD
         self._unsplit: list[tuple[Seen, dict[str, None]]] = []
-        self._exact: dict[str, Seen] = {}  # the first result indexed with the text
-        self._exact_more: dict[str, list[Seen]] = {}  # the others
-        self._skeletons: dict[str, list[tuple[Seen, str]]] = {}  # (result, folded text)
+        self._exact: dict[str, Seen] = {}  # the latest result with the text
+        self._exact_other: dict[str, Seen] = {}  # the latest of another batch than that
+        # by needle, then by the field's text: (the latest result, the latest of another
+        # batch than that or None)
+        self._skeletons: dict[str, dict[str, tuple[Seen, Seen | None]]] = {}
         self._records_of: dict[int, tuple[object, tuple[tuple[str | None, ...], ...]]] = {}
         self._declared: dict[str, tuple[str, ...]] = {}
         # origin()'s answers for the calls of one batch, by (value, kind): results of
@@ -207,9 +211,18 @@ class ProvenanceLedger:
                 continue
             exact = seen.records()
             clash = exact.keys() & index.keys()
-            if clash:
+            if clash:  # records read again (or read before): keep the two that count
+                other = self._exact_other
                 for text in clash:
-                    self._exact_more.setdefault(text, []).append(seen)
+                    now = index[text]
+                    if seen.index > now.index:
+                        index[text] = seen
+                        if now.batch is not seen.batch:
+                            other[text] = now
+                    elif seen.batch is not now.batch:
+                        before = other.get(text)
+                        if before is None or seen.index > before.index:
+                            other[text] = seen
                 index.update(dict.fromkeys(exact.keys() - clash, seen))
             else:
                 index.update(dict.fromkeys(exact, seen))
@@ -238,7 +251,12 @@ class ProvenanceLedger:
                 waiting.append((seen, exact))
                 continue
             for needle, text in skeletons(exact).items():
-                index.setdefault(needle, []).append((seen, text))
+                by_text = index.get(needle)
+                if by_text is None:
+                    index[needle] = {text: (seen, None)}
+                else:
+                    known = by_text.get(text)
+                    by_text[text] = (seen, None) if known is None else _again(known, seen)
         self._unsplit = waiting
 
     def asks_for(self, words: Iterable[str]) -> bool:
@@ -279,20 +297,25 @@ class ProvenanceLedger:
         self._unread = [seen for seen in self._unread if seen.index >= floor]
         self._unread_text = None
         self._unsplit = [entry for entry in self._unsplit if entry[0].index >= floor]
+        # a key's other result is older than its latest: the latest goes first
         exact: dict[str, Seen] = {}
-        more: dict[str, list[Seen]] = {}
-        for text, first in self._exact.items():
-            kept = [e for e in (first, *self._exact_more.get(text, ())) if e.index >= floor]
+        other: dict[str, Seen] = {}
+        for text, latest in self._exact.items():
+            if latest.index >= floor:
+                exact[text] = latest
+                before = self._exact_other.get(text)
+                if before is not None and before.index >= floor:
+                    other[text] = before
+        self._exact, self._exact_other = exact, other
+        skeletons: dict[str, dict[str, tuple[Seen, Seen | None]]] = {}
+        for needle, by_text in self._skeletons.items():
+            kept = {
+                text: (latest, None if before is None or before.index < floor else before)
+                for text, (latest, before) in by_text.items()
+                if latest.index >= floor
+            }
             if kept:
-                exact[text] = kept[0]
-                if len(kept) > 1:
-                    more[text] = kept[1:]
-        self._exact, self._exact_more = exact, more
-        skeletons: dict[str, list[tuple[Seen, str]]] = {}
-        for needle, entries in self._skeletons.items():
-            kept_entries = [e for e in entries if e[0].index >= floor]
-            if kept_entries:
-                skeletons[needle] = kept_entries
+                skeletons[needle] = kept
         self._skeletons = skeletons
         self._answers.clear()
 
@@ -352,11 +375,9 @@ class ProvenanceLedger:
             return ProvenanceFinding(argument, given, kind, Origin.REQUEST)
         if self._unread and folded in self._unread_written(batch):  # in a result not read?
             self._read(batch, folded)
-        verbatim: Seen | None = None
-        first = self._exact.get(key)
-        for seen in () if first is None else (first, *self._exact_more.get(key, ())):
-            if seen.batch is not batch and (verbatim is None or seen.index > verbatim.index):
-                verbatim = seen
+        verbatim = self._exact.get(key)  # the latest result the call could see
+        if verbatim is not None and verbatim.batch is batch:
+            verbatim = self._exact_other.get(key)
         if verbatim is not None:  # a copy of a record field, verbatim: the usual case
             return ProvenanceFinding(
                 argument,
@@ -371,10 +392,11 @@ class ProvenanceLedger:
             self._split(batch)
         best: tuple[Seen, str] | None = None
         for needle in wanted:  # the latest result; at one result, the first needle
-            for seen, text in self._skeletons.get(needle, _NONE):
-                if best is not None and seen.index <= best[0].index:
+            for text, (latest, before) in self._skeletons.get(needle, _NO_TEXTS).items():
+                seen = latest if latest.batch is not batch else before
+                if seen is None or (best is not None and seen.index <= best[0].index):
                     continue
-                if seen.batch is not batch and same_identifier(value, text):
+                if same_identifier(value, text):
                     best = (seen, text)
         if best is not None:
             seen, text = best
@@ -469,12 +491,20 @@ class ProvenanceLedger:
                 unread = self._unread_written(batch)
             if folded in unread:  # is it in a result not read yet?
                 self._read(batch, folded)
-        first = self._exact.get(key)
-        if first is None:
+        latest = self._exact.get(key)
+        if latest is None:
             return False
-        if first.batch is not batch:
-            return True
-        return any(seen.batch is not batch for seen in self._exact_more.get(key, ()))
+        return latest.batch is not batch or key in self._exact_other
+
+
+def _again(known: tuple[Seen, Seen | None], seen: Seen) -> tuple[Seen, Seen | None]:
+    """A key's (latest, latest of another batch) once ``seen`` holds it too."""
+    latest, other = known
+    if seen.index > latest.index:
+        return seen, (latest if latest.batch is not seen.batch else other)
+    if seen.batch is not latest.batch and (other is None or seen.index > other.index):
+        return latest, seen
+    return known
 
 
 def _named(finding: ProvenanceFinding, argument: str) -> ProvenanceFinding:

@@ -354,6 +354,8 @@ _IBAN_HEAD: Final = re.compile(r"[A-Z][A-Z]\d\d")
 _PHONE: Final = re.compile(r"(?<![\w+])\+?\d[\d ().-]{6,}\d\b")
 _SEVEN_DIGITS: Final = re.compile(r"[^0-9]*(?:[0-9][^0-9]*){7}")
 _DIGIT_RUN: Final = re.compile(r"\d(?:[ ().-]*\d){6}")
+# ASCII bytes by class, for identifiers_in's gates: digit "0", capital "A", other "x"
+_CLASSES: Final = bytes(48 if 48 <= b <= 57 else 65 if 65 <= b <= 90 else 120 for b in range(256))
 
 
 _DEFANGED_AT: Final = re.compile(r"\s*[\[({]\s*(?:at|@)\s*[\])}]\s*", re.IGNORECASE)
@@ -402,13 +404,24 @@ def identifiers_in(text: str) -> list[tuple[str, Sink]]:
             taken.append((begin, begin + len(value)))
             found.append((begin, value, kind))
         start += len(word)
-    if _SEVEN_DIGITS.match(text):
+    if text.isascii():
+        # One C pass over the bytes tells the three gates below apart: each digit
+        # becomes "0", each capital "A", each phone separator goes, the rest is "x".
+        classes = text.encode().translate(_CLASSES, b" ().-")
+        numbers = classes.count(48) >= 7  # seven digits (b"0")
+        run = numbers and b"0000000" in classes
+        head = numbers and b"AA00" in classes  # (separators gone: may say yes wrongly)
+    else:  # \d is any decimal digit: the patterns
+        numbers = _SEVEN_DIGITS.match(text) is not None
+        run = numbers and _DIGIT_RUN.search(text) is not None
+        head = numbers and _IBAN_HEAD.search(text) is not None
+    if numbers:
         # a phone number is seven digits or more with only phone separators between
         # them: without such a run, there is none to look for
-        patterns = (_IBAN, _PHONE) if _DIGIT_RUN.search(text) else (_IBAN,)
+        patterns = (_IBAN, _PHONE) if run else (_IBAN,)
         # an account number starts with two capitals and two digits: a search for
         # those skips the text in C, where the full pattern tries every position
-        for pattern in patterns if _IBAN_HEAD.search(text) else patterns[1:]:
+        for pattern in patterns if head else patterns[1:]:
             for number in pattern.finditer(text):
                 span = number.span()
                 if any(a < span[1] and span[0] < b for a, b in taken):

@@ -180,9 +180,11 @@ def install_provenance_guard(
 
     suspect = ledger.suspect
 
-    async def provenance_guard(
+    # A plain function handing on next()'s awaitable (no coroutine of its own per call:
+    # most calls pass); an objection is a decided awaitable.
+    def provenance_guard(
         execution: ToolExecution, next: Callable[[], Awaitable[PreToolDecision]]
-    ) -> PreToolDecision:
+    ) -> Awaitable[PreToolDecision]:
         key = (execution.name, execution.agent)
         known = by_name.get(key)
         if known is None:
@@ -191,10 +193,10 @@ def install_provenance_guard(
             known = by_name[key] = sinks_for(execution)
         declared, intent = known
         if not declared:
-            return await next()
+            return next()
         arguments = execution.arguments
         if not isinstance(arguments, dict):
-            return await next()
+            return next()
         objections: list[ProvenanceFinding] = []
         secret = False
         for argument, kinds in declared:
@@ -219,13 +221,13 @@ def install_provenance_guard(
                     )
                 )
         if not objections:
-            return await next()
+            return next()
         reason = f'tool "{execution.name}": ' + "; ".join(
             f"{f.argument or 'the call'}={f.value!r}: {f.reason}" for f in objections
         )
         if secret or unattended:
-            return Deny(reason)
-        return Ask(reason, provenance=tuple(objections))
+            return _decided(Deny(reason))
+        return _decided(Ask(reason, provenance=tuple(objections)))
 
     stop_checking = scope.on_pre_execute(provenance_guard)
 
@@ -234,6 +236,10 @@ def install_provenance_guard(
         stop_watching()
 
     return Disposer(dispose)
+
+
+async def _decided(decision: PreToolDecision) -> PreToolDecision:
+    return decision
 
 
 # -- durable answers -------------------------------------------------------------------
