@@ -45,6 +45,7 @@ __all__ = ["ProvenanceLedger"]
 
 _UNREAD: Any = object()
 _APART: Final = "\x00"
+_MISSES: Final = 32
 _NO_TEXTS: Final[dict[str, tuple[Any, Any]]] = {}
 
 
@@ -96,6 +97,10 @@ class ProvenanceLedger:
         self._unread_text: str | None = None
         self._unread_for: object = _UNREAD
         self._unsplit: list[tuple[Seen, dict[str, None]]] = []
+        # searches of the unread texts that found nothing since the last read: past
+        # _MISSES, every unread result a call may see is read (its records indexed),
+        # so a result nobody asks about is searched a few times, not at every check
+        self._missed = 0
         self._exact: dict[str, Seen] = {}  # the latest result with the text
         self._exact_other: dict[str, Seen] = {}  # the latest of another batch than that
         # by needle, then by the field's text: (the latest result, the latest of another
@@ -229,6 +234,7 @@ class ProvenanceLedger:
             self._unsplit.append((seen, exact))
         if len(waiting) != len(self._unread):
             self._unread_text = None
+            self._missed = 0
         self._unread = waiting
 
     def _unread_written(self, batch: object) -> str:
@@ -240,6 +246,12 @@ class ProvenanceLedger:
             )
             self._unread_for = batch
         return text
+
+    def _read_all(self, batch: object) -> None:
+        """Read every unread result a call of ``batch`` may see: searching their texts
+        in vain has cost about as much as reading them would."""
+        self._read(batch, None)
+        self._missed = 0
 
     def _split(self, batch: object) -> None:
         """Index by skeleton the read records a call of ``batch`` may see."""
@@ -373,8 +385,13 @@ class ProvenanceLedger:
             same_identifier(value, span) for n in wanted for span in trusted.spans(n, whole=whole)
         ) or (dates and same_date(dates, self._trusted_dates)):
             return ProvenanceFinding(argument, given, kind, Origin.REQUEST)
-        if self._unread and folded in self._unread_written(batch):  # in a result not read?
-            self._read(batch, folded)
+        if self._unread:  # in a result not read?
+            if folded in self._unread_written(batch):
+                self._read(batch, folded)
+            else:
+                self._missed += 1
+                if self._missed >= _MISSES:
+                    self._read_all(batch)
         verbatim = self._exact.get(key)  # the latest result the call could see
         if verbatim is not None and verbatim.batch is batch:
             verbatim = self._exact_other.get(key)
@@ -491,6 +508,10 @@ class ProvenanceLedger:
                 unread = self._unread_written(batch)
             if folded in unread:  # is it in a result not read yet?
                 self._read(batch, folded)
+            else:
+                self._missed += 1
+                if self._missed >= _MISSES:
+                    self._read_all(batch)
         latest = self._exact.get(key)
         if latest is None:
             return False
