@@ -30,7 +30,6 @@ from ._matching import (
     Date,
     Haystack,
     dates_in,
-    fold,
     identifiers_in,
     needles,
     plain_address,
@@ -45,7 +44,6 @@ __all__ = ["ProvenanceLedger"]
 
 _UNREAD: Any = object()
 _APART: Final = "\x00"
-_MISSES: Final = 32
 _NO_TEXTS: Final[dict[str, tuple[Any, Any]]] = {}
 
 
@@ -86,21 +84,16 @@ class ProvenanceLedger:
         self._stable: dict[tuple[str, Sink], ProvenanceFinding] = {}
         # The declared record fields of the results, indexed when first needed, across
         # results (dict lookups, not a scan per result): by the field's text, case-folded
-        # (a result's records are read once a value asked about is written in its text),
-        # then by each field's skeletons (once a value is not a verbatim copy). A key
+        # (the results a call may see are read at the first question after they
+        # commit), then by each field's skeletons (once a value is not a verbatim copy). A key
         # keeps two results (what every question needs): the latest that holds it, and
         # the latest of a batch other than that one's. Reading the same records again
         # (a contact list read every turn) replaces them: it adds nothing.
         self._unread: list[Seen] = []
-        # the texts (written, folded, joined) of the unread results a call of one batch
-        # may see: a result of that batch does not change it
-        self._unread_text: str | None = None
-        self._unread_for: object = _UNREAD
+        # the batch whose calls have every unread result they may see read: a result
+        # of that batch does not change it (its calls do not see it)
+        self._read_for: object = _UNREAD
         self._unsplit: list[tuple[Seen, dict[str, None]]] = []
-        # searches of the unread texts that found nothing since the last read: past
-        # _MISSES, every unread result a call may see is read (its records indexed),
-        # so a result nobody asks about is searched a few times, not at every check
-        self._missed = 0
         self._exact: dict[str, Seen] = {}  # the latest result with the text
         self._exact_other: dict[str, Seen] = {}  # the latest of another batch than that
         # by needle, then by the field's text: (the latest result, the latest of another
@@ -181,13 +174,10 @@ class ProvenanceLedger:
         kept.append(seen)
         if len(kept) > self._max:
             self._drop(len(kept) - (self._max - self._max // 10))
-        if steps and not result.is_error:
-            # its text folded now, while it is fresh: a check later reads the fold, and
-            # indexes the records only of a result whose text holds the value asked about
-            seen.written()
+        if steps and not result.is_error:  # its records read at the next question
             self._unread.append(seen)
-            if batch is not self._unread_for:
-                self._unread_text = None
+            if batch is not self._read_for:
+                self._read_for = _UNREAD
 
     def _steps_of(
         self, definition: ToolDefinition | None, name: str
@@ -205,13 +195,12 @@ class ProvenanceLedger:
             self._records_of[id(definition)] = (definition, steps)
         return steps
 
-    def _read(self, batch: object, written: str | None) -> None:
-        """Index the records of the unread results a call of ``batch`` may see (with
-        ``written``: only those whose text holds it)."""
+    def _read(self, batch: object) -> None:
+        """Index the records of every unread result a call of ``batch`` may see."""
         waiting: list[Seen] = []
         index = self._exact
         for seen in self._unread:
-            if seen.batch is batch or (written is not None and written not in seen.written()):
+            if seen.batch is batch:
                 waiting.append(seen)
                 continue
             exact = seen.records()
@@ -232,30 +221,13 @@ class ProvenanceLedger:
             else:
                 index.update(dict.fromkeys(exact, seen))
             self._unsplit.append((seen, exact))
-        if len(waiting) != len(self._unread):
-            self._unread_text = None
-            self._missed = 0
         self._unread = waiting
-
-    def _unread_written(self, batch: object) -> str:
-        """The texts of the unread results a call of ``batch`` may see, joined."""
-        text = self._unread_text
-        if text is None or batch is not self._unread_for:
-            text = self._unread_text = _APART.join(
-                seen.written() for seen in self._unread if seen.batch is not batch
-            )
-            self._unread_for = batch
-        return text
-
-    def _read_all(self, batch: object) -> None:
-        """Read every unread result a call of ``batch`` may see: searching their texts
-        in vain has cost about as much as reading them would."""
-        self._read(batch, None)
-        self._missed = 0
+        self._read_for = batch
 
     def _split(self, batch: object) -> None:
         """Index by skeleton the read records a call of ``batch`` may see."""
-        self._read(batch, None)
+        if self._read_for is not batch:
+            self._read(batch)
         waiting: list[tuple[Seen, dict[str, None]]] = []
         index = self._skeletons
         for seen, exact in self._unsplit:
@@ -307,7 +279,6 @@ class ProvenanceLedger:
         self._seen = self._seen[count:]
         floor = self._seen[0].index if self._seen else self._count
         self._unread = [seen for seen in self._unread if seen.index >= floor]
-        self._unread_text = None
         self._unsplit = [entry for entry in self._unsplit if entry[0].index >= floor]
         # a key's other result is older than its latest: the latest goes first
         exact: dict[str, Seen] = {}
@@ -370,7 +341,7 @@ class ProvenanceLedger:
 
     def _origin(self, given: str, kind: Sink, batch: object, argument: str) -> ProvenanceFinding:
         value = plain_address(given)  # "Alice <alice@x.io>" is looked up as alice@x.io
-        wanted, folded, key, address = prepared(value, kind)
+        wanted, key, address = prepared(value, kind)
         if not wanted:
             return ProvenanceFinding(argument, given, kind, Origin.UNSEEN)
         own = next((self._own[n] for n in wanted if n in self._own), None)
@@ -385,13 +356,8 @@ class ProvenanceLedger:
             same_identifier(value, span) for n in wanted for span in trusted.spans(n, whole=whole)
         ) or (dates and same_date(dates, self._trusted_dates)):
             return ProvenanceFinding(argument, given, kind, Origin.REQUEST)
-        if self._unread:  # in a result not read?
-            if folded in self._unread_written(batch):
-                self._read(batch, folded)
-            else:
-                self._missed += 1
-                if self._missed >= _MISSES:
-                    self._read_all(batch)
+        if self._read_for is not batch and self._unread:
+            self._read(batch)
         verbatim = self._exact.get(key)  # the latest result the call could see
         if verbatim is not None and verbatim.batch is batch:
             verbatim = self._exact_other.get(key)
@@ -501,17 +467,8 @@ class ProvenanceLedger:
         if "<" in value:
             value = plain_address(value)
         key = value.casefold()
-        if self._unread:
-            folded = key if value.isascii() else fold(value)
-            unread = self._unread_text
-            if unread is None or batch is not self._unread_for:
-                unread = self._unread_written(batch)
-            if folded in unread:  # is it in a result not read yet?
-                self._read(batch, folded)
-            else:
-                self._missed += 1
-                if self._missed >= _MISSES:
-                    self._read_all(batch)
+        if self._read_for is not batch and self._unread:
+            self._read(batch)
         latest = self._exact.get(key)
         if latest is None:
             return False

@@ -93,12 +93,11 @@ def _phone_needles(text: str, joined: str) -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=8192)
-def prepared(value: str, kind: Sink) -> tuple[tuple[str, ...], str, str, bool]:
+def prepared(value: str, kind: Sink) -> tuple[tuple[str, ...], str, bool]:
     """What looking ``value`` up needs, worked out once per value: its needles
-    (:func:`needles`), its folded form (:func:`fold`), its case-folded form (a record
-    field's key) and whether it is written as an address (:func:`is_address`)."""
-    folded = fold(value)
-    return needles(value, kind), folded, value.casefold(), _ADDRESS.search(folded) is not None
+    (:func:`needles`), its case-folded form (a record field's key) and whether it is
+    written as an address (:func:`is_address`)."""
+    return needles(value, kind), value.casefold(), _ADDRESS.search(fold(value)) is not None
 
 
 def skeletons(texts: Iterable[str]) -> dict[str, str]:

@@ -12,7 +12,7 @@ from typing import Any, Final
 import msgspec
 
 from .._core._content import TextContent, ToolExecutionResult
-from ._matching import Date, Haystack, dates_in, fold, same_date
+from ._matching import Date, Haystack, dates_in, same_date
 
 __all__ = ["Seen", "Walk", "leaves", "record_texts"]
 
@@ -23,7 +23,6 @@ class Seen:
     """One committed result as the ledger keeps it; its text is indexed on first use."""
 
     __slots__ = (
-        "_folded",
         "_folded_walks",
         "_haystack",
         "_paths",
@@ -54,22 +53,9 @@ class Seen:
         self.index = index  # its place in the ledger: a later result has a larger one
         self._haystack: Haystack | None = None
         self._paths: list[str] = []
-        self._folded: str | None = None
         self._texts: list[list[str]] = []  # per declared path, its fields' texts
         self._walks: list[Walk] | None = None  # made when a path is first named
         self._folded_walks: list[list[str]] = []
-
-    def written(self) -> str:
-        """The result's text as its values are written in it, folded: what tells, without
-        reading its records, that a value is not one of them."""
-        written = self._folded
-        if written is None:
-            structured = self.result.structured_content
-            text = self.result.text
-            if structured is not None:
-                text = msgspec.json.encode(structured).decode()
-            written = self._folded = fold(text)
-        return written
 
     def _fields(self) -> Haystack:
         value = self.result.value
