@@ -7,6 +7,8 @@ from typing import Annotated, Any
 import msgspec
 import pytest
 import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from toolnursery import (
     Allow,
@@ -255,3 +257,104 @@ async def test_suspect_is_explain_without_the_verbatim_records() -> None:
         assert len(suspected) <= len(explained)
     assert not any(pairs[0][1])  # a verbatim record: nothing to say
     assert [f.origin for f in pairs[6][1]] == [Origin.RECORD]  # " alice@…": by its skeleton
+
+
+_POOL = ("ann@x.io", "bo@x.io", "cy@y.io")
+
+
+@tool(records=("[].email",), is_concurrency_safe=lambda a: True)
+def book(n: int) -> list[dict[str, str]]:
+    """One of the address books a run reads: the pool's addresses chosen by n's bits
+    (bit 3: written in capitals)."""
+    shout = bool(n & 8)
+    return [{"email": e.upper() if shout else e} for i, e in enumerate(_POOL) if n >> i & 1]
+
+
+@tool(is_concurrency_safe=lambda a: True)
+def mail(to: Annotated[str, Sink.PARTY]) -> str:
+    """Send."""
+    return "sent"
+
+
+_step = st.one_of(
+    st.tuples(st.just("read"), st.integers(0, 15)),
+    st.tuples(st.just("send"), st.sampled_from(_POOL), st.booleans()),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(_step, min_size=1, max_size=4), min_size=1, max_size=6))
+def test_records_read_again_name_the_latest_read_a_call_could_see(
+    batches: list[list[tuple[Any, ...]]],
+) -> None:
+    """However often the same records are read again (the index keeps only the two
+    results per text that every question needs), a value is a record exactly when a
+    result of an earlier batch holds it, and its source is the latest such result."""
+    registry = ToolRegistry()
+    registry.register(book)
+    registry.register(mail)
+    scope = registry.scope()
+    ledger = scope.provenance
+    asked: list[tuple[str, bool, ProvenanceFinding]] = []
+
+    async def look(execution: ToolExecution, next: Any) -> PreToolDecision:
+        if execution.name == "mail":
+            to = execution.arguments["to"]
+            asked.append(
+                (
+                    execution.call_id,
+                    ledger.is_record(to, execution.signal),
+                    ledger.origin(to, execution=execution),
+                )
+            )
+        return await next()
+
+    scope.on_pre_execute(look)
+
+    async def run() -> None:
+        for b, steps in enumerate(batches):
+            calls = [
+                call(f"{b}.{i}", "book", n=s[1])
+                if s[0] == "read"
+                else call(f"{b}.{i}", "mail", to=s[1].upper() if s[2] else s[1])
+                for i, s in enumerate(steps)
+            ]
+            await run_tool_calls(registry, calls, agent=scope)
+
+    trio.run(run)
+    expected: list[tuple[str, bool, str | None]] = []
+    read: list[tuple[str, set[str]]] = []  # (call id, addresses) of earlier batches, in order
+    for b, steps in enumerate(batches):
+        for i, s in enumerate(steps):
+            if s[0] == "send":
+                holders = [c for c, held in read if s[1] in held]
+                expected.append((f"{b}.{i}", bool(holders), holders[-1] if holders else None))
+        read += [
+            (f"{b}.{i}", {e for j, e in enumerate(_POOL) if s[1] >> j & 1})
+            for i, s in enumerate(steps)
+            if s[0] == "read"
+        ]
+    got = [
+        (c, is_record, f.source_call if f.origin is Origin.RECORD else None)
+        for c, is_record, f in asked
+    ]
+    assert got == expected
+
+
+async def test_an_empty_record_list_is_read_without_failing_the_call() -> None:
+    registry = ToolRegistry()
+    registry.register(book)
+    registry.register(mail)
+    scope = registry.scope()
+    found: list[ProvenanceFinding] = []
+
+    async def look(execution: ToolExecution, next: Any) -> PreToolDecision:
+        if execution.name == "mail":
+            found.extend(execution.provenance("to"))
+        return await next()
+
+    scope.on_pre_execute(look)
+    await run_tool_calls(registry, [call("r", "book", n=0)], agent=scope)  # "[]"
+    (result,) = await run_tool_calls(registry, [call("s", "mail", to="ann@x.io")], agent=scope)
+    assert not result.is_error, result.text
+    assert [f.origin for f in found] == [Origin.UNSEEN]

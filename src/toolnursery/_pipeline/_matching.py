@@ -110,6 +110,8 @@ def skeletons(texts: Iterable[str]) -> dict[str, str]:
         else:
             for needle in needles(text, Sink.PARTY):
                 found.setdefault(needle, text)
+    if not plain:  # ("".split() is one empty text, not none)
+        return found
     joined = _NON_WORD_KEPT.sub("", _APART.join(t.replace(_APART, " ") for t in plain).casefold())
     for needle, text in zip(joined.split(_APART), plain, strict=True):
         if needle:
