@@ -105,6 +105,8 @@ class ProvenanceLedger:
         # that batch do not change them (its calls do not see them); anything else does
         self._answers: dict[tuple[str, Sink], ProvenanceFinding] = {}
         self._answers_for: object = _UNREAD
+        # an answer as a content argument's finding, by the answer (kept: its id is its own)
+        self._as_content: dict[int, tuple[ProvenanceFinding, ProvenanceFinding]] = {}
         on_result(self.observe)
 
     # -- what the host tells it ---------------------------------------------------------
@@ -328,9 +330,15 @@ class ProvenanceLedger:
         if batch is not self._answers_for:
             answers.clear()
             self._answers_for = batch
-        known = answers.get((value, kind)) or self._stable.get((value, kind))
+        known = answers.get((value, kind))
+        kept = answers
+        if known is None:
+            known = self._stable.get((value, kind))
+            kept = self._stable
         if known is not None:
-            return known if known.argument == argument else _named(known, argument)
+            if known.argument != argument:  # kept by this name: the next call asks so too
+                known = kept[value, kind] = _named(known, argument)
+            return known
         finding = self._origin(value, kind, batch, argument)
         if finding.origin is Origin.REQUEST or finding.origin is Origin.OWN:
             answers = self._stable  # no result changes it: kept across batches
@@ -453,7 +461,12 @@ class ProvenanceLedger:
                 for identifier, like in identifiers_in(text):
                     if not record(identifier, batch):
                         one = self.origin(identifier, like, execution=execution, argument=place)
-                        found.append(_as(one, Sink.CONTENT))
+                        known = self._as_content.get(id(one))  # one answer, one content finding
+                        if known is None or known[0] is not one:
+                            if len(self._as_content) > 4096:
+                                self._as_content.clear()
+                            known = self._as_content[id(one)] = (one, _as(one, Sink.CONTENT))
+                        found.append(known[1])
             elif kind is Sink.SECRET or not (
                 record(text, batch) or (kind is Sink.INTENT and not text)
             ):
