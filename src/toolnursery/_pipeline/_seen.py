@@ -82,7 +82,7 @@ class Seen:
         self._texts = found
         for texts in found:
             joined = "".join(texts)
-            if joined.isascii() and joined.islower():  # no capital: each is its own fold
+            if joined.isascii() and joined.lower() == joined:  # no capital: its own fold
                 exact.update(dict.fromkeys(texts))
             else:
                 exact.update(dict.fromkeys(map(str.casefold, texts)))
