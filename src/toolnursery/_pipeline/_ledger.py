@@ -206,8 +206,10 @@ class ProvenanceLedger:
                 waiting.append(seen)
                 continue
             exact = seen.records()
-            clash = exact.keys() & index.keys()
-            if clash:  # records read again (or read before): keep the two that count
+            if index.keys().isdisjoint(exact):  # (a dict view's test: no set made)
+                index.update(dict.fromkeys(exact, seen))
+            else:  # records read again (or read before): keep the two that count
+                clash = exact.keys() & index.keys()
                 other = self._exact_other
                 for text in clash:
                     now = index[text]
@@ -220,8 +222,6 @@ class ProvenanceLedger:
                         if before is None or seen.index > before.index:
                             other[text] = seen
                 index.update(dict.fromkeys(exact.keys() - clash, seen))
-            else:
-                index.update(dict.fromkeys(exact, seen))
             self._unsplit.append((seen, exact))
         self._unread = waiting
         self._read_for = batch
