@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from itertools import repeat
 from typing import Any, Final
 
 import msgspec
@@ -93,7 +94,7 @@ class ProvenanceLedger:
         # the batch whose calls have every unread result they may see read: a result
         # of that batch does not change it (its calls do not see it)
         self._read_for: object = _UNREAD
-        self._unsplit: list[tuple[Seen, dict[str, None]]] = []
+        self._unsplit: list[tuple[Seen, list[str]]] = []
         self._exact: dict[str, Seen] = {}  # the latest result with the text
         self._exact_other: dict[str, Seen] = {}  # the latest of another batch than that
         # by needle, then by the field's text: (the latest result, the latest of another
@@ -207,9 +208,9 @@ class ProvenanceLedger:
                 continue
             exact = seen.records()
             if index.keys().isdisjoint(exact):  # (a dict view's test: no set made)
-                index.update(dict.fromkeys(exact, seen))
+                index.update(zip(exact, repeat(seen)))
             else:  # records read again (or read before): keep the two that count
-                clash = exact.keys() & index.keys()
+                clash = index.keys() & exact
                 other = self._exact_other
                 for text in clash:
                     now = index[text]
@@ -221,7 +222,7 @@ class ProvenanceLedger:
                         before = other.get(text)
                         if before is None or seen.index > before.index:
                             other[text] = seen
-                index.update(dict.fromkeys(exact.keys() - clash, seen))
+                index.update((text, seen) for text in exact if text not in clash)
             self._unsplit.append((seen, exact))
         self._unread = waiting
         self._read_for = batch
@@ -230,7 +231,7 @@ class ProvenanceLedger:
         """Index by skeleton the read records a call of ``batch`` may see."""
         if self._read_for is not batch:
             self._read(batch)
-        waiting: list[tuple[Seen, dict[str, None]]] = []
+        waiting: list[tuple[Seen, list[str]]] = []
         index = self._skeletons
         for seen, exact in self._unsplit:
             if seen.batch is batch:

@@ -64,29 +64,29 @@ class Seen:
         haystack = self._haystack = Haystack([text for _, text in fields])
         return haystack
 
-    def records(self) -> dict[str, None]:
-        """The declared record fields' texts, case-folded (a dict for its fast key
-        operations); :meth:`path_of` names the place of one."""
-        exact: dict[str, None] = {}
+    def records(self) -> list[str]:
+        """The declared record fields' texts, case-folded, path by path (a text may come
+        twice); :meth:`path_of` names the place of one."""
         steps = self.record_steps
         if not steps:
-            return exact
+            return []
         # the usual case: only the declared fields read out of the text (record_texts)
         found = record_texts(self.result, steps)
         if found is None:  # another shape, or not JSON text: its value, walked
             whole = self.result.value
             if whole is None:
-                return exact
+                return []
             walks = self._walks = [Walk(whole, each) for each in steps]
             found = [walk.texts for walk in walks]
         self._texts = found
+        keys: list[str] = []
         for texts in found:
             joined = "".join(texts)
             if joined.isascii() and joined.lower() == joined:  # no capital: its own fold
-                exact.update(dict.fromkeys(texts))
+                keys += texts
             else:
-                exact.update(dict.fromkeys(map(str.casefold, texts)))
-        return exact
+                keys += map(str.casefold, texts)
+        return keys
 
     def path_of(self, text: str) -> str:
         """The JSON path of the first record field whose case-folded text is ``text``
@@ -149,9 +149,7 @@ def record_texts(result: ToolExecutionResult, paths: Steps) -> list[list[str]] |
                 )
             else:
                 got = list(map(attrgetter(name), frontier))
-                frontier = (
-                    got if msgspec.UNSET not in got else [v for v in got if v is not msgspec.UNSET]
-                )
+                frontier = got if _MISSING not in got else [v for v in got if v is not _MISSING]
         found.append(_texts(frontier)[0])
     return found
 
@@ -159,6 +157,7 @@ def record_texts(result: ToolExecutionResult, paths: Steps) -> list[list[str]] |
 _OPENERS: Final = ("{", "[")
 _UNREAD: Final[Any] = object()
 _END: Final[Any] = object()
+_MISSING: Final[Any] = object()  # a declared field an object lacks (a plain object: `in` is quick)
 _readers: dict[Steps, tuple[msgspec.json.Decoder[Any], list[tuple[str | None, ...]]] | None] = {}
 
 
@@ -195,7 +194,7 @@ def _reader(
             if inner is None:
                 return None
             names[key] = f"f{n}"
-            fields.append((f"f{n}", inner, msgspec.UNSET))
+            fields.append((f"f{n}", inner, _MISSING))
         return msgspec.defstruct(
             "Records", fields, rename={f: k for k, f in names.items()}, gc=False
         )
