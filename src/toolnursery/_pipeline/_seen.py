@@ -1,5 +1,6 @@
-"""One committed result as the provenance ledger keeps it, and the walk that reads the
-declared record fields out of its JSON value (with the JSON path of each)."""
+"""One committed result as the provenance ledger keeps it, and what reads its declared
+record fields: a decoder typed to hold only those fields, else the walk of its JSON value
+(which also names the JSON path of each)."""
 
 from __future__ import annotations
 
