@@ -5,7 +5,7 @@ record fields: a decoder typed to hold only those fields, else the walk of its J
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from itertools import repeat
 from operator import attrgetter
 from typing import Any, Final
@@ -53,10 +53,11 @@ class Seen:
         self.record_steps = record_steps  # the declared record paths, parsed
         self.index = index  # its place in the ledger: a later result has a larger one
         self._haystack: Haystack | None = None
-        self._paths: list[str] = []
-        self._texts: list[list[str]] = []  # per declared path, its fields' texts
+        # (empty tuples until made: a result that is never asked about makes no list)
+        self._paths: Sequence[str] = ()
+        self._texts: Sequence[list[str]] = ()  # per declared path, its fields' texts
         self._walks: list[Walk] | None = None  # made when a path is first named
-        self._folded_walks: list[list[str]] = []
+        self._folded_walks: Sequence[list[str]] = ()
 
     def _fields(self) -> Haystack:
         value = self.result.value
@@ -94,7 +95,10 @@ class Seen:
         (one :meth:`records` gave)."""
         folded = self._folded_walks
         if len(folded) < len(self._texts):  # made when a finding first names a field
-            folded += [list(map(str.casefold, texts)) for texts in self._texts[len(folded) :]]
+            folded = self._folded_walks = [
+                *folded,
+                *(list(map(str.casefold, texts)) for texts in self._texts[len(folded) :]),
+            ]
         for declared, texts in enumerate(folded):
             if text in texts:
                 walks = self._walks
