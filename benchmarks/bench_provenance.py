@@ -8,10 +8,11 @@ medians; the goal is at most 1.3x):
   list, an inbox of emails with bodies, a web page, a transaction list), untimed; then
   one batch of ``--calls`` calls is timed: half reads, half outbound calls whose sink
   arguments the guard checks (a recipient from the contacts, a body with a link and an
-  address inside). The records the checks need are indexed then (the ledger indexes a
-  result the first time a check needs it), so the batch pays for them; each result that
-  declares records has its text folded as it commits, so the batch pays that for the
-  three it reads itself, and the turns before it for theirs.
+  address inside). The ledger reads the records of the results a call may see at the
+  first question after they commit, so the batch pays for reading those of the turns
+  before it (the contacts and the transactions); the three record results it reads
+  itself would be read by the next batch's first question (in a run, each batch pays
+  for the one before).
 * **whole agent run**: the three turns and the batch, timed together.
 
 The bodies await (``trio.sleep(0)``), as real bodies do, and do nothing else: the ratio

@@ -262,3 +262,30 @@ async def test_a_tool_registered_after_the_guard_is_checked_by_its_own_sinks() -
     dispose()  # the check and its watch of the registry go
     (third,) = await run_tool_calls(registry, [ToolCall("4", "pay", lifted)], agent=scope)
     assert third.text == "paid"
+
+
+async def test_the_guard_hands_on_to_later_listeners_and_stops_them_when_it_objects() -> None:
+    registry, scope, approval = world("Pay the landlord", unattended=True)
+    heard: list[tuple[str, str]] = []
+
+    def listener(where: str) -> Any:
+        async def listen(execution: Any, next: Any) -> Any:
+            heard.append((where, execution.call_id))
+            return await next()
+
+        return listen
+
+    scope.on_pre_execute(listener("after"))  # after the guard: only where it hands on
+    scope.on_pre_execute(listener("before"), prepend=True)
+    texts = await turns(
+        registry,
+        scope,
+        [("payees", {}), ("note", {})],
+        [("pay", {"iban": "GB94BARC10201530093459"}), ("pay", {"iban": "GB29NWBK60161331926819"})],
+    )
+    assert texts[2] == "paid"
+    assert texts[3].startswith('Error: tool "pay": iban=')
+    assert ("after", "c1.0") in heard
+    assert ("after", "c1.1") not in heard
+    assert {("before", "c1.0"), ("before", "c1.1"), ("after", "c0.0")} <= set(heard)
+    assert approval.requests == []

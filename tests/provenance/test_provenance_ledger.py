@@ -9,10 +9,13 @@ from typing import Annotated, Any
 import msgspec
 import pytest
 import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from toolnursery import (
     Accept,
     Allow,
+    CancelSignal,
     HookContext,
     Origin,
     PreToolDecision,
@@ -22,6 +25,8 @@ from toolnursery import (
     ToolCall,
     ToolExecution,
     ToolExecutionInput,
+    ToolExecutionResult,
+    ToolExecutionToken,
     ToolRegistry,
     ToolScope,
     define_tool,
@@ -363,3 +368,162 @@ async def test_suspect_is_explain_without_the_verbatim_records() -> None:
         assert len(suspected) <= len(explained)
     assert not any(pairs[0][1])  # a verbatim record: nothing to say
     assert [f.origin for f in pairs[6][1]] == [Origin.RECORD]  # " alice@…": by its skeleton
+
+
+_POOL = ("ann@x.io", "bo@x.io", "cy@y.io")
+
+
+def _rows(n: int) -> list[dict[str, str]]:
+    shout = bool(n & 8)
+    return [{"email": e.upper() if shout else e} for i, e in enumerate(_POOL) if n >> i & 1]
+
+
+@tool(records=("[].email",), is_concurrency_safe=lambda a: True)
+def book(n: int) -> list[dict[str, str]]:
+    """One of the address books a run reads: the pool's addresses chosen by n's bits
+    (bit 3: written in capitals)."""
+    return _rows(n)
+
+
+@tool(is_concurrency_safe=lambda a: True)
+def mail(to: Annotated[str, Sink.PARTY]) -> str:
+    """Send."""
+    return "sent"
+
+
+_step = st.one_of(
+    st.tuples(st.just("read"), st.integers(0, 15)),
+    st.tuples(st.just("send"), st.sampled_from(_POOL), st.booleans(), st.booleans()),
+)
+
+
+def _written(step: tuple[Any, ...]) -> str:
+    address = step[1].upper() if step[2] else step[1]
+    return " " + address if step[3] else address
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(_step, min_size=1, max_size=4), min_size=1, max_size=6))
+def test_records_read_again_name_the_latest_read_a_call_could_see(
+    batches: list[list[tuple[Any, ...]]],
+) -> None:
+    """However often the same records are read again (the index keeps only the two
+    results per text that every question needs), a value is a record exactly when a
+    result of an earlier batch holds it, and its source is the latest such result;
+    written with a space in front, it is found by its skeleton, from the same source."""
+    registry = ToolRegistry()
+    registry.register(book)
+    registry.register(mail)
+    scope = registry.scope()
+    ledger = scope.provenance
+    asked: list[tuple[str, bool, ProvenanceFinding]] = []
+
+    async def look(execution: ToolExecution, next: Any) -> PreToolDecision:
+        if execution.name == "mail":
+            to = execution.arguments["to"]
+            asked.append(
+                (
+                    execution.call_id,
+                    ledger.is_record(to, execution.signal),
+                    ledger.origin(to, execution=execution),
+                )
+            )
+        return await next()
+
+    scope.on_pre_execute(look)
+
+    async def run() -> None:
+        for b, steps in enumerate(batches):
+            calls = [
+                call(f"{b}.{i}", "book", n=s[1])
+                if s[0] == "read"
+                else call(f"{b}.{i}", "mail", to=_written(s))
+                for i, s in enumerate(steps)
+            ]
+            await run_tool_calls(registry, calls, agent=scope)
+
+    trio.run(run)
+    expected: list[tuple[str, bool, str | None]] = []
+    read: list[tuple[str, set[str]]] = []  # (call id, addresses) of earlier batches, in order
+    for b, steps in enumerate(batches):
+        for i, s in enumerate(steps):
+            if s[0] == "send":
+                holders = [c for c, held in read if s[1] in held]
+                record = bool(holders) and not s[3]  # verbatim (case aside), or not at all
+                expected.append((f"{b}.{i}", record, holders[-1] if holders else None))
+        read += [
+            (f"{b}.{i}", {e for j, e in enumerate(_POOL) if s[1] >> j & 1})
+            for i, s in enumerate(steps)
+            if s[0] == "read"
+        ]
+    got = [
+        (c, is_record, f.source_call if f.origin is Origin.RECORD else None)
+        for c, is_record, f in asked
+    ]
+    assert got == expected
+
+
+async def test_an_empty_record_list_is_read_without_failing_the_call() -> None:
+    registry = ToolRegistry()
+    registry.register(book)
+    registry.register(mail)
+    scope = registry.scope()
+    found: list[ProvenanceFinding] = []
+
+    async def look(execution: ToolExecution, next: Any) -> PreToolDecision:
+        if execution.name == "mail":
+            found.extend(execution.provenance("to"))
+        return await next()
+
+    scope.on_pre_execute(look)
+    await run_tool_calls(registry, [call("r", "book", n=0)], agent=scope)  # "[]"
+    (result,) = await run_tool_calls(registry, [call("s", "mail", to="ann@x.io")], agent=scope)
+    assert not result.is_error, result.text
+    assert [f.origin for f in found] == [Origin.UNSEEN]
+
+
+_event = st.one_of(
+    st.tuples(st.just("read"), st.integers(0, 2), st.integers(0, 15)),
+    st.tuples(st.just("ask"), st.integers(0, 2), st.sampled_from(_POOL), st.booleans()),
+    st.tuples(st.just("peek"), st.sampled_from(_POOL)),  # a question from outside any batch
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_event, max_size=14))
+def test_batches_that_overlap_see_each_others_records_and_not_their_own(
+    events: list[tuple[Any, ...]],
+) -> None:
+    """Results of batches that run at once (their commits interleaved) fed to the
+    ledger as the pipeline feeds them: a call sees every result of another batch committed
+    before it asks, never one of its own batch, even once a question from outside any
+    batch has indexed them; its source is the latest it may see."""
+    registry = ToolRegistry()
+    registry.register(book)
+    scope = registry.scope()
+    ledger = scope.provenance
+    batches = [CancelSignal() for _ in range(3)]
+    committed: list[tuple[str, int, set[str]]] = []  # (call id, batch, addresses)
+    for n, event in enumerate(events):
+        if event[0] == "read":
+            _, b, bits = event
+            execution = ToolExecution(
+                f"c{n}", "book", {"n": bits}, batches[b], scope, None, ToolExecutionToken()
+            )
+            text = msgspec.json.encode(_rows(bits)).decode()
+            ledger.observe(
+                execution, ToolExecutionResult(content=(TextContent(text),), is_error=False)
+            )
+            committed.append((f"c{n}", b, {e for i, e in enumerate(_POOL) if bits >> i & 1}))
+            continue
+        if event[0] == "peek":
+            ledger.is_record(event[1], None)
+            continue
+        _, b, address, spaced = event
+        value = " " + address if spaced else address
+        asking = ToolExecution(f"q{n}", "book", {}, batches[b], scope, None, ToolExecutionToken())
+        holders = [c for c, batch, held in committed if batch != b and address in held]
+        assert ledger.is_record(value, batches[b]) is (bool(holders) and not spaced)
+        finding = ledger.origin(value, execution=asking)
+        assert finding.source_call == (holders[-1] if holders else None), (event, holders)
+        assert finding.origin is (Origin.RECORD if holders else Origin.UNSEEN)

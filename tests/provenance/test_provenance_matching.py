@@ -6,6 +6,7 @@ import bisect
 import re
 import string
 
+import msgspec
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
@@ -359,6 +360,10 @@ _pieces = st.sampled_from(
         "\uff45",
         "é",
         "IBAN:",
+        "\u0663\u0664",  # digits of another script (\d, not [0-9])
+        "\uff11\uff12",  # full-width digits (NFKC: 1, 2)
+        "AB",
+        "7",
     ]
 )
 
@@ -368,3 +373,57 @@ def test_identifiers_in_finds_what_scanning_every_word_finds(text: str) -> None:
     """The candidate words found with str.split and the account-number scan skipped
     without two capitals and two digits give what every pattern over the text gives."""
     assert identifiers_in(text) == _identifiers_scanning_every_word(text)
+
+
+_paths = st.sampled_from(["[].x", "[].y", "x[].y", "[].x[]", "x", "x.y", "[].x.y", "[][].x", "[]"])
+
+
+@given(
+    st.one_of(_json, _rows, st.dictionaries(st.just("x"), _rows)),
+    st.lists(_paths, min_size=1, max_size=3),
+)
+def test_record_fields_read_by_their_type_are_the_fields_the_walk_finds(
+    value: object, paths: list[str]
+) -> None:
+    """A result's declared fields, read from its text with a decoder of only those
+    fields, are the texts the walk of its whole value finds, path by path; when the
+    value has another shape than the paths say, the reader gives way to the walk."""
+    from toolnursery import TextContent, ToolExecutionResult
+    from toolnursery._core._provenance import record_steps
+    from toolnursery._pipeline._seen import Walk, record_texts
+
+    steps = tuple(s for s in map(record_steps, paths) if s is not None)
+    text = msgspec.json.encode(value).decode()
+    result = ToolExecutionResult(content=(TextContent(text),), is_error=False)
+    read = record_texts(result, steps)
+    assert read is None or read == [Walk(msgspec.json.decode(text), s).texts for s in steps]
+    if paths == ["[].x"] and type(value) is list and all(type(v) is dict for v in value):
+        assert read is not None  # the usual shape is read by type
+
+
+def test_paths_that_disagree_on_a_shape_are_walked() -> None:
+    from toolnursery import TextContent, ToolExecutionResult
+    from toolnursery._core._provenance import record_steps
+    from toolnursery._pipeline._seen import record_texts
+
+    result = ToolExecutionResult(content=(TextContent('{"x": [{"y": "a"}]}'),), is_error=False)
+    for paths in (["x", "x[].y"], ["x[].y", "x"], ["x.y", "x[].y"]):
+        steps = tuple(s for s in map(record_steps, paths) if s is not None)
+        assert record_texts(result, steps) is None
+    assert record_texts(result, (record_steps("x[].y"),)) == [["a"]]  # type: ignore[arg-type]
+
+
+def test_identifiers_at_the_edges_of_the_number_gates() -> None:
+    """Seven digits is the least a phone number has; the gates that skip the number
+    patterns (counted in one pass over ASCII text) keep exactly what they find."""
+    cases = {
+        "call 555-1234 now": [("555-1234", Sink.PARTY)],
+        "call 55-1234 now": [],
+        "call 555 123 4567.": [("555 123 4567", Sink.PARTY)],
+        "pay GB29 NWBK 6016 1331 9268 19 now": [("GB29 NWBK 6016 1331 9268 19", Sink.PARTY)],
+        "pay gb29 nwbk 6016 1331 9268 19": [("6016 1331 9268 19", Sink.PARTY)],
+        "call ５５５-１２３４": [("555-1234", Sink.PARTY)],  # full-width: NFKC
+    }
+    for text, expected in cases.items():
+        assert identifiers_in(text) == expected, text
+        assert _identifiers_scanning_every_word(text) == expected, text

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from itertools import repeat
 from typing import Any, Final
 
 import msgspec
@@ -46,7 +47,7 @@ __all__ = ["ProvenanceLedger"]
 
 _UNREAD: Any = object()
 _APART: Final = "\x00"
-_NONE: tuple[Any, ...] = ()
+_NO_TEXTS: Final[dict[str, tuple[Any, Any]]] = {}
 
 
 class ProvenanceLedger:
@@ -89,18 +90,21 @@ class ProvenanceLedger:
         self._stable: dict[tuple[str, Sink], ProvenanceFinding] = {}
         # The declared record fields of the results, indexed when first needed, across
         # results (dict lookups, not a scan per result): by the field's text, case-folded
-        # (a result's records are read once a value asked about is written in its text),
-        # then by each field's skeletons (once a value is not a verbatim copy). Entries
-        # are (result, JSON path[, text]), one per result and key.
+        # (the results a call may see are read at the first question after they
+        # commit), then by each field's skeletons (once a value is not a verbatim copy). A key
+        # keeps two results (what every question needs): the latest that holds it, and
+        # the latest of a batch other than that one's. Reading the same records again
+        # (a contact list read every turn) replaces them: it adds nothing.
         self._unread: list[Seen] = []
-        # the texts (written, folded, joined) of the unread results a call of one batch
-        # may see: a result of that batch does not change it
-        self._unread_text: str | None = None
-        self._unread_for: object = _UNREAD
-        self._unsplit: list[tuple[Seen, dict[str, None]]] = []
-        self._exact: dict[str, Seen] = {}  # the first result indexed with the text
-        self._exact_more: dict[str, list[Seen]] = {}  # the others
-        self._skeletons: dict[str, list[tuple[Seen, str]]] = {}  # (result, folded text)
+        # the batch whose calls have every unread result they may see read: a result
+        # of that batch does not change it (its calls do not see it)
+        self._read_for: object = _UNREAD
+        self._unsplit: list[tuple[Seen, list[str]]] = []
+        self._exact: dict[str, Seen] = {}  # the latest result with the text
+        self._exact_other: dict[str, Seen] = {}  # the latest of another batch than that
+        # by needle, then by the field's text: (the latest result, the latest of another
+        # batch than that or None)
+        self._skeletons: dict[str, dict[str, tuple[Seen, Seen | None]]] = {}
         self._records_of: dict[int, tuple[object, tuple[tuple[str | None, ...], ...]]] = {}
         self._declared: dict[str, tuple[str, ...]] = {}
         # origin()'s answers for the calls of one batch, by (value, kind): results of
@@ -112,6 +116,8 @@ class ProvenanceLedger:
         call id → the turn's key, set by a bridge while the call runs. A listed call's
         batch is its turn's key instead of its signal, so its siblings' results are not
         visible to it (nor its to them)."""
+        # an answer as a content argument's finding, by the answer (kept: its id is its own)
+        self._as_content: dict[int, tuple[ProvenanceFinding, ProvenanceFinding]] = {}
         on_result(self.observe)
 
     # -- what the host tells it ---------------------------------------------------------
@@ -200,13 +206,10 @@ class ProvenanceLedger:
         kept.append(seen)
         if len(kept) > self._max:
             self._drop(len(kept) - (self._max - self._max // 10))
-        if steps and not result.is_error:
-            # its text folded now, while it is fresh: a check later reads the fold, and
-            # indexes the records only of a result whose text holds the value asked about
-            seen.written()
+        if steps and not result.is_error:  # its records read at the next question
             self._unread.append(seen)
-            if batch is not self._unread_for:
-                self._unread_text = None
+            if batch is not self._read_for:
+                self._read_for = _UNREAD
 
     def _steps_of(
         self, definition: ToolDefinition | None, name: str
@@ -224,49 +227,52 @@ class ProvenanceLedger:
             self._records_of[id(definition)] = (definition, steps)
         return steps
 
-    def _read(self, batch: object, written: str | None) -> None:
-        """Index the records of the unread results a call of ``batch`` may see (with
-        ``written``: only those whose text holds it)."""
+    def _read(self, batch: object) -> None:
+        """Index the records of every unread result a call of ``batch`` may see."""
         waiting: list[Seen] = []
         index = self._exact
         for seen in self._unread:
-            if seen.batch is batch or (written is not None and written not in seen.written()):
+            if seen.batch is batch:
                 waiting.append(seen)
                 continue
             exact = seen.records()
-            clash = exact.keys() & index.keys()
-            if clash:
+            if index.keys().isdisjoint(exact):  # (a dict view's test: no set made)
+                index.update(zip(exact, repeat(seen)))
+            else:  # records read again (or read before): keep the two that count
+                clash = index.keys() & exact
+                other = self._exact_other
                 for text in clash:
-                    self._exact_more.setdefault(text, []).append(seen)
-                index.update(dict.fromkeys(exact.keys() - clash, seen))
-            else:
-                index.update(dict.fromkeys(exact, seen))
+                    now = index[text]
+                    if seen.index > now.index:
+                        index[text] = seen
+                        if now.batch is not seen.batch:
+                            other[text] = now
+                    elif seen.batch is not now.batch:
+                        before = other.get(text)
+                        if before is None or seen.index > before.index:
+                            other[text] = seen
+                index.update((text, seen) for text in exact if text not in clash)
             self._unsplit.append((seen, exact))
-        if len(waiting) != len(self._unread):
-            self._unread_text = None
         self._unread = waiting
-
-    def _unread_written(self, batch: object) -> str:
-        """The texts of the unread results a call of ``batch`` may see, joined."""
-        text = self._unread_text
-        if text is None or batch is not self._unread_for:
-            text = self._unread_text = _APART.join(
-                seen.written() for seen in self._unread if seen.batch is not batch
-            )
-            self._unread_for = batch
-        return text
+        self._read_for = batch
 
     def _split(self, batch: object) -> None:
         """Index by skeleton the read records a call of ``batch`` may see."""
-        self._read(batch, None)
-        waiting: list[tuple[Seen, dict[str, None]]] = []
+        if self._read_for is not batch:
+            self._read(batch)
+        waiting: list[tuple[Seen, list[str]]] = []
         index = self._skeletons
         for seen, exact in self._unsplit:
             if seen.batch is batch:
                 waiting.append((seen, exact))
                 continue
             for needle, text in skeletons(exact).items():
-                index.setdefault(needle, []).append((seen, text))
+                by_text = index.get(needle)
+                if by_text is None:
+                    index[needle] = {text: (seen, None)}
+                else:
+                    known = by_text.get(text)
+                    by_text[text] = (seen, None) if known is None else _again(known, seen)
         self._unsplit = waiting
 
     def asks_for(self, words: Iterable[str]) -> bool:
@@ -305,22 +311,26 @@ class ProvenanceLedger:
         self._seen = self._seen[count:]
         floor = self._seen[0].index if self._seen else self._count
         self._unread = [seen for seen in self._unread if seen.index >= floor]
-        self._unread_text = None
         self._unsplit = [entry for entry in self._unsplit if entry[0].index >= floor]
+        # a key's other result is older than its latest: the latest goes first
         exact: dict[str, Seen] = {}
-        more: dict[str, list[Seen]] = {}
-        for text, first in self._exact.items():
-            kept = [e for e in (first, *self._exact_more.get(text, ())) if e.index >= floor]
+        other: dict[str, Seen] = {}
+        for text, latest in self._exact.items():
+            if latest.index >= floor:
+                exact[text] = latest
+                before = self._exact_other.get(text)
+                if before is not None and before.index >= floor:
+                    other[text] = before
+        self._exact, self._exact_other = exact, other
+        skeletons: dict[str, dict[str, tuple[Seen, Seen | None]]] = {}
+        for needle, by_text in self._skeletons.items():
+            kept = {
+                text: (latest, None if before is None or before.index < floor else before)
+                for text, (latest, before) in by_text.items()
+                if latest.index >= floor
+            }
             if kept:
-                exact[text] = kept[0]
-                if len(kept) > 1:
-                    more[text] = kept[1:]
-        self._exact, self._exact_more = exact, more
-        skeletons: dict[str, list[tuple[Seen, str]]] = {}
-        for needle, entries in self._skeletons.items():
-            kept_entries = [e for e in entries if e[0].index >= floor]
-            if kept_entries:
-                skeletons[needle] = kept_entries
+                skeletons[needle] = kept
         self._skeletons = skeletons
         self._answers.clear()
 
@@ -356,9 +366,15 @@ class ProvenanceLedger:
         if batch is not self._answers_for:
             answers.clear()
             self._answers_for = batch
-        known = answers.get((value, kind)) or self._stable.get((value, kind))
+        known = answers.get((value, kind))
+        kept = answers
+        if known is None:
+            known = self._stable.get((value, kind))
+            kept = self._stable
         if known is not None:
-            return known if known.argument == argument else _named(known, argument)
+            if known.argument != argument:  # kept by this name: the next call asks so too
+                known = kept[value, kind] = _named(known, argument)
+            return known
         self._by_tool = False
         tool = None if execution is None else execution.name
         finding = self._origin(value, kind, batch, argument, tool, inside)
@@ -381,7 +397,7 @@ class ProvenanceLedger:
         inside: bool = False,
     ) -> ProvenanceFinding:
         value = plain_address(given)  # "Alice <alice@x.io>" is looked up as alice@x.io
-        wanted, folded, key, address = prepared(value, kind)
+        wanted, key, address = prepared(value, kind)
         if not wanted:
             return ProvenanceFinding(argument, given, kind, Origin.UNSEEN)
         own = next((self._own[n] for n in wanted if n in self._own), None)
@@ -396,13 +412,11 @@ class ProvenanceLedger:
             same_identifier(value, span) for n in wanted for span in trusted.spans(n, whole=whole)
         ) or (dates and same_date(dates, self._trusted_dates)):
             return ProvenanceFinding(argument, given, kind, Origin.REQUEST)
-        if self._unread and folded in self._unread_written(batch):  # in a result not read?
-            self._read(batch, folded)
-        verbatim: Seen | None = None
-        first = self._exact.get(key)
-        for seen in () if first is None else (first, *self._exact_more.get(key, ())):
-            if seen.batch is not batch and (verbatim is None or seen.index > verbatim.index):
-                verbatim = seen
+        if self._read_for is not batch and self._unread:
+            self._read(batch)
+        verbatim = self._exact.get(key)  # the latest result the call could see
+        if verbatim is not None and verbatim.batch is batch:
+            verbatim = self._exact_other.get(key)
         if verbatim is not None:  # a copy of a record field, verbatim: the usual case
             return ProvenanceFinding(
                 argument,
@@ -417,10 +431,11 @@ class ProvenanceLedger:
             self._split(batch)
         best: tuple[Seen, str] | None = None
         for needle in wanted:  # the latest result; at one result, the first needle
-            for seen, text in self._skeletons.get(needle, _NONE):
-                if best is not None and seen.index <= best[0].index:
+            for text, (latest, before) in self._skeletons.get(needle, _NO_TEXTS).items():
+                seen = latest if latest.batch is not batch else before
+                if seen is None or (best is not None and seen.index <= best[0].index):
                     continue
-                if seen.batch is not batch and same_identifier(value, text):
+                if same_identifier(value, text):
                     best = (seen, text)
         if best is not None:
             seen, text = best
@@ -540,7 +555,12 @@ class ProvenanceLedger:
                         one = self.origin(
                             identifier, like, execution=execution, argument=place, inside=True
                         )
-                        found.append(_as(one, Sink.CONTENT))
+                        known = self._as_content.get(id(one))  # one answer, one content finding
+                        if known is None or known[0] is not one:
+                            if len(self._as_content) > 4096:
+                                self._as_content.clear()
+                            known = self._as_content[id(one)] = (one, _as(one, Sink.CONTENT))
+                        found.append(known[1])
             elif kind is Sink.SECRET or not (
                 record(text, batch) or (kind is Sink.INTENT and not text)
             ):
@@ -554,19 +574,22 @@ class ProvenanceLedger:
         if "<" in value:
             value = plain_address(value)
         key = value.casefold()
-        if self._unread:
-            folded = key if value.isascii() else fold(value)
-            unread = self._unread_text
-            if unread is None or batch is not self._unread_for:
-                unread = self._unread_written(batch)
-            if folded in unread:  # is it in a result not read yet?
-                self._read(batch, folded)
-        first = self._exact.get(key)
-        if first is None:
+        if self._read_for is not batch and self._unread:
+            self._read(batch)
+        latest = self._exact.get(key)
+        if latest is None:
             return False
-        if first.batch is not batch:
-            return True
-        return any(seen.batch is not batch for seen in self._exact_more.get(key, ()))
+        return latest.batch is not batch or key in self._exact_other
+
+
+def _again(known: tuple[Seen, Seen | None], seen: Seen) -> tuple[Seen, Seen | None]:
+    """A key's (latest, latest of another batch) once ``seen`` holds it too."""
+    latest, other = known
+    if seen.index > latest.index:
+        return seen, (latest if latest.batch is not seen.batch else other)
+    if seen.batch is not latest.batch and (other is None or seen.index > other.index):
+        return latest, seen
+    return known
 
 
 def _named(finding: ProvenanceFinding, argument: str) -> ProvenanceFinding:

@@ -93,12 +93,11 @@ def _phone_needles(text: str, joined: str) -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=8192)
-def prepared(value: str, kind: Sink) -> tuple[tuple[str, ...], str, str, bool]:
+def prepared(value: str, kind: Sink) -> tuple[tuple[str, ...], str, bool]:
     """What looking ``value`` up needs, worked out once per value: its needles
-    (:func:`needles`), its folded form (:func:`fold`), its case-folded form (a record
-    field's key) and whether it is written as an address (:func:`is_address`)."""
-    folded = fold(value)
-    return needles(value, kind), folded, value.casefold(), _ADDRESS.search(folded) is not None
+    (:func:`needles`), its case-folded form (a record field's key) and whether it is
+    written as an address (:func:`is_address`)."""
+    return needles(value, kind), value.casefold(), _ADDRESS.search(fold(value)) is not None
 
 
 def skeletons(texts: Iterable[str]) -> dict[str, str]:
@@ -111,6 +110,8 @@ def skeletons(texts: Iterable[str]) -> dict[str, str]:
         else:
             for needle in needles(text, Sink.PARTY):
                 found.setdefault(needle, text)
+    if not plain:  # ("".split() is one empty text, not none)
+        return found
     joined = _NON_WORD_KEPT.sub("", _APART.join(t.replace(_APART, " ") for t in plain).casefold())
     for needle, text in zip(joined.split(_APART), plain, strict=True):
         if needle:
@@ -352,8 +353,12 @@ _DOMAIN: Final = re.compile(
 _IBAN: Final = re.compile(r"\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){10,30}\b")
 _IBAN_HEAD: Final = re.compile(r"[A-Z][A-Z]\d\d")
 _PHONE: Final = re.compile(r"(?<![\w+])\+?\d[\d ().-]{6,}\d\b")
+_PARTY: Final = Sink.PARTY
+_URL: Final = Sink.URL
 _SEVEN_DIGITS: Final = re.compile(r"[^0-9]*(?:[0-9][^0-9]*){7}")
 _DIGIT_RUN: Final = re.compile(r"\d(?:[ ().-]*\d){6}")
+# ASCII bytes by class, for identifiers_in's gates: digit "0", capital "A", other "x"
+_CLASSES: Final = bytes(48 if 48 <= b <= 57 else 65 if 65 <= b <= 90 else 120 for b in range(256))
 
 
 _DEFANGED_AT: Final = re.compile(r"\s*[\[({]\s*(?:at|@)\s*[\])}]\s*", re.IGNORECASE)
@@ -384,40 +389,52 @@ def identifiers_in(text: str) -> list[tuple[str, Sink]]:
     written plainly."""
     text = _refanged(text)
     found: list[tuple[int, str, Sink]] = []
-    taken: list[tuple[int, int]] = []
-    start = 0
-    # the words holding "@" or "." (str.split: one pass in C; a regex scan costs more)
-    words = [w for w in text.split() if "@" in w or "." in w] if "@" in text or "." in text else ()
-    for word in words:
-        start = text.find(word, start)  # no word between holds it: none has "@" or "."
-        if "@" in word:
-            match: re.Match[str] | None = _EMAIL.search(word)
-            kind = Sink.PARTY
-        else:
-            match = _LINK.match(word) or _DOMAIN.search(word)
-            kind = Sink.URL
-        if match is not None:
-            value = match.group().rstrip(".,;:!?")
-            begin = start + match.start()
-            taken.append((begin, begin + len(value)))
-            found.append((begin, value, kind))
-        start += len(word)
-    if _SEVEN_DIGITS.match(text):
-        # a phone number is seven digits or more with only phone separators between
-        # them: without such a run, there is none to look for
-        patterns = (_IBAN, _PHONE) if _DIGIT_RUN.search(text) else (_IBAN,)
-        # an account number starts with two capitals and two digits: a search for
-        # those skips the text in C, where the full pattern tries every position
-        for pattern in patterns if _IBAN_HEAD.search(text) else patterns[1:]:
-            for number in pattern.finditer(text):
-                span = number.span()
-                if any(a < span[1] and span[0] < b for a, b in taken):
-                    continue
-                digits = sum(c.isdigit() for c in number.group())
-                if pattern is _PHONE and (digits < 7 or _is_date(number.group())):
-                    continue
-                taken.append(span)
-                found.append((span[0], number.group(), Sink.PARTY))
+    if "@" in text or "." in text:
+        start = 0
+        # the words holding "@" or "." (str.split: one pass in C; a regex scan costs more)
+        for word in text.split():
+            if "@" in word:
+                match: re.Match[str] | None = _EMAIL.search(word)
+                kind = _PARTY
+            elif "." in word:
+                match = _LINK.match(word) or _DOMAIN.search(word)
+                kind = _URL
+            else:
+                continue
+            start = text.find(word, start)  # no word between holds it: none has "@" or "."
+            if match is not None:
+                value = match.group().rstrip(".,;:!?")
+                found.append((start + match.start(), value, kind))
+            start += len(word)
+    if text.isascii():
+        # One C pass over the bytes tells the three gates below apart: each digit
+        # becomes "0", each capital "A", each phone separator goes, the rest is "x".
+        classes = text.encode().translate(_CLASSES, b" ().-")
+        numbers = classes.count(48) >= 7  # seven digits (b"0")
+        run = numbers and b"0000000" in classes
+        head = numbers and b"AA00" in classes  # (separators gone: may say yes wrongly)
+    else:  # \d is any decimal digit: the patterns
+        numbers = _SEVEN_DIGITS.match(text) is not None
+        run = numbers and _DIGIT_RUN.search(text) is not None
+        head = numbers and _IBAN_HEAD.search(text) is not None
+    if not numbers:
+        return [(value, kind) for _, value, kind in found]  # in order already
+    taken = [(begin, begin + len(value)) for begin, value, _ in found]
+    # a phone number is seven digits or more with only phone separators between
+    # them: without such a run, there is none to look for
+    patterns = (_IBAN, _PHONE) if run else (_IBAN,)
+    # an account number starts with two capitals and two digits: a search for
+    # those skips the text in C, where the full pattern tries every position
+    for pattern in patterns if head else patterns[1:]:
+        for number in pattern.finditer(text):
+            span = number.span()
+            if any(a < span[1] and span[0] < b for a, b in taken):
+                continue
+            digits = sum(c.isdigit() for c in number.group())
+            if pattern is _PHONE and (digits < 7 or _is_date(number.group())):
+                continue
+            taken.append(span)
+            found.append((span[0], number.group(), _PARTY))
     found.sort()
     return [(value, kind) for _, value, kind in found]
 

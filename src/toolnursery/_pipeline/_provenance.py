@@ -39,6 +39,9 @@ __all__ = ["RecordedApprovals", "install_provenance_guard"]
 
 _TRUSTED: Final = frozenset({Origin.REQUEST, Origin.OWN, Origin.RECORD, Origin.NAMED})
 _DATE_TRUSTED: Final = _TRUSTED | {Origin.UNSEEN}
+# the kinds whose value suspect() leaves out when it is a record field (not a body's
+# identifiers, not a secret)
+_PLAIN: Final = frozenset(Sink) - {Sink.CONTENT, Sink.SECRET}
 
 # The words a request uses for a destructive action, by the verb a tool's name starts with.
 _INTENT_WORDS: Final[dict[str, tuple[str, ...]]] = {
@@ -184,10 +187,13 @@ def install_provenance_guard(
         return items, intent
 
     suspect = ledger.suspect
+    is_record = ledger.is_record
 
-    async def provenance_guard(
+    # A plain function handing on next()'s awaitable (no coroutine of its own per call:
+    # most calls pass); an objection is a decided awaitable.
+    def provenance_guard(
         execution: ToolExecution, next: Callable[[], Awaitable[PreToolDecision]]
-    ) -> PreToolDecision:
+    ) -> Awaitable[PreToolDecision]:
         key = (execution.name, execution.agent)
         known = by_name.get(key)
         if known is None:
@@ -196,16 +202,20 @@ def install_provenance_guard(
             known = by_name[key] = sinks_for(execution)
         declared, intent = known
         if not declared:
-            return await next()
+            return next()
         arguments = execution.arguments
         if not isinstance(arguments, dict):
-            return await next()
+            return next()
         objections: list[ProvenanceFinding] = []
         secret = False
+        batch = execution.signal
         for argument, kinds in declared:
             if argument not in arguments:
                 continue
+            value = arguments[argument]
             for kind in kinds:
+                if type(value) is str and kind in _PLAIN and is_record(value, batch):
+                    continue  # a verbatim record field (what suspect() leaves out), at once
                 for finding in suspect(execution, argument, kind):
                     why = _objection(finding)
                     if why is not None:
@@ -224,13 +234,13 @@ def install_provenance_guard(
                     )
                 )
         if not objections:
-            return await next()
+            return next()
         reason = f'tool "{execution.name}": ' + "; ".join(
             f"{f.argument or 'the call'}={f.value!r}: {f.reason}" for f in objections
         )
         if secret or unattended:
-            return Deny(reason)
-        return Ask(reason, provenance=tuple(objections))
+            return _decided(Deny(reason))
+        return _decided(Ask(reason, provenance=tuple(objections)))
 
     stop_checking = scope.on_pre_execute(provenance_guard)
 
@@ -239,6 +249,10 @@ def install_provenance_guard(
         stop_watching()
 
     return Disposer(dispose)
+
+
+async def _decided(decision: PreToolDecision) -> PreToolDecision:
+    return decision
 
 
 # -- durable answers -------------------------------------------------------------------

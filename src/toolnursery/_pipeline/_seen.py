@@ -1,29 +1,33 @@
-"""One committed result as the provenance ledger keeps it, and the walk that reads the
-declared record fields out of its JSON value (with the JSON path of each)."""
+"""One committed result as the provenance ledger keeps it, and what reads its declared
+record fields: a decoder typed to hold only those fields, else the walk of its JSON value
+(which also names the JSON path of each)."""
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from itertools import repeat
+from operator import attrgetter
 from typing import Any, Final
 
 import msgspec
 
-from .._core._content import ToolExecutionResult
-from ._matching import Date, Haystack, dates_in, fold, same_date
+from .._core._content import TextContent, ToolExecutionResult
+from ._matching import Date, Haystack, dates_in, same_date
 
-__all__ = ["Seen", "Walk", "leaves"]
+__all__ = ["Seen", "Walk", "leaves", "record_texts"]
+
+Steps = tuple[tuple[str | None, ...], ...]
 
 
 class Seen:
     """One committed result as the ledger keeps it; its text is indexed on first use."""
 
     __slots__ = (
-        "_folded",
         "_folded_walks",
         "_haystack",
         "_paths",
+        "_texts",
         "_walks",
         "arguments",
         "batch",
@@ -52,22 +56,11 @@ class Seen:
         self.index = index  # its place in the ledger: a later result has a larger one
         self.arguments = arguments  # the call's arguments: what named the source
         self._haystack: Haystack | None = None
-        self._paths: list[str] = []
-        self._folded: str | None = None
-        self._walks: list[Walk] = []
-        self._folded_walks: list[list[str]] = []
-
-    def written(self) -> str:
-        """The result's text as its values are written in it, folded: what tells, without
-        reading its records, that a value is not one of them."""
-        written = self._folded
-        if written is None:
-            structured = self.result.structured_content
-            text = self.result.text
-            if structured is not None:
-                text = msgspec.json.encode(structured).decode()
-            written = self._folded = fold(text)
-        return written
+        # (empty tuples until made: a result that is never asked about makes no list)
+        self._paths: Sequence[str] = ()
+        self._texts: Sequence[list[str]] = ()  # per declared path, its fields' texts
+        self._walks: list[Walk] | None = None  # made when a path is first named
+        self._folded_walks: Sequence[list[str]] = ()
 
     def _fields(self) -> Haystack:
         value = self.result.value
@@ -76,27 +69,45 @@ class Seen:
         haystack = self._haystack = Haystack([text for _, text in fields])
         return haystack
 
-    def records(self) -> dict[str, None]:
-        """The declared record fields' texts, case-folded (a dict for its fast key
-        operations); :meth:`path_of` names the place of one."""
-        exact: dict[str, None] = {}
-        walks = self._walks = []
-        if self.record_steps and (whole := self.result.value) is not None:
-            for steps in self.record_steps:
-                walk = Walk(whole, steps)
-                walks.append(walk)
-                exact.update(dict.fromkeys(map(str.casefold, walk.texts)))
-        return exact
+    def records(self) -> list[str]:
+        """The declared record fields' texts, case-folded, path by path (a text may come
+        twice); :meth:`path_of` names the place of one."""
+        steps = self.record_steps
+        if not steps:
+            return []
+        # the usual case: only the declared fields read out of the text (record_texts)
+        found = record_texts(self.result, steps)
+        if found is None:  # another shape, or not JSON text: its value, walked
+            whole = self.result.value
+            if whole is None:
+                return []
+            walks = self._walks = [Walk(whole, each) for each in steps]
+            found = [walk.texts for walk in walks]
+        self._texts = found
+        keys: list[str] = []
+        for texts in found:
+            joined = "".join(texts)
+            if joined.isascii() and joined.lower() == joined:  # no capital: its own fold
+                keys += texts
+            else:
+                keys += map(str.casefold, texts)
+        return keys
 
     def path_of(self, text: str) -> str:
         """The JSON path of the first record field whose case-folded text is ``text``
         (one :meth:`records` gave)."""
         folded = self._folded_walks
-        if len(folded) < len(self._walks):  # made when a finding first names a field
-            folded += [list(map(str.casefold, walk.texts)) for walk in self._walks[len(folded) :]]
+        if len(folded) < len(self._texts):  # made when a finding first names a field
+            folded = self._folded_walks = [
+                *folded,
+                *(list(map(str.casefold, texts)) for texts in self._texts[len(folded) :]),
+            ]
         for declared, texts in enumerate(folded):
             if text in texts:
-                return self._walks[declared].path(texts.index(text))
+                walks = self._walks
+                if walks is None:  # read by record_texts: the same texts, in order
+                    walks = self._walks = [Walk(self.result.value, s) for s in self.record_steps]
+                return walks[declared].path(texts.index(text))
         raise KeyError(text)
 
     def fragment(self, wanted: tuple[str, ...], dates: set[Date]) -> str | None:
@@ -111,6 +122,103 @@ class Seen:
                 if same_date(dates, dates_in(text)):
                     return self._paths[index]
         return None
+
+
+def record_texts(result: ToolExecutionResult, paths: Steps) -> list[list[str]] | None:
+    """Per record path, the texts :class:`Walk` finds at its places in the JSON value of
+    ``result``'s text, decoded with a type that holds only the declared fields (the
+    rest of the text is skipped, not built); ``None`` when it cannot say (structured
+    content, not JSON text, another shape than the paths say: walk the value)."""
+    reader = _readers.get(paths, _UNREAD)
+    if reader is _UNREAD:
+        if len(_readers) > 1024:
+            _readers.clear()
+        reader = _readers[paths] = _reader(paths)
+    if reader is None or result.structured_content is not None:
+        return None
+    content = result.content
+    if len(content) != 1 or type(content[0]) is not TextContent:
+        return None
+    text = content[0].text
+    if text[:1] not in _OPENERS:
+        return None
+    decoder, attributes = reader
+    try:
+        root = decoder.decode(text)
+    except msgspec.DecodeError:  # not JSON, or not the shape: the value decides
+        return None
+    found: list[list[str]] = []
+    for names in attributes:
+        frontier: list[Any] = [root]
+        for name in names:
+            if name is None:
+                frontier = (
+                    list(frontier[0]) if len(frontier) == 1 else [i for n in frontier for i in n]
+                )
+            else:
+                got = list(map(attrgetter(name), frontier))
+                frontier = got if _MISSING not in got else [v for v in got if v is not _MISSING]
+        found.append(_texts(frontier)[0])
+    return found
+
+
+_OPENERS: Final = ("{", "[")
+_UNREAD: Final[Any] = object()
+_END: Final[Any] = object()
+_MISSING: Final[Any] = object()  # a declared field an object lacks (a plain object: `in` is quick)
+_readers: dict[Steps, tuple[msgspec.json.Decoder[Any], list[tuple[str | None, ...]]] | None] = {}
+
+
+def _reader(
+    paths: Steps,
+) -> tuple[msgspec.json.Decoder[Any], list[tuple[str | None, ...]]] | None:
+    """A decoder of the declared fields of ``paths`` and, per path, the attributes its
+    steps read (``None``: a list's items); ``None`` when two paths disagree on a
+    place's shape (a list in one, an object or a whole value in another)."""
+    tree: dict[Any, Any] = {}
+    for steps in paths:
+        node = tree
+        for step in steps:
+            if _END in node:
+                return None
+            node = node.setdefault(step, {})
+        if len(node) > (_END in node):
+            return None
+        node[_END] = True
+    named: dict[int, dict[str, str]] = {}
+
+    def typed(node: dict[Any, Any]) -> Any:
+        if _END in node:
+            return Any
+        if None in node:
+            if len(node) > 1:
+                return None
+            inner = typed(node[None])
+            return None if inner is None else list[inner]  # type: ignore[valid-type]
+        fields = []
+        names = named[id(node)] = {}
+        for n, (key, child) in enumerate(node.items()):
+            inner = typed(child)
+            if inner is None:
+                return None
+            names[key] = f"f{n}"
+            fields.append((f"f{n}", inner, _MISSING))
+        return msgspec.defstruct(
+            "Records", fields, rename={f: k for k, f in names.items()}, gc=False
+        )
+
+    root = typed(tree)
+    if root is None:
+        return None
+    attributes = []
+    for steps in paths:
+        node = tree
+        read: list[str | None] = []
+        for step in steps:
+            read.append(None if step is None else named[id(node)][step])
+            node = node[step]
+        attributes.append(tuple(read))
+    return msgspec.json.Decoder(root), attributes
 
 
 def leaves(value: Any, path: str) -> Iterator[tuple[str, str]]:
@@ -159,24 +267,7 @@ class Walk:
                     if (type(node) is dict or isinstance(node, dict)) and step in node
                 ]
         self.frontier = frontier
-        kinds = set(map(type, frontier))
-        flat = not kinds or kinds == _STR  # one text per place (the usual case)
-        texts: list[str] = frontier if flat else [node for node in frontier if type(node) is str]
-        if not flat:
-            texts = []
-            flat = True
-            for node in frontier:
-                kind = type(node)
-                if kind is str:
-                    texts.append(node)
-                elif kind is int:
-                    texts.append(str(node))
-                else:
-                    flat = False
-                    if kind in _LISTS:  # a field holding a list of values
-                        texts += [_text(item) for item in node if _scalar(item)]
-        self.texts = texts
-        self.flat = flat
+        self.texts, self.flat = _texts(frontier)
 
     @property
     def parents(self) -> list[list[int]]:
@@ -236,6 +327,26 @@ class Walk:
                 if at >= 0:
                     break
         return at
+
+
+def _texts(frontier: list[Any]) -> tuple[list[str], bool]:
+    """The texts at a path's places, and whether each place is one text (flat)."""
+    kinds = set(map(type, frontier))
+    if not kinds or kinds == _STR:  # one text per place (the usual case)
+        return frontier, True
+    texts: list[str] = []
+    flat = True
+    for node in frontier:
+        kind = type(node)
+        if kind is str:
+            texts.append(node)
+        elif kind is int:
+            texts.append(str(node))
+        else:
+            flat = False
+            if kind in _LISTS:  # a field holding a list of values
+                texts += [_text(item) for item in node if _scalar(item)]
+    return texts, flat
 
 
 _LISTS: Final = (list, tuple)
