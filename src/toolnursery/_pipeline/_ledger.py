@@ -16,6 +16,7 @@ its own batch were not in front of the model when it wrote the call.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Iterable
 from itertools import repeat
 from typing import Any, Final
@@ -40,7 +41,7 @@ from ._matching import (
     same_identifier,
     skeletons,
 )
-from ._named import may_lift, pointed_at, request_words
+from ._named import pointed_at, request_words
 from ._seen import Seen, leaves
 
 __all__ = ["ProvenanceLedger"]
@@ -74,6 +75,7 @@ class ProvenanceLedger:
         definition: Callable[[ToolExecution], ToolDefinition | None],
     ) -> None:
         self._definition = definition
+        self._lock = threading.RLock()  # one at a time: calls may run in threads
         self._trusted: list[str] = []
         self._trusted_haystack: Haystack | None = None
         self._trusted_dates: set[Date] = set()
@@ -129,15 +131,16 @@ class ProvenanceLedger:
         Raises:
             TypeError: a text is not a str.
         """
-        for text in texts:
-            if not isinstance(text, str):
-                raise TypeError(f"trust() takes text (str), not {type(text).__name__}")
-            self._answers.clear()
-            self._stable.clear()
-            self._trusted.append(text)
-            self._trusted_haystack = None
-            self._request = None
-            self._trusted_dates |= dates_in(text)
+        with self._lock:
+            for text in texts:
+                if not isinstance(text, str):
+                    raise TypeError(f"trust() takes text (str), not {type(text).__name__}")
+                self._answers.clear()
+                self._stable.clear()
+                self._trusted.append(text)
+                self._trusted_haystack = None
+                self._request = None
+                self._trusted_dates |= dates_in(text)
 
     def own(self, *values: str) -> None:
         """Add the user's own identifiers (their email, account number, phone): a sink
@@ -146,13 +149,14 @@ class ProvenanceLedger:
         Raises:
             TypeError: a value is not a str.
         """
-        for value in values:
-            if not isinstance(value, str):
-                raise TypeError(f"own() takes identifiers (str), not {type(value).__name__}")
-            self._answers.clear()
-            self._stable.clear()
-            for needle in needles(value, Sink.PARTY):
-                self._own.setdefault(needle, value)
+        with self._lock:
+            for value in values:
+                if not isinstance(value, str):
+                    raise TypeError(f"own() takes identifiers (str), not {type(value).__name__}")
+                self._answers.clear()
+                self._stable.clear()
+                for needle in needles(value, Sink.PARTY):
+                    self._own.setdefault(needle, value)
 
     def declare_records(self, tool: str, *paths: str) -> None:
         """Declare record fields of ``tool``'s results here, for a tool whose definition
@@ -161,55 +165,58 @@ class ProvenanceLedger:
         Raises:
             ValueError: a path is not a record path (``contacts[].email``).
         """
-        for path in paths:
-            if not isinstance(path, str) or record_steps(path) is None:
-                raise ValueError(f"{path!r} is not a record path (like contacts[].email)")
-        self._answers.clear()
-        self._records_of.clear()
-        self._declared[tool] = (*self._declared.get(tool, ()), *paths)
+        with self._lock:
+            for path in paths:
+                if not isinstance(path, str) or record_steps(path) is None:
+                    raise ValueError(f"{path!r} is not a record path (like contacts[].email)")
+            self._answers.clear()
+            self._records_of.clear()
+            self._declared[tool] = (*self._declared.get(tool, ()), *paths)
 
     def declare_actions(self, tool: str, *words: str) -> None:
         """Set the words a request uses for ``tool``'s action (default: from the verb
         its name starts with: ``send_money`` → send, pay, transfer, …). A value inside
         the text of a source the request names counts as named for this tool only when
         the request uses one of them."""
-        self._answers.clear()
-        self._action_words[tool] = tuple(w.casefold() for w in words if w.strip())
+        with self._lock:
+            self._answers.clear()
+            self._action_words[tool] = tuple(w.casefold() for w in words if w.strip())
 
-    # -- what the pipeline tells it -----------------------------------------------------
+        # -- what the pipeline tells it -----------------------------------------------------
 
     def observe(self, execution: ToolExecution, result: ToolExecutionResult) -> None:
         """Keep one committed result (the ledger's result observer; a host that runs
         calls outside the pipeline may feed it the same way)."""
-        definition = self._definition(execution)
-        known = self._records_of.get(id(definition))
-        if known is not None and known[0] is definition:
-            steps = known[1]
-        else:  # once per definition (a new one when a tool is registered again)
-            steps = self._steps_of(definition, execution.name)
-        batch: object = execution.signal
-        if self.turns:
-            batch = self.turns.get(execution.call_id, batch)
-        if batch is not self._answers_for:
-            self._answers.clear()
-        seen = Seen(
-            execution.name,
-            execution.call_id,
-            batch,
-            result,
-            steps,
-            self._count,
-            execution.arguments,
-        )
-        self._count += 1
-        kept = self._seen
-        kept.append(seen)
-        if len(kept) > self._max:
-            self._drop(len(kept) - (self._max - self._max // 10))
-        if steps and not result.is_error:  # its records read at the next question
-            self._unread.append(seen)
-            if batch is not self._read_for:
-                self._read_for = _UNREAD
+        with self._lock:
+            definition = self._definition(execution)
+            known = self._records_of.get(id(definition))
+            if known is not None and known[0] is definition:
+                steps = known[1]
+            else:  # once per definition (a new one when a tool is registered again)
+                steps = self._steps_of(definition, execution.name)
+            batch: object = execution.signal
+            if self.turns:
+                batch = self.turns.get(execution.call_id, batch)
+            if batch is not self._answers_for:
+                self._answers.clear()
+            seen = Seen(
+                execution.name,
+                execution.call_id,
+                batch,
+                result,
+                steps,
+                self._count,
+                execution.arguments,
+            )
+            self._count += 1
+            kept = self._seen
+            kept.append(seen)
+            if len(kept) > self._max:
+                self._drop(len(kept) - (self._max - self._max // 10))
+            if steps and not result.is_error:  # its records read at the next question
+                self._unread.append(seen)
+                if batch is not self._read_for:
+                    self._read_for = _UNREAD
 
     def _steps_of(
         self, definition: ToolDefinition | None, name: str
@@ -298,9 +305,10 @@ class ProvenanceLedger:
     def max_results(self, value: int) -> None:
         if type(value) is not int or value < 1:
             raise ValueError(f"max_results must be a positive int, not {value!r}")
-        self._max = value
-        if len(self._seen) > value:
-            self._drop(len(self._seen) - (value - value // 10))
+        with self._lock:
+            self._max = value
+            if len(self._seen) > value:
+                self._drop(len(self._seen) - (value - value // 10))
 
     def _drop(self, count: int) -> None:
         """Forget the ``count`` oldest results, and every index entry that names one."""
@@ -357,35 +365,36 @@ class ProvenanceLedger:
                 argument): one inside a document's text (a file, a page) is then
                 never ``named``; one inside an item's text (a message) may be.
         """
-        if type(kind) is not Sink:
-            kind = sink_kind(kind)
-        batch: object = None if execution is None else execution.signal
-        if self.turns and execution is not None:
-            batch = self.turns.get(execution.call_id, batch)
-        answers = self._answers
-        if batch is not self._answers_for:
-            answers.clear()
-            self._answers_for = batch
-        known = answers.get((value, kind))
-        kept = answers
-        if known is None:
-            known = self._stable.get((value, kind))
-            kept = self._stable
-        if known is not None:
-            if known.argument != argument:  # kept by this name: the next call asks so too
-                known = kept[value, kind] = _named(known, argument)
-            return known
-        self._by_tool = False
-        tool = None if execution is None else execution.name
-        finding = self._origin(value, kind, batch, argument, tool, inside)
-        if self._by_tool:
-            return finding  # another tool's call may get another answer: not kept
-        if finding.origin is Origin.REQUEST or finding.origin is Origin.OWN:
-            answers = self._stable  # no result changes it: kept across batches
-        if len(answers) > 4096:
-            answers.clear()
-        answers[value, kind] = finding
-        return finding
+        with self._lock:
+            if type(kind) is not Sink:
+                kind = sink_kind(kind)
+            batch: object = None if execution is None else execution.signal
+            if self.turns and execution is not None:
+                batch = self.turns.get(execution.call_id, batch)
+            answers = self._answers
+            if batch is not self._answers_for:
+                answers.clear()
+                self._answers_for = batch
+            known = answers.get((value, kind))
+            kept = answers
+            if known is None:
+                known = self._stable.get((value, kind))
+                kept = self._stable
+            if known is not None:
+                if known.argument != argument:  # kept by this name: the next call asks so too
+                    known = kept[value, kind] = _named(known, argument)
+                return known
+            self._by_tool = False
+            tool = None if execution is None else execution.name
+            finding = self._origin(value, kind, batch, argument, tool, inside)
+            if self._by_tool:
+                return finding  # another tool's call may get another answer: not kept
+            if finding.origin is Origin.REQUEST or finding.origin is Origin.OWN:
+                answers = self._stable  # no result changes it: kept across batches
+            if len(answers) > 4096:
+                answers.clear()
+            answers[value, kind] = finding
+            return finding
 
     def _origin(
         self,
@@ -448,7 +457,18 @@ class ProvenanceLedger:
             path = seen.fragment(wanted, dates)
             if path is not None:
                 if kind is Sink.PARTY or kind is Sink.URL:
-                    named = self._pointed(seen, value, kind, tool, trusted, visible, inside)
+                    named = pointed_at(
+                        seen,
+                        value,
+                        kind,
+                        request=self._request_words(),
+                        tool=tool,
+                        actions=self._action_words,
+                        inside=inside,
+                        trusted=trusted,
+                        own=self._own,
+                        records=visible,
+                    )
                     self._by_tool = True  # depends on the asking tool and argument
                     if named is not None:
                         return ProvenanceFinding(
@@ -460,36 +480,13 @@ class ProvenanceLedger:
                     )
         return lifted or ProvenanceFinding(argument, given, kind, Origin.UNSEEN)
 
-    def _pointed(
-        self,
-        seen: Seen,
-        value: str,
-        kind: Sink,
-        tool: str | None,
-        trusted: Haystack,
-        visible: list[Seen],
-        inside: bool,
-    ) -> str | None:
-        """:func:`pointed_at` with the request. A value inside text may count for a
-        direct argument (``tool`` given) of a tool other than the source's, whose action
-        the request asks for."""
+    def _request_words(self) -> tuple[str, frozenset[str]]:
+        """The trusted text, folded and joined, and the words that can describe an item."""
         request = self._request
         if request is None:
             folded = _APART.join(fold(text) for text in self._trusted)
             request = self._request = (folded, request_words(folded))
-        prose = may_lift(tool, seen.tool, kind, self._action_words, request[0], inside)
-        return pointed_at(
-            seen,
-            value,
-            kind,
-            request=request[0],
-            words=request[1],
-            trusted=trusted,
-            own=self._own,
-            prose=prose,
-            records=visible,
-            documents=not inside,
-        )
+        return request
 
     def explain(
         self, execution: ToolExecution, argument: str, kind: Sink | None = None
@@ -504,28 +501,29 @@ class ProvenanceLedger:
         Raises:
             KeyError: the call has no such argument.
         """
-        arguments = execution.arguments
-        if not isinstance(arguments, dict) or argument not in arguments:
-            raise KeyError(f'the call of "{execution.name}" has no argument "{argument}"')
-        if kind is not None:
-            kinds: tuple[Sink, ...] = (sink_kind(kind),)
-        else:
-            declared = sinks_of(self._definition(execution)).get(argument, ())
-            kinds = declared or (Sink.PARTY,)
-        found: list[ProvenanceFinding] = []
-        for each in kinds:
-            value = arguments[argument]
-            texts = ((argument, value),) if type(value) is str else leaves(value, argument)
-            for place, text in texts:
-                if each is Sink.CONTENT:
-                    for identifier, like in identifiers_in(text):
-                        one = self.origin(
-                            identifier, like, execution=execution, argument=place, inside=True
-                        )
-                        found.append(_as(one, Sink.CONTENT))
-                elif each is not Sink.INTENT or text:
-                    found.append(self.origin(text, each, execution=execution, argument=place))
-        return tuple(found)
+        with self._lock:
+            arguments = execution.arguments
+            if not isinstance(arguments, dict) or argument not in arguments:
+                raise KeyError(f'the call of "{execution.name}" has no argument "{argument}"')
+            if kind is not None:
+                kinds: tuple[Sink, ...] = (sink_kind(kind),)
+            else:
+                declared = sinks_of(self._definition(execution)).get(argument, ())
+                kinds = declared or (Sink.PARTY,)
+            found: list[ProvenanceFinding] = []
+            for each in kinds:
+                value = arguments[argument]
+                texts = ((argument, value),) if type(value) is str else leaves(value, argument)
+                for place, text in texts:
+                    if each is Sink.CONTENT:
+                        for identifier, like in identifiers_in(text):
+                            one = self.origin(
+                                identifier, like, execution=execution, argument=place, inside=True
+                            )
+                            found.append(_as(one, Sink.CONTENT))
+                    elif each is not Sink.INTENT or text:
+                        found.append(self.origin(text, each, execution=execution, argument=place))
+            return tuple(found)
 
     def suspect(
         self, execution: ToolExecution, argument: str, kind: Sink
@@ -538,48 +536,50 @@ class ProvenanceLedger:
         Raises:
             KeyError: the call has no such argument.
         """
-        arguments = execution.arguments
-        if not isinstance(arguments, dict) or argument not in arguments:
-            raise KeyError(f'the call of "{execution.name}" has no argument "{argument}"')
-        value = arguments[argument]
-        batch: object = execution.signal
-        if self.turns:
-            batch = self.turns.get(execution.call_id, batch)
-        record = self.is_record
-        found: list[ProvenanceFinding] = []
-        texts = ((argument, value),) if type(value) is str else leaves(value, argument)
-        for place, text in texts:
-            if kind is Sink.CONTENT:
-                for identifier, like in identifiers_in(text):
-                    if not record(identifier, batch):
-                        one = self.origin(
-                            identifier, like, execution=execution, argument=place, inside=True
-                        )
-                        known = self._as_content.get(id(one))  # one answer, one content finding
-                        if known is None or known[0] is not one:
-                            if len(self._as_content) > 4096:
-                                self._as_content.clear()
-                            known = self._as_content[id(one)] = (one, _as(one, Sink.CONTENT))
-                        found.append(known[1])
-            elif kind is Sink.SECRET or not (
-                record(text, batch) or (kind is Sink.INTENT and not text)
-            ):
-                found.append(self.origin(text, kind, execution=execution, argument=place))
-        return tuple(found)
+        with self._lock:
+            arguments = execution.arguments
+            if not isinstance(arguments, dict) or argument not in arguments:
+                raise KeyError(f'the call of "{execution.name}" has no argument "{argument}"')
+            value = arguments[argument]
+            batch: object = execution.signal
+            if self.turns:
+                batch = self.turns.get(execution.call_id, batch)
+            record = self.is_record
+            found: list[ProvenanceFinding] = []
+            texts = ((argument, value),) if type(value) is str else leaves(value, argument)
+            for place, text in texts:
+                if kind is Sink.CONTENT:
+                    for identifier, like in identifiers_in(text):
+                        if not record(identifier, batch):
+                            one = self.origin(
+                                identifier, like, execution=execution, argument=place, inside=True
+                            )
+                            known = self._as_content.get(id(one))  # one answer, one content finding
+                            if known is None or known[0] is not one:
+                                if len(self._as_content) > 4096:
+                                    self._as_content.clear()
+                                known = self._as_content[id(one)] = (one, _as(one, Sink.CONTENT))
+                            found.append(known[1])
+                elif kind is Sink.SECRET or not (
+                    record(text, batch) or (kind is Sink.INTENT and not text)
+                ):
+                    found.append(self.origin(text, kind, execution=execution, argument=place))
+            return tuple(found)
 
     def is_record(self, value: str, batch: object = None) -> bool:
         """Whether ``value`` is, verbatim (case aside), a declared record field of a
         result a call of ``batch`` (its :attr:`ToolExecution.signal`) could see: a
         result of another batch. One dictionary lookup once the records are indexed."""
-        if "<" in value:
-            value = plain_address(value)
-        key = value.casefold()
-        if self._read_for is not batch and self._unread:
-            self._read(batch)
-        latest = self._exact.get(key)
-        if latest is None:
-            return False
-        return latest.batch is not batch or key in self._exact_other
+        with self._lock:
+            if "<" in value:
+                value = plain_address(value)
+            key = value.casefold()
+            if self._read_for is not batch and self._unread:
+                self._read(batch)
+            latest = self._exact.get(key)
+            if latest is None:
+                return False
+            return latest.batch is not batch or key in self._exact_other
 
 
 def _again(known: tuple[Seen, Seen | None], seen: Seen) -> tuple[Seen, Seen | None]:

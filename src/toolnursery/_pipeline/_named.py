@@ -243,13 +243,13 @@ def pointed_at(
     value: str,
     kind: Sink,
     *,
-    request: str,
-    words: frozenset[str],
+    request: tuple[str, frozenset[str]],
+    tool: str | None,
+    actions: Mapping[str, tuple[str, ...]],
+    inside: bool,
     trusted: Haystack,
     own: Container[str],
-    prose: bool,
     records: Sequence[Seen] = (),
-    documents: bool = True,
 ) -> str | None:
     """The JSON path of ``value`` in ``seen`` when it is the one value of its kind in a
     source the request names (see the module's text); ``None`` otherwise.
@@ -258,19 +258,23 @@ def pointed_at(
         seen: a result holding the value.
         value: the sink value.
         kind: ``party`` or ``url``.
-        request: the trusted text, folded and joined.
-        words: :func:`request_words` of it.
+        request: the trusted text, folded and joined, and its :func:`request_words`.
+        tool: the tool of the call asking (``None``: no call; a value inside text then
+            never counts).
+        actions: the words a request uses for a tool's action, per tool (given ones).
+        inside: ``value`` is an identifier inside a body the call sends (then never
+            from a document's text: a link copied from a page into a post).
         trusted: the trusted text, for leaving out values it gives.
         own: the needles of the user's own identifiers (:func:`needles` forms).
-        prose: whether a value inside text may count (the request asks for the action).
         records: the results the call could see: a value inside text does not count
             when the request describes a record holding a value of its kind (``pay the
             rent to my landlord``: the payee the user keeps, not an account a notice
             names).
-        documents: whether a value inside a document's text (a result that is text,
-            not JSON: a file, a page) may count; ``False`` for an identifier inside a
-            body the call sends (a link copied from a page into a post never does).
     """
+    words = request[1]
+    prose = may_lift(tool, seen.tool, kind, actions, request[0], inside)
+    documents = not inside
+    request_text = request[0]
     if seen.result.is_error:
         return None
     wanted = _key(value, kind)
@@ -319,9 +323,9 @@ def pointed_at(
         mine = _described(leaves, item, words - named, field)
         if mine is not None:
             scopes.append(mine)
-    if not field and whole is not None and not asks_for_action(_KIND_WORDS[kind], request):
+    if not field and whole is not None and not asks_for_action(_KIND_WORDS[kind], request_text):
         scopes.clear()  # inside an item's text: only a value of a kind the request asks for
-    if (field or whole is None) and _named_by_arguments(seen.arguments, request):
+    if (field or whole is None) and _named_by_arguments(seen.arguments, request_text):
         scopes.append(leaves)
     shape = _shape(at[0]) if field else None
     for scope in scopes:
