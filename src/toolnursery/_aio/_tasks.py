@@ -151,19 +151,14 @@ class BodyCancel(SelfCancel):
                 if call.derived is not None:
                     call.end_attempt()  # the body read its deadline signal
         except _CancelledError:
-            if not self.sent:
-                if task.cancelling() == 0:
-                    return failure_result(AbortError())  # the body raised it itself
-                raise
-            self.sent = False
-            if task.uncancel() == 0:
-                return cut_short(True)  # the abort's own cancellation: taken back
-            raise  # from outside as well
+            if not self.sent and task.cancelling() == 0:
+                return failure_result(AbortError())  # the body raised it itself
+            if self.taken_back():
+                return cut_short(True)  # the abort's own cancellation
+            raise  # from outside (as well)
         except Exception as exc:
             return failure_result(exc)
-        if self.sent:
-            self.sent = False
-            task.uncancel()  # the body caught the abort's cancellation and returned
+        self.returned()  # the body may have caught the abort's cancellation
         return settle(call, value)
 
 
@@ -191,22 +186,19 @@ async def dispatch_here(call: CallRecord, signal: CancelSignal, chain: bool = Fa
         else:
             ending.returned(call, outcome)
     except _CancelledError:
-        ours = cancel.sent
-        cancel.sent = False
-        if not ours and task.cancelling() == 0:
+        if not cancel.sent and task.cancelling() == 0:
             # The body raised CancelledError itself: the call is aborted, as on trio.
             call.resolve(failure_result(AbortError()), RESOLVED)
             return
         call.resolve(call.aborted(), RESOLVED)
-        if ours and task.uncancel() == 0:
-            return  # the abort's own cancellation: taken back
+        if cancel.taken_back():
+            return  # the abort's own cancellation
         call.slot = _SETTLED
         raise  # from outside: the caller drains, commits, re-raises
     finally:
         unlink(signal, cancel)
         cancel.close()
-    if cancel.sent:
-        task.uncancel()  # the body caught the abort's cancellation and returned
+    cancel.returned()  # the body may have caught the abort's cancellation
 
 
 def single(group: BaseExceptionGroup[BaseException]) -> BaseException:

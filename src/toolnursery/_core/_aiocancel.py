@@ -38,6 +38,22 @@ class SelfCancel:
             self.sent = True
             self.task.cancel()
 
+    def taken_back(self) -> bool:
+        """Called where a ``CancelledError`` came out of the await this interrupts:
+        whether it was this canceller's and nothing else cancels the task, taken back
+        (``uncancel``); ``False``: it came from outside too, to be re-raised."""
+        if not self.sent:
+            return False
+        self.sent = False
+        return self.task.uncancel() == 0
+
+    def returned(self) -> None:
+        """Called where the await returned: a cancellation this sent that the await
+        caught (and returned anyway) is taken back."""
+        if self.sent:
+            self.sent = False
+            self.task.uncancel()
+
     def close(self) -> None:
         """Drop a cancellation not yet sent (the await it was for is over)."""
         handle = self.handle

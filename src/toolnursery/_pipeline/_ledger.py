@@ -48,6 +48,9 @@ __all__ = ["ProvenanceLedger"]
 
 _UNREAD: Any = object()
 _APART: Final = "\x00"
+# the answers the named check gave (for a party or link): they hold for the asking
+# call's tool and argument only, so they are not kept for the batch's other calls
+_BY_CALL: Final = frozenset({Origin.NAMED, Origin.FRAGMENT})
 _NO_TEXTS: Final[dict[str, tuple[Any, Any]]] = {}
 
 
@@ -81,7 +84,6 @@ class ProvenanceLedger:
         self._trusted_dates: set[Date] = set()
         self._request: tuple[str, frozenset[str]] | None = None  # folded, and its words
         self._action_words: dict[str, tuple[str, ...]] = {}  # declare_actions()
-        self._by_tool = False  # the last _origin()'s answer depends on the asking tool
         self._own: dict[str, str] = {}
         self._seen: list[Seen] = []
         self._count = 0  # results observed, dropped ones included
@@ -384,11 +386,10 @@ class ProvenanceLedger:
                 if known.argument != argument:  # kept by this name: the next call asks so too
                     known = kept[value, kind] = _named(known, argument)
                 return known
-            self._by_tool = False
             tool = None if execution is None else execution.name
             finding = self._origin(value, kind, batch, argument, tool, inside)
-            if self._by_tool:
-                return finding  # another tool's call may get another answer: not kept
+            if finding.origin in _BY_CALL and (kind is Sink.PARTY or kind is Sink.URL):
+                return finding  # for this call's tool and argument only: not kept
             if finding.origin is Origin.REQUEST or finding.origin is Origin.OWN:
                 answers = self._stable  # no result changes it: kept across batches
             if len(answers) > 4096:
@@ -469,7 +470,6 @@ class ProvenanceLedger:
                         own=self._own,
                         records=visible,
                     )
-                    self._by_tool = True  # depends on the asking tool and argument
                     if named is not None:
                         return ProvenanceFinding(
                             argument, given, kind, Origin.NAMED, seen.tool, seen.call_id, named

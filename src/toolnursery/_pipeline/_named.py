@@ -231,7 +231,7 @@ def _shape(path: str) -> str:
     return re.sub(r"\[\d+\]", "[]", path)
 
 
-def _key(text: str, kind: Sink) -> str | None:
+def _key(text: str) -> str | None:
     """The form two spellings of one identifier share, and two lookalikes do not
     (``alice@blue-bird.io`` is not ``alice@bluebird.io``): :func:`strict`."""
     key = strict(plain_address(text))
@@ -271,15 +271,12 @@ def pointed_at(
             rent to my landlord``: the payee the user keeps, not an account a notice
             names).
     """
-    words = request[1]
-    prose = may_lift(tool, seen.tool, kind, actions, request[0], inside)
-    documents = not inside
-    request_text = request[0]
     if seen.result.is_error:
         return None
-    wanted = _key(value, kind)
+    wanted = _key(value)
     if wanted is None:
         return None
+    request_text, words = request
     whole = seen.result.value
     leaves = [("$", seen.result.text, "")] if whole is None else list(_walk(whole, "$", ""))
     if len(leaves) > MAX_TEXTS:
@@ -288,15 +285,16 @@ def pointed_at(
     at = next((leaf for leaf in leaves if same_identifier(plain, plain_address(leaf[1]))), None)
     field = at is not None
     if at is None:
-        # inside text, only an identifier its text can be searched for (an address,
-        # a link, an account or phone number) is known to be the only one there
-        if not prose or [_key(i, kind) for i, like in identifiers_in(value) if like is kind] != [
-            wanted
-        ]:
-            return None
-        if whole is None and not documents:
-            return None
-        if words and any(_describes_a_record(each, kind, words) for each in records):
+        # inside text: only an identifier (an address, a link, an account or phone
+        # number, which the text can be searched for) is known to be the only one there;
+        # for a call whose tool may take it; never from a document into a body; never
+        # when the request names the party by what a record knows
+        if (
+            [_key(i) for i, like in identifiers_in(value) if like is kind] != [wanted]
+            or (whole is None and inside)
+            or not may_lift(tool, seen.tool, kind, actions, request_text, inside)
+            or (words and any(_describes_a_record(each, kind, words) for each in records))
+        ):
             return None
         at = next(
             (
@@ -311,11 +309,12 @@ def pointed_at(
         )
         if at is None:
             return None
-    # where it must be the only one: the item the request's words single out; the
-    # whole source the call's arguments named (for a value inside text: a document's)
+    # where it must be the only one: the items the request's words describe (for a
+    # value inside an item's text, only when the request asks for that kind of value);
+    # the whole source the call's arguments named (for a value inside text: a document)
     scopes: list[list[_Leaf]] = []
     item = at[2]
-    if item and words:
+    if item and words and (field or asks_for_action(_KIND_WORDS[kind], request_text)):
         # the words that name the source (the channel read) do not describe an item
         named = {
             w for _, text, _ in _walk(seen.arguments, "$", "") for w in _WORD.findall(fold(text))
@@ -323,8 +322,6 @@ def pointed_at(
         mine = _described(leaves, item, words - named, field)
         if mine is not None:
             scopes.append(mine)
-    if not field and whole is not None and not asks_for_action(_KIND_WORDS[kind], request_text):
-        scopes.clear()  # inside an item's text: only a value of a kind the request asks for
     if (field or whole is None) and _named_by_arguments(seen.arguments, request_text):
         scopes.append(leaves)
     shape = _shape(at[0]) if field else None
@@ -383,7 +380,7 @@ def _describes_a_record(seen: Seen, kind: Sink, words: frozenset[str]) -> bool:
     for _, text, item in _walk(whole, "$", ""):
         items.setdefault(item, []).append(text)
         found = identifiers_in(text)
-        if len(found) == 1 and found[0][1] is kind and _key(found[0][0], kind) == _key(text, kind):
+        if len(found) == 1 and found[0][1] is kind and _key(found[0][0]) == _key(text):
             holds.add(item)  # a field that is one identifier of the kind, whole
     for item in holds:
         spoken = {w for text in items[item] for w in _WORD.findall(fold(text))}
@@ -402,13 +399,13 @@ def _candidates(scope: list[_Leaf], kind: Sink, shape: str | None) -> set[str]:
     for path, text, _ in scope:
         if shape is not None:
             if _shape(path) == shape:
-                key = _key(text, kind)
+                key = _key(text)
                 if key is not None:
                     found.add(key)
             continue
         for identifier, like in identifiers_in(text):
             if like is kind:
-                key = _key(identifier, kind)
+                key = _key(identifier)
                 if key is not None:
                     found.add(key)
     return found

@@ -21,7 +21,6 @@ file of their own for calls outside a recorded batch.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Final
@@ -33,6 +32,7 @@ from .._core._execution import ApprovalOutcome, ApprovalRequest, ApprovalService
 from .._core._provenance import Origin, ProvenanceFinding, Sink, sink_kind
 from .._tools._definition import ToolDefinition
 from .._tools._sinks import sinks_of
+from ._named import verb_of
 from ._registry import Disposer, ToolScope
 
 __all__ = ["RecordedApprovals", "install_provenance_guard"]
@@ -56,15 +56,11 @@ _INTENT_WORDS: Final[dict[str, tuple[str, ...]]] = {
     "update": ("update", "change", "set", "edit", "modify", "reset"),
     "transfer": ("transfer", "move", "give"),
 }
-_CAMEL: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
 def _intent_words(tool: str) -> tuple[str, ...]:
-    words = [w for w in re.split(r"[_\-\s.]+", _CAMEL.sub("_", tool).lower()) if w]
-    if not words:
-        return ()
-    verb = words[0]
-    return _INTENT_WORDS.get(verb, (verb,))
+    verb = verb_of(tool)
+    return _INTENT_WORDS.get(verb, (verb,)) if verb else ()
 
 
 def _objection(finding: ProvenanceFinding) -> str | None:

@@ -66,19 +66,14 @@ async def dispatch_replaced(
         try:
             result = await body()
         except asyncio.CancelledError:
-            if not cancel.sent:
-                raise
-            cancel.sent = False
-            if task.uncancel() == 0:
-                return cut_short(True)  # the replacement's own cancellation: taken back
-            raise  # from outside as well
+            if cancel.taken_back():
+                return cut_short(True)  # the replacement's own cancellation
+            raise  # from outside (as well)
     finally:
         unlink(signal, cancel)
         cancel.close()
         call.view_signal = caller
-    if cancel.sent:
-        cancel.sent = False
-        task.uncancel()  # the body caught the cancellation and returned
+    cancel.returned()  # the body may have caught the cancellation
     if signal.cancelled and not result.is_error:
         return cut_short(True)
     return result
